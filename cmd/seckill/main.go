@@ -1,0 +1,90 @@
+// Command seckill is the flash-sale oversell lab: it serves the stock API
+// (serve), runs the local stack (up, down, status, logs, env) and drives the
+// benchmark harness (bench). Each subcommand only maps flags to the options
+// of a package that holds the logic.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand: it parses args and runs until ctx is done.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string) error
+}
+
+var commands = map[string]command{
+	"serve":  {"run one stock service instance (Gin HTTP API)", runServe},
+	"up":     {"start the local lab stack (servers, instances, nginx)", runUp},
+	"down":   {"stop everything `up` started", runDown},
+	"status": {"show the stack's components and their health", runStatus},
+	"logs":   {"show a component's log", runLogs},
+	"env":    {"print the stack's addresses as shell exports", runEnv},
+	"bench":  {"fire purchases at the fleet, strategy by strategy, and report", runBench},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			if ee.msg != "" {
+				fmt.Fprintln(os.Stderr, "seckill:", ee.msg)
+			}
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "seckill:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage()
+		if len(args) == 0 {
+			return exitError{code: 2}
+		}
+		return nil
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		usage()
+		return exitError{code: 2, msg: fmt.Sprintf("unknown command %q", args[0])}
+	}
+	err := cmd.run(ctx, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: seckill COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(os.Stderr, "  %-7s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(os.Stderr, "\nRun `seckill COMMAND -h` for a command's flags.")
+}
+
+// exitError ends the process with code after printing msg (if any).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }

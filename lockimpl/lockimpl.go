@@ -1,0 +1,154 @@
+// Package lockimpl defines the lock contract every seckill lock backend
+// implements, in the style of etcd's client/v3/concurrency package.
+//
+// A Locker hands out a *Lease per successful acquisition. Lock waits until
+// the lock is free or ctx is done; TryLock makes one attempt and returns
+// ErrLocked when someone else holds the lock. A Lease carries a fencing
+// Token (0 where the backend offers none) that strictly increases per key
+// for backends that supply one, and reports when ownership was lost (for
+// example when a TTL expired or a session died) through Lost and Err.
+//
+// Backends live in sub-packages, one per adapter: mutexlock (in-process),
+// redislock, redisnaive (the seeds' deliberately flawed Redis locks),
+// redlock, zklock, etcdlock and mysqllock. The conformance suite in
+// lockimpl/locktest runs one body of tests against all of them.
+package lockimpl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Sentinel errors. Compare with errors.Is.
+var (
+	// ErrLocked is returned by TryLock when another owner holds the lock.
+	ErrLocked = errors.New("lockimpl: lock is held by another owner")
+	// ErrNotHeld is returned by Unlock when the lease was already released
+	// (or was never held any more at the backend).
+	ErrNotHeld = errors.New("lockimpl: lock not held")
+	// ErrLeaseLost is reported through Lease.Err once the backend says the
+	// lease's ownership is gone (TTL expired, session expired, node deleted).
+	ErrLeaseLost = errors.New("lockimpl: lease lost")
+)
+
+// Locker acquires named locks. Implementations are safe for concurrent use.
+type Locker interface {
+	// Lock blocks until the lock for key is acquired or ctx is done. On ctx
+	// cancellation it returns an error wrapping ctx.Err() and leaves nothing
+	// behind at the backend.
+	Lock(ctx context.Context, key string) (*Lease, error)
+	// TryLock makes a single attempt. It returns ErrLocked when the lock is
+	// held by someone else.
+	TryLock(ctx context.Context, key string) (*Lease, error)
+}
+
+// DefaultTTL is the lock TTL used when Options.TTL is zero.
+const DefaultTTL = 10 * time.Second
+
+// Options configure a backend Locker. The zero value is usable: every field
+// documents its default.
+type Options struct {
+	// TTL bounds how long a lock survives its holder going silent. Backends
+	// that renew (watchdog, keep-alive, Redlock extend) renew at TTL/3.
+	// Default: DefaultTTL (10s).
+	TTL time.Duration
+	// Prefix namespaces the backend keys. Default: "seckill:lock:" for
+	// Redis, "/seckill/locks/" for etcd and ZooKeeper, "" for MySQL.
+	Prefix string
+}
+
+// TTLOrDefault returns o.TTL, or DefaultTTL when it is not set.
+func (o Options) TTLOrDefault() time.Duration {
+	if o.TTL <= 0 {
+		return DefaultTTL
+	}
+	return o.TTL
+}
+
+// PrefixOr returns o.Prefix, or def when it is empty.
+func (o Options) PrefixOr(def string) string {
+	if o.Prefix == "" {
+		return def
+	}
+	return o.Prefix
+}
+
+// Lease is one successful acquisition of a lock. It is safe for concurrent
+// use. Backends build it with NewLease and report ownership loss with
+// MarkLost.
+type Lease struct {
+	// Key is the lock name passed to Lock/TryLock.
+	Key string
+	// Token is the fencing token: it strictly increases per key for
+	// backends that supply one (Redis INCR, etcd create revision, ZooKeeper
+	// czxid, MySQL auto-increment id) and is 0 otherwise.
+	Token uint64
+
+	release func(ctx context.Context) error
+
+	mu       sync.Mutex
+	released bool
+
+	lostOnce sync.Once
+	lost     chan struct{}
+	lostErr  error
+}
+
+// NewLease builds a lease whose Unlock calls release exactly once.
+func NewLease(key string, token uint64, release func(ctx context.Context) error) *Lease {
+	return &Lease{Key: key, Token: token, release: release, lost: make(chan struct{})}
+}
+
+// Unlock releases the lock. A second call returns ErrNotHeld. If the backend
+// reports that the lock was no longer ours, Unlock returns an error wrapping
+// ErrNotHeld as well.
+func (l *Lease) Unlock(ctx context.Context) error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return fmt.Errorf("unlock %q: %w", l.Key, ErrNotHeld)
+	}
+	l.released = true
+	l.mu.Unlock()
+	if l.release == nil {
+		return nil
+	}
+	return l.release(ctx)
+}
+
+// Released reports whether Unlock has been called.
+func (l *Lease) Released() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.released
+}
+
+// Lost is closed when the backend reports that ownership was lost while the
+// lease was still held.
+func (l *Lease) Lost() <-chan struct{} { return l.lost }
+
+// Err returns nil while ownership is intact, and an error wrapping
+// ErrLeaseLost once it was lost.
+func (l *Lease) Err() error {
+	select {
+	case <-l.lost:
+		return l.lostErr
+	default:
+		return nil
+	}
+}
+
+// MarkLost records that ownership was lost. Only the first call counts.
+func (l *Lease) MarkLost(cause error) {
+	l.lostOnce.Do(func() {
+		if cause == nil {
+			l.lostErr = fmt.Errorf("lock %q: %w", l.Key, ErrLeaseLost)
+		} else {
+			l.lostErr = fmt.Errorf("lock %q: %w: %w", l.Key, ErrLeaseLost, cause)
+		}
+		close(l.lost)
+	})
+}
