@@ -2,8 +2,32 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/seckill-lab/seckill/internal/app"
+	"github.com/seckill-lab/seckill/internal/config"
 )
 
-// Placeholder: the stock service issue replaces this file.
-func runServe(ctx context.Context, args []string) error { return errors.New("serve: not built yet") }
+func runServe(ctx context.Context, args []string) error {
+	cfg, err := config.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("seckill serve", flag.ContinueOnError)
+	cfg.BindFlags(fs)
+	wait := fs.Duration("start-timeout", 20*time.Second, "how long to wait for MySQL at start-up")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	in, err := app.New(ctx, cfg, *wait)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return in.Serve(ctx, func(addr string) {
+		fmt.Fprintf(os.Stderr, "seckill serve: instance %s listening on %s, strategy %s\n", cfg.Instance, addr, in.Service.Config().Name)
+	})
+}

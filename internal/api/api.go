@@ -1,0 +1,378 @@
+// Package api is the stock service's HTTP layer (Gin): the purchase API,
+// the admin API, /healthz and /metrics. Every response carries X-Instance;
+// every error is a status code plus a JSON body {"error": ...}.
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// Check is one backend health probe for /healthz.
+type Check struct {
+	Name string
+	Ping func(ctx context.Context) error
+}
+
+// Options configure the handler.
+type Options struct {
+	Service *stock.Service
+	// AdminToken guards /admin; empty disables it (403).
+	AdminToken string
+	// Checks are the configured backends, probed by /healthz.
+	Checks []Check
+	// Registry serves /metrics; Metrics must be registered on it.
+	Registry *prometheus.Registry
+	Metrics  *Metrics
+	// MaxBody bounds request bodies. Default 4 KiB.
+	MaxBody int64
+}
+
+type handler struct {
+	Options
+}
+
+// New returns the service's HTTP handler.
+func New(opts Options) http.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = config.MaxBodyBytes
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(opts.Registry)
+	}
+	h := &handler{opts}
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(h.recovery, h.instanceHeader)
+	r.NoRoute(func(c *gin.Context) {
+		fail(c, http.StatusNotFound, "not_found", "no route "+c.Request.Method+" "+c.Request.URL.Path)
+	})
+	r.HandleMethodNotAllowed = true
+	r.NoMethod(func(c *gin.Context) {
+		fail(c, http.StatusMethodNotAllowed, "method_not_allowed", c.Request.Method+" is not allowed here")
+	})
+
+	r.GET("/healthz", h.healthz)
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{})))
+	v1 := r.Group("/api/v1")
+	v1.POST("/purchase", h.purchase)
+	v1.GET("/goods/:id", h.goods)
+	admin := r.Group("/admin", h.auth)
+	admin.POST("/reset", h.reset)
+	admin.GET("/strategy", h.getStrategy)
+	admin.PUT("/strategy", h.putStrategy)
+	admin.GET("/audit", h.audit)
+	admin.GET("/orders", h.orders)
+	return r
+}
+
+func (h *handler) instanceHeader(c *gin.Context) {
+	c.Header("X-Instance", h.Service.Instance())
+	c.Next()
+}
+
+func (h *handler) recovery(c *gin.Context) {
+	defer func() {
+		if v := recover(); v != nil {
+			h.Metrics.Error("panic")
+			fail(c, http.StatusInternalServerError, "internal", fmt.Sprint(v))
+		}
+	}()
+	c.Next()
+}
+
+// fail writes a JSON error and stops the chain.
+func fail(c *gin.Context, status int, code, detail string) {
+	body := gin.H{"error": code}
+	if detail != "" {
+		body["detail"] = detail
+	}
+	c.AbortWithStatusJSON(status, body)
+}
+
+func (h *handler) auth(c *gin.Context) {
+	if h.AdminToken == "" {
+		fail(c, http.StatusForbidden, "admin_disabled", "this instance has no admin token; start it with "+config.EnvAdminToken+" set")
+		return
+	}
+	got, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.AdminToken)) != 1 {
+		fail(c, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <admin token>")
+		return
+	}
+	c.Next()
+}
+
+// bindJSON reads a JSON body into dst with the API's rules: JSON content
+// type (415), at most MaxBody bytes (413), well-formed and well-typed
+// (400). It writes the error response and returns false on failure.
+func (h *handler) bindJSON(c *gin.Context, dst any) bool {
+	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		fail(c, http.StatusUnsupportedMediaType, "unsupported_media_type", "send Content-Type: application/json")
+		return false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, h.MaxBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		fail(c, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", h.MaxBody))
+		return false
+	}
+	if err != nil {
+		fail(c, http.StatusBadRequest, "invalid_json", "reading body: "+err.Error())
+		return false
+	}
+	c.Set(rawBodyKey, body)
+	if err := json.Unmarshal(body, dst); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			fail(c, http.StatusBadRequest, "invalid_field", fmt.Sprintf("field %q must be a %s", typeErr.Field, typeErr.Type))
+			return false
+		}
+		fail(c, http.StatusBadRequest, "invalid_json", err.Error())
+		return false
+	}
+	return true
+}
+
+// missing reports the first nil field, by JSON name, and writes a 400.
+func missing(c *gin.Context, fields ...namedField) bool {
+	for _, f := range fields {
+		if f.isNil {
+			fail(c, http.StatusBadRequest, "missing_field", fmt.Sprintf("field %q is required", f.name))
+			return true
+		}
+	}
+	return false
+}
+
+type namedField struct {
+	name  string
+	isNil bool
+}
+
+type purchaseBody struct {
+	GoodsID *int64  `json:"goods_id"`
+	Qty     *int64  `json:"qty"`
+	UserID  *string `json:"user_id"`
+}
+
+func (h *handler) purchase(c *gin.Context) {
+	cfg := h.Service.Config()
+	var b purchaseBody
+	if !h.bindJSON(c, &b) {
+		h.Metrics.Purchase("bad_request", cfg.Name)
+		return
+	}
+	if missing(c, namedField{"goods_id", b.GoodsID == nil}, namedField{"qty", b.Qty == nil}, namedField{"user_id", b.UserID == nil}) {
+		h.Metrics.Purchase("bad_request", cfg.Name)
+		return
+	}
+	req := stock.PurchaseRequest{GoodsID: *b.GoodsID, Qty: *b.Qty, UserID: *b.UserID, RequestID: c.GetHeader("Idempotency-Key")}
+	budget := cfg.LockWait + cfg.WorkDelay + 15*time.Second
+	ctx, cancel := context.WithTimeout(c.Request.Context(), budget)
+	defer cancel()
+	rc, err := h.Service.Purchase(ctx, req)
+	status, code := outcome(err)
+	h.Metrics.Purchase(code, cfg.Name)
+	if err != nil {
+		h.writeErr(c, status, code, err)
+		return
+	}
+	c.JSON(http.StatusOK, rc)
+}
+
+// outcome maps a service error to an HTTP status and outcome code.
+func outcome(err error) (int, string) {
+	switch {
+	case err == nil:
+		return http.StatusOK, "ok"
+	case errors.Is(err, stock.ErrSoldOut):
+		return http.StatusConflict, "sold_out"
+	case errors.Is(err, stock.ErrStaleLock):
+		return http.StatusConflict, "stale_lock"
+	case errors.Is(err, stock.ErrLockTimeout):
+		return http.StatusServiceUnavailable, "lock_timeout"
+	case errors.Is(err, stock.ErrGoodsNotFound):
+		return http.StatusNotFound, "goods_not_found"
+	case errors.Is(err, stock.ErrInvalid):
+		return http.StatusBadRequest, "invalid_request"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "timeout"
+	default:
+		return http.StatusServiceUnavailable, "backend_unavailable"
+	}
+}
+
+func (h *handler) writeErr(c *gin.Context, status int, code string, err error) {
+	detail := ""
+	switch code {
+	case "backend_unavailable", "invalid_request", "timeout", "lock_timeout", "goods_not_found":
+		detail = err.Error()
+	}
+	if code == "backend_unavailable" {
+		h.Metrics.Error("backend_unavailable")
+	}
+	fail(c, status, code, detail)
+}
+
+func (h *handler) goods(c *gin.Context) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		fail(c, http.StatusBadRequest, "invalid_request", "goods id must be a positive integer")
+		return
+	}
+	a, err := h.Service.Audit(c.Request.Context(), id)
+	if err != nil {
+		status, code := outcome(err)
+		h.writeErr(c, status, code, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"id": id, "stock": a.Stock, "sold": a.SoldQty})
+}
+
+func (h *handler) healthz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	results := make(map[string]string, len(h.Checks))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	healthy := true
+	for _, chk := range h.Checks {
+		wg.Go(func() {
+			status := "ok"
+			if err := chk.Ping(ctx); err != nil {
+				status = "error: " + err.Error()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			results[chk.Name] = status
+			if status != "ok" {
+				healthy = false
+			}
+		})
+	}
+	wg.Wait()
+	code, status := http.StatusOK, "ok"
+	if !healthy {
+		code, status = http.StatusServiceUnavailable, "degraded"
+	}
+	c.JSON(code, gin.H{"status": status, "instance": h.Service.Instance(), "strategy": h.Service.Config().Name, "backends": results})
+}
+
+type resetBody struct {
+	GoodsID *int64 `json:"goods_id"`
+	Stock   *int64 `json:"stock"`
+}
+
+func (h *handler) reset(c *gin.Context) {
+	var b resetBody
+	if !h.bindJSON(c, &b) || missing(c, namedField{"goods_id", b.GoodsID == nil}, namedField{"stock", b.Stock == nil}) {
+		return
+	}
+	if err := h.Service.Reset(c.Request.Context(), *b.GoodsID, *b.Stock); err != nil {
+		status, code := outcome(err)
+		h.writeErr(c, status, code, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"goods_id": *b.GoodsID, "stock": *b.Stock})
+}
+
+func (h *handler) strategyBody() gin.H {
+	cfg := h.Service.Config()
+	return gin.H{"name": cfg.Name, "work_delay": cfg.WorkDelay.String(), "lock_ttl": cfg.LockTTL.String(),
+		"lock_wait": cfg.LockWait.String(), "fencing": cfg.Fencing, "instance": h.Service.Instance()}
+}
+
+func (h *handler) getStrategy(c *gin.Context) { c.JSON(http.StatusOK, h.strategyBody()) }
+
+func (h *handler) putStrategy(c *gin.Context) {
+	var raw struct {
+		Name *string `json:"name"`
+	}
+	var cfg stock.Config
+	if !h.bindJSON(c, &raw) || missing(c, namedField{"name", raw.Name == nil}) {
+		return
+	}
+	// bindJSON consumed the body; decode the full setting from the same bytes.
+	if err := json.Unmarshal(c.MustGet(rawBodyKey).([]byte), &cfg); err != nil {
+		fail(c, http.StatusBadRequest, "invalid_field", strings.TrimPrefix(err.Error(), "json: "))
+		return
+	}
+	if err := h.Service.SetConfig(cfg); err != nil {
+		switch {
+		case errors.Is(err, stock.ErrUnknownStrategy):
+			c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": "unknown_strategy", "detail": err.Error(), "valid": stock.StrategyNames()})
+		case errors.Is(err, stock.ErrBackendUnavailable):
+			fail(c, http.StatusServiceUnavailable, "backend_unavailable", err.Error())
+		default:
+			fail(c, http.StatusBadRequest, "invalid_strategy_config", err.Error())
+		}
+		return
+	}
+	c.JSON(http.StatusOK, h.strategyBody())
+}
+
+const rawBodyKey = "seckill.rawBody"
+
+func (h *handler) goodsQuery(c *gin.Context) (int64, bool) {
+	v := c.Query("goods_id")
+	if v == "" {
+		fail(c, http.StatusBadRequest, "missing_field", `query parameter "goods_id" is required`)
+		return 0, false
+	}
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		fail(c, http.StatusBadRequest, "invalid_field", "goods_id must be a positive integer")
+		return 0, false
+	}
+	return id, true
+}
+
+func (h *handler) audit(c *gin.Context) {
+	id, ok := h.goodsQuery(c)
+	if !ok {
+		return
+	}
+	a, err := h.Service.Audit(c.Request.Context(), id)
+	if err != nil {
+		status, code := outcome(err)
+		h.writeErr(c, status, code, err)
+		return
+	}
+	c.JSON(http.StatusOK, a)
+}
+
+func (h *handler) orders(c *gin.Context) {
+	id, ok := h.goodsQuery(c)
+	if !ok {
+		return
+	}
+	ids, err := h.Service.RequestIDs(c.Request.Context(), id)
+	if err != nil {
+		status, code := outcome(err)
+		h.writeErr(c, status, code, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"goods_id": id, "request_ids": ids})
+}

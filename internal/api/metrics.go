@@ -1,0 +1,55 @@
+package api
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the instance's Prometheus series. They implement
+// stock.Observer.
+type Metrics struct {
+	purchases *prometheus.CounterVec
+	lockWait  *prometheus.HistogramVec
+	lockHold  *prometheus.HistogramVec
+	errors    *prometheus.CounterVec
+}
+
+// NewMetrics registers the series on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	buckets := prometheus.ExponentialBuckets(0.0001, 2.5, 14) // 100µs .. ~15s
+	m := &Metrics{
+		purchases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_purchases_total", Help: "Purchases by outcome and strategy.",
+		}, []string{"outcome", "strategy"}),
+		lockWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "seckill_lock_wait_seconds", Help: "Time spent waiting for the lock.", Buckets: buckets,
+		}, []string{"strategy"}),
+		lockHold: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "seckill_lock_hold_seconds", Help: "Time the lock was held.", Buckets: buckets,
+		}, []string{"strategy"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_errors_total", Help: "Errors by kind.",
+		}, []string{"kind"}),
+	}
+	reg.MustRegister(m.purchases, m.lockWait, m.lockHold, m.errors)
+	return m
+}
+
+// Purchase counts one purchase outcome.
+func (m *Metrics) Purchase(outcome, strategy string) {
+	m.purchases.WithLabelValues(outcome, strategy).Inc()
+}
+
+// LockWait observes a lock wait.
+func (m *Metrics) LockWait(strategy string, d time.Duration) {
+	m.lockWait.WithLabelValues(strategy).Observe(d.Seconds())
+}
+
+// LockHold observes a lock hold.
+func (m *Metrics) LockHold(strategy string, d time.Duration) {
+	m.lockHold.WithLabelValues(strategy).Observe(d.Seconds())
+}
+
+// Error counts an error of kind.
+func (m *Metrics) Error(kind string) { m.errors.WithLabelValues(kind).Inc() }

@@ -1,0 +1,189 @@
+// Package app wires one `seckill serve` instance: it builds the backend
+// clients from config.Config, the lock backends, the stock service and the
+// HTTP handler, and serves until the context is done.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/seckill-lab/seckill/internal/api"
+	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// Instance is one wired service instance.
+type Instance struct {
+	Config  config.Config
+	Service *stock.Service
+	Handler http.Handler
+
+	backends *backends
+}
+
+// New connects to the backends named in cfg, creates the schema and
+// returns the wired instance. MySQL must answer within startTimeout;
+// the other backends connect lazily and are reported by /healthz.
+func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*Instance, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	db, err := openMySQL(ctx, cfg.MySQLDSN, startTimeout)
+	if err != nil {
+		return nil, err
+	}
+	b, err := newBackends(ctx, cfg, db)
+	if err != nil {
+		return nil, err
+	}
+	store := stock.NewStore(db)
+	if err := store.Migrate(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if err := b.ensureSchema(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := api.NewMetrics(reg)
+	opts := stock.ServiceOptions{
+		Instance:   cfg.Instance,
+		Store:      store,
+		Lockers:    b.locker,
+		ClearLocks: b.clearLocks,
+		Observer:   metrics,
+		MaxQty:     cfg.MaxQty,
+		Initial:    stock.DefaultConfig(cfg.Strategy),
+	}
+	if b.redis[0] != nil {
+		opts.Mirror = stock.NewRedisMirror(b.redis[0])
+	}
+	svc, err := stock.NewService(opts)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	h := api.New(api.Options{Service: svc, AdminToken: cfg.AdminToken, Checks: b.checks(store), Registry: reg, Metrics: metrics})
+	return &Instance{Config: cfg, Service: svc, Handler: h, backends: b}, nil
+}
+
+// Close releases the backend clients.
+func (in *Instance) Close() error { return in.backends.Close() }
+
+// Serve listens on cfg.Listen until ctx is done, then shuts down
+// gracefully. ready, if not nil, is called with the bound address.
+func (in *Instance) Serve(ctx context.Context, ready func(addr string)) error {
+	ln, err := net.Listen("tcp", in.Config.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is the port taken? pass --listen)", in.Config.Listen, err)
+	}
+	srv := &http.Server{
+		Handler:           in.Handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// openMySQL opens the DSN with bounded timeouts and waits for SELECT 1.
+func openMySQL(ctx context.Context, dsn string, wait time.Duration) (*gorm.DB, error) {
+	mc, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("MySQL DSN %q: %w", dsn, err)
+	}
+	mc.ParseTime = true
+	if mc.Timeout == 0 {
+		mc.Timeout = 2 * time.Second
+	}
+	if mc.ReadTimeout == 0 {
+		mc.ReadTimeout = 3 * time.Minute
+	}
+	if mc.WriteTimeout == 0 {
+		mc.WriteTimeout = 30 * time.Second
+	}
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{DSNConfig: mc}), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open MySQL: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open MySQL: %w", err)
+	}
+	sqlDB.SetMaxOpenConns(256)
+	sqlDB.SetMaxIdleConns(128)
+	sqlDB.SetConnMaxLifetime(30 * time.Minute)
+	deadline := time.Now().Add(wait)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = sqlDB.PingContext(pctx)
+		cancel()
+		if err == nil {
+			return db, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			_ = sqlDB.Close()
+			return nil, fmt.Errorf("MySQL at %s did not answer within %s: %w (is the stack up? `seckill up`)", mc.Addr, wait, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+var quietRedis sync.Once
+
+// newRedis builds a client with bounded timeouts. go-redis's own pool log
+// lines are silenced: failures reach the user as errors and /healthz.
+func newRedis(addr string) *redis.Client {
+	quietRedis.Do(func() { redis.SetLogger(voidLogger{}) })
+	return redis.NewClient(&redis.Options{
+		Addr:         addr,
+		DialTimeout:  time.Second,
+		ReadTimeout:  3 * time.Second,
+		WriteTimeout: 3 * time.Second,
+		PoolSize:     256,
+		MaxRetries:   1,
+	})
+}
+
+// voidLogger drops go-redis's internal log lines.
+type voidLogger struct{}
+
+func (voidLogger) Printf(context.Context, string, ...any) {}

@@ -1,0 +1,150 @@
+// Package config holds the settings of one `seckill serve` instance: where
+// it listens, its name and the addresses of its backends. Every setting has
+// an environment variable (the names docker-compose.yml and the local stack
+// set) and a flag that overrides it.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// Environment variables read by `seckill serve`.
+const (
+	EnvListen        = "SECKILL_LISTEN"
+	EnvInstance      = "SECKILL_INSTANCE"
+	EnvMySQLDSN      = "SECKILL_MYSQL_DSN"
+	EnvRedisAddrs    = "SECKILL_REDIS_ADDRS"
+	EnvEtcdEndpoints = "SECKILL_ETCD_ENDPOINTS"
+	EnvZKServers     = "SECKILL_ZK_SERVERS"
+	EnvAdminToken    = "SECKILL_ADMIN_TOKEN"
+	EnvStrategy      = "SECKILL_STRATEGY"
+	EnvMaxQty        = "SECKILL_MAX_QTY"
+)
+
+// EnvVars lists every variable `seckill serve` reads, for the compose check.
+var EnvVars = []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvEtcdEndpoints, EnvZKServers, EnvAdminToken, EnvStrategy, EnvMaxQty}
+
+// Defaults.
+const (
+	DefaultListen  = "127.0.0.1:8080"
+	DefaultMaxQty  = 100
+	MaxBodyBytes   = 4 << 10
+	RedlockServers = 5
+)
+
+// Config is one instance's settings.
+type Config struct {
+	// Listen is the HTTP listen address. Default 127.0.0.1:8080.
+	Listen string
+	// Instance names this instance in X-Instance and on its orders.
+	// Default: the host name.
+	Instance string
+	// MySQLDSN is a go-sql-driver DSN. Required.
+	MySQLDSN string
+	// RedisAddrs are host:port of the Redis servers; the first serves the
+	// redis lock, redis-atomic and the flawed variants, all of them are
+	// the Redlock set. Optional: without it the Redis strategies are off.
+	RedisAddrs []string
+	// EtcdEndpoints are etcd client endpoints. Optional.
+	EtcdEndpoints []string
+	// ZKServers are ZooKeeper host:port. Optional.
+	ZKServers []string
+	// AdminToken guards /admin. Empty disables the admin API (403).
+	AdminToken string
+	// Strategy is the starting strategy. Default none.
+	Strategy string
+	// MaxQty bounds qty per purchase. Default 100.
+	MaxQty int64
+}
+
+// FromEnv reads the variables through getenv (os.Getenv in production).
+func FromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		Listen:        getenv(EnvListen),
+		Instance:      getenv(EnvInstance),
+		MySQLDSN:      getenv(EnvMySQLDSN),
+		RedisAddrs:    SplitList(getenv(EnvRedisAddrs)),
+		EtcdEndpoints: SplitList(getenv(EnvEtcdEndpoints)),
+		ZKServers:     SplitList(getenv(EnvZKServers)),
+		AdminToken:    getenv(EnvAdminToken),
+		Strategy:      getenv(EnvStrategy),
+		MaxQty:        DefaultMaxQty,
+	}
+	if v := getenv(EnvMaxQty); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return c, fmt.Errorf("%s=%q: not an integer", EnvMaxQty, v)
+		}
+		c.MaxQty = n
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Instance == "" {
+		c.Instance, _ = os.Hostname()
+	}
+	if c.Strategy == "" {
+		c.Strategy = stock.None
+	}
+	return c, nil
+}
+
+// listFlag is a comma-separated list flag.
+type listFlag struct{ dst *[]string }
+
+func (l listFlag) String() string {
+	if l.dst == nil {
+		return ""
+	}
+	return strings.Join(*l.dst, ",")
+}
+func (l listFlag) Set(s string) error { *l.dst = SplitList(s); return nil }
+
+// BindFlags registers flags that override c's fields (the admin token is
+// environment-only, so it never shows in `ps`).
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP listen address ($"+EnvListen+")")
+	fs.StringVar(&c.Instance, "name", c.Instance, "instance name for X-Instance and orders ($"+EnvInstance+")")
+	fs.StringVar(&c.MySQLDSN, "mysql-dsn", c.MySQLDSN, "MySQL DSN, e.g. root@tcp(127.0.0.1:17040)/seckill?parseTime=true ($"+EnvMySQLDSN+")")
+	fs.Var(listFlag{&c.RedisAddrs}, "redis-addrs", "comma-separated Redis addresses; 5 for redlock ($"+EnvRedisAddrs+")")
+	fs.Var(listFlag{&c.EtcdEndpoints}, "etcd-endpoints", "comma-separated etcd endpoints ($"+EnvEtcdEndpoints+")")
+	fs.Var(listFlag{&c.ZKServers}, "zk-servers", "comma-separated ZooKeeper servers ($"+EnvZKServers+")")
+	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "starting strategy ($"+EnvStrategy+")")
+	fs.Int64Var(&c.MaxQty, "max-qty", c.MaxQty, "largest qty per purchase ($"+EnvMaxQty+")")
+}
+
+// Validate names the first setting that cannot work.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MySQLDSN == "" {
+		errs = append(errs, fmt.Errorf("no MySQL DSN: set %s or --mysql-dsn (with a local stack: eval \"$(seckill env)\")", EnvMySQLDSN))
+	}
+	if c.MaxQty <= 0 {
+		errs = append(errs, fmt.Errorf("max qty %d must be positive", c.MaxQty))
+	}
+	if c.Instance == "" {
+		errs = append(errs, errors.New("no instance name: set --name"))
+	}
+	if err := stock.DefaultConfig(c.Strategy).Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// SplitList splits a comma-separated list, dropping blanks.
+func SplitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

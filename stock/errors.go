@@ -1,0 +1,21 @@
+package stock
+
+import "errors"
+
+// Purchase outcomes other than success. Compare with errors.Is.
+var (
+	// ErrSoldOut: the stock does not cover qty.
+	ErrSoldOut = errors.New("sold_out")
+	// ErrStaleLock: fencing rejected the write of a holder whose token is
+	// older than one already accepted.
+	ErrStaleLock = errors.New("stale_lock")
+	// ErrLockTimeout: the lock wait budget ran out (or optimistic retries
+	// were exhausted).
+	ErrLockTimeout = errors.New("lock_timeout")
+	// ErrBackendUnavailable: Redis, etcd, ZooKeeper or MySQL did not answer.
+	ErrBackendUnavailable = errors.New("backend_unavailable")
+	// ErrGoodsNotFound: no goods with that id.
+	ErrGoodsNotFound = errors.New("goods_not_found")
+	// ErrInvalid: the request itself is invalid (qty out of range, ...).
+	ErrInvalid = errors.New("invalid_request")
+)

@@ -1,0 +1,67 @@
+// Package stock holds the lab's domain: goods and orders in MySQL, the store
+// that reads and writes them, and the Service that runs one purchase under
+// the deduction strategy an instance is currently set to.
+//
+// The unit of work every strategy protects is the seeds' reductStock: read
+// the stock, check it covers qty, do the (simulated) business work, write
+// stock-qty and insert the order. "Oversold" means more units were sold
+// than the initial stock; "lost updates" means the stock dropped by less
+// than the units sold.
+package stock
+
+import "time"
+
+// Goods is one row of the goods table.
+type Goods struct {
+	ID           int64  `gorm:"primaryKey;autoIncrement:false"`
+	Name         string `gorm:"size:128;not null;default:''"`
+	Stock        int64  `gorm:"not null"`
+	InitialStock int64  `gorm:"not null;default:0"`
+	Version      int64  `gorm:"not null;default:0"`
+	Fence        uint64 `gorm:"not null;default:0"`
+}
+
+// TableName pins the table name.
+func (Goods) TableName() string { return "goods" }
+
+// Order is one row of the orders table: one accepted purchase.
+type Order struct {
+	ID         int64     `gorm:"primaryKey"`
+	GoodsID    int64     `gorm:"not null;index"`
+	Qty        int64     `gorm:"not null"`
+	UserID     string    `gorm:"size:64;not null"`
+	RequestID  string    `gorm:"size:128;not null;uniqueIndex"`
+	Instance   string    `gorm:"size:64;not null"`
+	Strategy   string    `gorm:"size:32;not null"`
+	FenceToken uint64    `gorm:"not null;default:0"`
+	CreatedAt  time.Time `gorm:"precision:6"`
+}
+
+// TableName pins the table name.
+func (Order) TableName() string { return "orders" }
+
+// Audit is the safety summary of one goods.
+type Audit struct {
+	GoodsID      int64            `json:"goods_id"`
+	InitialStock int64            `json:"initial_stock"`
+	Stock        int64            `json:"stock"`
+	Orders       int64            `json:"orders"`
+	SoldQty      int64            `json:"sold_qty"`
+	Oversold     int64            `json:"oversold"`
+	LostUpdates  int64            `json:"lost_updates"`
+	PerInstance  map[string]int64 `json:"per_instance"`
+}
+
+// NewAudit derives Oversold and LostUpdates from the raw counts:
+// oversold = max(0, sold - initial), lost = sold - (initial - stock).
+func NewAudit(goodsID, initial, stock, orders, sold int64, perInstance map[string]int64) Audit {
+	a := Audit{GoodsID: goodsID, InitialStock: initial, Stock: stock, Orders: orders, SoldQty: sold, PerInstance: perInstance}
+	if sold > initial {
+		a.Oversold = sold - initial
+	}
+	a.LostUpdates = sold - (initial - stock)
+	if a.PerInstance == nil {
+		a.PerInstance = map[string]int64{}
+	}
+	return a
+}

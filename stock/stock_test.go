@@ -1,0 +1,172 @@
+package stock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/seckill-lab/seckill/internal/testenv"
+)
+
+func TestNewAudit(t *testing.T) {
+	cases := []struct {
+		name                        string
+		initial, stock, sold        int64
+		wantOversold, wantLostUpdts int64
+	}{
+		{"exact", 10, 0, 10, 0, 0},
+		{"partial", 10, 4, 6, 0, 0},
+		{"oversold with lost updates", 10, 0, 14, 4, 4},
+		{"lost updates, stock left", 10, 5, 9, 0, 4},
+		{"oversold, negative stock", 10, -2, 12, 2, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAudit(1, tc.initial, tc.stock, tc.sold, tc.sold, nil)
+			if a.Oversold != tc.wantOversold || a.LostUpdates != tc.wantLostUpdts || a.PerInstance == nil {
+				t.Fatalf("got oversold %d lost %d, want %d %d", a.Oversold, a.LostUpdates, tc.wantOversold, tc.wantLostUpdts)
+			}
+		})
+	}
+}
+
+func TestConfigJSONAndValidate(t *testing.T) {
+	cases := []struct {
+		in      string
+		wantErr string
+		want    Config
+	}{
+		{`{"name":"redis"}`, "", Config{Name: Redis, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait}},
+		{`{"name":"etcd","work_delay":"250ms","lock_ttl":"2s","lock_wait":"1s","fencing":true}`, "", Config{Etcd, 250 * time.Millisecond, 2 * time.Second, time.Second, true}},
+		{`{"name":"magic"}`, "unknown strategy", Config{}},
+		{`{"name":"redis","lock_ttl":"1ms"}`, "lock_ttl", Config{}},
+		{`{"name":"redis","lock_wait":"0s"}`, "lock_wait", Config{}},
+		{`{"name":"redis","work_delay":"-1s"}`, "work_delay", Config{}},
+		{`{"name":"redlock","fencing":true}`, "fencing", Config{}},
+		{`{"name":"redis","lock_ttl":"ten"}`, "not a Go duration", Config{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			var c Config
+			err := json.Unmarshal([]byte(tc.in), &c)
+			if err == nil {
+				err = c.Validate()
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one mentioning %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || c != tc.want {
+				t.Fatalf("got %+v, %v; want %+v", c, err, tc.want)
+			}
+			back, _ := json.Marshal(c)
+			var again Config
+			if err := json.Unmarshal(back, &again); err != nil || again != c {
+				t.Fatalf("round trip %s -> %+v (%v)", back, again, err)
+			}
+		})
+	}
+	if len(StrategyNames()) != 14 {
+		t.Fatalf("catalogue has %d strategies, want the 14 of STRATEGIES.md", len(StrategyNames()))
+	}
+}
+
+func testStore(t *testing.T) *Store {
+	t.Helper()
+	db, err := gorm.Open(gormmysql.Open(testenv.Get(t, testenv.MySQLDSN)), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		testenv.Unavailable(t, "MySQL", err)
+	}
+	sqlDB, _ := db.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	st := NewStore(db)
+	if err := st.Migrate(context.Background()); err != nil {
+		testenv.Unavailable(t, "MySQL", err)
+	}
+	return st
+}
+
+func order(goods int64, rid string) Order {
+	return Order{GoodsID: goods, Qty: 1, UserID: "u", RequestID: rid, Instance: "test", Strategy: Redis}
+}
+
+// TestFencingRejectsStaleHolder: a write carrying an older token than the
+// one already accepted is rolled back and reported as ErrStaleLock.
+func TestFencingRejectsStaleHolder(t *testing.T) {
+	st := testStore(t)
+	ctx := context.Background()
+	goods := 2_000_000_000 + rand.Int64N(1_000_000_000)
+	if err := st.Reset(ctx, goods, 5); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		fence uint64
+		want  error
+	}{{7, nil}, {3, ErrStaleLock}, {7, ErrStaleLock}, {8, nil}}
+	for i, s := range steps {
+		_, err := st.ReadModifyWrite(ctx, Deduction{Order: order(goods, fmt.Sprintf("%d-%d", goods, i)), Fence: s.fence}, nil)
+		if !errors.Is(err, s.want) && !(s.want == nil && err == nil) {
+			t.Fatalf("step %d fence %d: err %v, want %v", i, s.fence, err, s.want)
+		}
+	}
+	a, err := st.Audit(ctx, goods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Orders != 2 || a.Stock != 3 {
+		t.Fatalf("stale writes left data behind: %+v", a)
+	}
+	g, _ := st.Goods(ctx, goods)
+	if g.Fence != 8 {
+		t.Fatalf("fence %d, want the last accepted token 8", g.Fence)
+	}
+}
+
+// TestRedisAtomicReturnsUnitOnFailure: when the MySQL half fails, the unit
+// goes back to Redis.
+func TestRedisAtomicReturnsUnitOnFailure(t *testing.T) {
+	st := testStore(t)
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		testenv.Unavailable(t, "Redis", err)
+	}
+	mirror := NewRedisMirror(rdb)
+	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Mirror: mirror, Initial: DefaultConfig(RedisAtomic)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goods := 2_000_000_000 + rand.Int64N(1_000_000_000)
+	if err := svc.Reset(ctx, goods, 3); err != nil {
+		t.Fatal(err)
+	}
+	rid := fmt.Sprintf("dup-%d", goods)
+	if _, err := svc.Purchase(ctx, PurchaseRequest{GoodsID: goods, Qty: 1, UserID: "u", RequestID: rid}); err != nil {
+		t.Fatal(err)
+	}
+	// Make the MySQL half fail: the goods row vanishes after Redis said yes.
+	if err := st.DB().Exec("DELETE FROM goods WHERE id = ?", goods).Error; err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Purchase(ctx, PurchaseRequest{GoodsID: goods, Qty: 1, UserID: "u"})
+	if err == nil {
+		t.Fatal("purchase succeeded without a goods row")
+	}
+	n, err := rdb.Get(ctx, MirrorKey(goods)).Int64()
+	if err != nil || n != 2 {
+		t.Fatalf("mirror holds %d (%v) after a failed insert, want 2: the unit must go back", n, err)
+	}
+}

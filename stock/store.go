@@ -1,0 +1,360 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// MySQL error numbers the store classifies.
+const (
+	mysqlDuplicateKey    = 1062
+	mysqlLockWaitTimeout = 1205
+	mysqlDeadlock        = 1213
+)
+
+// Store reads and writes goods and orders. It is safe for concurrent use.
+type Store struct {
+	db *gorm.DB
+}
+
+// NewStore wraps db.
+func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
+
+// DB returns the underlying handle.
+func (s *Store) DB() *gorm.DB { return s.db }
+
+// Migrate creates or updates the schema and makes sure goods 1 exists, so a
+// fresh stack can sell at once after a reset.
+func (s *Store) Migrate(ctx context.Context) error {
+	db := s.db.WithContext(ctx)
+	if err := db.AutoMigrate(&Goods{}, &Order{}); err != nil {
+		return fmt.Errorf("migrate schema: %w", err)
+	}
+	g := Goods{ID: 1, Name: "demo"}
+	if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&g).Error; err != nil {
+		return fmt.Errorf("seed goods 1: %w", err)
+	}
+	return nil
+}
+
+// Ping checks the database with SELECT 1.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error; err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	return nil
+}
+
+// Goods returns one goods row.
+func (s *Store) Goods(ctx context.Context, id int64) (Goods, error) {
+	var g Goods
+	err := s.db.WithContext(ctx).Take(&g, id).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return g, fmt.Errorf("goods %d: %w", id, ErrGoodsNotFound)
+	}
+	if err != nil {
+		return g, fmt.Errorf("read goods %d: %w", id, err)
+	}
+	return g, nil
+}
+
+// Reset sets the stock (creating the goods if needed) and deletes the
+// goods' orders, in one transaction.
+func (s *Store) Reset(ctx context.Context, id, stock int64) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		g := Goods{ID: id, Name: fmt.Sprintf("goods-%d", id), Stock: stock, InitialStock: stock}
+		err := tx.Clauses(clause.OnConflict{
+			DoUpdates: clause.Assignments(map[string]any{"stock": stock, "initial_stock": stock, "version": 0, "fence": 0}),
+		}).Create(&g).Error
+		if err != nil {
+			return fmt.Errorf("reset goods %d: %w", id, err)
+		}
+		if err := tx.Where("goods_id = ?", id).Delete(&Order{}).Error; err != nil {
+			return fmt.Errorf("delete orders of goods %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// Audit summarises goods id: stock, orders, sold quantity, per instance.
+func (s *Store) Audit(ctx context.Context, id int64) (Audit, error) {
+	g, err := s.Goods(ctx, id)
+	if err != nil {
+		return Audit{}, err
+	}
+	var rows []struct {
+		Instance string
+		N        int64
+		Qty      int64
+	}
+	err = s.db.WithContext(ctx).Model(&Order{}).
+		Select("instance, COUNT(*) AS n, COALESCE(SUM(qty),0) AS qty").
+		Where("goods_id = ?", id).Group("instance").Scan(&rows).Error
+	if err != nil {
+		return Audit{}, fmt.Errorf("audit orders of goods %d: %w", id, err)
+	}
+	per := make(map[string]int64, len(rows))
+	var orders, sold int64
+	for _, r := range rows {
+		per[r.Instance] = r.Qty
+		orders += r.N
+		sold += r.Qty
+	}
+	return NewAudit(id, g.InitialStock, g.Stock, orders, sold, per), nil
+}
+
+// RequestIDs returns the request ids of goods id's persisted orders.
+func (s *Store) RequestIDs(ctx context.Context, id int64) ([]string, error) {
+	ids := []string{}
+	if err := s.db.WithContext(ctx).Model(&Order{}).Where("goods_id = ?", id).Order("id").Pluck("request_id", &ids).Error; err != nil {
+		return nil, fmt.Errorf("list orders of goods %d: %w", id, err)
+	}
+	return ids, nil
+}
+
+// OrderByRequest returns the order persisted for requestID, if any.
+func (s *Store) OrderByRequest(ctx context.Context, requestID string) (Order, bool, error) {
+	var o Order
+	err := s.db.WithContext(ctx).Where("request_id = ?", requestID).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return o, false, nil
+	}
+	if err != nil {
+		return o, false, fmt.Errorf("look up request %q: %w", requestID, err)
+	}
+	return o, true, nil
+}
+
+// errDuplicateRequest is returned when the order's request id already
+// exists; the service answers with the original order.
+var errDuplicateRequest = errors.New("request already sold")
+
+// Deduction is one unit of work: the order to insert and the knobs of the
+// critical section.
+type Deduction struct {
+	Order     Order
+	WorkDelay time.Duration
+	// Fence, when non-zero, makes the stock write conditional on
+	// `fence < Fence` and stores Fence as the accepted token.
+	Fence uint64
+}
+
+// Result is a committed deduction.
+type Result struct {
+	Order     Order
+	Remaining int64
+}
+
+// ReadModifyWrite runs the seeds' reductStock in one transaction: a plain
+// read of the stock, the check, the work, an unconditional write of
+// stock-qty (conditional on the fence when d.Fence is set) and the order
+// insert. It is correct only when the caller serialises it.
+//
+// inside, when not nil, runs after BEGIN and before the read; its release
+// runs after the write and BEFORE COMMIT. That is the deliberately flawed
+// mutex-tx ordering from the seeds (lock inside the transaction).
+func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (release func(), err error)) (Result, error) {
+	var res Result
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if inside != nil {
+			release, err := inside(ctx)
+			if err != nil {
+				return err
+			}
+			defer release()
+		}
+		var g Goods
+		if err := tx.Select("id", "stock", "fence").Take(&g, d.Order.GoodsID).Error; err != nil {
+			return goodsErr(d.Order.GoodsID, err)
+		}
+		if g.Stock < d.Order.Qty {
+			return ErrSoldOut
+		}
+		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
+			return err
+		}
+		remaining := g.Stock - d.Order.Qty
+		if d.Fence == 0 {
+			if err := tx.Exec("UPDATE goods SET stock = ? WHERE id = ?", remaining, g.ID).Error; err != nil {
+				return fmt.Errorf("write stock: %w", err)
+			}
+		} else {
+			r := tx.Exec("UPDATE goods SET stock = ?, fence = ? WHERE id = ? AND fence < ?", remaining, d.Fence, g.ID, d.Fence)
+			if r.Error != nil {
+				return fmt.Errorf("write stock: %w", r.Error)
+			}
+			if r.RowsAffected == 0 {
+				return ErrStaleLock
+			}
+		}
+		res.Remaining = remaining
+		return insertOrder(tx, &d.Order)
+	})
+	res.Order = d.Order
+	return res, err
+}
+
+// ForUpdate runs the unit with SELECT ... FOR UPDATE: the row lock is the
+// lock. lockWait bounds the row-lock wait (InnoDB counts whole seconds).
+func (s *Store) ForUpdate(ctx context.Context, d Deduction, lockWait time.Duration) (Result, error) {
+	var res Result
+	secs := int(lockWait.Round(time.Second) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("SET SESSION innodb_lock_wait_timeout = ?", secs).Error; err != nil {
+			return fmt.Errorf("set lock wait: %w", err)
+		}
+		var g Goods
+		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id", "stock").Take(&g, d.Order.GoodsID).Error
+		if err != nil {
+			return goodsErr(d.Order.GoodsID, err)
+		}
+		if g.Stock < d.Order.Qty {
+			return ErrSoldOut
+		}
+		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
+			return err
+		}
+		res.Remaining = g.Stock - d.Order.Qty
+		if err := tx.Exec("UPDATE goods SET stock = ? WHERE id = ?", res.Remaining, g.ID).Error; err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		}
+		return insertOrder(tx, &d.Order)
+	})
+	res.Order = d.Order
+	return res, classifyLockWait(err)
+}
+
+// Optimistic runs the unit as a version compare-and-swap: read stock and
+// version, work, then UPDATE ... WHERE version = read version. A lost race
+// retries after a short jittered backoff, at most maxRetries times and
+// within budget; then it gives up with ErrLockTimeout.
+func (s *Store) Optimistic(ctx context.Context, d Deduction, maxRetries int, budget time.Duration) (Result, error) {
+	deadline := time.Now().Add(budget)
+	for attempt := 0; ; attempt++ {
+		res, err := s.optimisticOnce(ctx, d)
+		if !errors.Is(err, errVersionConflict) {
+			return res, err
+		}
+		if attempt >= maxRetries || time.Now().After(deadline) {
+			return res, fmt.Errorf("optimistic: %d attempts lost the version race: %w", attempt+1, ErrLockTimeout)
+		}
+		backoff := time.Duration(1+rand.IntN(1+min(attempt, 8))) * time.Millisecond
+		if err := sleepCtx(ctx, backoff); err != nil {
+			return res, err
+		}
+	}
+}
+
+var errVersionConflict = errors.New("version conflict")
+
+func (s *Store) optimisticOnce(ctx context.Context, d Deduction) (Result, error) {
+	var res Result
+	var g Goods
+	db := s.db.WithContext(ctx)
+	if err := db.Select("id", "stock", "version").Take(&g, d.Order.GoodsID).Error; err != nil {
+		return res, goodsErr(d.Order.GoodsID, err)
+	}
+	if g.Stock < d.Order.Qty {
+		return res, ErrSoldOut
+	}
+	if err := sleepCtx(ctx, d.WorkDelay); err != nil {
+		return res, err
+	}
+	err := db.Transaction(func(tx *gorm.DB) error {
+		r := tx.Exec("UPDATE goods SET stock = ?, version = version + 1 WHERE id = ? AND version = ?", g.Stock-d.Order.Qty, g.ID, g.Version)
+		if r.Error != nil {
+			return fmt.Errorf("write stock: %w", r.Error)
+		}
+		if r.RowsAffected == 0 {
+			return errVersionConflict
+		}
+		return insertOrder(tx, &d.Order)
+	})
+	res.Order, res.Remaining = d.Order, g.Stock-d.Order.Qty
+	return res, err
+}
+
+// Atomic runs the lock-free deduction: one conditional UPDATE
+// `stock = stock - qty WHERE stock >= qty`, then the order, in one
+// transaction. It is the sql-atomic strategy and the MySQL half of
+// redis-atomic.
+func (s *Store) Atomic(ctx context.Context, d Deduction) (Result, error) {
+	var res Result
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
+			return err
+		}
+		r := tx.Exec("UPDATE goods SET stock = stock - ? WHERE id = ? AND stock >= ?", d.Order.Qty, d.Order.GoodsID, d.Order.Qty)
+		if r.Error != nil {
+			return fmt.Errorf("deduct stock: %w", r.Error)
+		}
+		if r.RowsAffected == 0 {
+			var n int64
+			if err := tx.Model(&Goods{}).Where("id = ?", d.Order.GoodsID).Count(&n).Error; err != nil {
+				return fmt.Errorf("check goods: %w", err)
+			}
+			if n == 0 {
+				return fmt.Errorf("goods %d: %w", d.Order.GoodsID, ErrGoodsNotFound)
+			}
+			return ErrSoldOut
+		}
+		if err := tx.Model(&Goods{}).Select("stock").Where("id = ?", d.Order.GoodsID).Scan(&res.Remaining).Error; err != nil {
+			return fmt.Errorf("read stock: %w", err)
+		}
+		return insertOrder(tx, &d.Order)
+	})
+	res.Order = d.Order
+	return res, err
+}
+
+func insertOrder(tx *gorm.DB, o *Order) error {
+	if err := tx.Create(o).Error; err != nil {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && me.Number == mysqlDuplicateKey {
+			return errDuplicateRequest
+		}
+		return fmt.Errorf("insert order: %w", err)
+	}
+	return nil
+}
+
+func goodsErr(id int64, err error) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return fmt.Errorf("goods %d: %w", id, ErrGoodsNotFound)
+	}
+	return fmt.Errorf("read goods %d: %w", id, err)
+}
+
+func classifyLockWait(err error) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && (me.Number == mysqlLockWaitTimeout || me.Number == mysqlDeadlock) {
+		return fmt.Errorf("row lock: %s: %w", me.Message, ErrLockTimeout)
+	}
+	return err
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
