@@ -19,6 +19,13 @@ type Locker interface {
 	Lock(ctx context.Context, key string) (*lockimpl.Lease, error)
 }
 
+// Pinger is implemented by lockers that can tell whether their backend
+// answers. When a lock wait runs out, the service pings: a backend that
+// does not answer is reported as ErrBackendUnavailable, not ErrLockTimeout.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 // LockerFactory returns the Locker for a strategy name and lock TTL. The
 // service caches what it returns, per name and TTL.
 type LockerFactory func(name string, ttl time.Duration) (Locker, error)
@@ -305,6 +312,14 @@ func (s *Service) acquire(ctx context.Context, cfg Config, l Locker, key string)
 		return nil, ctx.Err()
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		if p, ok := l.(Pinger); ok {
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			perr := p.Ping(pctx)
+			cancel()
+			if perr != nil {
+				return nil, fmt.Errorf("%s lock: %w: %w", cfg.Name, ErrBackendUnavailable, perr)
+			}
+		}
 		return nil, fmt.Errorf("waited %s for the %s lock: %w", cfg.LockWait, cfg.Name, ErrLockTimeout)
 	}
 	return nil, fmt.Errorf("%s lock: %w: %w", cfg.Name, ErrBackendUnavailable, err)

@@ -217,6 +217,8 @@ func outcome(err error) (int, string) {
 		return http.StatusNotFound, "goods_not_found"
 	case errors.Is(err, stock.ErrInvalid):
 		return http.StatusBadRequest, "invalid_request"
+	case errors.Is(err, stock.ErrBackendUnavailable):
+		return http.StatusServiceUnavailable, "backend_unavailable"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "timeout"
 	default:

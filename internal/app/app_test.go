@@ -363,29 +363,43 @@ func TestLockTimeout(t *testing.T) {
 	}
 }
 
-// TestBackendUnavailable: a Redis that does not answer gives 503
-// backend_unavailable quickly, never a hang; health says which backend.
+// TestBackendUnavailable: a backend that does not answer gives 503
+// backend_unavailable within the lock wait budget, never a hang or a
+// panic; /healthz says which backend is down.
 func TestBackendUnavailable(t *testing.T) {
-	ins := fleet(t, 1, func(c *config.Config) { c.RedisAddrs = []string{"127.0.0.1:1"} })
+	ins := fleet(t, 1, func(c *config.Config) {
+		// Loopback ports below 1024 that nothing listens on: refused at once.
+		c.RedisAddrs = []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"}
+		c.EtcdEndpoints = []string{"127.0.0.1:6"}
+		c.ZKServers = []string{"127.0.0.1:7"}
+	})
 	goods := goodsID()
-	reset503 := do(t, http.MethodPost, ins[0].url+"/admin/reset", "application/json", jsonBody(map[string]any{"goods_id": goods, "stock": 5}), admin)
-	if reset503.status != http.StatusServiceUnavailable || reset503.body["error"] != "backend_unavailable" {
-		t.Fatalf("reset with Redis down: %d %v", reset503.status, reset503.body)
+	r := do(t, http.MethodPost, ins[0].url+"/admin/reset", "application/json", jsonBody(map[string]any{"goods_id": goods, "stock": 5}), admin)
+	if r.status != http.StatusServiceUnavailable || r.body["error"] != "backend_unavailable" {
+		t.Fatalf("reset with Redis down: %d %v", r.status, r.body)
 	}
-	for _, name := range []string{stock.Redis, stock.RedisAtomic} {
-		setStrategy(t, ins, map[string]any{"name": name})
-		start := time.Now()
-		r := do(t, http.MethodPost, ins[0].url+"/api/v1/purchase", "application/json", jsonBody(map[string]any{"goods_id": 1, "qty": 1, "user_id": "u"}), nil)
-		if r.status != http.StatusServiceUnavailable || r.body["error"] != "backend_unavailable" || r.body["detail"] == "" {
-			t.Fatalf("%s with Redis down: %d %v, want 503 backend_unavailable with detail", name, r.status, r.body)
-		}
-		if d := time.Since(start); d > 10*time.Second {
-			t.Fatalf("%s with Redis down took %s", name, d)
-		}
+	for _, name := range []string{stock.Redis, stock.RedisAtomic, stock.Redlock, stock.Etcd, stock.ZooKeeper} {
+		t.Run(name, func(t *testing.T) {
+			setStrategy(t, ins, map[string]any{"name": name, "lock_wait": "1s"})
+			start := time.Now()
+			r := do(t, http.MethodPost, ins[0].url+"/api/v1/purchase", "application/json", jsonBody(map[string]any{"goods_id": 1, "qty": 1, "user_id": "u"}), nil)
+			if r.status != http.StatusServiceUnavailable || r.body["error"] != "backend_unavailable" || r.body["detail"] == "" {
+				t.Fatalf("%s with its backend down: %d %v, want 503 backend_unavailable with detail", name, r.status, r.body)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("%s with its backend down took %s", name, d)
+			}
+		})
 	}
 	h := do(t, http.MethodGet, ins[0].url+"/healthz", "", nil, nil)
-	if h.status != http.StatusServiceUnavailable || !strings.HasPrefix(fmt.Sprint(h.body["backends"].(map[string]any)["redis-1"]), "error") {
-		t.Fatalf("healthz with Redis down: %d %v", h.status, h.body)
+	backends, _ := h.body["backends"].(map[string]any)
+	if h.status != http.StatusServiceUnavailable || backends["mysql"] != "ok" {
+		t.Fatalf("healthz with backends down: %d %v", h.status, h.body)
+	}
+	for _, name := range []string{"redis-1", "redis-5", "etcd", "zookeeper"} {
+		if !strings.HasPrefix(fmt.Sprint(backends[name]), "error") {
+			t.Errorf("healthz reports %s as %v, want an error", name, backends[name])
+		}
 	}
 }
 

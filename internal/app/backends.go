@@ -92,8 +92,72 @@ func (b *backends) ensureSchema(ctx context.Context) error {
 	return nil // TEMP until mysqllock lands
 }
 
+// pingLocker adds a backend health probe to a Locker (stock.Pinger), so a
+// lock wait that runs out because the server is down reads as
+// backend_unavailable.
+type pingLocker struct {
+	stock.Locker
+	ping func(ctx context.Context) error
+}
+
+func (p pingLocker) Ping(ctx context.Context) error { return p.ping(ctx) }
+
 // locker is the service's LockerFactory.
 func (b *backends) locker(name string, ttl time.Duration) (stock.Locker, error) {
+	l, err := b.newLocker(name, ttl)
+	if err != nil {
+		return nil, err
+	}
+	if ping := b.pingFor(name); ping != nil {
+		return pingLocker{l, ping}, nil
+	}
+	return l, nil
+}
+
+// pingFor returns the health probe of the backend behind strategy name.
+func (b *backends) pingFor(name string) func(ctx context.Context) error {
+	switch name {
+	case stock.RedisSpin, stock.RedisTTL, stock.Redis:
+		return func(ctx context.Context) error { return b.redis[0].Ping(ctx).Err() }
+	case stock.Redlock:
+		return func(ctx context.Context) error {
+			up := 0
+			var errs []error
+			for _, c := range b.redis {
+				if err := c.Ping(ctx).Err(); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				up++
+			}
+			if up <= len(b.redis)/2 {
+				return fmt.Errorf("only %d of %d Redlock servers answer: %w", up, len(b.redis), errors.Join(errs...))
+			}
+			return nil
+		}
+	case stock.Etcd:
+		return b.pingEtcd
+	case stock.ZooKeeper:
+		return b.pingZK
+	case stock.MySQLUnique:
+		return b.sqlDB.PingContext
+	}
+	return nil
+}
+
+func (b *backends) pingEtcd(ctx context.Context) error {
+	_, err := b.etcd.Get(ctx, "seckill/health")
+	return err
+}
+
+func (b *backends) pingZK(ctx context.Context) error {
+	if st := b.zk.State(); st != zk.StateHasSession {
+		return fmt.Errorf("ZooKeeper session state %s", st)
+	}
+	return nil
+}
+
+func (b *backends) newLocker(name string, ttl time.Duration) (stock.Locker, error) {
 	opts := lockimpl.Options{TTL: ttl}
 	need := func(ok bool, what, env string) error {
 		if ok {
@@ -186,18 +250,10 @@ func (b *backends) checks(store *stock.Store) []api.Check {
 		out = append(out, api.Check{Name: fmt.Sprintf("redis-%d", i+1), Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
 	}
 	if b.etcd != nil {
-		out = append(out, api.Check{Name: "etcd", Ping: func(ctx context.Context) error {
-			_, err := b.etcd.Get(ctx, "seckill/health")
-			return err
-		}})
+		out = append(out, api.Check{Name: "etcd", Ping: b.pingEtcd})
 	}
 	if b.zk != nil {
-		out = append(out, api.Check{Name: "zookeeper", Ping: func(ctx context.Context) error {
-			if st := b.zk.State(); st != zk.StateHasSession {
-				return fmt.Errorf("session state %s", st)
-			}
-			return nil
-		}})
+		out = append(out, api.Check{Name: "zookeeper", Ping: b.pingZK})
 	}
 	return out
 }
