@@ -19,9 +19,11 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
+	"github.com/seckill-lab/seckill/lockimpl/mysqllock"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
 	"github.com/seckill-lab/seckill/lockimpl/redisnaive"
 	"github.com/seckill-lab/seckill/lockimpl/redlock"
+	"github.com/seckill-lab/seckill/lockimpl/zklock"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -89,7 +91,10 @@ func (quietLogger) Printf(string, ...any) {}
 var errNotConfigured = errors.New("backend not configured")
 
 func (b *backends) ensureSchema(ctx context.Context) error {
-	return nil // TEMP until mysqllock lands
+	if err := mysqllock.EnsureSchema(ctx, b.sqlDB); err != nil {
+		return fmt.Errorf("lock table: %w", err)
+	}
+	return nil
 }
 
 // pingLocker adds a backend health probe to a Locker (stock.Pinger), so a
@@ -198,7 +203,11 @@ func (b *backends) newLocker(name string, ttl time.Duration) (stock.Locker, erro
 		if err := need(b.zk != nil, "ZooKeeper", config.EnvZKServers); err != nil {
 			return nil, err
 		}
-		return nil, errors.New("zookeeper lock: TEMP not yet built")
+		conn, err := b.zkConn(ttl)
+		if err != nil {
+			return nil, err
+		}
+		return zklock.New(conn, opts), nil
 	case stock.Etcd:
 		if err := need(b.etcd != nil, "etcd", config.EnvEtcdEndpoints); err != nil {
 			return nil, err
@@ -207,7 +216,7 @@ func (b *backends) newLocker(name string, ttl time.Duration) (stock.Locker, erro
 		b.onClose(l.Close)
 		return l, nil
 	case stock.MySQLUnique:
-		return nil, errors.New("mysql-unique lock: TEMP not yet built")
+		return mysqllock.New(b.sqlDB, opts), nil
 	}
 	return nil, fmt.Errorf("strategy %q has no lock backend", name)
 }
@@ -237,7 +246,28 @@ func (b *backends) clearLocks(ctx context.Context, key string) error {
 			errs = append(errs, fmt.Errorf("redlock %s: %w", c.Options().Addr, err))
 		}
 	}
+	ml := mysqllock.New(b.sqlDB, lockimpl.Options{})
+	for _, table := range []string{mysqllock.Table, mysqllock.FenceTable} {
+		if _, err := b.sqlDB.ExecContext(ctx, "DELETE FROM "+table+" WHERE name = ?", ml.Name(key)); err != nil {
+			errs = append(errs, fmt.Errorf("mysql lock rows: %w", err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// zkConn returns a ZooKeeper connection whose session timeout is ttl: the
+// shared one for the default TTL, a new one otherwise (ZooKeeper fixes the
+// session timeout per connection; the service caches lockers per TTL).
+func (b *backends) zkConn(ttl time.Duration) (*zk.Conn, error) {
+	if ttl == stock.DefaultLockTTL {
+		return b.zk, nil
+	}
+	conn, _, err := zk.Connect(b.cfg.ZKServers, ttl, zk.WithLogger(quietLogger{}))
+	if err != nil {
+		return nil, fmt.Errorf("ZooKeeper client for %v: %w", b.cfg.ZKServers, err)
+	}
+	b.onClose(func() error { conn.Close(); return nil })
+	return conn, nil
 }
 
 // checks are the /healthz probes of the configured backends.

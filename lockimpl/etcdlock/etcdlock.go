@@ -1,0 +1,324 @@
+// Package etcdlock is the `etcd` strategy: the algorithm of etcd's
+// client/v3/concurrency Mutex (a key "<prefix><key>/<lease id>" attached to
+// a concurrency.Session lease; the oldest create revision under the prefix
+// holds the lock; each waiter watches the deletion of the newest key created
+// before its own, so the lock is FIFO by revision without a herd). The
+// acquisition is a local copy of concurrency.Mutex.Lock with the same keys
+// and transaction, differing only in where the predecessor watch starts:
+// concurrency.Mutex watches from an already-seen revision, which etcd serves
+// from its 100ms "unsynced watchers" loop, and measured ~100ms per handoff;
+// watching from the next revision hands off in about a millisecond.
+//
+// A Mutex key derives from its session's lease, so two holders that shared a
+// session would share one key and both "hold" the lock. This package
+// therefore never lets a session serve more than one acquisition at a time:
+// each Lock/TryLock takes a session from the Locker's idle pool (or grants a
+// new lease), and Unlock puts it back. Options.TTL becomes the session lease
+// TTL in whole seconds (at least 1); the session keeps the lease alive at
+// TTL/3 while the process lives, and a held lease is marked lost when its
+// session ends (lease expired or revoked, keep-alive failed).
+//
+// The fencing token is the lock key's create revision, which strictly
+// increases per key (indeed across the whole etcd store).
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/seckill-lab/seckill/lockimpl"
+)
+
+// DefaultPrefix namespaces the etcd keys when Options.Prefix is empty.
+const DefaultPrefix = "/seckill/locks/"
+
+// maxIdle bounds the idle sessions kept for reuse; extra ones are closed.
+const maxIdle = 64
+
+// cleanupTimeout bounds the clean-up of an abandoned acquisition.
+const cleanupTimeout = 5 * time.Second
+
+// Locker is the etcd lock. Build it with New; it is safe for concurrent
+// use. Close revokes its idle sessions.
+type Locker struct {
+	client *clientv3.Client
+	ttl    int
+	prefix string
+
+	mu     sync.Mutex
+	idle   []*concurrency.Session
+	closed bool
+	held   map[*lockimpl.Lease]*concurrency.Session
+}
+
+var _ lockimpl.Locker = (*Locker)(nil)
+
+// New returns a Locker over client (owned by the caller). Options: TTL
+// (default lockimpl.DefaultTTL) is rounded up to whole seconds, minimum 1,
+// for the session leases; Prefix defaults to DefaultPrefix.
+func New(client *clientv3.Client, opts lockimpl.Options) *Locker {
+	ttl := int((opts.TTLOrDefault() + time.Second - 1) / time.Second)
+	if ttl < 1 {
+		ttl = 1
+	}
+	return &Locker{
+		client: client,
+		ttl:    ttl,
+		prefix: opts.PrefixOr(DefaultPrefix),
+		held:   make(map[*lockimpl.Lease]*concurrency.Session),
+	}
+}
+
+// Prefix returns the etcd key prefix under which the lock named key keeps
+// its holder's and waiters' keys.
+func (l *Locker) Prefix(key string) string { return l.prefix + key + "/" }
+
+// LeaseID returns the etcd lease of the session that holds lease, while it
+// is held.
+func (l *Locker) LeaseID(lease *lockimpl.Lease) (clientv3.LeaseID, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.held[lease]
+	if !ok {
+		return clientv3.NoLease, false
+	}
+	return s.Lease(), true
+}
+
+// Close revokes the idle sessions. Leases still held keep their sessions
+// until they are unlocked; those sessions are then closed.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	idle := l.idle
+	l.idle = nil
+	l.closed = true
+	l.mu.Unlock()
+	var errs []error
+	for _, s := range idle {
+		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("etcdlock: close sessions: %w", err)
+	}
+	return nil
+}
+
+// session takes an idle live session or starts a new one. The lease grant
+// honours ctx; the session's keep-alive does not depend on it.
+func (l *Locker) session(ctx context.Context) (*concurrency.Session, error) {
+	l.mu.Lock()
+	for len(l.idle) > 0 {
+		s := l.idle[len(l.idle)-1]
+		l.idle = l.idle[:len(l.idle)-1]
+		select {
+		case <-s.Done():
+			continue
+		default:
+			l.mu.Unlock()
+			return s, nil
+		}
+	}
+	l.mu.Unlock()
+	grant, err := l.client.Grant(ctx, int64(l.ttl))
+	if err != nil {
+		return nil, fmt.Errorf("etcdlock: grant lease: %w", err)
+	}
+	s, err := concurrency.NewSession(l.client, concurrency.WithLease(grant.ID), concurrency.WithTTL(l.ttl))
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		_, _ = l.client.Revoke(rctx, grant.ID)
+		cancel()
+		return nil, fmt.Errorf("etcdlock: new session: %w", err)
+	}
+	return s, nil
+}
+
+// put returns a session that serves nobody any more to the idle pool.
+func (l *Locker) put(s *concurrency.Session) {
+	select {
+	case <-s.Done():
+		return
+	default:
+	}
+	l.mu.Lock()
+	if !l.closed && len(l.idle) < maxIdle {
+		l.idle = append(l.idle, s)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	_ = s.Close()
+}
+
+// abandon deletes whatever key the failed acquisition may have left (the
+// Mutex deletes its key on a failed wait, but a request cut by ctx may have
+// been applied anyway) and returns the session to the pool.
+func (l *Locker) abandon(s *concurrency.Session, key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if _, err := l.client.Delete(ctx, fmt.Sprintf("%s%x", l.Prefix(key), s.Lease())); err != nil {
+		_ = s.Close() // revoking the lease removes the key for sure
+		return
+	}
+	l.put(s)
+}
+
+// TryLock makes one attempt and returns lockimpl.ErrLocked when another
+// session holds the lock.
+func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	return l.acquire(ctx, key, true)
+}
+
+// Lock waits in revision order until the lock is held or ctx is done.
+func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	return l.acquire(ctx, key, false)
+}
+
+func (l *Locker) acquire(ctx context.Context, key string, try bool) (*lockimpl.Lease, error) {
+	op := "lock"
+	if try {
+		op = "trylock"
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("etcdlock: %s %q: %w", op, key, err)
+	}
+	s, err := l.session(ctx)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("etcdlock: %s %q: %w", op, key, ctxErr)
+		}
+		return nil, err
+	}
+	myKey := fmt.Sprintf("%s%x", l.Prefix(key), s.Lease())
+	token, err := l.mutex(ctx, s, l.Prefix(key), myKey, try)
+	if err != nil {
+		l.abandon(s, key)
+		switch {
+		case errors.Is(err, lockimpl.ErrLocked):
+			return nil, fmt.Errorf("etcdlock: %s %q: %w", op, key, lockimpl.ErrLocked)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("etcdlock: %s %q: %w", op, key, ctx.Err())
+		}
+		return nil, fmt.Errorf("etcdlock: %s %q: %w", op, key, err)
+	}
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	lease := lockimpl.NewLease(key, uint64(token), func(ctx context.Context) error {
+		close(stop)
+		<-done
+		resp, err := l.client.Delete(ctx, myKey)
+		if err != nil {
+			_ = s.Close()
+			return fmt.Errorf("etcdlock: unlock %q: %w", key, err)
+		}
+		l.put(s)
+		if resp.Deleted == 0 {
+			return fmt.Errorf("etcdlock: unlock %q: key %s gone: %w", key, myKey, lockimpl.ErrNotHeld)
+		}
+		return nil
+	})
+	l.mu.Lock()
+	l.held[lease] = s
+	l.mu.Unlock()
+	go func() {
+		defer close(done)
+		defer func() {
+			l.mu.Lock()
+			delete(l.held, lease)
+			l.mu.Unlock()
+		}()
+		select {
+		case <-stop:
+		case <-s.Done():
+			lease.MarkLost(fmt.Errorf("etcdlock: session lease %x ended", s.Lease()))
+		}
+	}()
+	return lease, nil
+}
+
+// errSessionGone reports that the waiter's own key vanished while it waited
+// (its session lease expired or was revoked).
+var errSessionGone = errors.New("etcdlock: own key gone while waiting (session expired)")
+
+// mutex is concurrency.Mutex's algorithm (same keys, same transaction, so it
+// interoperates with concurrency.Mutex users of the same prefix) with one
+// change: the watch on the predecessor starts at the revision AFTER the Get
+// that found it. concurrency.Mutex watches from the Get's own revision,
+// which makes the server treat the watcher as "unsynced" and deliver the
+// delete only on its 100ms sync loop: a measured ~100ms handoff instead of
+// about a millisecond. It returns the create revision of myKey.
+func (l *Locker) mutex(ctx context.Context, s *concurrency.Session, pfx, myKey string, try bool) (int64, error) {
+	cmp := clientv3.Compare(clientv3.CreateRevision(myKey), "=", 0)
+	put := clientv3.OpPut(myKey, "", clientv3.WithLease(s.Lease()))
+	get := clientv3.OpGet(myKey)
+	getOwner := clientv3.OpGet(pfx, clientv3.WithFirstCreate()...)
+	resp, err := l.client.Txn(ctx).If(cmp).Then(put, getOwner).Else(get, getOwner).Commit()
+	if err != nil {
+		return 0, fmt.Errorf("acquire txn: %w", err)
+	}
+	myRev := resp.Header.Revision
+	if !resp.Succeeded {
+		myRev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+	}
+	owner := resp.Responses[1].GetResponseRange().Kvs
+	if len(owner) == 0 || owner[0].CreateRevision == myRev {
+		return myRev, nil
+	}
+	if try {
+		return 0, lockimpl.ErrLocked // abandon deletes myKey
+	}
+	// Wait until every key created before ours is gone, watching only the
+	// newest of them each time (no herd).
+	getOpts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(myRev-1))
+	for {
+		resp, err := l.client.Get(ctx, pfx, getOpts...)
+		if err != nil {
+			return 0, fmt.Errorf("get predecessor: %w", err)
+		}
+		if len(resp.Kvs) == 0 {
+			break
+		}
+		if err := waitDelete(ctx, l.client, string(resp.Kvs[0].Key), resp.Header.Revision+1); err != nil {
+			return 0, err
+		}
+	}
+	gresp, err := l.client.Get(ctx, myKey)
+	if err != nil {
+		return 0, fmt.Errorf("get own key: %w", err)
+	}
+	if len(gresp.Kvs) == 0 {
+		return 0, errSessionGone
+	}
+	return myRev, nil
+}
+
+// waitDelete waits for key's deletion at or after revision rev.
+func waitDelete(ctx context.Context, client *clientv3.Client, key string, rev int64) error {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wr clientv3.WatchResponse
+	for wr = range client.Watch(cctx, key, clientv3.WithRev(rev)) {
+		for _, ev := range wr.Events {
+			if ev.Type == mvccpb.DELETE {
+				return nil
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := wr.Err(); err != nil {
+		return fmt.Errorf("watch %s: %w", key, err)
+	}
+	return errors.New("watch closed while waiting for delete")
+}

@@ -1,0 +1,150 @@
+package etcdlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
+)
+
+// client opens a new etcd client, closed at cleanup.
+func client(tb testing.TB) *clientv3.Client {
+	tb.Helper()
+	eps := testenv.List(tb, testenv.EtcdEndpoints)
+	c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 3 * time.Second})
+	if err != nil {
+		testenv.Unavailable(tb, "etcd", err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := c.Get(ctx, "health-probe"); err != nil {
+		testenv.Unavailable(tb, "etcd", err)
+	}
+	return c
+}
+
+func newLocker(tb testing.TB, opts lockimpl.Options) *etcdlock.Locker {
+	l := etcdlock.New(client(tb), opts)
+	tb.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func TestConformance(t *testing.T) {
+	locktest.Run(t, locktest.Factory{
+		New:  func(tb testing.TB, opts lockimpl.Options) lockimpl.Locker { return newLocker(tb, opts) },
+		Caps: locktest.Capabilities{Distributed: true, Tokens: true, Watchdog: true, LostLease: true},
+		Break: func(tb testing.TB, l lockimpl.Locker, lease *lockimpl.Lease) {
+			id, ok := l.(*etcdlock.Locker).LeaseID(lease)
+			if !ok {
+				tb.Fatal("lease not held")
+			}
+			if _, err := client(tb).Revoke(context.Background(), id); err != nil {
+				tb.Fatalf("revoke: %v", err)
+			}
+		},
+		AssertClean: func(tb testing.TB, l lockimpl.Locker, key string) {
+			resp, err := client(tb).Get(context.Background(), l.(*etcdlock.Locker).Prefix(key), clientv3.WithPrefix(), clientv3.WithCountOnly())
+			if err != nil {
+				tb.Fatalf("get prefix: %v", err)
+			}
+			if resp.Count != 0 {
+				tb.Errorf("%d keys left under %q", resp.Count, l.(*etcdlock.Locker).Prefix(key))
+			}
+		},
+		Iterations: 10,
+	})
+}
+
+// TestOneLockerExcludesItsOwnGoroutines proves that two holders in one
+// process never share a session (and so a Mutex key): on ONE Locker the
+// second Lock must wait for the first Unlock.
+func TestOneLockerExcludesItsOwnGoroutines(t *testing.T) {
+	ctx := context.Background()
+	l := newLocker(t, lockimpl.Options{})
+	key := locktest.Key(t)
+	first, err := l.Lock(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryLock(ctx, key); !errors.Is(err, lockimpl.ErrLocked) {
+		t.Fatalf("TryLock on the same Locker: err = %v, want ErrLocked", err)
+	}
+	got := make(chan *lockimpl.Lease, 1)
+	errc := make(chan error, 1)
+	go func() {
+		lease, err := l.Lock(ctx, key)
+		if err != nil {
+			errc <- err
+			return
+		}
+		got <- lease
+	}()
+	select {
+	case <-got:
+		t.Fatal("second goroutine got the lock while the first holds it")
+	case err := <-errc:
+		t.Fatal(err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case second := <-got:
+		if second.Token <= first.Token {
+			t.Errorf("token %d after %d", second.Token, first.Token)
+		}
+		if err := second.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case err := <-errc:
+		t.Fatal(err)
+	}
+	// The sessions went back to the pool: a third acquisition reuses one.
+	third, err := l.TryLock(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := third.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func BenchmarkEtcdPut(b *testing.B) {
+	c := client(b)
+	key := "/seckill/bench/" + locktest.Key(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := c.Put(ctx, key, "x"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_, _ = c.Delete(ctx, key)
+}
+
+func BenchmarkEtcdLockUncontended(b *testing.B) {
+	l := newLocker(b, lockimpl.Options{})
+	key := locktest.Key(b)
+	ctx := context.Background()
+	for b.Loop() {
+		lease, err := l.Lock(ctx, key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lease.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEtcdHandoff(b *testing.B) {
+	locktest.Handoff(b, newLocker(b, lockimpl.Options{}), newLocker(b, lockimpl.Options{}))
+}

@@ -1,0 +1,417 @@
+// Package locktest is the conformance suite every lock backend runs from its
+// own _test.go, in the style of go-redsync's one test body per adapter.
+//
+// A backend describes itself with a Factory: how to build an independent
+// Locker instance (its own client or session, as a second service instance
+// would have), which capabilities it has, how to break a held lease behind
+// its back, and how to check that nothing is left at the server for a key.
+// Run then executes the cases: mutual exclusion under -race, TryLock while
+// held, double Unlock, cancellation while waiting, fencing tokens, the
+// watchdog keeping a lock past its TTL, and lost-lease reporting.
+package locktest
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/seckill-lab/seckill/lockimpl"
+)
+
+// Capabilities says which cases apply to a backend.
+type Capabilities struct {
+	// Distributed: independent Locker instances exclude each other. When
+	// false (mutexlock) every case uses one instance.
+	Distributed bool
+	// Tokens: Lease.Token strictly increases per key.
+	Tokens bool
+	// Watchdog: a held lock outlives its TTL because the backend renews it
+	// (watchdog, keep-alive, extend, or an ephemeral node).
+	Watchdog bool
+	// LostLease: the backend reports lost ownership through Lease.Lost; the
+	// Factory's Break hook must be set.
+	LostLease bool
+}
+
+// Factory builds Locker instances of one backend for the suite.
+type Factory struct {
+	// New returns a new, independent Locker with the given options. It
+	// must register the cleanup of whatever it opens with t.Cleanup, and
+	// call testenv.Get / testenv.Unavailable for missing servers.
+	New func(t testing.TB, opts lockimpl.Options) lockimpl.Locker
+	// Caps lists the cases that apply.
+	Caps Capabilities
+	// Break destroys the ownership of a held lease at the server (DEL the
+	// key, delete the node, revoke the lease, delete the row). Required
+	// when Caps.LostLease is set.
+	Break func(t testing.TB, l lockimpl.Locker, lease *lockimpl.Lease)
+	// AssertClean, when set, checks that no lock state for key is left at
+	// the server once every lease for key was released or abandoned.
+	AssertClean func(t testing.TB, l lockimpl.Locker, key string)
+	// Goroutines and Iterations size the mutual-exclusion case. Defaults:
+	// 32 goroutines, 20 iterations each.
+	Goroutines, Iterations int
+	// TTL is used by the cases that do not test TTL behaviour. Default 5s.
+	TTL time.Duration
+}
+
+// Key returns a unique lock key for one test.
+func Key(t testing.TB) string {
+	return "locktest-" + uuid.NewString()
+}
+
+func (f Factory) opts() lockimpl.Options {
+	ttl := f.TTL
+	if ttl <= 0 {
+		ttl = 5 * time.Second
+	}
+	return lockimpl.Options{TTL: ttl}
+}
+
+// pair returns two instances: independent ones for distributed backends,
+// the same one twice otherwise.
+func (f Factory) pair(t *testing.T, opts lockimpl.Options) (lockimpl.Locker, lockimpl.Locker) {
+	a := f.New(t, opts)
+	if !f.Caps.Distributed {
+		return a, a
+	}
+	return a, f.New(t, opts)
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustUnlock(t testing.TB, lease *lockimpl.Lease) {
+	t.Helper()
+	if err := lease.Unlock(context.Background()); err != nil {
+		t.Fatalf("unlock %q: %v", lease.Key, err)
+	}
+}
+
+// Run runs the conformance cases against f.
+func Run(t *testing.T, f Factory) {
+	t.Run("MutualExclusion", func(t *testing.T) { t.Parallel(); mutualExclusion(t, f) })
+	t.Run("TryLockWhileHeld", func(t *testing.T) { t.Parallel(); tryLockWhileHeld(t, f) })
+	t.Run("DoubleUnlock", func(t *testing.T) { t.Parallel(); doubleUnlock(t, f) })
+	t.Run("CancelWhileWaiting", func(t *testing.T) { t.Parallel(); cancelWhileWaiting(t, f) })
+	if f.Caps.Tokens {
+		t.Run("TokensIncrease", func(t *testing.T) { t.Parallel(); tokensIncrease(t, f) })
+	}
+	if f.Caps.Watchdog {
+		t.Run("HeldPastTTL", func(t *testing.T) { t.Parallel(); heldPastTTL(t, f) })
+	}
+	if f.Caps.LostLease {
+		t.Run("LostLease", func(t *testing.T) { t.Parallel(); lostLease(t, f) })
+	}
+}
+
+func mutualExclusion(t *testing.T, f Factory) {
+	g, n := f.Goroutines, f.Iterations
+	if g <= 0 {
+		g = 32
+	}
+	if n <= 0 {
+		n = 20
+	}
+	instances := 1
+	if f.Caps.Distributed {
+		instances = 2
+	}
+	lockers := make([]lockimpl.Locker, instances)
+	for i := range lockers {
+		lockers[i] = f.New(t, f.opts())
+	}
+	key := Key(t)
+	ctx := ctxT(t, 90*time.Second)
+
+	var (
+		counter   int // deliberately not atomic: the lock must protect it
+		lastToken uint64
+		inside    atomic.Int32
+		overlaps  atomic.Int32
+		badTokens atomic.Int32
+		wg        sync.WaitGroup
+		errMu     sync.Mutex
+		firstErr  error
+	)
+	for i := 0; i < g; i++ {
+		wg.Add(1)
+		go func(l lockimpl.Locker) {
+			defer wg.Done()
+			for j := 0; j < n; j++ {
+				lease, err := l.Lock(ctx, key)
+				if err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					return
+				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				if f.Caps.Tokens {
+					if lease.Token <= lastToken {
+						badTokens.Add(1)
+					}
+					lastToken = lease.Token
+				}
+				v := counter
+				runtime.Gosched()
+				counter = v + 1
+				inside.Add(-1)
+				if err := lease.Unlock(ctx); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					return
+				}
+			}
+		}(lockers[i%instances])
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("lock/unlock: %v", firstErr)
+	}
+	if o := overlaps.Load(); o != 0 {
+		t.Errorf("%d overlapping critical sections", o)
+	}
+	if counter != g*n {
+		t.Errorf("counter = %d, want %d (lost updates)", counter, g*n)
+	}
+	if b := badTokens.Load(); b != 0 {
+		t.Errorf("%d tokens did not increase", b)
+	}
+	if f.AssertClean != nil {
+		f.AssertClean(t, lockers[0], key)
+	}
+}
+
+func tryLockWhileHeld(t *testing.T, f Factory) {
+	a, b := f.pair(t, f.opts())
+	key := Key(t)
+	ctx := ctxT(t, 30*time.Second)
+	lease, err := a.TryLock(ctx, key)
+	if err != nil {
+		t.Fatalf("first TryLock: %v", err)
+	}
+	if _, err := b.TryLock(ctx, key); !errors.Is(err, lockimpl.ErrLocked) {
+		t.Fatalf("TryLock while held: err = %v, want ErrLocked", err)
+	}
+	if _, err := a.TryLock(ctx, key); !errors.Is(err, lockimpl.ErrLocked) {
+		t.Fatalf("TryLock on the holder's instance: err = %v, want ErrLocked", err)
+	}
+	mustUnlock(t, lease)
+	again, err := b.TryLock(ctx, key)
+	if err != nil {
+		t.Fatalf("TryLock after unlock: %v", err)
+	}
+	mustUnlock(t, again)
+	if f.AssertClean != nil {
+		f.AssertClean(t, a, key)
+	}
+}
+
+func doubleUnlock(t *testing.T, f Factory) {
+	a := f.New(t, f.opts())
+	key := Key(t)
+	ctx := ctxT(t, 30*time.Second)
+	lease, err := a.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	mustUnlock(t, lease)
+	if err := lease.Unlock(ctx); !errors.Is(err, lockimpl.ErrNotHeld) {
+		t.Fatalf("second Unlock: err = %v, want ErrNotHeld", err)
+	}
+}
+
+func cancelWhileWaiting(t *testing.T, f Factory) {
+	a, b := f.pair(t, f.opts())
+	key := Key(t)
+	ctx := ctxT(t, 30*time.Second)
+	held, err := a.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	cases := []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		want error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 150*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			c, cancel := context.WithCancel(ctx)
+			time.AfterFunc(150*time.Millisecond, cancel)
+			return c, cancel
+		}, context.Canceled},
+		{"already-done", func() (context.Context, context.CancelFunc) {
+			c, cancel := context.WithCancel(ctx)
+			cancel()
+			return c, cancel
+		}, context.Canceled},
+	}
+	for _, tc := range cases {
+		wctx, cancel := tc.ctx()
+		lease, err := b.Lock(wctx, key)
+		cancel()
+		if err == nil {
+			_ = lease.Unlock(ctx)
+			t.Fatalf("%s: Lock while held succeeded", tc.name)
+		}
+		if !errors.Is(err, tc.want) {
+			t.Fatalf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	mustUnlock(t, held)
+	// Nothing of the abandoned waits may stand in the way.
+	c := f.New(t, f.opts())
+	if !f.Caps.Distributed {
+		c = a
+	}
+	lease, err := c.TryLock(ctx, key)
+	if err != nil {
+		t.Fatalf("TryLock after the cancelled waits: %v", err)
+	}
+	mustUnlock(t, lease)
+	if f.AssertClean != nil {
+		f.AssertClean(t, a, key)
+	}
+}
+
+func tokensIncrease(t *testing.T, f Factory) {
+	a, b := f.pair(t, f.opts())
+	key := Key(t)
+	ctx := ctxT(t, 30*time.Second)
+	var last uint64
+	for i := 0; i < 6; i++ {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		lease, err := l.Lock(ctx, key)
+		if err != nil {
+			t.Fatalf("Lock %d: %v", i, err)
+		}
+		if lease.Token == 0 || lease.Token <= last {
+			t.Fatalf("token %d = %d after %d: want a strictly increasing non-zero token", i, lease.Token, last)
+		}
+		last = lease.Token
+		mustUnlock(t, lease)
+	}
+}
+
+func heldPastTTL(t *testing.T, f Factory) {
+	opts := lockimpl.Options{TTL: time.Second}
+	a, b := f.pair(t, opts)
+	key := Key(t)
+	ctx := ctxT(t, 30*time.Second)
+	lease, err := a.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	select {
+	case <-lease.Lost():
+		t.Fatalf("lease lost while held: %v", lease.Err())
+	case <-time.After(2500 * time.Millisecond):
+	}
+	if _, err := b.TryLock(ctx, key); !errors.Is(err, lockimpl.ErrLocked) {
+		t.Fatalf("TryLock after 2.5x TTL: err = %v, want ErrLocked (the watchdog did not renew)", err)
+	}
+	if err := lease.Err(); err != nil {
+		t.Fatalf("lease.Err() = %v, want nil", err)
+	}
+	mustUnlock(t, lease)
+}
+
+func lostLease(t *testing.T, f Factory) {
+	opts := lockimpl.Options{TTL: time.Second}
+	a := f.New(t, opts)
+	key := Key(t)
+	ctx := ctxT(t, 30*time.Second)
+	lease, err := a.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	if err := lease.Err(); err != nil {
+		t.Fatalf("fresh lease: Err() = %v", err)
+	}
+	f.Break(t, a, lease)
+	select {
+	case <-lease.Lost():
+	case <-time.After(15 * time.Second):
+		t.Fatal("lease.Lost() not closed 15s after the lease was broken")
+	}
+	if err := lease.Err(); !errors.Is(err, lockimpl.ErrLeaseLost) {
+		t.Fatalf("lease.Err() = %v, want ErrLeaseLost", err)
+	}
+	if err := lease.Unlock(ctx); !errors.Is(err, lockimpl.ErrNotHeld) {
+		t.Errorf("Unlock of a lost lease: err = %v, want ErrNotHeld", err)
+	}
+	// The key is usable again.
+	again, err := a.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("Lock after loss: %v", err)
+	}
+	mustUnlock(t, again)
+}
+
+// Handoff is the handoff benchmark body: it runs b.N handoffs between holder instance a and waiter instance w
+// and reports the p50 and p99 in ms. A handoff is timed from the
+// holder's Unlock starting to the waiter's Lock returning.
+func Handoff(b *testing.B, a, w lockimpl.Locker) {
+	ctx := context.Background()
+	key := Key(b)
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		held, err := a.Lock(ctx, key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		type result struct {
+			at  time.Time
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			lease, err := w.Lock(ctx, key)
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			at := time.Now()
+			done <- result{at: at, err: lease.Unlock(ctx)}
+		}()
+		time.Sleep(2 * time.Millisecond) // let the waiter start waiting
+		t0 := time.Now()
+		if err := held.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		r := <-done
+		if r.err != nil {
+			b.Fatal(r.err)
+		}
+		durs = append(durs, r.at.Sub(t0))
+	}
+	b.StopTimer()
+	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+	if len(durs) > 0 {
+		b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "handoff-p50-ms")
+		b.ReportMetric(float64(durs[len(durs)*99/100].Microseconds())/1000, "handoff-p99-ms")
+	}
+}

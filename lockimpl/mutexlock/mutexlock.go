@@ -1,0 +1,103 @@
+// Package mutexlock is the in-process lock backend: one channel-based mutex
+// per key, so Lock honours ctx while it waits.
+//
+// It is single-process only. Two Lockers (or two service instances) do NOT
+// exclude each other: that is the point of the `mutex` strategy, which shows
+// that a local lock cannot protect a resource shared by several instances.
+// Tokens are always 0.
+package mutexlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/seckill-lab/seckill/lockimpl"
+)
+
+// Locker hands out in-process locks per key. The zero value is not usable;
+// build it with New. It is safe for concurrent use.
+type Locker struct {
+	mu   sync.Mutex
+	keys map[string]*entry
+}
+
+// entry is one key's mutex: holding it means owning the single slot of ch.
+// refs counts holders and waiters so idle entries are dropped from the map.
+type entry struct {
+	ch   chan struct{}
+	refs int
+}
+
+var _ lockimpl.Locker = (*Locker)(nil)
+
+// New returns an in-process Locker. Options are accepted for symmetry with
+// the other backends and ignored: an in-process lock has no TTL or prefix.
+func New(_ lockimpl.Options) *Locker {
+	return &Locker{keys: make(map[string]*entry)}
+}
+
+func (l *Locker) ref(key string) *entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.keys[key]
+	if !ok {
+		e = &entry{ch: make(chan struct{}, 1)}
+		l.keys[key] = e
+	}
+	e.refs++
+	return e
+}
+
+func (l *Locker) unref(key string, e *entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.refs--
+	if e.refs == 0 {
+		delete(l.keys, key)
+	}
+}
+
+func (l *Locker) lease(key string, e *entry) *lockimpl.Lease {
+	return lockimpl.NewLease(key, 0, func(context.Context) error {
+		<-e.ch
+		l.unref(key, e)
+		return nil
+	})
+}
+
+// Lock waits until the lock for key is free or ctx is done.
+func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	e := l.ref(key)
+	select {
+	case e.ch <- struct{}{}:
+		return l.lease(key, e), nil
+	case <-ctx.Done():
+		l.unref(key, e)
+		return nil, fmt.Errorf("mutexlock: lock %q: %w", key, ctx.Err())
+	}
+}
+
+// TryLock takes the lock if it is free and returns lockimpl.ErrLocked
+// otherwise.
+func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("mutexlock: trylock %q: %w", key, err)
+	}
+	e := l.ref(key)
+	select {
+	case e.ch <- struct{}{}:
+		return l.lease(key, e), nil
+	default:
+		l.unref(key, e)
+		return nil, fmt.Errorf("mutexlock: trylock %q: %w", key, lockimpl.ErrLocked)
+	}
+}
+
+// Held reports how many keys currently have a holder or waiter. Tests use it
+// to check that nothing is left behind.
+func (l *Locker) Held() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.keys)
+}

@@ -1,0 +1,321 @@
+// Package mysqllock is the `mysql-unique` strategy: a lock is a row of the
+// table seckill_locks whose name column is UNIQUE.
+//
+//   - acquire INSERTs (name, owner uuid, expires_at = now + TTL); a duplicate
+//     key (MySQL error 1062) means someone holds it;
+//   - a row whose expires_at has passed belongs to a dead holder and is
+//     reclaimed (DELETE ... WHERE name = ? AND expires_at < NOW(6), then
+//     INSERT again), so a crashed holder blocks the key for at most a TTL;
+//   - Lock retries with capped, jittered exponential backoff (2ms doubling
+//     to 50ms) until ctx is done; there is no wake-up, so it is slow under
+//     contention by design;
+//   - release is DELETE ... WHERE name = ? AND owner = ? (0 rows: the lock
+//     was no longer ours, lockimpl.ErrNotHeld);
+//   - while held, expires_at is renewed every TTL/3 (UPDATE ... WHERE id = ?
+//     AND owner = ?; 0 rows marks the lease lost);
+//   - the token comes from a per-key fence counter (table
+//     seckill_lock_fences), bumped by the new holder right after its insert
+//     succeeded, i.e. while it holds the lock, so tokens strictly increase
+//     in acquisition order. (The lock row's AUTO_INCREMENT id does not: an
+//     INSERT allocates its id before it waits on the unique-key lock, so a
+//     waiter with an older id can get in after a later one. The conformance
+//     suite caught exactly that.)
+//
+// Times are the database server's (NOW(6)), so client clocks do not matter.
+// Create the table with EnsureSchema.
+package mysqllock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/google/uuid"
+
+	"github.com/seckill-lab/seckill/lockimpl"
+)
+
+// Table is the lock table's name.
+const Table = "seckill_locks"
+
+// FenceTable holds the per-key fencing-token counters.
+const FenceTable = "seckill_lock_fences"
+
+const (
+	backoffMin = 2 * time.Millisecond
+	backoffMax = 50 * time.Millisecond
+)
+
+// EnsureSchema creates the lock table if it does not exist.
+func EnsureSchema(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+Table+` (
+  id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(191) NOT NULL,
+  owner VARCHAR(64) NOT NULL,
+  expires_at DATETIME(6) NOT NULL,
+  UNIQUE KEY uk_seckill_locks_name (name)
+) ENGINE=InnoDB`)
+	if err != nil {
+		return fmt.Errorf("mysqllock: create table %s: %w", Table, err)
+	}
+	_, err = db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+FenceTable+` (
+  name VARCHAR(191) NOT NULL PRIMARY KEY,
+  fence BIGINT UNSIGNED NOT NULL
+) ENGINE=InnoDB`)
+	if err != nil {
+		return fmt.Errorf("mysqllock: create table %s: %w", FenceTable, err)
+	}
+	return nil
+}
+
+// fence bumps and returns the key's fencing token. Only the holder calls
+// it, so the bumps are serialized by the lock itself.
+func (l *Locker) fence(ctx context.Context, name string) (uint64, error) {
+	res, err := l.execRetry(ctx, `INSERT INTO `+FenceTable+` (name, fence) VALUES (?, LAST_INSERT_ID(1))
+ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`, name)
+	if err != nil {
+		return 0, fmt.Errorf("mysqllock: fence %q: %w", name, err)
+	}
+	n, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("mysqllock: fence %q: %w", name, err)
+	}
+	return uint64(n), nil
+}
+
+// Locker is the unique-row lock. Build it with New; it is safe for
+// concurrent use.
+type Locker struct {
+	db     *sql.DB
+	ttl    time.Duration
+	prefix string
+}
+
+var _ lockimpl.Locker = (*Locker)(nil)
+
+// New returns a Locker over db (owned by the caller; the table must exist,
+// see EnsureSchema). Options: TTL (default lockimpl.DefaultTTL) is how far
+// expires_at is set ahead, renewed at TTL/3; Prefix (default "") is
+// prepended to the key to form the row name.
+func New(db *sql.DB, opts lockimpl.Options) *Locker {
+	return &Locker{db: db, ttl: opts.TTLOrDefault(), prefix: opts.PrefixOr("")}
+}
+
+// Name returns the row name of the lock named key.
+func (l *Locker) Name(key string) string { return l.prefix + key }
+
+// MySQL error numbers.
+const (
+	erDupEntry        = 1062
+	erLockWaitTimeout = 1205
+	erLockDeadlock    = 1213
+)
+
+func mysqlErrNo(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+func isDuplicate(err error) bool { return mysqlErrNo(err) == erDupEntry }
+
+// isContention reports an InnoDB deadlock or lock wait timeout: the
+// statement was rolled back and may simply be tried again. Concurrent
+// INSERTs and DELETEs on one unique key produce them under load.
+func isContention(err error) bool {
+	n := mysqlErrNo(err)
+	return n == erLockDeadlock || n == erLockWaitTimeout
+}
+
+// execRetry runs a statement, retrying it a few times on contention.
+func (l *Locker) execRetry(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	for i := 0; ; i++ {
+		res, err := l.db.ExecContext(ctx, query, args...)
+		if err == nil || !isContention(err) || i == 4 {
+			return res, err
+		}
+		t := time.NewTimer(time.Duration(i+1) * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// attempt inserts the row, reclaiming an expired one first if the insert
+// hits a live-looking duplicate. It returns the id, or ok=false when held.
+func (l *Locker) attempt(ctx context.Context, name, owner string) (id int64, ok bool, err error) {
+	ttlUS := l.ttl.Microseconds()
+	insert := func() (int64, bool, error) {
+		res, err := l.db.ExecContext(ctx,
+			`INSERT INTO `+Table+` (name, owner, expires_at) VALUES (?, ?, NOW(6) + INTERVAL ? MICROSECOND)`,
+			name, owner, ttlUS)
+		if err != nil {
+			if isDuplicate(err) || isContention(err) {
+				return 0, false, nil
+			}
+			return 0, false, fmt.Errorf("mysqllock: insert %q: %w", name, err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return 0, false, fmt.Errorf("mysqllock: insert id %q: %w", name, err)
+		}
+		return id, true, nil
+	}
+	if id, ok, err = insert(); ok || err != nil {
+		return id, ok, err
+	}
+	// A plain (non-locking) read first: only an expired row is worth a
+	// locking DELETE.
+	var expired bool
+	err = l.db.QueryRowContext(ctx, `SELECT expires_at < NOW(6) FROM `+Table+` WHERE name = ?`, name).Scan(&expired)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return insert() // released meanwhile
+	case err != nil:
+		return 0, false, fmt.Errorf("mysqllock: read %q: %w", name, err)
+	case !expired:
+		return 0, false, nil
+	}
+	res, err := l.db.ExecContext(ctx, `DELETE FROM `+Table+` WHERE name = ? AND expires_at < NOW(6)`, name)
+	if isContention(err) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("mysqllock: reclaim %q: %w", name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return 0, false, nil
+	}
+	return insert()
+}
+
+// TryLock makes one attempt (including the reclaim of an expired row) and
+// returns lockimpl.ErrLocked when a live row exists.
+func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	name, owner := l.Name(key), uuid.NewString()
+	id, ok, err := l.attempt(ctx, name, owner)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("mysqllock: trylock %q: %w", key, lockimpl.ErrLocked)
+	}
+	return l.acquired(ctx, key, name, owner, id)
+}
+
+// Lock retries with capped, jittered exponential backoff until the row is
+// inserted or ctx is done.
+func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	name, owner := l.Name(key), uuid.NewString()
+	backoff := backoffMin
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("mysqllock: lock %q: %w", key, err)
+		}
+		id, ok, err := l.attempt(ctx, name, owner)
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				// The insert may have landed before the cancellation cut
+				// the reply: make sure no row of ours stays.
+				l.cleanup(name, owner)
+				return nil, fmt.Errorf("mysqllock: lock %q: %w", key, ctxErr)
+			}
+			return nil, err
+		}
+		if ok {
+			return l.acquired(ctx, key, name, owner, id)
+		}
+		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("mysqllock: lock %q: %w", key, ctx.Err())
+		}
+		backoff = min(backoff*2, backoffMax)
+	}
+}
+
+// acquired fetches the token for a freshly inserted row and builds the
+// lease; if that fails it gives the lock back.
+func (l *Locker) acquired(ctx context.Context, key, name, owner string, id int64) (*lockimpl.Lease, error) {
+	token, err := l.fence(ctx, name)
+	if err != nil {
+		l.cleanup(name, owner)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("mysqllock: lock %q: %w", key, ctxErr)
+		}
+		return nil, err
+	}
+	return l.hold(key, name, owner, id, token), nil
+}
+
+// cleanup deletes a row of owner left by an interrupted insert.
+func (l *Locker) cleanup(name, owner string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = l.execRetry(ctx, `DELETE FROM `+Table+` WHERE name = ? AND owner = ?`, name, owner)
+}
+
+// hold builds the lease and starts the renewal of expires_at.
+func (l *Locker) hold(key, name, owner string, id int64, token uint64) *lockimpl.Lease {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	lease := lockimpl.NewLease(key, token, func(ctx context.Context) error {
+		close(stop)
+		<-done
+		res, err := l.execRetry(ctx, `DELETE FROM `+Table+` WHERE name = ? AND owner = ?`, name, owner)
+		if err != nil {
+			return fmt.Errorf("mysqllock: unlock %q: %w", key, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("mysqllock: unlock %q: %w", key, err)
+		} else if n == 0 {
+			return fmt.Errorf("mysqllock: unlock %q: row gone: %w", key, lockimpl.ErrNotHeld)
+		}
+		return nil
+	})
+	go func() {
+		defer close(done)
+		every := l.ttl / 3
+		t := time.NewTicker(every)
+		defer t.Stop()
+		lastOK := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			res, err := l.execRetry(ctx,
+				`UPDATE `+Table+` SET expires_at = NOW(6) + INTERVAL ? MICROSECOND WHERE id = ? AND owner = ?`,
+				l.ttl.Microseconds(), id, owner)
+			cancel()
+			var n int64
+			if err == nil {
+				n, err = res.RowsAffected()
+			}
+			switch {
+			case err == nil && n > 0:
+				lastOK = time.Now()
+			case err == nil:
+				lease.MarkLost(fmt.Errorf("mysqllock: row %d of %q gone", id, name))
+				return
+			case time.Since(lastOK) >= l.ttl:
+				lease.MarkLost(fmt.Errorf("mysqllock: no renewal of %q for %v: %w", name, l.ttl, err))
+				return
+			}
+		}
+	}()
+	return lease
+}

@@ -1,0 +1,457 @@
+// Package redislock is the finished single-Redis lock of the `redis`
+// strategy (seed 003's Lua scripts and Redisson section):
+//
+//   - every lease has a unique owner value (the Locker's UUID plus a
+//     per-lease sequence number);
+//   - acquire is ONE Lua script on the seed's reentrant hash (HINCRBY owner 1
+//   - PEXPIRE ttl) that, in the same script, INCRs the per-key fence
+//     counter "<key>:fence" and returns it as the fencing token;
+//   - release is a Lua compare-and-delete: it decrements the reentrant count
+//     of our owner only, DELs the hash when the count reaches 0 and PUBLISHes
+//     an unlock message on "<key>:unlock"; releasing a lock that is no longer
+//     ours returns an error wrapping lockimpl.ErrNotHeld;
+//   - Reenter bumps the count of a held lease's owner (reentrancy);
+//   - a watchdog renews PEXPIRE at TTL/3 while the lease is held (Lua: only
+//     while our owner is still in the hash) and marks the lease lost when the
+//     lock is gone or no renewal succeeded for a whole TTL;
+//   - waiters are woken by the unlock message: each Locker keeps ONE pattern
+//     subscription ("<prefix>*:unlock") and fans the messages out to its
+//     waiters per key, one waiter per message; a fallback timer of
+//     min(remaining PTTL, 100ms) bounds the wait if a message is missed.
+//
+// Keys: "<prefix><key>" (the hash), "<prefix><key>:fence" (the token
+// counter, kept forever so tokens never go back) and the channel
+// "<prefix><key>:unlock". The default prefix is "seckill:lock:". With Redis
+// Cluster, put a hash tag in the key ("{goods-1}") so the hash and its fence
+// share a slot.
+//
+// It is a single-master lock: a failover that loses the hash loses the lock
+// (see the redlock package for the quorum variant).
+package redislock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lockimpl"
+)
+
+// DefaultPrefix namespaces the Redis keys when Options.Prefix is empty.
+const DefaultPrefix = "seckill:lock:"
+
+// maxWait bounds one wait for the unlock message before the waiter retries
+// on its own.
+const maxWait = 100 * time.Millisecond
+
+// Acquire: KEYS[1]=hash, KEYS[2]=fence; ARGV[1]=owner, ARGV[2]=pttl.
+// Returns {1, token} when taken, {0, pttl} when held by someone else.
+var acquireScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, redis.call('INCR', KEYS[2])}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+`)
+
+// Reenter: KEYS[1]=hash; ARGV[1]=owner, ARGV[2]=pttl. Returns the new count,
+// or 0 when the owner does not hold the lock.
+var reenterScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return n
+end
+return 0
+`)
+
+// Release: KEYS[1]=hash, KEYS[2]=channel; ARGV[1]=owner, ARGV[2]=pttl.
+// Returns -1 when the owner does not hold the lock, else the count left.
+var releaseScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+  return -1
+end
+local n = redis.call('HINCRBY', KEYS[1], ARGV[1], -1)
+if n > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return n
+end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', KEYS[2], ARGV[1])
+return 0
+`)
+
+// Renew: KEYS[1]=hash; ARGV[1]=owner, ARGV[2]=pttl. 1 when renewed, 0 when
+// the owner no longer holds the lock.
+var renewScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+`)
+
+// Locker is the Redis lock. Build it with New; it is safe for concurrent
+// use. Close stops its subscription.
+type Locker struct {
+	client redis.UniversalClient
+	ttl    time.Duration
+	prefix string
+
+	subMu   sync.Mutex
+	closed  bool
+	pubsub  *redis.PubSub
+	subDone chan struct{}
+
+	wmu     sync.Mutex
+	waiters map[string][]*waiter // by full hash key, FIFO
+
+	holdsMu sync.Mutex
+	holds   map[*lockimpl.Lease]*hold
+
+	id  string        // random per Locker
+	seq atomic.Uint64 // per lease
+}
+
+var _ lockimpl.Locker = (*Locker)(nil)
+
+// waiter is one Lock call waiting for key's unlock message.
+type waiter struct{ wake chan struct{} }
+
+// hold is one owner's grip on a key, shared by a lease and its re-entries.
+type hold struct {
+	l       *Locker
+	key     string // full hash key
+	owner   string
+	token   uint64
+	refs    atomic.Int32 // leases (outer + reentered) not yet released
+	stopped atomic.Bool
+	timer   *time.Timer       // the watchdog: fires renew at TTL/3
+	lastOK  time.Time         // last successful renewal; only renew uses it
+	leases  []*lockimpl.Lease // guarded by Locker.holdsMu
+}
+
+// New returns a Locker over client (a *redis.Client, ring or cluster client;
+// the caller owns it). Options: TTL (default lockimpl.DefaultTTL) is the
+// PEXPIRE of the hash, renewed at TTL/3 while held; Prefix defaults to
+// DefaultPrefix.
+func New(client redis.UniversalClient, opts lockimpl.Options) *Locker {
+	return &Locker{
+		client:  client,
+		ttl:     opts.TTLOrDefault(),
+		prefix:  opts.PrefixOr(DefaultPrefix),
+		waiters: make(map[string][]*waiter),
+		holds:   make(map[*lockimpl.Lease]*hold),
+		id:      uuid.NewString(),
+	}
+}
+
+// owner returns a value unique to one lease: the Locker's random UUID and a
+// sequence number (cheaper than a fresh UUID per lease, just as unique).
+func (l *Locker) owner() string {
+	return l.id + ":" + strconv.FormatUint(l.seq.Add(1), 10)
+}
+
+// Key returns the Redis key of the hash that backs the lock named key.
+func (l *Locker) Key(key string) string { return l.prefix + key }
+
+// FenceKey returns the Redis key of key's fencing-token counter.
+func (l *Locker) FenceKey(key string) string { return l.prefix + key + ":fence" }
+
+func (l *Locker) channel(full string) string { return full + ":unlock" }
+
+// Close stops the unlock subscription. Waiting Lock calls fall back to
+// their timers. It does not close the client.
+func (l *Locker) Close() error {
+	l.subMu.Lock()
+	defer l.subMu.Unlock()
+	l.closed = true
+	if l.pubsub == nil {
+		return nil
+	}
+	err := l.pubsub.Close()
+	<-l.subDone
+	l.pubsub = nil
+	if err != nil {
+		return fmt.Errorf("redislock: close subscription: %w", err)
+	}
+	return nil
+}
+
+func (l *Locker) ms() int64 { return l.ttl.Milliseconds() }
+
+// attempt runs the acquire script once. It returns the token when taken,
+// or the remaining PTTL of the holder's hash.
+func (l *Locker) attempt(ctx context.Context, full, owner string) (bool, uint64, time.Duration, error) {
+	res, err := acquireScript.Run(ctx, l.client, []string{full, full + ":fence"}, owner, l.ms()).Int64Slice()
+	if err != nil {
+		return false, 0, 0, fmt.Errorf("redislock: acquire %q: %w", full, err)
+	}
+	if len(res) != 2 {
+		return false, 0, 0, fmt.Errorf("redislock: acquire %q: unexpected reply %v", full, res)
+	}
+	if res[0] == 1 {
+		return true, uint64(res[1]), 0, nil
+	}
+	return false, 0, time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// TryLock makes one attempt and returns lockimpl.ErrLocked when another
+// owner holds the lock.
+func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	full := l.Key(key)
+	owner := l.owner()
+	ok, token, _, err := l.attempt(ctx, full, owner)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("redislock: trylock %q: %w", key, lockimpl.ErrLocked)
+	}
+	return l.newHold(key, full, owner, token), nil
+}
+
+// Lock waits until the lock is taken or ctx is done. It is woken by the
+// unlock message of the holder, with a fallback timer of min(PTTL, 100ms).
+func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("redislock: lock %q: %w", key, err)
+	}
+	full := l.Key(key)
+	owner := l.owner()
+	ok, token, pttl, err := l.attempt(ctx, full, owner)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return l.newHold(key, full, owner, token), nil
+	}
+	// Contended: subscribe (once per Locker), register, then retry so that
+	// an unlock between the first attempt and the registration is not lost.
+	subscribed := l.subscribe(ctx) == nil
+	w := &waiter{wake: make(chan struct{}, 1)}
+	l.addWaiter(full, w)
+	defer l.removeWaiter(full, w)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		ok, token, pttl, err = l.attempt(ctx, full, owner)
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, fmt.Errorf("redislock: lock %q: %w", key, ctxErr)
+			}
+			return nil, err
+		}
+		if ok {
+			return l.newHold(key, full, owner, token), nil
+		}
+		wait := maxWait
+		if !subscribed {
+			wait = 10 * time.Millisecond
+		}
+		if pttl >= 0 && pttl < wait {
+			wait = pttl + time.Millisecond
+		}
+		timer.Reset(wait)
+		select {
+		case <-w.wake:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("redislock: lock %q: %w", key, ctx.Err())
+		}
+	}
+}
+
+// subscribe starts the Locker's single pattern subscription to the unlock
+// channels, once, and waits for its confirmation. A failure is retried by a
+// later call.
+func (l *Locker) subscribe(ctx context.Context) error {
+	l.subMu.Lock()
+	defer l.subMu.Unlock()
+	if l.closed {
+		return errors.New("redislock: locker closed")
+	}
+	if l.pubsub != nil {
+		return nil
+	}
+	ps := l.client.PSubscribe(ctx, l.prefix+"*:unlock")
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return fmt.Errorf("redislock: subscribe: %w", err)
+	}
+	l.pubsub = ps
+	l.subDone = make(chan struct{})
+	go l.dispatch(ps, l.subDone)
+	return nil
+}
+
+// dispatch wakes the first waiter of a key for every unlock message.
+func (l *Locker) dispatch(ps *redis.PubSub, done chan struct{}) {
+	defer close(done)
+	for msg := range ps.Channel() {
+		full := strings.TrimSuffix(msg.Channel, ":unlock")
+		l.wmu.Lock()
+		if ws := l.waiters[full]; len(ws) > 0 {
+			select {
+			case ws[0].wake <- struct{}{}:
+			default:
+			}
+		}
+		l.wmu.Unlock()
+	}
+}
+
+func (l *Locker) addWaiter(full string, w *waiter) {
+	l.wmu.Lock()
+	l.waiters[full] = append(l.waiters[full], w)
+	l.wmu.Unlock()
+}
+
+// removeWaiter unregisters w and passes on a wake-up it did not use.
+func (l *Locker) removeWaiter(full string, w *waiter) {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	ws := l.waiters[full]
+	for i, x := range ws {
+		if x == w {
+			ws = append(ws[:i:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(l.waiters, full)
+		return
+	}
+	l.waiters[full] = ws
+	select {
+	case <-w.wake:
+		select {
+		case ws[0].wake <- struct{}{}:
+		default:
+		}
+	default:
+	}
+}
+
+func (l *Locker) newHold(key, full, owner string, token uint64) *lockimpl.Lease {
+	h := &hold{l: l, key: full, owner: owner, token: token, lastOK: time.Now()}
+	lease := h.lease(key)
+	// A timer rather than a goroutine: nothing runs until the first renewal
+	// is due, so a short critical section costs no scheduling.
+	h.l.holdsMu.Lock()
+	h.timer = time.AfterFunc(l.ttl/3, h.renew)
+	h.l.holdsMu.Unlock()
+	return lease
+}
+
+// lease builds one lease (outer or reentered) over h.
+func (h *hold) lease(key string) *lockimpl.Lease {
+	h.refs.Add(1)
+	var lease *lockimpl.Lease
+	lease = lockimpl.NewLease(key, h.token, func(ctx context.Context) error {
+		return h.release(ctx, lease)
+	})
+	h.l.holdsMu.Lock()
+	h.l.holds[lease] = h
+	h.leases = append(h.leases, lease)
+	h.l.holdsMu.Unlock()
+	return lease
+}
+
+func (h *hold) release(ctx context.Context, lease *lockimpl.Lease) error {
+	h.l.holdsMu.Lock()
+	delete(h.l.holds, lease)
+	h.l.holdsMu.Unlock()
+	if h.refs.Add(-1) == 0 {
+		h.l.holdsMu.Lock()
+		h.stopped.Store(true)
+		h.timer.Stop()
+		h.l.holdsMu.Unlock()
+	}
+	n, err := releaseScript.Run(ctx, h.l.client, []string{h.key, h.l.channel(h.key)}, h.owner, h.l.ms()).Int64()
+	if err != nil {
+		return fmt.Errorf("redislock: release %q: %w", h.key, err)
+	}
+	if n < 0 {
+		return fmt.Errorf("redislock: release %q: %w", h.key, lockimpl.ErrNotHeld)
+	}
+	return nil
+}
+
+// markLost reports the loss on every lease of the hold.
+func (h *hold) markLost(cause error) {
+	h.l.holdsMu.Lock()
+	leases := append([]*lockimpl.Lease(nil), h.leases...)
+	h.l.holdsMu.Unlock()
+	for _, lease := range leases {
+		lease.MarkLost(cause)
+	}
+}
+
+// renew is the watchdog tick: it renews the hash's PEXPIRE (only while our
+// owner is in it) and schedules itself again TTL/3 later. It marks the
+// leases lost when the owner is gone, or when no renewal succeeded for a
+// whole TTL.
+func (h *hold) renew() {
+	if h.stopped.Load() {
+		return
+	}
+	ttl := h.l.ttl
+	every := ttl / 3
+	ctx, cancel := context.WithTimeout(context.Background(), every)
+	n, err := renewScript.Run(ctx, h.l.client, []string{h.key}, h.owner, h.l.ms()).Int64()
+	cancel()
+	if h.stopped.Load() {
+		return // released meanwhile: the result says nothing about loss
+	}
+	switch {
+	case err == nil && n == 1:
+		h.lastOK = time.Now()
+	case err == nil:
+		h.markLost(fmt.Errorf("redislock: %q no longer held by this owner", h.key))
+		return
+	case time.Since(h.lastOK) >= ttl:
+		h.markLost(fmt.Errorf("redislock: no renewal of %q for %v: %w", h.key, ttl, err))
+		return
+	}
+	h.l.holdsMu.Lock()
+	if !h.stopped.Load() {
+		h.timer.Reset(every)
+	}
+	h.l.holdsMu.Unlock()
+}
+
+// Reenter takes the lock held by lease again for the same owner (the
+// seed's reentrant HINCRBY) and returns a nested lease with the same token.
+// Each returned lease must be unlocked; the lock is released when the last
+// one is. It returns an error wrapping lockimpl.ErrNotHeld when lease is not
+// a live lease of this Locker.
+func (l *Locker) Reenter(ctx context.Context, lease *lockimpl.Lease) (*lockimpl.Lease, error) {
+	l.holdsMu.Lock()
+	h, ok := l.holds[lease]
+	l.holdsMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("redislock: reenter %q: %w", lease.Key, lockimpl.ErrNotHeld)
+	}
+	n, err := reenterScript.Run(ctx, l.client, []string{h.key}, h.owner, l.ms()).Int64()
+	if err != nil {
+		return nil, fmt.Errorf("redislock: reenter %q: %w", lease.Key, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("redislock: reenter %q: %w", lease.Key, lockimpl.ErrNotHeld)
+	}
+	return h.lease(lease.Key), nil
+}

@@ -1,0 +1,161 @@
+package redislock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
+	"github.com/seckill-lab/seckill/lockimpl/redislock"
+)
+
+// client opens a new client to the primary Redis, closed at cleanup.
+func client(tb testing.TB) *redis.Client {
+	tb.Helper()
+	addrs := testenv.List(tb, testenv.RedisAddrs)
+	c := redis.NewClient(&redis.Options{Addr: addrs[0]})
+	tb.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		testenv.Unavailable(tb, "redis "+addrs[0], err)
+	}
+	return c
+}
+
+func newLocker(tb testing.TB, opts lockimpl.Options) *redislock.Locker {
+	l := redislock.New(client(tb), opts)
+	tb.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func TestConformance(t *testing.T) {
+	locktest.Run(t, locktest.Factory{
+		New:  func(tb testing.TB, opts lockimpl.Options) lockimpl.Locker { return newLocker(tb, opts) },
+		Caps: locktest.Capabilities{Distributed: true, Tokens: true, Watchdog: true, LostLease: true},
+		Break: func(tb testing.TB, l lockimpl.Locker, lease *lockimpl.Lease) {
+			if err := client(tb).Del(context.Background(), l.(*redislock.Locker).Key(lease.Key)).Err(); err != nil {
+				tb.Fatalf("DEL: %v", err)
+			}
+		},
+		AssertClean: func(tb testing.TB, l lockimpl.Locker, key string) {
+			n, err := client(tb).Exists(context.Background(), l.(*redislock.Locker).Key(key)).Result()
+			if err != nil {
+				tb.Fatalf("EXISTS: %v", err)
+			}
+			if n != 0 {
+				tb.Errorf("lock hash for %q still exists after release", key)
+			}
+		},
+	})
+}
+
+func TestReenter(t *testing.T) {
+	ctx := context.Background()
+	a, b := newLocker(t, lockimpl.Options{}), newLocker(t, lockimpl.Options{})
+	key := locktest.Key(t)
+	outer, err := a.Lock(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := a.Reenter(ctx, outer)
+	if err != nil {
+		t.Fatalf("Reenter: %v", err)
+	}
+	if inner.Token != outer.Token {
+		t.Errorf("reentered token %d != outer %d", inner.Token, outer.Token)
+	}
+	count, err := client(t).HGetAll(ctx, a.Key(key)).Result()
+	if err != nil || len(count) != 1 {
+		t.Fatalf("hash = %v, %v; want one owner", count, err)
+	}
+	for _, v := range count {
+		if v != "2" {
+			t.Fatalf("reentrant count = %s, want 2", v)
+		}
+	}
+	if err := outer.Unlock(ctx); err != nil {
+		t.Fatalf("outer Unlock: %v", err)
+	}
+	if _, err := b.TryLock(ctx, key); !errors.Is(err, lockimpl.ErrLocked) {
+		t.Fatalf("TryLock with one re-entry still held: err = %v, want ErrLocked", err)
+	}
+	if err := inner.Unlock(ctx); err != nil {
+		t.Fatalf("inner Unlock: %v", err)
+	}
+	got, err := b.TryLock(ctx, key)
+	if err != nil {
+		t.Fatalf("TryLock after the last release: %v", err)
+	}
+	if _, err := a.Reenter(ctx, outer); !errors.Is(err, lockimpl.ErrNotHeld) {
+		t.Errorf("Reenter of a released lease: err = %v, want ErrNotHeld", err)
+	}
+	if err := got.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnlockNotOurs: a lease whose hash now belongs to someone else must not
+// delete it (compare-and-delete), and reports ErrNotHeld.
+func TestUnlockNotOurs(t *testing.T) {
+	ctx := context.Background()
+	a, b := newLocker(t, lockimpl.Options{}), newLocker(t, lockimpl.Options{})
+	key := locktest.Key(t)
+	first, err := a.Lock(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client(t)
+	if err := c.Del(ctx, a.Key(key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.TryLock(ctx, key)
+	if err != nil {
+		t.Fatalf("TryLock after the first hash vanished: %v", err)
+	}
+	if err := first.Unlock(ctx); !errors.Is(err, lockimpl.ErrNotHeld) {
+		t.Fatalf("stale Unlock: err = %v, want ErrNotHeld", err)
+	}
+	if n, _ := c.Exists(ctx, a.Key(key)).Result(); n != 1 {
+		t.Fatal("the stale Unlock deleted the new holder's lock")
+	}
+	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func BenchmarkRedisPing(b *testing.B) {
+	c := client(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if err := c.Ping(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRedisLockUncontended(b *testing.B) {
+	l := newLocker(b, lockimpl.Options{})
+	key := locktest.Key(b)
+	ctx := context.Background()
+	for b.Loop() {
+		lease, err := l.Lock(ctx, key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lease.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRedisHandoff measures the time from the holder's Unlock starting
+// to the waiter's Lock returning, with the waiter on another instance.
+func BenchmarkRedisHandoff(b *testing.B) {
+	locktest.Handoff(b, newLocker(b, lockimpl.Options{}), newLocker(b, lockimpl.Options{}))
+}

@@ -1,0 +1,157 @@
+// Package redisnaive builds the seeds' DELIBERATELY FLAWED Redis locks
+// (seed 003, first versions), faithfully, so the harness can show how they
+// fail. Do not use them to protect anything.
+//
+//   - Spin (`redis-spin`): SETNX in a busy loop, no TTL, plain DEL. It
+//     excludes correctly but burns CPU and round trips while waiting, and a
+//     holder that crashes blocks the key forever (nothing expires it).
+//   - TTL (`redis-ttl`): SET NX PX ttl with a 5-10ms sleep between attempts,
+//     plain DEL without an owner check. It excludes correctly while the work
+//     is shorter than the TTL; when the work takes longer, the key expires, a
+//     second holder gets in while the first still works, and the first's DEL
+//     then removes the second holder's lock.
+//
+// Both hand out token 0, have no watchdog and never report a lost lease.
+// The key is "<prefix><key>" with the default prefix "seckill:lock:".
+package redisnaive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/lockimpl"
+)
+
+// DefaultPrefix namespaces the Redis keys when Options.Prefix is empty.
+const DefaultPrefix = "seckill:lock:"
+
+// Spin is the SETNX busy-loop lock. Safe for concurrent use.
+type Spin struct {
+	client redis.UniversalClient
+	prefix string
+}
+
+// TTL is the SET NX PX lock with sleep-retry and an unchecked DEL. Safe for
+// concurrent use.
+type TTL struct {
+	client redis.UniversalClient
+	prefix string
+	ttl    time.Duration
+}
+
+var (
+	_ lockimpl.Locker = (*Spin)(nil)
+	_ lockimpl.Locker = (*TTL)(nil)
+)
+
+// NewSpin returns the busy-loop lock over client (owned by the caller).
+// Options.TTL is ignored: this lock has none. Prefix defaults to
+// DefaultPrefix.
+func NewSpin(client redis.UniversalClient, opts lockimpl.Options) *Spin {
+	return &Spin{client: client, prefix: opts.PrefixOr(DefaultPrefix)}
+}
+
+// NewTTL returns the SET NX PX lock over client (owned by the caller).
+// Options.TTL (default lockimpl.DefaultTTL) is the key's PX; it is never
+// renewed. Prefix defaults to DefaultPrefix.
+func NewTTL(client redis.UniversalClient, opts lockimpl.Options) *TTL {
+	return &TTL{client: client, prefix: opts.PrefixOr(DefaultPrefix), ttl: opts.TTLOrDefault()}
+}
+
+// Key returns the Redis key that backs the lock named key.
+func (s *Spin) Key(key string) string { return s.prefix + key }
+
+// Key returns the Redis key that backs the lock named key.
+func (s *TTL) Key(key string) string { return s.prefix + key }
+
+// plainDel is the seeds' unlock: DEL whatever is there, ours or not. It only
+// reports ErrNotHeld when there was nothing to delete at all.
+func plainDel(client redis.UniversalClient, full, key string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		n, err := client.Del(ctx, full).Result()
+		if err != nil {
+			return fmt.Errorf("redisnaive: del %q: %w", full, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("redisnaive: unlock %q: %w", key, lockimpl.ErrNotHeld)
+		}
+		return nil
+	}
+}
+
+// TryLock makes one SETNX.
+func (s *Spin) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	full := s.Key(key)
+	ok, err := s.client.SetNX(ctx, full, "1", 0).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisnaive: setnx %q: %w", full, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("redisnaive: trylock %q: %w", key, lockimpl.ErrLocked)
+	}
+	return lockimpl.NewLease(key, 0, plainDel(s.client, full, key)), nil
+}
+
+// Lock repeats SETNX without pause until it succeeds or ctx is done.
+func (s *Spin) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	full := s.Key(key)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("redisnaive: lock %q: %w", key, err)
+		}
+		ok, err := s.client.SetNX(ctx, full, "1", 0).Result()
+		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, fmt.Errorf("redisnaive: lock %q: %w", key, ctxErr)
+			}
+			return nil, fmt.Errorf("redisnaive: setnx %q: %w", full, err)
+		}
+		if ok {
+			return lockimpl.NewLease(key, 0, plainDel(s.client, full, key)), nil
+		}
+	}
+}
+
+// TryLock makes one SET NX PX.
+func (s *TTL) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	full := s.Key(key)
+	ok, err := s.client.SetNX(ctx, full, "1", s.ttl).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisnaive: set nx px %q: %w", full, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("redisnaive: trylock %q: %w", key, lockimpl.ErrLocked)
+	}
+	return lockimpl.NewLease(key, 0, plainDel(s.client, full, key)), nil
+}
+
+// Lock repeats SET NX PX with a 5-10ms sleep between attempts until it
+// succeeds or ctx is done.
+func (s *TTL) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	for {
+		lease, err := s.TryLock(ctx, key)
+		if err == nil {
+			return lease, nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("redisnaive: lock %q: %w", key, ctxErr)
+		}
+		if !isLocked(err) {
+			return nil, err
+		}
+		t := time.NewTimer(5*time.Millisecond + rand.N(5*time.Millisecond))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("redisnaive: lock %q: %w", key, ctx.Err())
+		}
+	}
+}
+
+func isLocked(err error) bool { return errors.Is(err, lockimpl.ErrLocked) }

@@ -1,0 +1,348 @@
+// Package zklock is the `zookeeper` strategy, with its own lock recipe on
+// github.com/go-zookeeper/zk (not zk.Lock):
+//
+//   - each acquisition creates a protected ephemeral sequential node
+//     "<prefix><key>/_c_<guid>-lock-<seq>" (parents are created as needed);
+//     "protected" means the name carries a per-node GUID, so after a
+//     connection loss during the create the client finds its own node among
+//     the children instead of leaving an orphan (Curator's protected mode,
+//     zk.Conn.CreateProtectedEphemeralSequential);
+//   - the node with the lowest sequence holds the lock; every waiter watches
+//     only its immediate predecessor (GetW), so a release wakes one waiter:
+//     FIFO without a herd effect;
+//   - Lock honours ctx: on cancellation the waiter deletes its own node and
+//     returns the ctx error;
+//   - the fencing token is the node's Czxid (the zxid of its creation),
+//     which strictly increases;
+//   - while held, the node is watched: its deletion, or the session's
+//     expiry (the watch ends with EventNotWatching), marks the lease lost.
+//
+// The lock lives as long as the ZooKeeper session, so the TTL is the
+// session timeout: Dial connects with sessionTimeout = Options.TTL (the
+// server clamps it to [2, 20] x tickTime). A holder that goes silent loses
+// its node when the session expires; there is no watchdog to run, the
+// client's heartbeats keep the session alive. A session that is merely
+// disconnected (not yet expired) keeps its nodes, and the lease is not
+// reported lost until the server expires the session.
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/seckill-lab/seckill/lockimpl"
+)
+
+// DefaultPrefix is the parent of the lock nodes when Options.Prefix is
+// empty. Each key gets a child directory under it.
+const DefaultPrefix = "/seckill/locks/"
+
+// nodeName is the base name of the sequential lock nodes.
+const nodeName = "lock-"
+
+// Locker is the ZooKeeper lock. Build it with New; it is safe for
+// concurrent use.
+type Locker struct {
+	conn   *zk.Conn
+	prefix string
+	ttl    time.Duration
+	acl    []zk.ACL
+
+	mu      sync.Mutex
+	parents map[string]bool // key directories known to exist
+}
+
+var _ lockimpl.Locker = (*Locker)(nil)
+
+// New returns a Locker over conn (owned by the caller; see Dial). Options:
+// Prefix defaults to DefaultPrefix; TTL (default lockimpl.DefaultTTL) should
+// equal the session timeout conn was connected with: a held node that could
+// not be watched for longer than TTL is reported lost.
+func New(conn *zk.Conn, opts lockimpl.Options) *Locker {
+	prefix := opts.PrefixOr(DefaultPrefix)
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return &Locker{conn: conn, prefix: prefix, ttl: opts.TTLOrDefault(), acl: zk.WorldACL(zk.PermAll), parents: make(map[string]bool)}
+}
+
+// Dial connects to servers with the session timeout set to opts.TTL
+// (default lockimpl.DefaultTTL), waits until the session is established or
+// ctx is done, and discards the connection's event stream (the lock watches
+// its own nodes). The caller closes the connection.
+func Dial(ctx context.Context, servers []string, opts lockimpl.Options) (*zk.Conn, error) {
+	connected := make(chan struct{})
+	var once sync.Once
+	conn, events, err := zk.Connect(servers, opts.TTLOrDefault(),
+		zk.WithLogInfo(false),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if ev.State == zk.StateHasSession {
+				once.Do(func() { close(connected) })
+			}
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("zklock: connect %v: %w", servers, err)
+	}
+	go func() {
+		for range events { // drained until Close closes it
+		}
+	}()
+	select {
+	case <-connected:
+		return conn, nil
+	case <-ctx.Done():
+		conn.Close()
+		return nil, fmt.Errorf("zklock: connect %v: %w", servers, ctx.Err())
+	}
+}
+
+// Dir returns the znode under which the lock named key keeps its nodes.
+func (l *Locker) Dir(key string) string { return l.prefix + key }
+
+// ensureDir creates the key's directory and its parents once per Locker.
+func (l *Locker) ensureDir(dir string) error {
+	l.mu.Lock()
+	ok := l.parents[dir]
+	l.mu.Unlock()
+	if ok {
+		return nil
+	}
+	p := ""
+	for _, part := range strings.Split(strings.Trim(dir, "/"), "/") {
+		p += "/" + part
+		if _, err := l.conn.Create(p, nil, 0, l.acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zklock: create %s: %w", p, err)
+		}
+	}
+	l.mu.Lock()
+	l.parents[dir] = true
+	l.mu.Unlock()
+	return nil
+}
+
+// forgetDir drops the cached existence of dir (someone deleted it).
+func (l *Locker) forgetDir(dir string) {
+	l.mu.Lock()
+	delete(l.parents, dir)
+	l.mu.Unlock()
+}
+
+// seq returns the sequence suffix of a lock node name.
+func seq(name string) string {
+	if i := strings.LastIndex(name, nodeName); i >= 0 {
+		return name[i+len(nodeName):]
+	}
+	return name
+}
+
+// create makes our protected ephemeral sequential node and returns its
+// path, its czxid and a watch on it (set by the same request that reads the
+// czxid, so holding costs no extra round trip).
+func (l *Locker) create(dir string) (string, int64, <-chan zk.Event, error) {
+	var node string
+	var err error
+	for i := 0; i < 2; i++ {
+		if err = l.ensureDir(dir); err != nil {
+			return "", 0, nil, err
+		}
+		node, err = l.conn.CreateProtectedEphemeralSequential(dir+"/"+nodeName, nil, l.acl)
+		if errors.Is(err, zk.ErrNoNode) { // the directory was deleted meanwhile
+			l.forgetDir(dir)
+			continue
+		}
+		break
+	}
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("zklock: create lock node in %s: %w", dir, err)
+	}
+	ok, stat, ch, err := l.conn.ExistsW(node)
+	if err != nil || !ok {
+		l.remove(node)
+		if err == nil {
+			err = zk.ErrNoNode
+		}
+		return "", 0, nil, fmt.Errorf("zklock: stat %s: %w", node, err)
+	}
+	return node, stat.Czxid, ch, nil
+}
+
+// remove deletes our node. Errors are ignored: a node already gone is
+// fine, and the node is ephemeral, so at worst it goes with the session.
+func (l *Locker) remove(node string) {
+	_ = l.conn.Delete(node, -1)
+}
+
+// predecessor returns the node just before ours ("" when ours is first).
+func (l *Locker) predecessor(dir, node string) (string, error) {
+	children, _, err := l.conn.Children(dir)
+	if err != nil {
+		return "", fmt.Errorf("zklock: children of %s: %w", dir, err)
+	}
+	sort.Slice(children, func(i, j int) bool { return seq(children[i]) < seq(children[j]) })
+	me := path.Base(node)
+	for i, c := range children {
+		if c == me {
+			if i == 0 {
+				return "", nil
+			}
+			return dir + "/" + children[i-1], nil
+		}
+	}
+	return "", fmt.Errorf("zklock: own node %s vanished while waiting: %w", node, lockimpl.ErrLeaseLost)
+}
+
+// TryLock returns lockimpl.ErrLocked when any node (holder or waiter)
+// exists; otherwise it creates its node and keeps it if it is the first.
+func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("zklock: trylock %q: %w", key, err)
+	}
+	dir := l.Dir(key)
+	if children, _, err := l.conn.Children(dir); err == nil && len(children) > 0 {
+		return nil, fmt.Errorf("zklock: trylock %q: %w", key, lockimpl.ErrLocked)
+	}
+	node, czxid, watch, err := l.create(dir)
+	if err != nil {
+		return nil, err
+	}
+	pred, err := l.predecessor(dir, node)
+	if err != nil {
+		l.remove(node)
+		return nil, err
+	}
+	if pred != "" {
+		l.remove(node)
+		return nil, fmt.Errorf("zklock: trylock %q: %w", key, lockimpl.ErrLocked)
+	}
+	return l.hold(key, node, czxid, watch), nil
+}
+
+// Lock queues a node and waits, watching only its predecessor, until it is
+// first or ctx is done (then it deletes its node).
+func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("zklock: lock %q: %w", key, err)
+	}
+	dir := l.Dir(key)
+	node, czxid, watch, err := l.create(dir)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		pred, err := l.predecessor(dir, node)
+		if err != nil {
+			l.remove(node)
+			return nil, err
+		}
+		if pred == "" {
+			return l.hold(key, node, czxid, watch), nil
+		}
+		_, _, ch, err := l.conn.GetW(pred)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // gone already: look again
+		}
+		if err != nil {
+			l.remove(node)
+			return nil, fmt.Errorf("zklock: watch %s: %w", pred, err)
+		}
+		select {
+		case ev := <-ch:
+			if ev.Type == zk.EventNotWatching {
+				l.remove(node)
+				return nil, fmt.Errorf("zklock: lock %q: watch ended: %w", key, ev.Err)
+			}
+		case <-ctx.Done():
+			l.remove(node)
+			return nil, fmt.Errorf("zklock: lock %q: %w", key, ctx.Err())
+		}
+	}
+}
+
+// hold builds the lease and watches our node while it is held, starting
+// with the watch set at creation. A node that cannot be watched again for
+// longer than the TTL (the session timeout) is reported lost.
+func (l *Locker) hold(key, node string, czxid int64, watch <-chan zk.Event) *lockimpl.Lease {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	lease := lockimpl.NewLease(key, uint64(czxid), func(context.Context) error {
+		close(stop)
+		<-done
+		if err := l.conn.Delete(node, -1); err != nil {
+			if errors.Is(err, zk.ErrNoNode) {
+				return fmt.Errorf("zklock: unlock %q: node %s gone: %w", key, node, lockimpl.ErrNotHeld)
+			}
+			return fmt.Errorf("zklock: unlock %q: delete %s: %w", key, node, err)
+		}
+		return nil
+	})
+	go func() {
+		defer close(done)
+		ch := watch
+		var since time.Time // first failed re-arm of the watch
+		for ch == nil {
+			var err error
+			_, _, ch, err = l.conn.GetW(node)
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+				lease.MarkLost(fmt.Errorf("zklock: node %s deleted", node))
+				return
+			case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+				lease.MarkLost(fmt.Errorf("zklock: watch %s: %w", node, err))
+				return
+			case err != nil:
+				// Disconnected: the node lives while the session does,
+				// which the server keeps for the session timeout.
+				if since.IsZero() {
+					since = time.Now()
+				} else if time.Since(since) > l.ttl {
+					lease.MarkLost(fmt.Errorf("zklock: no watch on %s for %v: %w", node, l.ttl, err))
+					return
+				}
+				ch = nil
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				continue
+			}
+			since = time.Time{}
+		}
+		for {
+			select {
+			case <-stop:
+				return
+			case ev := <-ch:
+				select {
+				case <-stop:
+					return // our own Delete fired it
+				default:
+				}
+				switch ev.Type {
+				case zk.EventNodeDeleted:
+					lease.MarkLost(fmt.Errorf("zklock: node %s deleted", node))
+					return
+				case zk.EventNotWatching:
+					lease.MarkLost(fmt.Errorf("zklock: watch on %s ended: %w", node, ev.Err))
+					return
+				}
+			}
+			// Data changed or similar: watch again.
+			_, _, next, err := l.conn.GetW(node)
+			if err != nil {
+				lease.MarkLost(fmt.Errorf("zklock: re-watch %s: %w", node, err))
+				return
+			}
+			ch = next
+		}
+	}()
+	return lease
+}
