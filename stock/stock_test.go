@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
@@ -169,4 +170,43 @@ func TestRedisAtomicReturnsUnitOnFailure(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("mirror holds %d (%v) after a failed insert, want 2: the unit must go back", n, err)
 	}
+}
+
+// TestMigrateConcurrently: instances starting together on a fresh database
+// must not race on CREATE TABLE.
+func TestMigrateConcurrently(t *testing.T) {
+	st := testStore(t)
+	dbName := fmt.Sprintf("seckill_migrate_%d", rand.Int64N(1_000_000_000))
+	if err := st.DB().Exec("CREATE DATABASE " + dbName).Error; err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.DB().Exec("DROP DATABASE " + dbName) })
+	cfg, err := mysqlDSNFor(testenv.Get(t, testenv.MySQLDSN), dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := gorm.Open(gormmysql.Open(cfg), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, _ := one.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() { errs <- NewStore(one).Migrate(context.Background()) }()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent migrate: %v", err)
+		}
+	}
+}
+
+func mysqlDSNFor(dsn, db string) (string, error) {
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", err
+	}
+	c.DBName = db
+	return c.FormatDSN(), nil
 }

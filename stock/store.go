@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -31,8 +32,27 @@ func NewStore(db *gorm.DB) *Store { return &Store{db: db} }
 func (s *Store) DB() *gorm.DB { return s.db }
 
 // Migrate creates or updates the schema and makes sure goods 1 exists, so a
-// fresh stack can sell at once after a reset.
+// fresh stack can sell at once after a reset. Instances starting together
+// take turns through a MySQL named lock (GET_LOCK), because concurrent
+// CREATE TABLEs race ("table already exists").
 func (s *Store) Migrate(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK('seckill.migrate', 30)").Scan(&got); err != nil {
+		return fmt.Errorf("migrate: take the schema lock: %w", err)
+	}
+	if got.Int64 != 1 {
+		return errors.New("migrate: another instance held the schema lock for 30s")
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK('seckill.migrate')")
 	db := s.db.WithContext(ctx)
 	if err := db.AutoMigrate(&Goods{}, &Order{}); err != nil {
 		return fmt.Errorf("migrate schema: %w", err)

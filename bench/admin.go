@@ -1,0 +1,296 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Errors a user can hit against the fleet; compare with errors.Is.
+var (
+	ErrUnreachable    = errors.New("unreachable")
+	ErrUnauthorized   = errors.New("refuses the admin token")
+	ErrNoToken        = errors.New("has no admin token configured")
+	ErrDisagree       = errors.New("instances disagree on the strategy")
+	ErrAdminResponse  = errors.New("unexpected admin API response")
+	ErrUnknownOnFleet = errors.New("the fleet does not know the strategy")
+)
+
+// StrategyConfig is the body of PUT /admin/strategy and the answer of GET
+// /admin/strategy.
+type StrategyConfig struct {
+	Name      string `json:"name"`
+	WorkDelay string `json:"work_delay,omitempty"`
+	LockTTL   string `json:"lock_ttl,omitempty"`
+	LockWait  string `json:"lock_wait,omitempty"`
+	Fencing   bool   `json:"fencing"`
+	Instance  string `json:"instance,omitempty"`
+}
+
+// AuditReply is the answer of GET /admin/audit.
+type AuditReply struct {
+	GoodsID      int64          `json:"goods_id"`
+	InitialStock int            `json:"initial_stock"`
+	Stock        int            `json:"stock"`
+	Orders       int            `json:"orders"`
+	SoldQty      int            `json:"sold_qty"`
+	Oversold     int            `json:"oversold"`
+	LostUpdates  int            `json:"lost_updates"`
+	PerInstance  map[string]int `json:"per_instance"`
+}
+
+// admin talks to the admin API of the instances.
+type admin struct {
+	client *http.Client
+	token  string
+}
+
+func newAdmin(token string) *admin {
+	return &admin{client: &http.Client{Timeout: 15 * time.Second}, token: token}
+}
+
+// do sends one admin request to base+path and decodes a 200 answer into out.
+func (a *admin) do(ctx context.Context, method, base, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	u := strings.TrimRight(base, "/") + path
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s %s: %w", method, u, ctx.Err())
+		}
+		return fmt.Errorf("instance %s is %w (%s %s: %v)", base, ErrUnreachable, method, path, rootCause(err))
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: read body: %w", method, u, err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized:
+		return fmt.Errorf("instance %s %w (401 on %s %s)", base, ErrUnauthorized, method, path)
+	case http.StatusForbidden:
+		return fmt.Errorf("instance %s %w (403 on %s %s)", base, ErrNoToken, method, path)
+	default:
+		var e struct {
+			Error  string `json:"error"`
+			Detail string `json:"detail"`
+		}
+		msg := truncate(strings.TrimSpace(string(raw)), 300)
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			msg = e.Error
+			if e.Detail != "" {
+				msg += ": " + e.Detail
+			}
+		}
+		return fmt.Errorf("%w: %s %s: %d %s", ErrAdminResponse, method, u, resp.StatusCode, msg)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%w: %s %s: decode %q: %v", ErrAdminResponse, method, u, truncate(string(raw), 200), err)
+	}
+	return nil
+}
+
+// rootCause strips url.Error and friends for a one-line message.
+func rootCause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// getStrategy returns the strategy the instance at base runs.
+func (a *admin) getStrategy(ctx context.Context, base string) (StrategyConfig, error) {
+	var c StrategyConfig
+	err := a.do(ctx, http.MethodGet, base, "/admin/strategy", nil, &c)
+	return c, err
+}
+
+// setStrategy switches every instance to cfg, then reads every instance
+// back and fails with ErrDisagree unless all report cfg.Name. It returns
+// the configuration the first instance reports (the effective TTL and
+// wait budget when cfg left them to the service's defaults).
+func (a *admin) setStrategy(ctx context.Context, instances []string, cfg StrategyConfig) (StrategyConfig, error) {
+	var first StrategyConfig
+	for _, base := range instances {
+		var got StrategyConfig
+		if err := a.do(ctx, http.MethodPut, base, "/admin/strategy", cfg, &got); err != nil {
+			if errors.Is(err, ErrAdminResponse) && strings.Contains(err.Error(), "unknown_strategy") {
+				return first, fmt.Errorf("instance %s: %w %q: %v", base, ErrUnknownOnFleet, cfg.Name, err)
+			}
+			return first, fmt.Errorf("switch to %s: %w", cfg.Name, err)
+		}
+	}
+	var parts []string
+	agree := true
+	for i, base := range instances {
+		got, err := a.getStrategy(ctx, base)
+		if err != nil {
+			return first, fmt.Errorf("verify strategy %s: %w", cfg.Name, err)
+		}
+		if i == 0 {
+			first = got
+		}
+		name := got.Instance
+		if name == "" {
+			name = "inst-" + strconv.Itoa(i+1)
+		}
+		parts = append(parts, name+"="+got.Name)
+		if got.Name != cfg.Name {
+			agree = false
+		}
+	}
+	if !agree {
+		return first, fmt.Errorf("%w: %s", ErrDisagree, strings.Join(parts, " "))
+	}
+	return first, nil
+}
+
+// reset sets the goods' stock and deletes its orders.
+func (a *admin) reset(ctx context.Context, base string, goods int64, stock int) error {
+	in := map[string]any{"goods_id": goods, "stock": stock}
+	if err := a.do(ctx, http.MethodPost, base, "/admin/reset", in, nil); err != nil {
+		return fmt.Errorf("reset goods %d: %w", goods, err)
+	}
+	return nil
+}
+
+// audit reads the goods' audit.
+func (a *admin) audit(ctx context.Context, base string, goods int64) (AuditReply, error) {
+	var r AuditReply
+	if err := a.do(ctx, http.MethodGet, base, "/admin/audit?goods_id="+strconv.FormatInt(goods, 10), nil, &r); err != nil {
+		return r, fmt.Errorf("audit goods %d: %w", goods, err)
+	}
+	return r, nil
+}
+
+// orders reads the request ids of the goods' orders.
+func (a *admin) orders(ctx context.Context, base string, goods int64) ([]string, error) {
+	var r struct {
+		RequestIDs []string `json:"request_ids"`
+	}
+	if err := a.do(ctx, http.MethodGet, base, "/admin/orders?goods_id="+strconv.FormatInt(goods, 10), nil, &r); err != nil {
+		return nil, fmt.Errorf("orders of goods %d: %w", goods, err)
+	}
+	return r.RequestIDs, nil
+}
+
+// lockStats are histogram sums and counts summed over the fleet.
+type lockStats struct {
+	WaitSum, WaitCount float64
+	HoldSum, HoldCount float64
+}
+
+func (s lockStats) sub(o lockStats) lockStats {
+	return lockStats{s.WaitSum - o.WaitSum, s.WaitCount - o.WaitCount, s.HoldSum - o.HoldSum, s.HoldCount - o.HoldCount}
+}
+
+// scrapeLocks sums seckill_lock_wait_seconds and seckill_lock_hold_seconds
+// (label strategy=strategy) over every instance's /metrics.
+func (a *admin) scrapeLocks(ctx context.Context, instances []string, strategy string) (lockStats, error) {
+	var total lockStats
+	for _, base := range instances {
+		fams, err := a.metrics(ctx, base)
+		if err != nil {
+			return total, err
+		}
+		ws, wc := histogramFor(fams["seckill_lock_wait_seconds"], strategy)
+		hs, hc := histogramFor(fams["seckill_lock_hold_seconds"], strategy)
+		total.WaitSum += ws
+		total.WaitCount += wc
+		total.HoldSum += hs
+		total.HoldCount += hc
+	}
+	return total, nil
+}
+
+// metrics scrapes and parses one instance's /metrics.
+func (a *admin) metrics(ctx context.Context, base string) (map[string]*dto.MetricFamily, error) {
+	u := strings.TrimRight(base, "/") + "/metrics"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", u, err)
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", u, rootCause(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: status %d", u, resp.StatusCode)
+	}
+	return ParseMetrics(resp.Body)
+}
+
+// ParseMetrics parses Prometheus text exposition.
+func ParseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
+	return fams, nil
+}
+
+// histogramFor sums the sample sum and count of the histogram series of
+// fam whose strategy label is strategy.
+func histogramFor(fam *dto.MetricFamily, strategy string) (sum, count float64) {
+	if fam == nil {
+		return 0, 0
+	}
+	for _, m := range fam.GetMetric() {
+		match := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "strategy" && l.GetValue() == strategy {
+				match = true
+			}
+		}
+		if !match || m.GetHistogram() == nil {
+			continue
+		}
+		sum += m.GetHistogram().GetSampleSum()
+		count += float64(m.GetHistogram().GetSampleCount())
+	}
+	return sum, count
+}

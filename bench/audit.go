@@ -1,0 +1,216 @@
+package bench
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Outcome labels of a purchase response.
+const (
+	OutcomeOK          = "ok"           // 2xx: the purchase went through
+	OutcomeSoldOut     = "sold_out"     // 409 sold_out
+	OutcomeStaleLock   = "stale_lock"   // 409 stale_lock (fencing refused a stale holder)
+	OutcomeLockTimeout = "lock_timeout" // 503 lock_timeout
+	OutcomeError       = "errors"       // anything else (other 4xx/5xx, transport errors)
+)
+
+// Response is what the harness keeps of one purchase: the request id it
+// sent (Idempotency-Key), the HTTP status (0 when no response came back),
+// the body's "error" field (or the transport error) and the answering
+// instance (X-Instance).
+type Response struct {
+	RequestID string `json:"request_id"`
+	Code      int    `json:"code"`
+	Error     string `json:"error,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+}
+
+// Outcome classifies r into one of the Outcome labels.
+func (r Response) Outcome() string {
+	switch {
+	case r.Code >= 200 && r.Code < 300:
+		return OutcomeOK
+	case r.Code == 409 && r.Error == "sold_out":
+		return OutcomeSoldOut
+	case r.Code == 409 && r.Error == "stale_lock":
+		return OutcomeStaleLock
+	case r.Code == 503 && r.Error == "lock_timeout":
+		return OutcomeLockTimeout
+	}
+	return OutcomeError
+}
+
+// Definite reports whether r is a definite answer: a 2xx (the purchase
+// happened) or a 4xx (it did not, and must have left no order). 5xx and
+// transport errors are indeterminate.
+func (r Response) Definite() bool {
+	return r.Code >= 200 && r.Code < 500 && (r.Code < 300 || r.Code >= 400)
+}
+
+// ServerState is what the admin API says after a run.
+type ServerState struct {
+	InitialStock int            // what the goods were reset to
+	FinalStock   int            // stock column after the run
+	Orders       int            // orders persisted for the goods
+	SoldQty      int            // sum of the orders' qty
+	PerInstance  map[string]int // orders per instance
+	RequestIDs   []string       // request id of every persisted order (duplicates kept)
+}
+
+// Invariant is one correctness check of a run: whether it held and how
+// many units, orders or requests violate it.
+type Invariant struct {
+	Name       string `json:"name"`
+	Pass       bool   `json:"pass"`
+	Count      int    `json:"count"`
+	Applicable bool   `json:"applicable"`
+	Detail     string `json:"detail"`
+}
+
+// Audit is the arithmetic of one run.
+type Audit struct {
+	Oversold    int            `json:"oversold"`
+	LostUpdates int            `json:"lost_updates"`
+	Outcomes    map[string]int `json:"outcomes"`
+	ErrorKinds  map[string]int `json:"error_kinds,omitempty"`
+	Invariants  []Invariant    `json:"invariants"`
+}
+
+// Passed counts the invariants that hold.
+func (a Audit) Passed() int {
+	n := 0
+	for _, inv := range a.Invariants {
+		if inv.Pass {
+			n++
+		}
+	}
+	return n
+}
+
+// Invariant names, in report order.
+const (
+	InvStockNonNegative = "stock_non_negative"
+	InvOKHasOrder       = "ok_has_order"
+	InvNoPhantomOrder   = "no_phantom_order"
+	InvNoDoubleSale     = "no_double_sale"
+	InvNoOrderFor4xx    = "no_order_for_4xx"
+	InvSoldOutAllSold   = "sold_out_means_all_sold"
+)
+
+// Evaluate audits a run: responses are what the clients saw (one per
+// request sent), st what the server persisted, qty the units per purchase.
+//
+//	oversold     = max(0, sold_qty - initial_stock)
+//	lost_updates = sold_qty - (initial_stock - final_stock)
+func Evaluate(responses []Response, st ServerState, qty int) Audit {
+	a := Audit{
+		Oversold:    max(0, st.SoldQty-st.InitialStock),
+		LostUpdates: st.SoldQty - (st.InitialStock - st.FinalStock),
+		Outcomes:    map[string]int{OutcomeOK: 0, OutcomeSoldOut: 0, OutcomeStaleLock: 0, OutcomeLockTimeout: 0, OutcomeError: 0},
+		ErrorKinds:  map[string]int{},
+	}
+	sent := make(map[string]bool, len(responses))
+	indefinite := 0
+	for _, r := range responses {
+		o := r.Outcome()
+		a.Outcomes[o]++
+		if o == OutcomeError {
+			k := r.Error
+			if k == "" {
+				k = "unknown"
+			}
+			if c := strconv.Itoa(r.Code); r.Code != 0 && !strings.HasPrefix(k, c) {
+				k = c + " " + k
+			}
+			a.ErrorKinds[k]++
+		}
+		if !r.Definite() {
+			indefinite++
+		}
+		if r.RequestID != "" {
+			sent[r.RequestID] = true
+		}
+	}
+	orders := make(map[string]int, len(st.RequestIDs))
+	for _, id := range st.RequestIDs {
+		orders[id]++
+	}
+
+	// 1. final stock >= 0
+	neg := max(0, -st.FinalStock)
+	a.add(InvStockNonNegative, neg == 0, neg, true, fmt.Sprintf("final stock %d", st.FinalStock))
+
+	// 2. every 2xx has a persisted order with its request id
+	missing := 0
+	for _, r := range responses {
+		if r.Outcome() == OutcomeOK && orders[r.RequestID] == 0 {
+			missing++
+		}
+	}
+	a.add(InvOKHasOrder, missing == 0, missing, true, fmt.Sprintf("%d successful purchases without an order", missing))
+
+	// 3. no order that no request asked for
+	phantom := 0
+	for id, n := range orders {
+		if !sent[id] {
+			phantom += n
+		}
+	}
+	a.add(InvNoPhantomOrder, phantom == 0, phantom, true, fmt.Sprintf("%d orders with a request id never sent", phantom))
+
+	// 4. no request id sold twice
+	dup := 0
+	for _, n := range orders {
+		if n > 1 {
+			dup += n - 1
+		}
+	}
+	a.add(InvNoDoubleSale, dup == 0, dup, true, fmt.Sprintf("%d extra orders for an already sold request id", dup))
+
+	// 5. no order for a definite failure (4xx)
+	failed := 0
+	for _, r := range responses {
+		if r.Code >= 400 && r.Code < 500 && orders[r.RequestID] > 0 {
+			failed++
+		}
+	}
+	a.add(InvNoOrderFor4xx, failed == 0, failed, true, fmt.Sprintf("%d orders for requests answered 4xx", failed))
+
+	// 6. once sold out, everything was sold: sold qty equals the initial
+	// stock (up to qty-1 units that no whole purchase can take).
+	soldOut := a.Outcomes[OutcomeSoldOut] > 0 ||
+		(len(responses)*qty > st.InitialStock && indefinite == 0)
+	if !soldOut {
+		a.add(InvSoldOutAllSold, true, 0, false, "not applicable: the goods did not sell out")
+	} else {
+		off := 0
+		if d := st.InitialStock - st.SoldQty; d < 0 || d > qty-1 {
+			off = d
+			if off < 0 {
+				off = -off
+			}
+		}
+		a.add(InvSoldOutAllSold, off == 0, off, true,
+			fmt.Sprintf("sold %d of an initial stock of %d", st.SoldQty, st.InitialStock))
+	}
+	if len(a.ErrorKinds) == 0 {
+		a.ErrorKinds = nil
+	}
+	return a
+}
+
+func (a *Audit) add(name string, pass bool, count int, applicable bool, detail string) {
+	a.Invariants = append(a.Invariants, Invariant{Name: name, Pass: pass, Count: count, Applicable: applicable, Detail: detail})
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,351 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Latency is a latency summary in milliseconds.
+type Latency struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// RunResult is the record of one strategy, one repeat.
+type RunResult struct {
+	Strategy        string `json:"strategy"`
+	Repeat          int    `json:"repeat"`
+	ExpectedCorrect bool   `json:"expected_correct"`
+	Instances       int    `json:"instances"`
+	InitialStock    int    `json:"initial_stock"`
+	Requests        int    `json:"requests"`
+	Concurrency     int    `json:"concurrency"`
+	Qty             int    `json:"qty"`
+	Rate            int    `json:"rate"`
+	WorkDelay       string `json:"work_delay"`
+	LockTTL         string `json:"lock_ttl"`
+	LockWait        string `json:"lock_wait"`
+	Fencing         bool   `json:"fencing"`
+	Seed            int64  `json:"seed"`
+	// Service is the strategy configuration the fleet reported after the
+	// switch (effective TTL and wait budget).
+	Service     StrategyConfig `json:"service_config"`
+	OK          int            `json:"ok"`
+	Outcomes    map[string]int `json:"outcomes"`
+	ErrorKinds  map[string]int `json:"error_kinds,omitempty"`
+	Orders      int            `json:"orders"`
+	SoldQty     int            `json:"sold_qty"`
+	FinalStock  int            `json:"final_stock"`
+	Oversold    int            `json:"oversold"`
+	LostUpdates int            `json:"lost_updates"`
+	// ServiceOversold and ServiceLostUpdates are what /admin/audit itself
+	// computed, kept to cross-check the harness's arithmetic.
+	ServiceOversold    int            `json:"service_oversold"`
+	ServiceLostUpdates int            `json:"service_lost_updates"`
+	SalesPerInstance   map[string]int `json:"sales_per_instance"`
+	AnswersPerInstance map[string]int `json:"answers_per_instance"`
+	DurationS          float64        `json:"duration_s"`
+	ThroughputRPS      float64        `json:"throughput_rps"`
+	OKPerSec           float64        `json:"ok_per_s"`
+	LatencyMS          Latency        `json:"latency_ms"`
+	// LockWaitMS is the mean lock wait per acquisition over the fleet
+	// (delta of seckill_lock_wait_seconds _sum/_count); nil when the
+	// strategy takes no lock or /metrics could not be read.
+	LockWaitMS       *float64    `json:"lock_wait_ms"`
+	LockHoldMS       *float64    `json:"lock_hold_ms"`
+	LockAcquisitions float64     `json:"lock_acquisitions"`
+	Invariants       []Invariant `json:"invariants"`
+	InvariantsPassed int         `json:"invariants_passed"`
+	InvariantsTotal  int         `json:"invariants_total"`
+	Raw              string      `json:"raw,omitempty"`
+}
+
+// Environment describes where the bench ran.
+type Environment struct {
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	CPUs      int    `json:"cpus"`
+	Hostname  string `json:"hostname"`
+	Target    string `json:"target"`
+	Instances int    `json:"instances"`
+}
+
+// Report is everything a bench produced (report.json).
+type Report struct {
+	Date        time.Time    `json:"date"`
+	CommandLine string       `json:"command_line"`
+	Environment Environment  `json:"environment"`
+	Calibration *Calibration `json:"calibration,omitempty"`
+	// CeilingRPS is the generator's ceiling (calibration); CeilingRatio is
+	// CeilingRPS over the best strategy's throughput (want >= 5).
+	CeilingRPS   float64     `json:"calibration_ceiling_rps"`
+	CeilingRatio float64     `json:"ceiling_ratio"`
+	WallS        float64     `json:"wall_s"`
+	Runs         []RunResult `json:"runs"`
+	Summary      []Summary   `json:"summary"`
+}
+
+// Run benchmarks every strategy of o against the fleet and, when o.OutDir
+// is set, writes report.json, report.md, report.html and raw/ there.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	fleet := o.Fleet
+	if o.Instances > 0 {
+		switch {
+		case o.Scaler != nil:
+			if fleet, err = o.Scaler.Scale(ctx, o.Instances); err != nil {
+				return nil, fmt.Errorf("scale to %d instances: %w", o.Instances, err)
+			}
+		case len(fleet.Instances) != o.Instances:
+			return nil, fmt.Errorf("%w: --instances %d: this fleet cannot be re-scaled (it has %d instances); scale it yourself or drop --instances",
+				ErrInvalidOptions, o.Instances, len(fleet.Instances))
+		}
+	}
+	if fleet.Target == "" {
+		return nil, fmt.Errorf("%w: no target (the nginx URL)", ErrInvalidOptions)
+	}
+	if len(fleet.Instances) == 0 {
+		return nil, fmt.Errorf("%w: no instance URLs (the admin API must reach every instance)", ErrInvalidOptions)
+	}
+	for _, u := range append([]string{fleet.Target}, fleet.Instances...) {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return nil, fmt.Errorf("%w: %q is not an http(s) URL", ErrInvalidOptions, u)
+		}
+	}
+	adm := newAdmin(fleet.AdminToken)
+	for _, base := range fleet.Instances {
+		if _, err := adm.getStrategy(ctx, base); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkTarget(ctx, fleet.Target); err != nil {
+		return nil, err
+	}
+
+	rep := &Report{
+		Date:        began.UTC(),
+		CommandLine: strings.Join(o.CommandLine, " "),
+		Environment: environment(fleet),
+	}
+	if o.CalibrateRequests > 0 {
+		c, err := Calibrate(ctx, o.CalibrateRequests, o.Concurrency, o.Rate)
+		if err != nil {
+			return nil, err
+		}
+		rep.Calibration = &c
+		rep.CeilingRPS = c.CeilingRPS
+	}
+
+	var rawDir string
+	if o.OutDir != "" {
+		rawDir = filepath.Join(o.OutDir, "raw")
+		if err := os.MkdirAll(rawDir, 0o755); err != nil {
+			return nil, fmt.Errorf("create output directory: %w", err)
+		}
+	}
+	total := len(o.Strategies) * o.Repeat
+	n := 0
+	for _, s := range o.Strategies {
+		for rep1 := 1; rep1 <= o.Repeat; rep1++ {
+			n++
+			label := fmt.Sprintf("[%d/%d] %-16s #%d", n, total, s, rep1)
+			r, err := runOne(ctx, o, fleet, adm, s, rep1, label, rawDir)
+			if err != nil {
+				err = fmt.Errorf("%s (repeat %d): %w", s, rep1, err)
+				if len(rep.Runs) > 0 && o.OutDir != "" {
+					// Keep what was measured before the failure.
+					rep.Summary = Summarize(rep.Runs)
+					rep.WallS = time.Since(began).Seconds()
+					if werr := WriteReports(o.OutDir, rep); werr == nil {
+						err = fmt.Errorf("%w (reports of the %d runs before it are in %s)", err, len(rep.Runs), o.OutDir)
+					}
+				}
+				return rep, err
+			}
+			rep.Runs = append(rep.Runs, r)
+		}
+	}
+	rep.Summary = Summarize(rep.Runs)
+	if best := bestThroughput(rep.Summary); best > 0 && rep.CeilingRPS > 0 {
+		rep.CeilingRatio = rep.CeilingRPS / best
+	}
+	rep.WallS = time.Since(began).Seconds()
+	if o.OutDir != "" {
+		if err := WriteReports(o.OutDir, rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// checkTarget fails with ErrUnreachable when nothing answers at target.
+// Any HTTP answer will do: something listens.
+func checkTarget(ctx context.Context, target string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(target, "/")+"/metrics", nil)
+	if err != nil {
+		return fmt.Errorf("%w: target %q: %v", ErrInvalidOptions, target, err)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("the target %s is %w (%v)", target, ErrUnreachable, rootCause(err))
+	}
+	resp.Body.Close()
+	return nil
+}
+
+func environment(f Fleet) Environment {
+	h, _ := os.Hostname()
+	return Environment{
+		GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+		CPUs: runtime.NumCPU(), Hostname: h, Target: f.Target, Instances: len(f.Instances),
+	}
+}
+
+func durString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+// runOne is one strategy, one repeat: switch, reset, attack, audit.
+func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy string, repeat int, label, rawDir string) (RunResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
+	defer cancel()
+	cfg := StrategyConfig{Name: strategy, WorkDelay: o.WorkDelay.String(), LockTTL: durString(o.LockTTL),
+		LockWait: durString(o.LockWait), Fencing: o.Fencing}
+	eff, err := adm.setStrategy(ctx, fleet.Instances, cfg)
+	if err != nil {
+		return RunResult{}, err
+	}
+	ttl, err := time.ParseDuration(eff.LockTTL)
+	if err != nil {
+		ttl = o.LockTTL
+	}
+	if err := adm.reset(ctx, fleet.Instances[0], o.GoodsID, o.Stock); err != nil {
+		return RunResult{}, err
+	}
+	before, lockErr := adm.scrapeLocks(ctx, fleet.Instances, strategy)
+
+	run := RunResult{
+		Strategy: strategy, Repeat: repeat,
+		ExpectedCorrect: ExpectedCorrect(strategy, len(fleet.Instances), o.WorkDelay, ttl),
+		Instances:       len(fleet.Instances), InitialStock: o.Stock, Requests: o.Requests,
+		Concurrency: o.Concurrency, Qty: o.Qty, Rate: o.Rate, WorkDelay: o.WorkDelay.String(),
+		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, Seed: o.Seed,
+		Service:            eff,
+		AnswersPerInstance: map[string]int{},
+	}
+	name := fmt.Sprintf("%s-%d", strategy, repeat)
+	if eff.LockTTL != "" {
+		run.LockTTL = eff.LockTTL
+	}
+	if eff.LockWait != "" {
+		run.LockWait = eff.LockWait
+	}
+	var raw *os.File
+	spec := attackSpec{
+		Name: name, Requests: o.Requests, Concurrency: o.Concurrency, Rate: o.Rate, Timeout: o.RequestTimeout,
+		Targeter: purchaseTargeter(fleet.Target, o.GoodsID, o.Qty, o.Requests, o.Seed, name),
+	}
+	if rawDir != "" {
+		var err error
+		run.Raw = filepath.Join("raw", name+".bin")
+		if raw, err = os.Create(filepath.Join(rawDir, name+".bin")); err != nil {
+			return run, fmt.Errorf("create raw results file: %w", err)
+		}
+		defer raw.Close()
+		spec.Encode = vegetaEncoder(raw)
+	}
+	responses := make([]Response, 0, o.Requests)
+	spec.OnResult = func(r *vegetaResult, id string) {
+		resp := toResponse(r, id)
+		if resp.Instance != "" {
+			run.AnswersPerInstance[resp.Instance]++
+		}
+		responses = append(responses, resp)
+	}
+	pl := newProgress(o.Progress, label, o.Requests)
+	spec.Progress = pl.update
+	res, err := attack(ctx, spec)
+	pl.done()
+	if err != nil {
+		return run, err
+	}
+	if raw != nil {
+		if err := raw.Close(); err != nil {
+			return run, fmt.Errorf("close raw results: %w", err)
+		}
+	}
+
+	au, err := adm.audit(ctx, fleet.Instances[0], o.GoodsID)
+	if err != nil {
+		return run, err
+	}
+	ids, err := adm.orders(ctx, fleet.Instances[0], o.GoodsID)
+	if err != nil {
+		return run, err
+	}
+	if lockErr == nil {
+		after, err := adm.scrapeLocks(ctx, fleet.Instances, strategy)
+		if err == nil {
+			d := after.sub(before)
+			run.LockAcquisitions = d.WaitCount
+			if d.WaitCount > 0 {
+				v := d.WaitSum / d.WaitCount * 1000
+				run.LockWaitMS = &v
+			}
+			if d.HoldCount > 0 {
+				v := d.HoldSum / d.HoldCount * 1000
+				run.LockHoldMS = &v
+			}
+		}
+	}
+	st := ServerState{InitialStock: o.Stock, FinalStock: au.Stock, Orders: au.Orders, SoldQty: au.SoldQty,
+		PerInstance: au.PerInstance, RequestIDs: ids}
+	a := Evaluate(responses, st, o.Qty)
+	fillRun(&run, a, st, res)
+	run.ServiceOversold, run.ServiceLostUpdates = au.Oversold, au.LostUpdates
+	return run, nil
+}
+
+// fillRun copies the audit and the attack's metrics into run.
+func fillRun(run *RunResult, a Audit, st ServerState, res attackResult) {
+	run.Outcomes = a.Outcomes
+	run.ErrorKinds = a.ErrorKinds
+	run.OK = a.Outcomes[OutcomeOK]
+	run.Orders = st.Orders
+	run.SoldQty = st.SoldQty
+	run.FinalStock = st.FinalStock
+	run.Oversold = a.Oversold
+	run.LostUpdates = a.LostUpdates
+	run.SalesPerInstance = st.PerInstance
+	run.Invariants = a.Invariants
+	run.InvariantsPassed = a.Passed()
+	run.InvariantsTotal = len(a.Invariants)
+	run.DurationS = res.Wall.Seconds()
+	if run.DurationS > 0 {
+		run.ThroughputRPS = float64(res.Results) / run.DurationS
+		run.OKPerSec = float64(run.OK) / run.DurationS
+	}
+	l := res.Metrics.Latencies
+	run.LatencyMS = Latency{Mean: ms(l.Mean), P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), Max: ms(l.Max)}
+}

@@ -1,0 +1,13 @@
+// Package bench is the seckill benchmark harness: for each lock strategy it
+// switches every instance of the fleet to that strategy, resets the goods,
+// fires a bounded number of purchases through nginx with a vegeta attacker,
+// audits the result from the admin API and /metrics (oversold units, lost
+// updates, per-instance sales, outcomes, throughput, latency, lock wait),
+// checks the correctness invariants, and writes report.json, report.md,
+// report.html (offline, charts made with gonum.org/v1/plot) and the raw vegeta
+// results of every run.
+//
+// The package holds all the logic; `seckill bench` only maps flags to
+// Options. It does not depend on the local stack: a fleet is described by
+// Fleet, and re-scaling goes through the consumer-side Scaler interface.
+package bench

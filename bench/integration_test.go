@@ -1,0 +1,211 @@
+package bench_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/internal/testenv"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// Small load that still makes the flawed strategies oversell: real
+// concurrency, some work inside the critical section, more requests than
+// stock.
+const (
+	itStock       = 30
+	itRequests    = 75
+	itConcurrency = 24
+	itWork        = 8 * time.Millisecond
+)
+
+// fleetFromEnv is the stack `make test` started.
+func fleetFromEnv(t *testing.T) (bench.Fleet, string) {
+	t.Helper()
+	f := bench.Fleet{
+		Target:     testenv.Get(t, testenv.NginxURL),
+		Instances:  testenv.List(t, testenv.InstanceURLs),
+		AdminToken: testenv.Get(t, testenv.AdminToken),
+	}
+	return f, testenv.Get(t, testenv.StackDir)
+}
+
+func scaler(dir string, token string) bench.Scaler {
+	return bench.ScalerFunc(func(ctx context.Context, n int) (bench.Fleet, error) {
+		st, err := stack.Scale(ctx, dir, n)
+		if err != nil {
+			return bench.Fleet{}, err
+		}
+		return bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: token}, nil
+	})
+}
+
+func runOne(t *testing.T, o bench.Options) bench.RunResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o.Stock, o.Requests, o.Concurrency, o.WorkDelay = itStock, itRequests, itConcurrency, itWork
+	o.CalibrateRequests = -1
+	o.RunTimeout = time.Minute
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("bench %v: %v", o.Strategies, err)
+	}
+	if len(rep.Runs) != 1 {
+		t.Fatalf("got %d runs, want 1", len(rep.Runs))
+	}
+	r := rep.Runs[0]
+	if got := r.OK + r.Outcomes[bench.OutcomeSoldOut] + r.Outcomes[bench.OutcomeLockTimeout] +
+		r.Outcomes[bench.OutcomeStaleLock] + r.Outcomes[bench.OutcomeError]; got != itRequests {
+		t.Errorf("%s: outcomes add up to %d, want exactly %d requests: %v", r.Strategy, got, itRequests, r.Outcomes)
+	}
+	return r
+}
+
+// checkOutputs checks the reports of a real run and that its raw results
+// hold one vegeta result per request.
+func checkOutputs(t *testing.T, dir string, r bench.RunResult) {
+	t.Helper()
+	for _, name := range []string{"report.json", "report.md", "report.html"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, r.Raw))
+	if err != nil {
+		t.Fatalf("raw results: %v", err)
+	}
+	defer f.Close()
+	dec := vegeta.NewDecoder(f)
+	n := 0
+	for {
+		var res vegeta.Result
+		if err := dec.Decode(&res); err != nil {
+			break
+		}
+		n++
+	}
+	if n != r.Requests {
+		t.Errorf("%s holds %d results, want %d", r.Raw, n, r.Requests)
+	}
+}
+
+func describe(r bench.RunResult) string {
+	s := fmt.Sprintf("%s on %d instances: oversold %d, lost %d, ok %d, final stock %d, outcomes %v, errors %v, sales %v",
+		r.Strategy, r.Instances, r.Oversold, r.LostUpdates, r.OK, r.FinalStock, r.Outcomes, r.ErrorKinds, r.SalesPerInstance)
+	for _, inv := range r.Invariants {
+		if !inv.Pass {
+			s += fmt.Sprintf("; %s FAILED (count %d: %s)", inv.Name, inv.Count, inv.Detail)
+		}
+	}
+	return s
+}
+
+// oversells runs a flawed strategy up to 3 seeded times and reports
+// whether any run oversold (overselling is probabilistic).
+func oversells(t *testing.T, o bench.Options) bool {
+	t.Helper()
+	for try := int64(1); try <= 3; try++ {
+		o.Seed = 1000 + try
+		r := runOne(t, o)
+		t.Log(describe(r))
+		if r.Oversold > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestIntegrationUserErrors checks the one-line errors a user can hit.
+func TestIntegrationUserErrors(t *testing.T) {
+	fleet, _ := fleetFromEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o := bench.Options{Strategies: []string{"none"}, Stock: 1, Requests: 1, Concurrency: 1, CalibrateRequests: -1}
+
+	o.Fleet = fleet
+	o.Fleet.AdminToken = "wrong-token"
+	if _, err := bench.Run(ctx, o); !errors.Is(err, bench.ErrUnauthorized) {
+		t.Errorf("wrong admin token: err = %v, want ErrUnauthorized", err)
+	}
+
+	o.Fleet = fleet
+	o.Fleet.Target = "http://127.0.0.1:1"
+	if _, err := bench.Run(ctx, o); !errors.Is(err, bench.ErrUnreachable) || !strings.Contains(err.Error(), "target") {
+		t.Errorf("unreachable target: err = %v, want ErrUnreachable naming the target", err)
+	}
+
+	o.Fleet = fleet
+	o.Instances = 2 // no Scaler: a fleet that cannot be re-scaled
+	if _, err := bench.Run(ctx, o); !errors.Is(err, bench.ErrInvalidOptions) {
+		t.Errorf("--instances without a scaler: err = %v, want ErrInvalidOptions", err)
+	}
+}
+
+func TestIntegrationFlawedAndCorrect(t *testing.T) {
+	fleet, dir := fleetFromEnv(t)
+	if len(fleet.Instances) != 3 {
+		t.Fatalf("the test stack has %d instances, want 3", len(fleet.Instances))
+	}
+	base := bench.Options{Fleet: fleet}
+
+	t.Run("none oversells with 3 instances", func(t *testing.T) {
+		o := base
+		o.Strategies = []string{"none"}
+		if !oversells(t, o) {
+			t.Error("none did not oversell in 3 seeded runs on 3 instances")
+		}
+	})
+
+	t.Run("mutex oversells with 3 instances", func(t *testing.T) {
+		o := base
+		o.Strategies = []string{"mutex"}
+		if !oversells(t, o) {
+			t.Error("mutex did not oversell in 3 seeded runs on 3 instances")
+		}
+	})
+
+	t.Run("mutex is correct with 1 instance", func(t *testing.T) {
+		sc := scaler(dir, fleet.AdminToken)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if _, err := sc.Scale(ctx, 3); err != nil {
+				t.Errorf("restore 3 instances: %v", err)
+			}
+		})
+		o := base
+		o.Strategies, o.Instances, o.Scaler, o.Seed = []string{"mutex"}, 1, sc, 7
+		r := runOne(t, o)
+		t.Log(describe(r))
+		if r.Instances != 1 || r.Oversold != 0 || r.FinalStock != 0 || r.InvariantsPassed != r.InvariantsTotal {
+			t.Errorf("want 1 instance, oversold 0, final stock 0, all invariants; got %s", describe(r))
+		}
+	})
+
+	correct := []string{"redis-spin", "redis-ttl", "redis", "redlock", "zookeeper", "etcd", "mysql-unique",
+		"mysql-forupdate", "mysql-optimistic", "sql-atomic", "redis-atomic"}
+	for _, s := range correct {
+		t.Run(s+" is correct", func(t *testing.T) {
+			o := base
+			o.Strategies, o.Seed = []string{s}, 11
+			o.OutDir = filepath.Join(t.TempDir(), "out")
+			r := runOne(t, o)
+			t.Log(describe(r))
+			if !r.ExpectedCorrect {
+				t.Errorf("%s is not expected correct with these settings", s)
+			}
+			if r.Oversold != 0 || r.LostUpdates != 0 || r.FinalStock != 0 || r.InvariantsPassed != r.InvariantsTotal || r.InvariantsTotal != 6 {
+				t.Errorf("want oversold 0, lost 0, final stock 0, 6/6 invariants; got %s", describe(r))
+			}
+			checkOutputs(t, o.OutDir, r)
+		})
+	}
+}

@@ -1,0 +1,350 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"image/color"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// tableHeader are the columns of the comparison table.
+var tableHeader = []string{"strategy", "expected", "oversold", "lost", "ok", "final stock",
+	"req/s", "ok/s", "p50 ms", "p99 ms", "lock wait ms", "invariants"}
+
+// tableRows renders one row per strategy.
+func tableRows(ss []Summary) [][]string {
+	rows := make([][]string, 0, len(ss))
+	for _, s := range ss {
+		exp := "correct"
+		if !s.ExpectedCorrect {
+			exp = "flawed"
+		}
+		wait := "-"
+		if s.LockWaitMS != nil {
+			wait = fmtStat(*s.LockWaitMS, s.Repeats, "%.2f")
+		}
+		rows = append(rows, []string{
+			s.Strategy, exp,
+			fmtStat(s.Oversold, s.Repeats, "%.0f"),
+			fmtStat(s.LostUpdates, s.Repeats, "%.0f"),
+			fmtStat(s.OK, s.Repeats, "%.0f"),
+			fmtStat(s.FinalStock, s.Repeats, "%.0f"),
+			fmtStat(s.ThroughputRPS, s.Repeats, "%.0f"),
+			fmtStat(s.OKPerSec, s.Repeats, "%.0f"),
+			fmtStat(s.P50MS, s.Repeats, "%.1f"),
+			fmtStat(s.P99MS, s.Repeats, "%.1f"),
+			wait,
+			fmt.Sprintf("%d/%d", s.InvariantsPassed, s.InvariantsTotal),
+		})
+	}
+	return rows
+}
+
+// WriteTable prints the comparison table (one row per strategy) to w.
+func WriteTable(w io.Writer, rep *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(tableHeader, "\t"))
+	for _, r := range tableRows(rep.Summary) {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	if rep.CeilingRPS > 0 {
+		verdict := "ok"
+		if rep.CeilingRatio > 0 && rep.CeilingRatio < MinCeilingRatio {
+			verdict = fmt.Sprintf("below %.0fx: the figures may measure the generator, not the fleet", MinCeilingRatio)
+		}
+		_, err := fmt.Fprintf(w, "\ngenerator ceiling %.0f req/s; ceiling / best throughput = %.1fx (%s)\n",
+			rep.CeilingRPS, rep.CeilingRatio, verdict)
+		if err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
+	}
+	return nil
+}
+
+// Markdown renders report.md.
+func Markdown(rep *Report) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# seckill bench, %s\n\n", rep.Date.Format("2006-01-02 15:04:05 MST"))
+	fmt.Fprintf(&b, "- command: `%s`\n", rep.CommandLine)
+	e := rep.Environment
+	fmt.Fprintf(&b, "- environment: %s %s/%s, %d CPUs, host %s\n", e.GoVersion, e.OS, e.Arch, e.CPUs, e.Hostname)
+	fmt.Fprintf(&b, "- fleet: %d instances behind %s\n", e.Instances, e.Target)
+	if len(rep.Runs) > 0 {
+		r := rep.Runs[0]
+		fmt.Fprintf(&b, "- load: %d requests of qty %d on a stock of %d, concurrency %d, rate %s, work delay %s, lock TTL %s, fencing %v, seed %d\n",
+			r.Requests, r.Qty, r.InitialStock, r.Concurrency, rateString(r.Rate), r.WorkDelay, r.LockTTL, r.Fencing, r.Seed)
+	}
+	if rep.CeilingRPS > 0 {
+		fmt.Fprintf(&b, "- generator ceiling: %.0f req/s (%.1fx the best throughput; want >= %.0fx)\n", rep.CeilingRPS, rep.CeilingRatio, MinCeilingRatio)
+	}
+	fmt.Fprintf(&b, "- wall time: %.1f s\n\n", rep.WallS)
+	b.WriteString("| " + strings.Join(tableHeader, " | ") + " |\n|")
+	for range tableHeader {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, r := range tableRows(rep.Summary) {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	b.WriteString("\n## Runs\n\n| run | ok | sold_out | lock_timeout | stale_lock | errors | orders | sold | final | oversold | lost | sales per instance | p90 ms | max ms | s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Runs {
+		var sales []string
+		for _, k := range sortedKeys(r.SalesPerInstance) {
+			sales = append(sales, fmt.Sprintf("%s=%d", k, r.SalesPerInstance[k]))
+		}
+		fmt.Fprintf(&b, "| %s #%d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %.1f | %.1f | %.2f |\n",
+			r.Strategy, r.Repeat, r.OK, r.Outcomes[OutcomeSoldOut], r.Outcomes[OutcomeLockTimeout], r.Outcomes[OutcomeStaleLock],
+			r.Outcomes[OutcomeError], r.Orders, r.SoldQty, r.FinalStock, r.Oversold, r.LostUpdates, strings.Join(sales, " "),
+			r.LatencyMS.P90, r.LatencyMS.Max, r.DurationS)
+	}
+	var failed []string
+	for _, r := range rep.Runs {
+		for _, inv := range r.Invariants {
+			if !inv.Pass {
+				failed = append(failed, fmt.Sprintf("- %s #%d: **%s** failed (count %d): %s", r.Strategy, r.Repeat, inv.Name, inv.Count, inv.Detail))
+			}
+		}
+	}
+	if len(failed) > 0 {
+		b.WriteString("\n## Failed invariants\n\n" + strings.Join(failed, "\n") + "\n")
+	}
+	return b.Bytes()
+}
+
+func rateString(r int) string {
+	if r == 0 {
+		return "closed model"
+	}
+	return fmt.Sprintf("%d/s", r)
+}
+
+// palette colours the series of a chart.
+var palette = []color.Color{
+	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+}
+
+// barChart plots one bar per strategy for each series and returns the PNG.
+func barChart(title, ylabel string, names []string, series map[string][]float64, order []string) ([]byte, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = ylabel
+	p.Y.Min = 0
+	p.NominalX(names...)
+	p.X.Tick.Label.Rotation = 0.6
+	p.X.Tick.Label.XAlign = -1 // right
+	p.X.Tick.Label.YAlign = -0.5
+	w := vg.Points(30 / float64(max(len(order), 1)))
+	p.X.Min = -0.7
+	p.X.Max = float64(len(names)) - 0.3
+	top := 0.0
+	for _, vs := range series {
+		for _, v := range vs {
+			top = max(top, v)
+		}
+	}
+	p.Y.Max = max(top*1.2, 1) // head room for the legend
+	for i, name := range order {
+		bars, err := plotter.NewBarChart(plotter.Values(series[name]), w)
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: %w", title, err)
+		}
+		bars.Color = palette[i%len(palette)]
+		bars.LineStyle.Width = 0
+		bars.Offset = w * vg.Length(float64(i)-float64(len(order)-1)/2)
+		p.Add(bars)
+		if len(order) > 1 {
+			p.Legend.Add(name, bars)
+		}
+	}
+	p.Legend.Top = true
+	width := vg.Points(float64(max(420, 46*len(names))))
+	wt, err := p.WriterTo(width, 4*vg.Inch, "png")
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", title, err)
+	}
+	var b bytes.Buffer
+	if _, err := wt.WriteTo(&b); err != nil {
+		return nil, fmt.Errorf("render %s: %w", title, err)
+	}
+	return b.Bytes(), nil
+}
+
+// Charts renders the report's charts (oversold units, throughput and
+// latency per strategy) as PNG images.
+func Charts(rep *Report) (map[string][]byte, []string, error) {
+	var names []string
+	over := map[string][]float64{}
+	thr := map[string][]float64{}
+	lat := map[string][]float64{}
+	for _, s := range rep.Summary {
+		names = append(names, s.Strategy)
+		over["oversold"] = append(over["oversold"], s.Oversold.Median)
+		over["lost updates"] = append(over["lost updates"], max(0, s.LostUpdates.Median))
+		thr["req/s"] = append(thr["req/s"], s.ThroughputRPS.Median)
+		thr["ok/s"] = append(thr["ok/s"], s.OKPerSec.Median)
+		lat["p50"] = append(lat["p50"], s.P50MS.Median)
+		lat["p99"] = append(lat["p99"], s.P99MS.Median)
+	}
+	type spec struct {
+		key, title, y string
+		data          map[string][]float64
+		order         []string
+	}
+	specs := []spec{
+		{"oversold", "Oversold units and lost updates per strategy", "units", over, []string{"oversold", "lost updates"}},
+		{"throughput", "Throughput per strategy", "per second", thr, []string{"req/s", "ok/s"}},
+		{"latency", "Latency per strategy", "ms", lat, []string{"p50", "p99"}},
+	}
+	out := map[string][]byte{}
+	var keys []string
+	if len(names) == 0 {
+		return out, keys, nil
+	}
+	for _, s := range specs {
+		png, err := barChart(s.title, s.y, names, s.data, s.order)
+		if err != nil {
+			return nil, nil, err
+		}
+		out[s.key] = png
+		keys = append(keys, s.key)
+	}
+	return out, keys, nil
+}
+
+var htmlTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>seckill bench {{.Date}}</title>
+<style>
+body{font-family:sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;font-size:14px}
+th,td{border:1px solid #bbb;padding:4px 8px;text-align:right}
+th:first-child,td:first-child,td:nth-child(2){text-align:left}
+tr.bad td{background:#fde2e2}
+img{max-width:100%;display:block;margin:1em 0}
+code{background:#f3f3f3;padding:1px 4px}
+</style></head><body>
+<h1>seckill bench</h1>
+<ul>
+<li>date: {{.Date}}</li>
+<li>command: <code>{{.Command}}</code></li>
+<li>environment: {{.Env}}</li>
+<li>load: {{.Load}}</li>
+{{if .Ceiling}}<li>generator ceiling: {{.Ceiling}}</li>{{end}}
+<li>wall time: {{.Wall}}</li>
+</ul>
+<h2>Comparison</h2>
+<table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr{{if .Bad}} class="bad"{{end}}>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{range .Charts}}<h2>{{.Title}}</h2><img alt="{{.Title}}" src="{{.PNG}}">
+{{end}}
+{{if .Failed}}<h2>Failed invariants</h2><ul>{{range .Failed}}<li>{{.}}</li>{{end}}</ul>{{end}}
+</body></html>
+`))
+
+// HTML renders report.html: self-contained, no external reference, the
+// charts embedded as data: PNG images.
+func HTML(rep *Report) ([]byte, error) {
+	pngs, keys, err := Charts(rep)
+	if err != nil {
+		return nil, err
+	}
+	titles := map[string]string{"oversold": "Oversold units", "throughput": "Throughput", "latency": "Latency"}
+	type row struct {
+		Cells []string
+		Bad   bool
+	}
+	type img struct {
+		Title string
+		PNG   template.URL
+	}
+	data := struct {
+		Date, Command, Env, Load, Ceiling, Wall string
+		Header                                  []string
+		Rows                                    []row
+		Charts                                  []img
+		Failed                                  []string
+	}{
+		Date:    rep.Date.Format("2006-01-02 15:04:05 MST"),
+		Command: noScheme(rep.CommandLine),
+		Env: fmt.Sprintf("%s %s/%s, %d CPUs, %d instances behind %s", rep.Environment.GoVersion, rep.Environment.OS,
+			rep.Environment.Arch, rep.Environment.CPUs, rep.Environment.Instances, noScheme(rep.Environment.Target)),
+		Wall:   fmt.Sprintf("%.1f s", rep.WallS),
+		Header: tableHeader,
+	}
+	if len(rep.Runs) > 0 {
+		r := rep.Runs[0]
+		data.Load = fmt.Sprintf("%d requests of qty %d on a stock of %d, concurrency %d, rate %s, work delay %s, lock TTL %s, fencing %v, seed %d",
+			r.Requests, r.Qty, r.InitialStock, r.Concurrency, rateString(r.Rate), r.WorkDelay, r.LockTTL, r.Fencing, r.Seed)
+	}
+	if rep.CeilingRPS > 0 {
+		data.Ceiling = fmt.Sprintf("%.0f req/s (%.1fx the best throughput; want >= %.0fx)", rep.CeilingRPS, rep.CeilingRatio, MinCeilingRatio)
+	}
+	for i, cells := range tableRows(rep.Summary) {
+		s := rep.Summary[i]
+		data.Rows = append(data.Rows, row{Cells: cells, Bad: s.InvariantsPassed < s.InvariantsTotal || s.Oversold.Max > 0})
+	}
+	for _, k := range keys {
+		data.Charts = append(data.Charts, img{titles[k], template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(pngs[k]))})
+	}
+	for _, r := range rep.Runs {
+		for _, inv := range r.Invariants {
+			if !inv.Pass {
+				data.Failed = append(data.Failed, fmt.Sprintf("%s #%d: %s failed (count %d): %s", r.Strategy, r.Repeat, inv.Name, inv.Count, inv.Detail))
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := htmlTmpl.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("render report.html: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// noScheme drops URL schemes from text shown in report.html, which must
+// hold no http(s):// reference (it is read offline; report.json keeps the
+// full URLs).
+func noScheme(s string) string {
+	return strings.NewReplacer("https://", "", "http://", "", "HTTPS://", "", "HTTP://", "").Replace(s)
+}
+
+// WriteReports writes report.json, report.md and report.html into dir.
+func WriteReports(dir string, rep *Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report.json: %w", err)
+	}
+	html, err := HTML(rep)
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"report.json": append(js, '\n'),
+		"report.md":   Markdown(rep),
+		"report.html": html,
+	}
+	for _, name := range []string{"report.json", "report.md", "report.html"} {
+		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return nil
+}

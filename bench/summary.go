@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Stat is the median and range of one figure over a strategy's repeats.
+type Stat struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+func statOf(vs []float64) Stat {
+	if len(vs) == 0 {
+		return Stat{}
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Stat{Median: m, Min: s[0], Max: s[len(s)-1]}
+}
+
+// Summary sums up one strategy over its repeats.
+type Summary struct {
+	Strategy        string `json:"strategy"`
+	Repeats         int    `json:"repeats"`
+	ExpectedCorrect bool   `json:"expected_correct"`
+	Oversold        Stat   `json:"oversold"`
+	LostUpdates     Stat   `json:"lost_updates"`
+	OK              Stat   `json:"ok"`
+	FinalStock      Stat   `json:"final_stock"`
+	ThroughputRPS   Stat   `json:"throughput_rps"`
+	OKPerSec        Stat   `json:"ok_per_s"`
+	P50MS           Stat   `json:"p50_ms"`
+	P99MS           Stat   `json:"p99_ms"`
+	LockWaitMS      *Stat  `json:"lock_wait_ms"`
+	// InvariantsPassed/Total add up every repeat's invariants.
+	InvariantsPassed int `json:"invariants_passed"`
+	InvariantsTotal  int `json:"invariants_total"`
+	// ThroughputRatioSQLAtomic is the median throughput over sql-atomic's
+	// (nil when sql-atomic did not run).
+	ThroughputRatioSQLAtomic *float64 `json:"throughput_ratio_sql_atomic"`
+}
+
+// Summarize groups runs by strategy (in first-seen order).
+func Summarize(runs []RunResult) []Summary {
+	var order []string
+	by := map[string][]RunResult{}
+	for _, r := range runs {
+		if _, ok := by[r.Strategy]; !ok {
+			order = append(order, r.Strategy)
+		}
+		by[r.Strategy] = append(by[r.Strategy], r)
+	}
+	out := make([]Summary, 0, len(order))
+	for _, s := range order {
+		rs := by[s]
+		get := func(f func(RunResult) float64) Stat {
+			vs := make([]float64, len(rs))
+			for i, r := range rs {
+				vs[i] = f(r)
+			}
+			return statOf(vs)
+		}
+		sm := Summary{
+			Strategy: s, Repeats: len(rs), ExpectedCorrect: rs[0].ExpectedCorrect,
+			Oversold:      get(func(r RunResult) float64 { return float64(r.Oversold) }),
+			LostUpdates:   get(func(r RunResult) float64 { return float64(r.LostUpdates) }),
+			OK:            get(func(r RunResult) float64 { return float64(r.OK) }),
+			FinalStock:    get(func(r RunResult) float64 { return float64(r.FinalStock) }),
+			ThroughputRPS: get(func(r RunResult) float64 { return r.ThroughputRPS }),
+			OKPerSec:      get(func(r RunResult) float64 { return r.OKPerSec }),
+			P50MS:         get(func(r RunResult) float64 { return r.LatencyMS.P50 }),
+			P99MS:         get(func(r RunResult) float64 { return r.LatencyMS.P99 }),
+		}
+		var waits []float64
+		for _, r := range rs {
+			sm.InvariantsPassed += r.InvariantsPassed
+			sm.InvariantsTotal += r.InvariantsTotal
+			if r.LockWaitMS != nil {
+				waits = append(waits, *r.LockWaitMS)
+			}
+		}
+		if len(waits) > 0 {
+			st := statOf(waits)
+			sm.LockWaitMS = &st
+		}
+		out = append(out, sm)
+	}
+	var base float64
+	for _, s := range out {
+		if s.Strategy == "sql-atomic" {
+			base = s.ThroughputRPS.Median
+		}
+	}
+	if base > 0 {
+		for i := range out {
+			v := out[i].ThroughputRPS.Median / base
+			out[i].ThroughputRatioSQLAtomic = &v
+		}
+	}
+	return out
+}
+
+// bestThroughput is the highest median throughput of the summaries.
+func bestThroughput(ss []Summary) float64 {
+	best := 0.0
+	for _, s := range ss {
+		best = max(best, s.ThroughputRPS.Median)
+	}
+	return best
+}
+
+// fmtStat prints a stat: the median alone for one repeat or when min ==
+// max, else "median (min–max)".
+func fmtStat(s Stat, repeats int, format string) string {
+	m, lo, hi := fmt.Sprintf(format, s.Median), fmt.Sprintf(format, s.Min), fmt.Sprintf(format, s.Max)
+	if repeats <= 1 || lo == hi {
+		return m
+	}
+	return fmt.Sprintf("%s (%s–%s)", m, lo, hi)
+}
