@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/stack"
-	"github.com/seckill-lab/seckill/internal/testenv"
 )
 
 // runBench maps the flags of `seckill bench` to bench.Options; the logic
@@ -82,9 +82,9 @@ func runBench(ctx context.Context, args []string) error {
 	if *target != "" {
 		tok := *adminToken
 		if tok == "" {
-			tok = os.Getenv(testenv.AdminToken)
+			tok = os.Getenv(config.EnvAdminToken)
 		}
-		o.Fleet = bench.Fleet{Target: *target, Instances: testenv.Split(*instanceURLs), AdminToken: tok}
+		o.Fleet = bench.Fleet{Target: *target, Instances: config.SplitList(*instanceURLs), AdminToken: tok}
 		if len(o.Fleet.Instances) == 0 {
 			return exitError{code: 2, msg: "bench: --target needs --instance-urls (the admin API must reach every instance)"}
 		}

@@ -3,12 +3,143 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/seckill-lab/seckill/internal/stack"
 )
 
-// Placeholders: the local stack issue replaces this file.
+// The local stack commands: flags map to internal/stack; the logic lives
+// there.
 
-func runUp(ctx context.Context, args []string) error     { return errors.New("up: not built yet") }
-func runDown(ctx context.Context, args []string) error   { return errors.New("down: not built yet") }
-func runStatus(ctx context.Context, args []string) error { return errors.New("status: not built yet") }
-func runLogs(ctx context.Context, args []string) error   { return errors.New("logs: not built yet") }
-func runEnv(ctx context.Context, args []string) error    { return errors.New("env: not built yet") }
+func stackFlags(name string) (*flag.FlagSet, *string) {
+	fs := flag.NewFlagSet("seckill "+name, flag.ContinueOnError)
+	dir := fs.String("dir", stack.DefaultDir, "run directory of the stack")
+	return fs, dir
+}
+
+func noArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return exitError{code: 2, msg: fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))}
+	}
+	return nil
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return exitError{code: 2, msg: err.Error()}
+	}
+	return nil
+}
+
+func runUp(ctx context.Context, args []string) error {
+	fs, dir := stackFlags("up")
+	instances := fs.Int("instances", stack.DefaultInstances, "number of `seckill serve` instances behind nginx")
+	strategy := fs.String("strategy", stack.DefaultStrategy, "SECKILL_STRATEGY of the instances")
+	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port: redis B+1..B+5, etcd B+20/B+21, zookeeper B+30, mariadb B+40, nginx B+80, instances B+101..")
+	binary := fs.String("binary", "", "seckill binary the instances run (default: this one)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	st, err := stack.Up(ctx, stack.Options{
+		Dir: *dir, BasePort: *basePort, Instances: *instances, Strategy: *strategy,
+		Binary: *binary, Out: os.Stdout,
+	})
+	if errors.Is(err, stack.ErrAlreadyRunning) {
+		fmt.Printf("the stack in %s is already running (base port %d, %d instances); nothing changed\n",
+			st.Dir, st.BasePort, len(st.Instances()))
+	} else if err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	return printStatus(ctx, st.Dir, false)
+}
+
+func printStatus(ctx context.Context, dir string, asJSON bool) error {
+	st, cs, err := stack.Status(ctx, dir)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		err = stack.WriteJSON(os.Stdout, cs)
+	} else {
+		err = stack.WriteTable(os.Stdout, st, cs)
+	}
+	if err != nil {
+		return err
+	}
+	if !stack.AllHealthy(cs) {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+func runDown(ctx context.Context, args []string) error {
+	fs, dir := stackFlags("down")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	return stack.Down(ctx, *dir, os.Stdout)
+}
+
+func runStatus(ctx context.Context, args []string) error {
+	fs, dir := stackFlags("status")
+	asJSON := fs.Bool("json", false, "print JSON (name, kind, address, pid, health, rss_bytes per component)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	return printStatus(ctx, *dir, *asJSON)
+}
+
+func runLogs(ctx context.Context, args []string) error {
+	fs, dir := stackFlags("logs")
+	n := fs.Int("n", 100, "number of last lines to print (0: the whole log)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: seckill logs [--dir DIR] [-n LINES] COMPONENT")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 { // flags after the component: `seckill logs nginx -n 5`
+		name := fs.Arg(0)
+		if err := parse(fs, fs.Args()[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			return stack.Logs(os.Stdout, *dir, name, *n)
+		}
+	}
+	if fs.NArg() != 1 {
+		return exitError{code: 2, msg: "usage: seckill logs [--dir DIR] [-n LINES] COMPONENT (see `seckill status` for the names)"}
+	}
+	return stack.Logs(os.Stdout, *dir, fs.Arg(0), *n)
+}
+
+func runEnv(ctx context.Context, args []string) error {
+	fs, dir := stackFlags("env")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	s, err := stack.Env(*dir)
+	if err != nil {
+		return err
+	}
+	fmt.Print(s)
+	return nil
+}

@@ -1,0 +1,151 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"syscall"
+	"time"
+)
+
+// reloadTimeout bounds the wait for nginx to route to the new upstreams.
+const reloadTimeout = 20 * time.Second
+
+// Scale sets the number of instances of the running stack in dir to n:
+// it starts the missing instances (with the stack's strategy) or stops the
+// extra ones (highest numbers first), regenerates nginx's upstream, reloads
+// nginx and waits until nginx routes to exactly the n instances. It
+// returns the new state.
+func Scale(ctx context.Context, dir string, n int) (*State, error) {
+	if n < 1 || n > MaxInstances {
+		return nil, fmt.Errorf("scale to %d instances: want 1..%d", n, MaxInstances)
+	}
+	d, err := absDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := Load(d)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockDir(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if st, err = Load(d); err != nil { // again, under the lock
+		return nil, err
+	}
+	if !st.Ready {
+		return nil, fmt.Errorf("stack in %s is not ready (run `seckill status --dir %s`)", d, d)
+	}
+	for _, c := range st.Components {
+		if !alive(c) {
+			return nil, fmt.Errorf("scale: %s is not running; restart the stack (`seckill down` then `seckill up`)", c.Name)
+		}
+	}
+	cur := st.Instances()
+	if n == len(cur) {
+		return st, nil
+	}
+	nginx, ok := st.Component("nginx")
+	if !ok {
+		return nil, fmt.Errorf("scale: the stack has no nginx")
+	}
+
+	var removed []Component
+	if n > len(cur) {
+		var ps []portUse
+		var add []Component
+		for k := len(cur) + 1; k <= n; k++ {
+			c := Component{Name: instName(k), Kind: KindInstance, Addr: addr(st.port(offInstance + k))}
+			add = append(add, c)
+			ps = append(ps, portUse{st.port(offInstance + k), c.Name})
+		}
+		if err := checkPorts(ps); err != nil {
+			return nil, err
+		}
+		r := &runner{st: st, out: io.Discard, t0: time.Now(), procs: map[string]*proc{}}
+		if err := r.startInstances(ctx, Options{Binary: st.Binary, StartTimeout: 60 * time.Second}, add); err != nil {
+			r.mu.Lock()
+			var started []Component
+			for _, c := range st.Components {
+				if _, k := componentRank(c); c.Kind == KindInstance && k > len(cur) {
+					started = append(started, c)
+				}
+			}
+			st.Components = withoutInstancesAbove(st.Components, len(cur))
+			r.mu.Unlock()
+			_ = stopAll(started)
+			_ = st.save()
+			return nil, fmt.Errorf("scale to %d: %w", n, err)
+		}
+	} else {
+		removed = append(removed, cur[n:]...)
+		st.Components = withoutInstancesAbove(st.Components, n)
+	}
+	sortComponents(st.Components)
+
+	if _, err := writeNginxConf(st); err != nil {
+		return nil, err
+	}
+	oldWorkers := groupMembers(nginx.Pid)
+	if err := syscall.Kill(nginx.Pid, syscall.SIGHUP); err != nil {
+		return nil, fmt.Errorf("reload nginx (pid %d): %w", nginx.Pid, err)
+	}
+	names := st.InstanceNames()
+	if err := waitHealthy(ctx, "nginx after reload", nil, nginx.Log, reloadTimeout, func(ctx context.Context) error {
+		return checkNginx(ctx, nginx.URL(), names)
+	}); err != nil {
+		return nil, err
+	}
+	// Old workers keep serving their open client connections with the old
+	// upstream list; stopping removed instances before they exit would
+	// answer those requests with 502.
+	waitWorkersGone(ctx, nginx.Pid, oldWorkers, reloadTimeout)
+	if err := stopAll(removed); err != nil {
+		return nil, fmt.Errorf("scale: stop instances: %w", err)
+	}
+	if err := st.save(); err != nil {
+		return nil, err
+	}
+	if err := st.writeEnv(); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// withoutInstancesAbove drops the instances numbered above n.
+func withoutInstancesAbove(cs []Component, n int) []Component {
+	var out []Component
+	for _, c := range cs {
+		if c.Kind == KindInstance {
+			if _, k := componentRank(c); k > n {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// waitWorkersGone waits (bounded) until the nginx workers that ran before a
+// reload have exited. master is skipped.
+func waitWorkersGone(ctx context.Context, master int, old []int, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		left := 0
+		for _, pid := range old {
+			if pid == master {
+				continue
+			}
+			if st, ok := readStat(pid); ok && !isDead(st.state) {
+				left++
+			}
+		}
+		if left == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

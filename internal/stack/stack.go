@@ -1,0 +1,365 @@
+// Package stack runs the lab's local stack on loopback: five redis-server
+// (the first also serves the single-node `redis` lock; all five are the
+// Redlock set), a single-member etcd, a standalone ZooKeeper, MariaDB, N
+// `seckill serve` instances and nginx in front of them. It backs the
+// `seckill up/down/status/logs/env` commands and gives other packages (the
+// bench harness) the stack's addresses through Load and a way to re-scale
+// the instances through Scale.
+//
+// # Ports
+//
+// Every port is derived from a base port B (DefaultBasePort = 17000, moved
+// with Options.BasePort / `--base-port`), away from the servers' defaults:
+//
+//	redis-1..redis-5   B+1 .. B+5
+//	etcd               B+20 (client), B+21 (peer)
+//	zookeeper          B+30
+//	mariadb            B+40
+//	nginx              B+80
+//	inst-1..inst-N     B+101 .. B+100+N   (N <= MaxInstances)
+//
+// All listen on 127.0.0.1 only. `up` checks every port before starting
+// anything. Keep the range below Linux's ephemeral ports (32768-60999 by
+// default, /proc/sys/net/ipv4/ip_local_port_range): there, client sockets
+// of unrelated programs may hold a port at any time (up warns).
+//
+// # Run directory
+//
+// Everything lives in the run directory (DefaultDir = ".seckill", git-ignored):
+//
+//	state.json        the components (name, kind, address, pid, log, command line)
+//	env.sh            `export SECKILL_...` lines for the stack (mode 0600)
+//	admin-token       the admin token the instances accept (mode 0600)
+//	lock              flock'ed by up/down/scale so two of them never overlap
+//	logs/NAME.log     one log per component (nginx: nginx.log = error log,
+//	                  nginx-access.log = access log with $upstream_addr)
+//	redis-K/, etcd/, zookeeper/, mariadb/, nginx/   data and config
+//
+// Redis runs without persistence; etcd and ZooKeeper data are wiped at each
+// `up`; the MariaDB datadir is kept between runs (initialising it is the slow
+// part) and the `seckill` database is created when missing.
+//
+// # nginx configuration
+//
+// The top-level nginx.conf is the docker compose one, used verbatim there.
+// Its copy in this package (nginx.conf, embedded; a test keeps the two
+// byte-identical; `go generate` refreshes it) is rewritten by renderNginx for
+// the local stack: upstream servers, listen address, pid/log paths and temp
+// paths. See nginx.conf for the load-balancing choices (round robin,
+// keepalive, no retry of a request on another upstream).
+//
+// # Processes
+//
+// Every component is started in its own process group (Setpgid) with its
+// output appended to its log file; `down` sends SIGTERM to the group, waits,
+// then SIGKILLs it, so nothing (mariadbd, java) is left behind. The pid and
+// the process start time are recorded so a reused pid is never signalled.
+package stack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckill-lab/seckill/internal/config"
+)
+
+//go:generate cp ../../nginx.conf nginx.conf
+
+// Defaults of Options.
+const (
+	DefaultDir       = ".seckill"
+	DefaultBasePort  = 17000
+	DefaultInstances = 3
+	DefaultStrategy  = "none"
+	// MaxInstances bounds --instances (their ports are B+101..B+100+N).
+	MaxInstances = 50
+	// RedisCount is the number of redis-server processes (the Redlock set).
+	RedisCount = 5
+)
+
+// Port offsets from the base port.
+const (
+	offRedis      = 0 // redis-K listens on B+K, K in 1..5
+	offEtcdClient = 20
+	offEtcdPeer   = 21
+	offZooKeeper  = 30
+	offMySQL      = 40
+	offNginx      = 80
+	offInstance   = 100 // inst-K listens on B+100+K
+)
+
+// DatabaseName is the MariaDB database the stack creates.
+const DatabaseName = "seckill"
+
+// Kind is the kind of a component.
+type Kind string
+
+// Component kinds.
+const (
+	KindRedis     Kind = "redis"
+	KindEtcd      Kind = "etcd"
+	KindZooKeeper Kind = "zookeeper"
+	KindMySQL     Kind = "mysql"
+	KindInstance  Kind = "instance"
+	KindNginx     Kind = "nginx"
+)
+
+// Sentinel errors.
+var (
+	// ErrNotRunning: the run directory has no stack state (never started,
+	// or stopped by `down`).
+	ErrNotRunning = errors.New("stack is not running")
+	// ErrAlreadyRunning is returned by Up, with the running stack's state,
+	// when the stack is already up; nothing was changed.
+	ErrAlreadyRunning = errors.New("stack is already running")
+)
+
+// Component is one process of the stack.
+type Component struct {
+	Name string `json:"name"`
+	Kind Kind   `json:"kind"`
+	// Addr is host:port on 127.0.0.1.
+	Addr string `json:"addr"`
+	Pid  int    `json:"pid"`
+	// StartTime is the process start time (clock ticks since boot, field 22
+	// of /proc/PID/stat); it guards against signalling a reused pid.
+	StartTime uint64   `json:"start_time"`
+	Log       string   `json:"log"`
+	Cmdline   []string `json:"cmdline"`
+}
+
+// URL is the component's base URL (http://addr) for instances and nginx.
+func (c Component) URL() string { return "http://" + c.Addr }
+
+// State is the content of the run directory's state.json, plus the admin
+// token read from its file.
+type State struct {
+	// Dir is the absolute run directory.
+	Dir       string    `json:"dir"`
+	BasePort  int       `json:"base_port"`
+	Strategy  string    `json:"strategy"`
+	Binary    string    `json:"binary"`
+	StartedAt time.Time `json:"started_at"`
+	// Ready is set once every component passed its health check.
+	Ready bool `json:"ready"`
+	// AdminTokenFile holds the token; AdminTokenSource tells where it came
+	// from: "environment" (SECKILL_ADMIN_TOKEN), "generated" or "given by
+	// the caller" (Options.AdminToken).
+	AdminTokenFile   string `json:"admin_token_file"`
+	AdminTokenSource string `json:"admin_token_source"`
+	// AdminToken is read from AdminTokenFile by Load (never stored in
+	// state.json).
+	AdminToken     string      `json:"-"`
+	NginxAccessLog string      `json:"nginx_access_log"`
+	Components     []Component `json:"components"`
+}
+
+// Port returns the port of the given offset from the base port.
+func (s *State) port(off int) int { return s.BasePort + off }
+
+func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// RedisAddrs returns the five redis addresses; the first is the primary.
+func (s *State) RedisAddrs() []string {
+	out := make([]string, 0, RedisCount)
+	for k := 1; k <= RedisCount; k++ {
+		out = append(out, addr(s.port(offRedis+k)))
+	}
+	return out
+}
+
+// EtcdEndpoints returns the etcd client endpoints (host:port).
+func (s *State) EtcdEndpoints() []string { return []string{addr(s.port(offEtcdClient))} }
+
+// ZKServers returns the ZooKeeper servers (host:port).
+func (s *State) ZKServers() []string { return []string{addr(s.port(offZooKeeper))} }
+
+// MySQLDSN returns the go-sql-driver DSN of the stack's database.
+func (s *State) MySQLDSN() string { return mysqlDSN(addr(s.port(offMySQL)), DatabaseName) }
+
+func mysqlDSN(hostport, db string) string {
+	return "root@tcp(" + hostport + ")/" + db + "?parseTime=true&loc=UTC"
+}
+
+// NginxURL returns http://127.0.0.1:PORT of nginx.
+func (s *State) NginxURL() string { return "http://" + addr(s.port(offNginx)) }
+
+// Instances returns the instance components, in order inst-1..inst-N.
+func (s *State) Instances() []Component {
+	var out []Component
+	for _, c := range s.Components {
+		if c.Kind == KindInstance {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// InstanceURLs returns the base URLs of the instances.
+func (s *State) InstanceURLs() []string {
+	var out []string
+	for _, c := range s.Instances() {
+		out = append(out, c.URL())
+	}
+	return out
+}
+
+// InstanceNames returns the X-Instance names of the instances.
+func (s *State) InstanceNames() []string {
+	var out []string
+	for _, c := range s.Instances() {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// Component returns the component called name.
+func (s *State) Component(name string) (Component, bool) {
+	for _, c := range s.Components {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Component{}, false
+}
+
+// Env returns the stack's variables (the ones env.sh exports), in a fixed
+// order.
+func (s *State) Env() [][2]string {
+	return [][2]string{
+		{"SECKILL_REDIS_ADDRS", strings.Join(s.RedisAddrs(), ",")},
+		{"SECKILL_ETCD_ENDPOINTS", strings.Join(s.EtcdEndpoints(), ",")},
+		{"SECKILL_ZK_SERVERS", strings.Join(s.ZKServers(), ",")},
+		{"SECKILL_MYSQL_DSN", s.MySQLDSN()},
+		{"SECKILL_NGINX_URL", s.NginxURL()},
+		{"SECKILL_INSTANCE_URLS", strings.Join(s.InstanceURLs(), ",")},
+		{"SECKILL_STACK_DIR", s.Dir},
+		{"SECKILL_ADMIN_TOKEN", s.AdminToken},
+	}
+}
+
+// serveEnv returns the variables every instance gets (besides
+// SECKILL_LISTEN and SECKILL_INSTANCE, set per instance).
+func (s *State) serveEnv() map[string]string {
+	return map[string]string{
+		config.EnvMySQLDSN:      s.MySQLDSN(),
+		config.EnvRedisAddrs:    strings.Join(s.RedisAddrs(), ","),
+		config.EnvEtcdEndpoints: strings.Join(s.EtcdEndpoints(), ","),
+		config.EnvZKServers:     strings.Join(s.ZKServers(), ","),
+		config.EnvAdminToken:    s.AdminToken,
+		config.EnvStrategy:      s.Strategy,
+	}
+}
+
+// EnvScript renders env.sh.
+func (s *State) EnvScript() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# seckill stack in %s (generated by `seckill up`; source it)\n", s.Dir)
+	for _, kv := range s.Env() {
+		fmt.Fprintf(&b, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+	return b.String()
+}
+
+func shellQuote(v string) string {
+	if v != "" && strings.IndexFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:,=@", r))
+	}) < 0 {
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
+// File names in the run directory.
+const (
+	stateFile = "state.json"
+	envFile   = "env.sh"
+	tokenFile = "admin-token"
+	lockFile  = "lock"
+)
+
+// absDir resolves dir (default DefaultDir) to an absolute path.
+func absDir(dir string) (string, error) {
+	if dir == "" {
+		dir = DefaultDir
+	}
+	a, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("run directory %q: %w", dir, err)
+	}
+	return a, nil
+}
+
+// Load reads the state of the stack in dir (default DefaultDir). It returns
+// ErrNotRunning when the directory holds no stack. It does not check that
+// the processes are alive: use Status for that.
+func Load(dir string) (*State, error) {
+	d, err := absDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(d, stateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w in %s (start it with `seckill up --dir %s`)", ErrNotRunning, d, d)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read stack state: %w", err)
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", filepath.Join(d, stateFile), err)
+	}
+	st.Dir = d
+	if st.AdminTokenFile != "" {
+		tok, err := os.ReadFile(st.AdminTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("read admin token: %w", err)
+		}
+		st.AdminToken = strings.TrimSpace(string(tok))
+	}
+	return &st, nil
+}
+
+// save writes state.json atomically.
+func (s *State) save() error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode stack state: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(s.Dir, stateFile), append(b, '\n'), 0o644)
+}
+
+// writeEnv writes env.sh (mode 0600: it holds the admin token).
+func (s *State) writeEnv() error {
+	return writeFileAtomic(filepath.Join(s.Dir, envFile), []byte(s.EnvScript()), 0o600)
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		return fmt.Errorf("chmod %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Env returns the content of the env.sh of the stack in dir.
+func Env(dir string) (string, error) {
+	st, err := Load(dir)
+	if err != nil {
+		return "", err
+	}
+	return st.EnvScript(), nil
+}

@@ -1,0 +1,757 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/testenv"
+)
+
+// seckillBin is the seckill binary built by TestMain for the instances.
+var seckillBin string
+
+func TestMain(m *testing.M) {
+	tmp, err := os.MkdirTemp("", "seckill-stack-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stack test:", err)
+		os.Exit(1)
+	}
+	seckillBin = filepath.Join(tmp, "seckill")
+	build := exec.Command("go", "build", "-o", seckillBin, "github.com/seckill-lab/seckill/cmd/seckill")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "stack test: build seckill:", err)
+		os.RemoveAll(tmp)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(tmp)
+	os.Exit(code)
+}
+
+// requireTools fails (CI) or skips the test when a server binary is missing.
+func requireTools(t *testing.T) {
+	t.Helper()
+	if _, err := findTools(); err != nil {
+		if testenv.InCI() {
+			t.Fatalf("%v (CI=true: a missing server is a failure)", err)
+		}
+		t.Skip(err)
+	}
+}
+
+func requireCommand(t *testing.T, name string) string {
+	t.Helper()
+	p, err := lookTool(name)
+	if err != nil {
+		if testenv.InCI() {
+			t.Fatalf("%v (CI=true: a missing tool is a failure)", err)
+		}
+		t.Skip(err)
+	}
+	return p
+}
+
+// repoFile returns the path of a file at the repository root.
+func repoFile(name string) string { return filepath.Join("..", "..", name) }
+
+func TestEmbeddedNginxConfIsTopLevel(t *testing.T) {
+	top, err := os.ReadFile(repoFile("nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(top) != nginxTemplate {
+		t.Fatal("internal/stack/nginx.conf differs from the top-level nginx.conf: run `go generate ./internal/stack`")
+	}
+}
+
+// directives returns the trimmed, comment-free lines of an nginx config.
+func directives(conf string) []string {
+	var out []string
+	for _, l := range strings.Split(conf, "\n") {
+		l, _, _ = strings.Cut(l, "#")
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestNginxConfChoices(t *testing.T) {
+	// Checked on the template (what docker uses) and on the rendered config.
+	rendered, err := renderNginx(nginxTemplate, nginxParams{Prefix: "/p", Listen: "127.0.0.1:9", Upstreams: []string{"127.0.0.1:1"},
+		Pid: "/p/pid", ErrorLog: "/p/e.log", AccessLog: "/p/a.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, conf := range map[string]string{"template": nginxTemplate, "rendered": rendered} {
+		ds := directives(conf)
+		joined := strings.Join(ds, "\n")
+		for _, want := range []string{
+			"upstream seckill {",
+			"proxy_pass http://seckill;",
+			"proxy_http_version 1.1;",
+			`proxy_set_header Connection "";`,
+			"proxy_next_upstream off;",
+		} {
+			if !slices.Contains(ds, want) {
+				t.Errorf("%s: no %q", name, want)
+			}
+		}
+		if !strings.Contains(joined, "$upstream_addr") || !strings.Contains(joined, "log_format seckill") {
+			t.Errorf("%s: log_format seckill lacks $upstream_addr", name)
+		}
+		if !slices.ContainsFunc(ds, func(d string) bool { return strings.HasPrefix(d, "keepalive ") }) {
+			t.Errorf("%s: upstream has no keepalive", name)
+		}
+		if strings.Contains(joined, "non_idempotent") {
+			t.Errorf("%s: non_idempotent would retry a POST on another upstream", name)
+		}
+		if !slices.ContainsFunc(ds, func(d string) bool { return strings.HasPrefix(d, "access_log ") && strings.HasSuffix(d, " seckill;") }) {
+			t.Errorf("%s: access_log does not use the seckill format", name)
+		}
+	}
+}
+
+func TestRenderNginx(t *testing.T) {
+	p := nginxParams{Prefix: "/run/nginx", Listen: "127.0.0.1:17080",
+		Upstreams: []string{"127.0.0.1:17101", "127.0.0.1:17102"},
+		Pid:       "/run/nginx/nginx.pid", ErrorLog: "/run/logs/nginx.log", AccessLog: "/run/logs/nginx-access.log"}
+	tests := []struct {
+		name    string
+		tmpl    string
+		root    bool
+		want    []string
+		notWant []string
+		wantErr string
+	}{
+		{name: "top-level template", tmpl: nginxTemplate,
+			want: []string{"listen 127.0.0.1:17080;", "server 127.0.0.1:17101;", "server 127.0.0.1:17102;",
+				"pid /run/nginx/nginx.pid;", "error_log /run/logs/nginx.log warn;", "access_log /run/logs/nginx-access.log seckill;",
+				"proxy_temp_path /run/nginx/temp/proxy;", "client_body_temp_path /run/nginx/temp/client_body;"},
+			notWant: []string{"server inst1:8080;", "listen 80;", "user root;"}},
+		{name: "as root", tmpl: nginxTemplate, root: true, want: []string{"user root;"}},
+		{name: "user dropped", tmpl: "user nginx;\n" + nginxTemplate, want: []string{"listen 127.0.0.1:17080;"}, notWant: []string{"user nginx;"}},
+		{name: "no upstream", tmpl: "pid x;\nhttp {\nserver {\nlisten 80;\n}\n}\n", wantErr: `no "upstream"`},
+		{name: "no listen", tmpl: strings.ReplaceAll(nginxTemplate, "listen 80;", ""), wantErr: `no "listen"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := p
+			p.Root = tt.root
+			got, err := renderNginx(tt.tmpl, p)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds := directives(got)
+			for _, w := range tt.want {
+				if !slices.Contains(ds, w) {
+					t.Errorf("no %q in\n%s", w, got)
+				}
+			}
+			for _, w := range tt.notWant {
+				if slices.Contains(ds, w) {
+					t.Errorf("%q still there", w)
+				}
+			}
+		})
+	}
+}
+
+// TestNginxConfValid runs `nginx -t` on the config `up` generates.
+func TestNginxConfValid(t *testing.T) {
+	bin := requireCommand(t, "nginx")
+	st := &State{Dir: t.TempDir(), BasePort: 29800,
+		Components: []Component{{Name: "inst-1", Kind: KindInstance, Addr: "127.0.0.1:29901"}, {Name: "inst-2", Kind: KindInstance, Addr: "127.0.0.1:29902"}}}
+	f, err := writeNginxConf(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-t"}, nginxArgs(f)...)
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nginx -t: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "test is successful") {
+		t.Fatalf("nginx -t: %s", out)
+	}
+}
+
+// composeFile is the part of `docker-compose config` the test checks.
+type composeFile struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Build       any               `yaml:"build"`
+		Command     any               `yaml:"command"`
+		Environment map[string]string `yaml:"environment"`
+		Healthcheck *struct {
+			Test []string `yaml:"test"`
+		} `yaml:"healthcheck"`
+		DependsOn map[string]struct {
+			Condition string `yaml:"condition"`
+		} `yaml:"depends_on"`
+		Ports   []any `yaml:"ports"`
+		Volumes []any `yaml:"volumes"`
+	} `yaml:"services"`
+}
+
+func TestComposeConfig(t *testing.T) {
+	bin := requireCommand(t, "docker-compose")
+	cmd := exec.Command(bin, "-f", repoFile("docker-compose.yml"), "config")
+	cmd.Env = cleanEnv("SECKILL_") // the documented defaults apply
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("docker-compose config: %v\n%s", err, stderr.String())
+	}
+	var cf composeFile
+	if err := yaml.Unmarshal(out, &cf); err != nil {
+		t.Fatalf("parse docker-compose config output: %v", err)
+	}
+	backends := []string{"redis1", "redis2", "redis3", "redis4", "redis5", "etcd", "zookeeper", "mysql"}
+	instances := []string{"inst1", "inst2", "inst3"}
+	for _, name := range append(append(append([]string{}, backends...), instances...), "nginx") {
+		if _, ok := cf.Services[name]; !ok {
+			t.Errorf("service %s missing", name)
+		}
+	}
+	if len(cf.Services) != len(backends)+len(instances)+1 {
+		t.Errorf("%d services, want %d", len(cf.Services), len(backends)+len(instances)+1)
+	}
+	for _, name := range backends {
+		s := cf.Services[name]
+		if s.Healthcheck == nil || len(s.Healthcheck.Test) == 0 {
+			t.Errorf("%s has no healthcheck", name)
+		}
+	}
+	for _, name := range backends[:5] {
+		if !strings.HasPrefix(cf.Services[name].Image, "redis:7") {
+			t.Errorf("%s image %q, want redis:7", name, cf.Services[name].Image)
+		}
+	}
+	want := slices.Clone(config.EnvVars)
+	slices.Sort(want)
+	for i, name := range instances {
+		s := cf.Services[name]
+		if s.Build == nil {
+			t.Errorf("%s is not built from the Dockerfile", name)
+		}
+		var got []string
+		for k := range s.Environment {
+			if strings.HasPrefix(k, "SECKILL_") {
+				got = append(got, k)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s sets %v, want exactly config.EnvVars %v", name, got, want)
+		}
+		if s.Environment[config.EnvInstance] != fmt.Sprintf("inst%d", i+1) {
+			t.Errorf("%s: %s=%q", name, config.EnvInstance, s.Environment[config.EnvInstance])
+		}
+		if s.Environment[config.EnvAdminToken] == "" {
+			t.Errorf("%s: empty admin token", name)
+		}
+		for _, b := range backends {
+			if s.DependsOn[b].Condition != "service_healthy" {
+				t.Errorf("%s does not wait for %s to be healthy", name, b)
+			}
+		}
+	}
+	ng := cf.Services["nginx"]
+	if !strings.HasPrefix(ng.Image, "nginx:1.27") {
+		t.Errorf("nginx image %q", ng.Image)
+	}
+	if !strings.Contains(fmt.Sprint(ng.Volumes), "/etc/nginx/nginx.conf") {
+		t.Errorf("nginx does not mount nginx.conf: %v", ng.Volumes)
+	}
+	if !strings.Contains(fmt.Sprint(ng.Ports), "17080") {
+		t.Errorf("nginx not published on 17080: %v", ng.Ports)
+	}
+	// The compose upstreams are the instance services.
+	for _, name := range instances {
+		if !strings.Contains(nginxTemplate, "server "+name+":8080;") {
+			t.Errorf("nginx.conf has no upstream %s:8080", name)
+		}
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"127.0.0.1:1,127.0.0.1:2", "127.0.0.1:1,127.0.0.1:2"},
+		{"root@tcp(127.0.0.1:1)/x?a=b&c=d", "'root@tcp(127.0.0.1:1)/x?a=b&c=d'"},
+		{"it's", `'it'\''s'`},
+		{"", "''"},
+	}
+	for _, tt := range tests {
+		if got := shellQuote(tt.in); got != tt.want {
+			t.Errorf("shellQuote(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// portsInUse lists the ports of the stack at base where something listens.
+func portsInUse(base, instances int) []int {
+	var out []int
+	for _, p := range stackPorts(base, instances) {
+		if c, err := net.DialTimeout("tcp", addr(p.port), time.Second); err == nil {
+			c.Close()
+			out = append(out, p.port)
+		}
+	}
+	return out
+}
+
+// procsMentioning lists the live processes whose command line mentions
+// dir (every server of a stack names its run directory).
+func procsMentioning(dir string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !bytes.Contains(b, []byte(dir)) {
+			continue
+		}
+		if s, ok := readStat(pid); ok && !isDead(s.state) {
+			out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
+		}
+	}
+	return out
+}
+
+// checkNothingLeft fails the test when a process of the stack in dir (at
+// base) is still running.
+func checkNothingLeft(t *testing.T, dir string, base, instances int) {
+	t.Helper()
+	if used := portsInUse(base, instances); len(used) > 0 {
+		t.Errorf("ports still in use: %v", used)
+	}
+	if ps := procsMentioning(dir); len(ps) > 0 {
+		t.Errorf("processes still running: %v", ps)
+	}
+}
+
+func TestUpPortTaken(t *testing.T) {
+	requireTools(t)
+	const base = 30200
+	ln, err := net.Listen("tcp", addr(base+1))
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	_, err = Up(context.Background(), Options{Dir: dir, BasePort: base, Binary: seckillBin})
+	want := "port 30201 (redis-1) is already in use on 127.0.0.1; stop that process or pass --base-port"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	if _, err := Load(dir); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Load after failed up: %v, want ErrNotRunning", err)
+	}
+	if used := portsInUse(base, DefaultInstances); !slices.Equal(used, []int{base + 1}) {
+		t.Errorf("ports in use after the failed up: %v, want only %d", used, base+1)
+	}
+	if ps := procsMentioning(dir); len(ps) > 0 {
+		t.Errorf("processes running after the failed up: %v", ps)
+	}
+}
+
+func TestUpMissingTool(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := Up(context.Background(), Options{Dir: t.TempDir(), BasePort: 30000, Binary: seckillBin})
+	if err == nil {
+		t.Fatal("up succeeded without redis-server in PATH")
+	}
+	for _, want := range []string{"redis-server", "not found: run 'make deps' or 'sudo apt-get install ", "redis-server etcd-server"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %q, want it to contain %q", err, want)
+		}
+	}
+}
+
+func TestUpRejectsBadOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"too many instances", Options{Instances: MaxInstances + 1}, "--instances"},
+		{"negative instances", Options{Instances: -1}, "--instances"},
+		{"low base port", Options{BasePort: 80}, "--base-port"},
+		{"high base port", Options{BasePort: 65500}, "--base-port"},
+		{"binary missing", Options{Binary: "/nonexistent/seckill"}, "not an executable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Dir = t.TempDir()
+			if tt.opts.Binary == "" {
+				tt.opts.Binary = seckillBin
+			}
+			_, err := Up(context.Background(), tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestUpFailureStopsEverything: instances that exit at once make `up`
+// fail after the servers started; it must stop them all.
+func TestUpFailureStopsEverything(t *testing.T) {
+	requireTools(t)
+	const base = 30600
+	falseBin, err := exec.LookPath("false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var progress bytes.Buffer
+	_, err = Up(context.Background(), Options{Dir: dir, BasePort: base, Instances: 2, Binary: falseBin, Out: &progress})
+	if err == nil {
+		t.Fatal("up succeeded with instances that exit")
+	}
+	if !strings.Contains(err.Error(), "exited") || !strings.Contains(err.Error(), "stopped everything it had started") {
+		t.Errorf("err = %v", err)
+	}
+	if !strings.Contains(progress.String(), "redis-1") {
+		t.Errorf("the servers did not start before the failure: %s", progress.String())
+	}
+	if _, err := Load(dir); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Load after failed up: %v, want ErrNotRunning", err)
+	}
+	checkNothingLeft(t, dir, base, 2)
+}
+
+func TestUpCancelled(t *testing.T) {
+	requireTools(t)
+	const base = 30400
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	var progress syncBuffer
+	go func() {
+		// Cancel as soon as the first server is healthy.
+		for i := 0; i < 600 && !strings.Contains(progress.String(), "healthy"); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin, Out: &progress})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	checkNothingLeft(t, dir, base, DefaultInstances)
+}
+
+// The tests' base ports keep every port below the ephemeral range
+// (32768-60999 on Linux), where client sockets of other tests could hold
+// them.
+
+// TestLifecycle runs the real stack: up, health, a purchase through nginx,
+// a second up, scale down and up, down, nothing left.
+func TestLifecycle(t *testing.T) {
+	requireTools(t)
+	const base = 31000
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t.Setenv("SECKILL_ADMIN_TOKEN", "") // let up generate one
+
+	var progress bytes.Buffer
+	st, err := Up(ctx, Options{Dir: dir, BasePort: base, Instances: 3, Binary: seckillBin, Out: &progress})
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, progress.String())
+	}
+	var all []Component
+	defer func() {
+		// Whatever happens, nothing is left running.
+		_ = Down(context.Background(), dir, io.Discard)
+		for _, c := range all {
+			if alive(c) {
+				t.Errorf("%s (pid %d) still running after down", c.Name, c.Pid)
+			}
+		}
+	}()
+	all = append(all, st.Components...)
+	// etcd, java, mariadbd and nginx's master name the run dir (redis-server
+	// rewrites its title: the port checks cover it).
+	if ps := procsMentioning(dir); len(ps) < 4 {
+		t.Errorf("processes naming the run dir: %v, want at least 4", ps)
+	}
+	if len(st.Components) != RedisCount+3+3+1 {
+		t.Fatalf("%d components: %+v", len(st.Components), st.Components)
+	}
+
+	// status: every component healthy, with RSS.
+	_, cs, err := Status(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if !c.Healthy || c.RSSBytes <= 0 {
+			t.Errorf("%s: healthy=%v (%s) rss=%d", c.Name, c.Healthy, c.Health, c.RSSBytes)
+		}
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, st, cs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "admin token: generated") || !strings.Contains(table.String(), "total") {
+		t.Errorf("table:\n%s", table.String())
+	}
+
+	// Load (what the bench uses) and env.sh agree.
+	loaded, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.AdminToken == "" || loaded.NginxURL() != fmt.Sprintf("http://127.0.0.1:%d", base+80) || len(loaded.InstanceURLs()) != 3 {
+		t.Errorf("Load: token %q nginx %s instances %v", loaded.AdminToken, loaded.NginxURL(), loaded.InstanceURLs())
+	}
+	fi, err := os.Stat(filepath.Join(dir, tokenFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("admin-token: %v mode %v", err, fi.Mode())
+	}
+	envsh, err := os.ReadFile(filepath.Join(dir, envFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{testenv.RedisAddrs, testenv.EtcdEndpoints, testenv.ZKServers, testenv.MySQLDSN,
+		testenv.NginxURL, testenv.InstanceURLs, testenv.StackDir, testenv.AdminToken} {
+		if !strings.Contains(string(envsh), "export "+v+"=") {
+			t.Errorf("env.sh lacks %s", v)
+		}
+	}
+	if !strings.Contains(string(envsh), "export SECKILL_ADMIN_TOKEN="+loaded.AdminToken+"\n") {
+		t.Errorf("env.sh has not the admin token")
+	}
+
+	// A purchase through nginx reaches an instance.
+	purchaseThroughNginx(t, ctx, loaded)
+
+	// A second up changes nothing.
+	again, err := Up(ctx, Options{Dir: dir, BasePort: base, Instances: 5, Binary: seckillBin})
+	if !errors.Is(err, ErrAlreadyRunning) {
+		t.Fatalf("second up: %v, want ErrAlreadyRunning", err)
+	}
+	if !slices.Equal(pids(again.Components), pids(st.Components)) {
+		t.Errorf("second up changed the components: %v -> %v", pids(st.Components), pids(again.Components))
+	}
+
+	// The commands, as a user runs them.
+	out, code := runSeckill(t, "status", "--dir", dir, "--json")
+	var js []map[string]any
+	if err := json.Unmarshal([]byte(out), &js); err != nil || code != 0 || len(js) != len(st.Components) {
+		t.Errorf("seckill status --json: exit %d, %v:\n%s", code, err, out)
+	}
+	for _, c := range js {
+		if c["health"] != "ok" || c["rss_bytes"].(float64) <= 0 || c["pid"].(float64) <= 0 || c["address"] == "" {
+			t.Errorf("status --json: %v", c)
+		}
+	}
+	if out, code := runSeckill(t, "up", "--dir", dir, "--base-port", fmt.Sprint(base)); code != 0 || !strings.Contains(out, "already running") {
+		t.Errorf("second seckill up: exit %d:\n%s", code, out)
+	}
+	if out, code := runSeckill(t, "env", "--dir", dir); code != 0 || out != loaded.EnvScript() {
+		t.Errorf("seckill env: exit %d:\n%s", code, out)
+	}
+	if out, code := runSeckill(t, "logs", "--dir", dir, "-n", "2", "etcd"); code != 0 || strings.Count(out, "\n") != 2 {
+		t.Errorf("seckill logs -n 2 etcd: exit %d:\n%s", code, out)
+	}
+	if out, code := runSeckill(t, "logs", "--dir", dir, "nope"); code != 1 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, "unknown component") {
+		t.Errorf("seckill logs nope: exit %d:\n%s", code, out)
+	}
+
+	// logs
+	var logs bytes.Buffer
+	if err := Logs(&logs, dir, "nginx-access", 0); err != nil || !strings.Contains(logs.String(), "upstream=127.0.0.1:") {
+		t.Errorf("nginx access log: %v\n%s", err, logs.String())
+	}
+	if err := Logs(io.Discard, dir, "nope", 10); err == nil || !strings.Contains(err.Error(), "redis-1") {
+		t.Errorf("logs of an unknown component: %v", err)
+	}
+
+	// Scale down to 1, then up to 4: nginx routes to exactly those.
+	for _, n := range []int{1, 4} {
+		sst, err := Scale(ctx, dir, n)
+		if err != nil {
+			t.Fatalf("scale to %d: %v", n, err)
+		}
+		all = append(all, sst.Instances()...)
+		if got := len(sst.Instances()); got != n {
+			t.Fatalf("scale to %d: %d instances", n, got)
+		}
+		if err := checkNginx(ctx, sst.NginxURL(), sst.InstanceNames()); err != nil {
+			t.Errorf("after scale to %d: %v", n, err)
+		}
+		if env, _ := Env(dir); !strings.Contains(env, sst.InstanceURLs()[n-1]) {
+			t.Errorf("env.sh not updated by scale to %d", n)
+		}
+	}
+	for _, c := range st.Instances()[1:3] { // inst-2, inst-3 were stopped by the scale to 1
+		if alive(c) {
+			t.Errorf("%s (pid %d) still running after scale down", c.Name, c.Pid)
+		}
+	}
+
+	// A dead component: status exits 1 and up refuses to start over it.
+	inst1 := loadedInstance(t, dir, "inst-1")
+	if err := syscall.Kill(inst1.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100 && alive(inst1); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out, code := runSeckill(t, "status", "--dir", dir); code != 1 || !strings.Contains(out, "inst-1: not running") {
+		t.Errorf("status with a dead instance: exit %d:\n%s", code, out)
+	}
+	if _, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin}); err == nil || !strings.Contains(err.Error(), "partly running (down: inst-1)") {
+		t.Errorf("up over a partly running stack: %v", err)
+	}
+
+	// down stops everything; a second down says so.
+	var downOut bytes.Buffer
+	if err := Down(ctx, dir, &downOut); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if !strings.Contains(downOut.String(), "stopped 12 components") { // 13 minus the killed inst-1
+		t.Errorf("down said %q", downOut.String())
+	}
+	for _, c := range all {
+		if alive(c) {
+			t.Errorf("%s (pid %d) still running after down", c.Name, c.Pid)
+		}
+	}
+	checkNothingLeft(t, dir, base, 4)
+	if out, code := runSeckill(t, "down", "--dir", dir); code != 0 || !strings.Contains(out, "not running") {
+		t.Errorf("second seckill down: exit %d: %s", code, out)
+	}
+	if out, code := runSeckill(t, "status", "--dir", dir); code != 1 || !strings.Contains(out, "not running") {
+		t.Errorf("status of a stopped stack: exit %d: %s", code, out)
+	}
+	if _, _, err := Status(ctx, dir); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("status after down: %v, want ErrNotRunning", err)
+	}
+}
+
+// runSeckill runs the seckill binary and returns its combined output and
+// exit code.
+func runSeckill(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, seckillBin, args...).CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return string(out), 0
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	}
+	t.Fatalf("seckill %v: %v", args, err)
+	return "", -1
+}
+
+func loadedInstance(t *testing.T, dir, name string) Component {
+	t.Helper()
+	st, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := st.Component(name)
+	if !ok {
+		t.Fatalf("no %s in %v", name, st.Components)
+	}
+	return c
+}
+
+func pids(cs []Component) []int {
+	var out []int
+	for _, c := range cs {
+		out = append(out, c.Pid)
+	}
+	return out
+}
+
+// purchaseThroughNginx resets goods 1 to 10 units through nginx, buys one
+// and checks the answer names one of the instances.
+func purchaseThroughNginx(t *testing.T, ctx context.Context, st *State) {
+	t.Helper()
+	post := func(path, body string, admin bool) (*http.Response, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.NginxURL()+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if admin {
+			req.Header.Set("Authorization", "Bearer "+st.AdminToken)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatalf("POST %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	if resp, body := post("/admin/reset", `{"goods_id":1,"stock":10}`, true); resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /admin/reset: %s %s", resp.Status, body)
+	}
+	resp, body := post("/api/v1/purchase", `{"goods_id":1,"qty":1,"user_id":"u1"}`, false)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /api/v1/purchase: %s %s", resp.Status, body)
+	}
+	if inst := resp.Header.Get("X-Instance"); !slices.Contains(st.InstanceNames(), inst) {
+		t.Errorf("X-Instance %q, want one of %v", inst, st.InstanceNames())
+	}
+	if !strings.Contains(body, `"order_id"`) || !strings.Contains(body, `"remaining":9`) {
+		t.Errorf("purchase answer %s", body)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

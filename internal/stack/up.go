@@ -1,0 +1,646 @@
+package stack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/seckill-lab/seckill/internal/config"
+)
+
+// Options configure Up.
+type Options struct {
+	// Dir is the run directory (default DefaultDir).
+	Dir string
+	// BasePort places every port (default DefaultBasePort; see the package doc).
+	BasePort int
+	// Instances is the number of `seckill serve` instances (default 3).
+	Instances int
+	// Strategy is SECKILL_STRATEGY for the instances (default "none"); Scale
+	// starts new instances with the same one.
+	Strategy string
+	// Binary is the seckill binary the instances run (default os.Executable()).
+	Binary string
+	// AdminToken for the instances; default $SECKILL_ADMIN_TOKEN, else a
+	// random token kept in DIR/admin-token.
+	AdminToken string
+	// Out receives progress lines (default: discarded).
+	Out io.Writer
+	// StartTimeout bounds each component's wait for health (default 60s).
+	StartTimeout time.Duration
+}
+
+func (o Options) normalize() (Options, error) {
+	d, err := absDir(o.Dir)
+	if err != nil {
+		return o, err
+	}
+	o.Dir = d
+	if o.BasePort == 0 {
+		o.BasePort = DefaultBasePort
+	}
+	if o.Instances == 0 {
+		o.Instances = DefaultInstances
+	}
+	if o.Instances < 1 || o.Instances > MaxInstances {
+		return o, fmt.Errorf("--instances %d: want 1..%d", o.Instances, MaxInstances)
+	}
+	if o.BasePort < 1024 || o.BasePort+offInstance+MaxInstances > 65535 {
+		return o, fmt.Errorf("--base-port %d: want 1024..%d", o.BasePort, 65535-offInstance-MaxInstances)
+	}
+	if o.Strategy == "" {
+		o.Strategy = DefaultStrategy
+	}
+	if o.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return o, fmt.Errorf("find the seckill binary: %w", err)
+		}
+		o.Binary = exe
+	}
+	if fi, err := os.Stat(o.Binary); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return o, fmt.Errorf("seckill binary %s is not an executable file", o.Binary)
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	return o, nil
+}
+
+// ephemeralPorts reads Linux's range of local ports for client sockets.
+func ephemeralPorts() (lo, hi int, ok bool) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	lo, err1 := strconv.Atoi(f[0])
+	hi, err2 := strconv.Atoi(f[1])
+	return lo, hi, err1 == nil && err2 == nil
+}
+
+// portUse is one port the stack needs.
+type portUse struct {
+	port int
+	name string
+}
+
+func stackPorts(base, instances int) []portUse {
+	var ps []portUse
+	for k := 1; k <= RedisCount; k++ {
+		ps = append(ps, portUse{base + offRedis + k, "redis-" + itoa(k)})
+	}
+	ps = append(ps,
+		portUse{base + offEtcdClient, "etcd client"},
+		portUse{base + offEtcdPeer, "etcd peer"},
+		portUse{base + offZooKeeper, "zookeeper"},
+		portUse{base + offMySQL, "mariadb"},
+		portUse{base + offNginx, "nginx"},
+	)
+	for k := 1; k <= instances; k++ {
+		ps = append(ps, portUse{base + offInstance + k, instName(k)})
+	}
+	return ps
+}
+
+func instName(k int) string { return "inst-" + itoa(k) }
+
+// checkPorts fails, naming every taken port, unless all are free.
+func checkPorts(ps []portUse) error {
+	var taken []string
+	for _, p := range ps {
+		if !portFree(p.port) {
+			taken = append(taken, fmt.Sprintf("%d (%s)", p.port, p.name))
+		}
+	}
+	switch len(taken) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("port %s is already in use on 127.0.0.1; stop that process or pass --base-port", taken[0])
+	}
+	return fmt.Errorf("ports %s are already in use on 127.0.0.1; stop those processes or pass --base-port", strings.Join(taken, ", "))
+}
+
+// adminToken returns the token for the instances and where it came from,
+// and writes it to DIR/admin-token (0600).
+func adminToken(dir, fromOpts string) (path, source, token string, err error) {
+	path = filepath.Join(dir, tokenFile)
+	token, source = fromOpts, "given by the caller"
+	if token == "" {
+		token, source = strings.TrimSpace(os.Getenv("SECKILL_ADMIN_TOKEN")), "environment"
+	}
+	if token == "" {
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			return "", "", "", fmt.Errorf("generate admin token: %w", err)
+		}
+		token, source = hex.EncodeToString(b), "generated"
+	}
+	if err := writeFileAtomic(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", "", "", err
+	}
+	return path, source, token, nil
+}
+
+// runner starts components and records them in the state as they start.
+type runner struct {
+	mu    sync.Mutex
+	st    *State
+	out   io.Writer
+	t0    time.Time
+	procs map[string]*proc
+}
+
+func (r *runner) logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.out, format, args...)
+}
+
+// start starts a component and saves the state with it.
+func (r *runner) start(name string, kind Kind, address, bin string, args, env []string) (*proc, Component, error) {
+	logPath := filepath.Join(r.st.Dir, "logs", name+".log")
+	p, err := startProc(bin, args, env, logPath)
+	if err != nil {
+		return nil, Component{}, fmt.Errorf("%s: %w", name, err)
+	}
+	pid := p.cmd.Process.Pid
+	c := Component{Name: name, Kind: kind, Addr: address, Pid: pid, StartTime: processStartTime(pid),
+		Log: logPath, Cmdline: append([]string{bin}, args...)}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.Components = append(r.st.Components, c)
+	r.procs[name] = p
+	sortComponents(r.st.Components)
+	if err := r.st.save(); err != nil {
+		return p, c, err
+	}
+	return p, c, nil
+}
+
+func (r *runner) healthy(name string) {
+	r.logf("  %-10s healthy at %5.1fs\n", name, time.Since(r.t0).Seconds())
+}
+
+func componentRank(c Component) (int, int) {
+	ranks := map[Kind]int{KindRedis: 0, KindEtcd: 1, KindZooKeeper: 2, KindMySQL: 3, KindInstance: 4, KindNginx: 5}
+	_, num, _ := strings.Cut(c.Name, "-")
+	n, _ := strconv.Atoi(num)
+	return ranks[c.Kind], n
+}
+
+func sortComponents(cs []Component) {
+	sort.SliceStable(cs, func(i, j int) bool {
+		ki, ni := componentRank(cs[i])
+		kj, nj := componentRank(cs[j])
+		if ki != kj {
+			return ki < kj
+		}
+		return ni < nj
+	})
+}
+
+// Up starts the stack in opts.Dir and waits until every component is
+// healthy. When the stack is already running it returns its state and
+// ErrAlreadyRunning, changing nothing. On failure (or ctx cancellation) it
+// stops everything it started.
+func Up(ctx context.Context, opts Options) (*State, error) {
+	o, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	unlock, err := lockDir(ctx, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	prev, err := Load(o.Dir)
+	switch {
+	case err == nil:
+		var running, stopped []string
+		for _, c := range prev.Components {
+			if alive(c) {
+				running = append(running, c.Name)
+			} else {
+				stopped = append(stopped, c.Name)
+			}
+		}
+		if len(stopped) == 0 && prev.Ready {
+			return prev, ErrAlreadyRunning
+		}
+		if len(running) > 0 && len(stopped) > 0 {
+			return nil, fmt.Errorf("stack in %s is partly running (down: %s): run 'seckill down --dir %s' first",
+				o.Dir, strings.Join(stopped, ", "), o.Dir)
+		}
+		if len(running) > 0 {
+			return nil, fmt.Errorf("stack in %s was left half-started by an interrupted `up`: run 'seckill down --dir %s' first", o.Dir, o.Dir)
+		}
+		// Stale state (e.g. after a reboot): start afresh.
+		_ = os.Remove(filepath.Join(o.Dir, stateFile))
+		_ = os.Remove(filepath.Join(o.Dir, envFile))
+	case errors.Is(err, ErrNotRunning):
+	default:
+		return nil, err
+	}
+
+	paths, err := findTools()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPorts(stackPorts(o.BasePort, o.Instances)); err != nil {
+		return nil, err
+	}
+	tokPath, tokSource, tok, err := adminToken(o.Dir, o.AdminToken)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{
+		Dir: o.Dir, BasePort: o.BasePort, Strategy: o.Strategy, Binary: o.Binary,
+		StartedAt: time.Now().UTC(), AdminTokenFile: tokPath, AdminTokenSource: tokSource, AdminToken: tok,
+		NginxAccessLog: nginxPaths(&State{Dir: o.Dir}).accessLog,
+	}
+	r := &runner{st: st, out: o.Out, t0: time.Now(), procs: map[string]*proc{}}
+	if lo, hi, ok := ephemeralPorts(); ok && o.BasePort+offInstance+o.Instances >= lo && o.BasePort <= hi {
+		fmt.Fprintf(o.Out, "warning: ports %d..%d overlap the ephemeral port range %d-%d: client connections may take them; prefer a --base-port below %d\n",
+			o.BasePort, o.BasePort+offInstance+o.Instances, lo, hi, lo-offInstance-MaxInstances)
+	}
+	fmt.Fprintf(o.Out, "starting the stack in %s (base port %d, %d instances, strategy %s)\n", o.Dir, o.BasePort, o.Instances, o.Strategy)
+	if err := r.up(ctx, o, paths); err != nil {
+		r.mu.Lock()
+		started := append([]Component(nil), st.Components...)
+		r.mu.Unlock()
+		stopErr := stopAll(started)
+		if stopErr != nil { // keep state.json: `down` can retry
+			return nil, fmt.Errorf("%w (and stopping what was started failed: %v)", err, stopErr)
+		}
+		_ = os.Remove(filepath.Join(o.Dir, stateFile))
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("up interrupted; stopped everything it had started: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("%w; stopped everything it had started", err)
+	}
+	st.Ready = true
+	if err := st.save(); err != nil {
+		return nil, err
+	}
+	if err := st.writeEnv(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Out, "stack healthy in %.1fs\n", time.Since(r.t0).Seconds())
+	return st, nil
+}
+
+// parallel runs fns concurrently; the first error cancels the others' ctx
+// and is returned (errors caused by that cancellation are dropped).
+func parallel(ctx context.Context, fns ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for _, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(ctx); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func (r *runner) up(ctx context.Context, o Options, paths map[string]string) error {
+	st := r.st
+	var backends []func(context.Context) error
+	for k := 1; k <= RedisCount; k++ {
+		backends = append(backends, func(ctx context.Context) error { return r.startRedis(ctx, o, paths, k) })
+	}
+	backends = append(backends,
+		func(ctx context.Context) error { return r.startEtcd(ctx, o, paths) },
+		func(ctx context.Context) error { return r.startZooKeeper(ctx, o, paths) },
+		func(ctx context.Context) error { return r.startMariaDB(ctx, o, paths) },
+	)
+	if err := parallel(ctx, backends...); err != nil {
+		return err
+	}
+
+	var insts []Component
+	for k := 1; k <= o.Instances; k++ {
+		insts = append(insts, Component{Name: instName(k), Kind: KindInstance, Addr: addr(st.port(offInstance + k))})
+	}
+	// inst-1 first: each instance migrates the schema at start, and
+	// concurrent migrations of a fresh database can collide.
+	if err := r.startInstances(ctx, o, insts[:1]); err != nil {
+		return err
+	}
+	if err := r.startInstances(ctx, o, insts[1:]); err != nil {
+		return err
+	}
+	return r.startNginx(ctx, o, paths)
+}
+
+func (r *runner) startRedis(ctx context.Context, o Options, paths map[string]string, k int) error {
+	name := "redis-" + itoa(k)
+	port := r.st.port(offRedis + k)
+	dataDir := filepath.Join(o.Dir, name)
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	args := []string{"--port", itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dataDir, "--daemonize", "no", "--logfile", "", "--maxclients", "10000"}
+	p, c, err := r.start(name, KindRedis, addr(port), paths["redis-server"], args, nil)
+	if err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error { return checkRedis(ctx, c.Addr) }); err != nil {
+		return err
+	}
+	r.healthy(name)
+	return nil
+}
+
+func (r *runner) startEtcd(ctx context.Context, o Options, paths map[string]string) error {
+	const name = "etcd"
+	client, peer := addr(r.st.port(offEtcdClient)), addr(r.st.port(offEtcdPeer))
+	dataDir := filepath.Join(o.Dir, "etcd")
+	if err := os.RemoveAll(dataDir); err != nil {
+		return fmt.Errorf("etcd: wipe data: %w", err)
+	}
+	args := []string{"--name", "seckill", "--data-dir", dataDir,
+		"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
+		"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
+		"--initial-cluster", "seckill=http://" + peer}
+	p, c, err := r.start(name, KindEtcd, client, paths["etcd"], args, cleanEnv("ETCD_"))
+	if err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error { return checkEtcd(ctx, c.Addr) }); err != nil {
+		return err
+	}
+	r.healthy(name)
+	return nil
+}
+
+func (r *runner) startZooKeeper(ctx context.Context, o Options, paths map[string]string) error {
+	const name = "zookeeper"
+	port := r.st.port(offZooKeeper)
+	base := filepath.Join(o.Dir, "zookeeper")
+	dataDir := filepath.Join(base, "data")
+	if err := os.RemoveAll(dataDir); err != nil {
+		return fmt.Errorf("zookeeper: wipe data: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return fmt.Errorf("zookeeper: %w", err)
+	}
+	cfg := filepath.Join(base, "zoo.cfg")
+	conf := strings.Join([]string{
+		"tickTime=2000", "initLimit=10", "syncLimit=5",
+		"dataDir=" + dataDir,
+		"clientPort=" + itoa(port), "clientPortAddress=127.0.0.1",
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=ruok,srvr,stat,mntr",
+		"maxClientCnxns=0",
+	}, "\n") + "\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		return fmt.Errorf("zookeeper: write config: %w", err)
+	}
+	args := []string{"-Xmx256m", "-cp", zkConfDir + ":" + paths["zookeeper.jar"],
+		"-Dzookeeper.log.dir=" + base, "-Dzookeeper.root.logger=INFO,CONSOLE",
+		"-Dlog4j.configuration=file:" + zkLog4jProp,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg}
+	p, c, err := r.start(name, KindZooKeeper, addr(port), paths["java"], args, nil)
+	if err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error { return checkZooKeeper(ctx, c.Addr) }); err != nil {
+		return err
+	}
+	r.healthy(name)
+	return nil
+}
+
+// mysqlSocket returns the socket path, moved to the temp dir when the run
+// dir is too deep for a unix socket path (108 bytes).
+func mysqlSocket(base string) string {
+	s := filepath.Join(base, "mysql.sock")
+	if len(s) < 100 {
+		return s
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("seckill-%08x.sock", hashString(base)))
+}
+
+func hashString(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return h
+}
+
+func (r *runner) startMariaDB(ctx context.Context, o Options, paths map[string]string) error {
+	const name = "mariadb"
+	port := r.st.port(offMySQL)
+	base := filepath.Join(o.Dir, "mariadb")
+	dataDir := filepath.Join(base, "data")
+	root := os.Geteuid() == 0
+	if _, err := os.Stat(filepath.Join(dataDir, "mysql")); errors.Is(err, fs.ErrNotExist) {
+		if err := installMariaDB(ctx, paths["mysql_install_db"], base, dataDir, root); err != nil {
+			return err
+		}
+		r.logf("  %-10s datadir initialised at %5.1fs\n", name, time.Since(r.t0).Seconds())
+	}
+	args := []string{"--no-defaults"}
+	if root {
+		args = append(args, "--user=root")
+	}
+	tmpDir := filepath.Join(base, "tmp")
+	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	args = append(args, "--datadir="+dataDir, "--tmpdir="+tmpDir, "--port="+itoa(port), "--bind-address=127.0.0.1",
+		"--socket="+mysqlSocket(base), "--pid-file="+filepath.Join(base, "mariadb.pid"),
+		"--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=128M",
+		"--log-error="+filepath.Join(o.Dir, "logs", name+".log"))
+	p, c, err := r.start(name, KindMySQL, addr(port), paths["mariadbd"], args, nil)
+	if err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error {
+		if err := createDatabase(ctx, c.Addr); err != nil {
+			return err
+		}
+		return checkMySQL(ctx, mysqlDSN(c.Addr, DatabaseName))
+	}); err != nil {
+		return err
+	}
+	r.healthy(name)
+	return nil
+}
+
+// installMariaDB initialises a datadir (in a temporary directory renamed
+// on success, so a failed install leaves nothing half-done).
+func installMariaDB(ctx context.Context, bin, base, dataDir string, root bool) error {
+	tmp := dataDir + ".init"
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	logPath := filepath.Join(base, "..", "logs", "mariadb-install.log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	defer lf.Close()
+	// A private tmpdir: concurrent installs sharing /tmp collide on their
+	// temporary table names and fail.
+	tmpDir := filepath.Join(base, "tmp")
+	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	args := []string{"--no-defaults", "--datadir=" + tmp, "--tmpdir=" + tmpDir, "--auth-root-authentication-method=normal", "--skip-test-db"}
+	if root {
+		args = append(args, "--user=root")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		// Killed (ctx done): wait until its group (the bootstrap mariadbd)
+		// is gone, so nothing outlives `up`.
+		if cmd.Process != nil {
+			for i := 0; i < 100 && len(groupMembers(cmd.Process.Pid)) > 0; i++ {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("mariadb: mysql_install_db: %w", ctx.Err())
+		}
+		return fmt.Errorf("mariadb: mysql_install_db failed (%v): %s (see %s)", err, errorLines(logPath), filepath.Clean(logPath))
+	}
+	if err := os.RemoveAll(dataDir); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	if err := os.Rename(tmp, dataDir); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	return nil
+}
+
+// cleanEnv returns the environment without the variables starting with
+// prefix.
+func cleanEnv(prefix string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, prefix) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// instanceEnv is the environment of instance c: ours without any variable
+// `seckill serve` reads (config.EnvVars), plus the stack's. Other
+// variables (e.g. SECKILL_MAX_QTY is not set here) pass through.
+func instanceEnv(st *State, c Component) []string {
+	drop := map[string]bool{}
+	for _, k := range config.EnvVars {
+		drop[k] = true
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !drop[k] {
+			env = append(env, kv)
+		}
+	}
+	se := st.serveEnv()
+	se[config.EnvListen] = c.Addr
+	se[config.EnvInstance] = c.Name
+	keys := make([]string, 0, len(se))
+	for k := range se {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+se[k])
+	}
+	return env
+}
+
+// startInstances starts the instances concurrently and waits until each
+// answers /healthz with its own name.
+func (r *runner) startInstances(ctx context.Context, o Options, insts []Component) error {
+	var fns []func(context.Context) error
+	for _, ic := range insts {
+		fns = append(fns, func(ctx context.Context) error {
+			args := []string{"serve", "--listen", ic.Addr, "--name", ic.Name}
+			p, c, err := r.start(ic.Name, KindInstance, ic.Addr, o.Binary, args, instanceEnv(r.st, ic))
+			if err != nil {
+				return err
+			}
+			if err := waitHealthy(ctx, c.Name, p, c.Log, o.StartTimeout, func(ctx context.Context) error { return checkInstance(ctx, c) }); err != nil {
+				return err
+			}
+			r.healthy(c.Name)
+			return nil
+		})
+	}
+	return parallel(ctx, fns...)
+}
+
+func (r *runner) startNginx(ctx context.Context, o Options, paths map[string]string) error {
+	const name = "nginx"
+	f, err := writeNginxConf(r.st)
+	if err != nil {
+		return err
+	}
+	p, c, err := r.start(name, KindNginx, addr(r.st.port(offNginx)), paths["nginx"], nginxArgs(f), nil)
+	if err != nil {
+		return err
+	}
+	names := r.st.InstanceNames()
+	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error {
+		return checkNginx(ctx, c.URL(), names)
+	}); err != nil {
+		return err
+	}
+	r.healthy(name)
+	return nil
+}
