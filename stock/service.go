@@ -261,8 +261,9 @@ func (s *Service) run(ctx context.Context, cfg Config, d Deduction) (Result, err
 			return Result{}, err
 		}
 		// Deliberately flawed (seed 003 "transaction mode"): the mutex is
-		// taken inside the transaction and released before COMMIT, so the
-		// next holder can read the stock before this write is visible.
+		// taken inside the transaction and released after the stock write
+		// but before the order insert and COMMIT, so the next holder can
+		// read the stock before this write is visible.
 		return st.ReadModifyWrite(ctx, d, func(ctx context.Context) (func(), error) {
 			lease, err := s.acquire(ctx, cfg, l, LockKey(d.Order.GoodsID))
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -179,16 +180,22 @@ type Result struct {
 // insert. It is correct only when the caller serialises it.
 //
 // inside, when not nil, runs after BEGIN and before the read; its release
-// runs after the write and BEFORE COMMIT. That is the deliberately flawed
-// mutex-tx ordering from the seeds (lock inside the transaction).
+// runs right after the stock write, before the order insert and COMMIT.
+// That is the deliberately flawed mutex-tx ordering of seed 003's
+// "transaction mode": a @Transactional service whose synchronized stock
+// method returns (unlocks) while the transaction, and the order insert that
+// follows in it, have not committed yet.
 func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (release func(), err error)) (Result, error) {
 	var res Result
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		release := func() {}
 		if inside != nil {
-			release, err := inside(ctx)
+			r, err := inside(ctx)
 			if err != nil {
 				return err
 			}
+			var once sync.Once
+			release = func() { once.Do(r) }
 			defer release()
 		}
 		var g Goods
@@ -216,6 +223,7 @@ func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(co
 			}
 		}
 		res.Remaining = remaining
+		release()
 		return insertOrder(tx, &d.Order)
 	})
 	res.Order = d.Order

@@ -247,19 +247,20 @@ func TestFlawedStrategiesOversell(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			const attempts = 8
 			var last stock.Audit
-			for attempt := 0; attempt < 5; attempt++ {
+			for attempt := 0; attempt < attempts; attempt++ {
 				goods := goodsID()
 				setStrategy(t, tc.instances, map[string]any{"name": tc.name, "work_delay": tc.workDelay})
-				reset(t, tc.instances[0], goods, 10)
-				storm(t, tc.instances, goods, 60, 16)
+				reset(t, tc.instances[0], goods, 30)
+				storm(t, tc.instances, goods, 120, 24)
 				last = audit(t, tc.instances[0], goods)
 				if last.Oversold > 0 {
 					t.Logf("%s oversold %d units (sold %d of %d, lost updates %d) on attempt %d", tc.name, last.Oversold, last.SoldQty, last.InitialStock, last.LostUpdates, attempt+1)
 					return
 				}
 			}
-			t.Fatalf("%s never oversold in 5 runs; last audit %+v", tc.name, last)
+			t.Fatalf("%s never oversold in %d runs; last audit %+v", tc.name, attempts, last)
 		})
 	}
 }
