@@ -155,11 +155,22 @@ func (b *backends) pingEtcd(ctx context.Context) error {
 	return err
 }
 
+// pingZK waits, until ctx is done, for the shared connection to have a
+// session: a client that is still connecting is not down yet.
 func (b *backends) pingZK(ctx context.Context) error {
-	if st := b.zk.State(); st != zk.StateHasSession {
-		return fmt.Errorf("ZooKeeper session state %s", st)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st := b.zk.State()
+		if st == zk.StateHasSession {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ZooKeeper session state %s: %w", st, ctx.Err())
+		case <-tick.C:
+		}
 	}
-	return nil
 }
 
 func (b *backends) newLocker(name string, ttl time.Duration) (stock.Locker, error) {

@@ -131,18 +131,7 @@ func BenchmarkEtcdPut(b *testing.B) {
 }
 
 func BenchmarkEtcdLockUncontended(b *testing.B) {
-	l := newLocker(b, lockimpl.Options{})
-	key := locktest.Key(b)
-	ctx := context.Background()
-	for b.Loop() {
-		lease, err := l.Lock(ctx, key)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := lease.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
+	locktest.Uncontended(b, newLocker(b, lockimpl.Options{}))
 }
 
 func BenchmarkEtcdHandoff(b *testing.B) {

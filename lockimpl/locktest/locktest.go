@@ -370,6 +370,22 @@ func lostLease(t *testing.T, f Factory) {
 	mustUnlock(t, again)
 }
 
+// Uncontended is the uncontended benchmark body: b.N Lock+Unlock pairs of
+// one key on one instance, nobody else contending.
+func Uncontended(b *testing.B, l lockimpl.Locker) {
+	key := Key(b)
+	ctx := context.Background()
+	for b.Loop() {
+		lease, err := l.Lock(ctx, key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lease.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // Handoff is the handoff benchmark body: it runs b.N handoffs between holder instance a and waiter instance w
 // and reports the p50 and p99 in ms. A handoff is timed from the
 // holder's Unlock starting to the waiter's Lock returning.

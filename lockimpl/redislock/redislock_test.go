@@ -140,18 +140,7 @@ func BenchmarkRedisPing(b *testing.B) {
 }
 
 func BenchmarkRedisLockUncontended(b *testing.B) {
-	l := newLocker(b, lockimpl.Options{})
-	key := locktest.Key(b)
-	ctx := context.Background()
-	for b.Loop() {
-		lease, err := l.Lock(ctx, key)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := lease.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
+	locktest.Uncontended(b, newLocker(b, lockimpl.Options{}))
 }
 
 // BenchmarkRedisHandoff measures the time from the holder's Unlock starting

@@ -91,18 +91,7 @@ func BenchmarkZKCreate(b *testing.B) {
 }
 
 func BenchmarkZKLockUncontended(b *testing.B) {
-	l := zklock.New(conn(b, lockimpl.Options{}), lockimpl.Options{})
-	key := locktest.Key(b)
-	ctx := context.Background()
-	for b.Loop() {
-		lease, err := l.Lock(ctx, key)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := lease.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
+	locktest.Uncontended(b, zklock.New(conn(b, lockimpl.Options{}), lockimpl.Options{}))
 }
 
 func BenchmarkZKHandoff(b *testing.B) {

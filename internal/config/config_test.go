@@ -1,0 +1,61 @@
+package config
+
+import (
+	"flag"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestFromEnvAndFlags(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		want    func(Config) bool
+		wantErr string
+	}{
+		{
+			name: "env only",
+			env: map[string]string{EnvMySQLDSN: "root@tcp(127.0.0.1:1)/x", EnvRedisAddrs: "a:1, b:2,,", EnvInstance: "inst-1",
+				EnvStrategy: "redis", EnvMaxQty: "7"},
+			want: func(c Config) bool {
+				return reflect.DeepEqual(c.RedisAddrs, []string{"a:1", "b:2"}) && c.Instance == "inst-1" && c.Strategy == "redis" &&
+					c.MaxQty == 7 && c.Listen == DefaultListen
+			},
+		},
+		{
+			name: "flags override env",
+			env:  map[string]string{EnvMySQLDSN: "dsn-env", EnvStrategy: "redis"},
+			args: []string{"--mysql-dsn", "dsn-flag", "--strategy", "etcd", "--listen", ":9000", "--zk-servers", "z:1,z:2"},
+			want: func(c Config) bool {
+				return c.MySQLDSN == "dsn-flag" && c.Strategy == "etcd" && c.Listen == ":9000" && len(c.ZKServers) == 2
+			},
+		},
+		{name: "no DSN", env: map[string]string{EnvInstance: "i"}, wantErr: "no MySQL DSN"},
+		{name: "unknown strategy", env: map[string]string{EnvMySQLDSN: "d", EnvStrategy: "magic"}, wantErr: "unknown strategy"},
+		{name: "bad max qty", env: map[string]string{EnvMySQLDSN: "d", EnvMaxQty: "many"}, wantErr: "not an integer"},
+		{name: "zero max qty", env: map[string]string{EnvMySQLDSN: "d", EnvMaxQty: "0"}, wantErr: "max qty"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := FromEnv(func(k string) string { return tc.env[k] })
+			if err == nil {
+				fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+				c.BindFlags(fs)
+				if err = fs.Parse(tc.args); err == nil {
+					err = c.Validate()
+				}
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one mentioning %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !tc.want(c) {
+				t.Fatalf("got %+v, %v", c, err)
+			}
+		})
+	}
+}
