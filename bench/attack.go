@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -225,9 +226,11 @@ func toResponse(r *vegeta.Result, requestID string) Response {
 	return resp
 }
 
-// progressLine prints a throttled "\r" progress line to w.
+// progressLine prints a throttled "\r" progress line to w when w is a
+// terminal; to a file or pipe it writes only the final state of each run.
 type progressLine struct {
 	w     io.Writer
+	live  bool
 	mu    sync.Mutex
 	last  time.Time
 	label string
@@ -236,7 +239,13 @@ type progressLine struct {
 }
 
 func newProgress(w io.Writer, label string, total int) *progressLine {
-	return &progressLine{w: w, label: label, total: total}
+	live := false
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			live = true
+		}
+	}
+	return &progressLine{w: w, live: live, label: label, total: total}
 }
 
 // update redraws the line at most every 100ms, and always at the end.
@@ -247,7 +256,7 @@ func (p *progressLine) update(done int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
-	if done < p.total && now.Sub(p.last) < 100*time.Millisecond {
+	if done < p.total && (!p.live || now.Sub(p.last) < 100*time.Millisecond) {
 		return
 	}
 	p.last = now

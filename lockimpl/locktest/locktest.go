@@ -17,6 +17,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"slices"
 	"testing"
 	"time"
 
@@ -368,6 +369,15 @@ func lostLease(t *testing.T, f Factory) {
 		t.Fatalf("Lock after loss: %v", err)
 	}
 	mustUnlock(t, again)
+}
+
+// Median returns the median of ds (0 for none). It sorts ds.
+func Median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
 
 // Uncontended is the uncontended benchmark body: b.N Lock+Unlock pairs of

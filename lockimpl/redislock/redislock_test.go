@@ -139,6 +139,38 @@ func BenchmarkRedisPing(b *testing.B) {
 	}
 }
 
+// BenchmarkRedisLockVsPing interleaves one PING and one uncontended
+// Lock+Unlock per iteration on the same client and reports the medians of
+// both and their ratio, so machine noise hits both sides alike. The target
+// is lock+unlock <= 3x PING.
+func BenchmarkRedisLockVsPing(b *testing.B) {
+	c := client(b)
+	l := redislock.New(c, lockimpl.Options{})
+	b.Cleanup(func() { _ = l.Close() })
+	key := locktest.Key(b)
+	ctx := context.Background()
+	var pings, locks []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if err := c.Ping(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		lease, err := l.Lock(ctx, key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lease.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		pings, locks = append(pings, t1.Sub(t0)), append(locks, time.Since(t1))
+	}
+	ping, lock := locktest.Median(pings), locktest.Median(locks)
+	b.ReportMetric(float64(ping.Microseconds()), "ping-p50-µs")
+	b.ReportMetric(float64(lock.Microseconds()), "lock+unlock-p50-µs")
+	b.ReportMetric(float64(lock)/float64(ping), "lock/ping")
+}
+
 func BenchmarkRedisLockUncontended(b *testing.B) {
 	locktest.Uncontended(b, newLocker(b, lockimpl.Options{}))
 }
