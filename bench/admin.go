@@ -161,22 +161,30 @@ func (a *admin) setStrategy(ctx context.Context, instances []string, cfg Strateg
 			return first, fmt.Errorf("switch to %s: %w", cfg.Name, err)
 		}
 	}
+	return a.verifyStrategy(ctx, instances, cfg.Name)
+}
+
+// verifyStrategy asks every instance for its strategy and fails with
+// ErrDisagree unless all report name. It returns the first instance's
+// configuration.
+func (a *admin) verifyStrategy(ctx context.Context, instances []string, name string) (StrategyConfig, error) {
+	var first StrategyConfig
 	var parts []string
 	agree := true
 	for i, base := range instances {
 		got, err := a.getStrategy(ctx, base)
 		if err != nil {
-			return first, fmt.Errorf("verify strategy %s: %w", cfg.Name, err)
+			return first, fmt.Errorf("verify strategy %s: %w", name, err)
 		}
 		if i == 0 {
 			first = got
 		}
-		name := got.Instance
-		if name == "" {
-			name = "inst-" + strconv.Itoa(i+1)
+		inst := got.Instance
+		if inst == "" {
+			inst = "inst-" + strconv.Itoa(i+1)
 		}
-		parts = append(parts, name+"="+got.Name)
-		if got.Name != cfg.Name {
+		parts = append(parts, inst+"="+got.Name)
+		if got.Name != name {
 			agree = false
 		}
 	}

@@ -352,29 +352,27 @@ func (h *handler) goodsQuery(c *gin.Context) (int64, bool) {
 }
 
 func (h *handler) audit(c *gin.Context) {
-	id, ok := h.goodsQuery(c)
-	if !ok {
-		return
-	}
-	a, err := h.Service.Audit(c.Request.Context(), id)
-	if err != nil {
-		status, code := outcome(err)
-		h.writeErr(c, status, code, err)
-		return
-	}
-	c.JSON(http.StatusOK, a)
+	h.goodsReport(c, func(ctx context.Context, id int64) (any, error) { return h.Service.Audit(ctx, id) })
 }
 
 func (h *handler) orders(c *gin.Context) {
+	h.goodsReport(c, func(ctx context.Context, id int64) (any, error) {
+		ids, err := h.Service.RequestIDs(ctx, id)
+		return gin.H{"goods_id": id, "request_ids": ids}, err
+	})
+}
+
+// goodsReport answers a GET ?goods_id= admin report built by get.
+func (h *handler) goodsReport(c *gin.Context, get func(ctx context.Context, id int64) (any, error)) {
 	id, ok := h.goodsQuery(c)
 	if !ok {
 		return
 	}
-	ids, err := h.Service.RequestIDs(c.Request.Context(), id)
+	body, err := get(c.Request.Context(), id)
 	if err != nil {
 		status, code := outcome(err)
 		h.writeErr(c, status, code, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"goods_id": id, "request_ids": ids})
+	c.JSON(http.StatusOK, body)
 }

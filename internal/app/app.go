@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -134,17 +135,11 @@ func openMySQL(ctx context.Context, dsn string, wait time.Duration) (*gorm.DB, e
 	if mc.WriteTimeout == 0 {
 		mc.WriteTimeout = 30 * time.Second
 	}
-	db, err := gorm.Open(gormmysql.New(gormmysql.Config{DSNConfig: mc}), &gorm.Config{
-		Logger:                 logger.Discard,
-		SkipDefaultTransaction: true,
-	})
+	connector, err := mysql.NewConnector(mc)
 	if err != nil {
-		return nil, fmt.Errorf("open MySQL: %w", err)
+		return nil, fmt.Errorf("MySQL DSN %q: %w", dsn, err)
 	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		return nil, fmt.Errorf("open MySQL: %w", err)
-	}
+	sqlDB := sql.OpenDB(connector)
 	sqlDB.SetMaxOpenConns(256)
 	sqlDB.SetMaxIdleConns(128)
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
@@ -154,7 +149,7 @@ func openMySQL(ctx context.Context, dsn string, wait time.Duration) (*gorm.DB, e
 		err = sqlDB.PingContext(pctx)
 		cancel()
 		if err == nil {
-			return db, nil
+			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			_ = sqlDB.Close()
@@ -165,6 +160,15 @@ func openMySQL(ctx context.Context, dsn string, wait time.Duration) (*gorm.DB, e
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: sqlDB}), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+	})
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("open MySQL: %w", err)
+	}
+	return db, nil
 }
 
 var quietRedis sync.Once
