@@ -14,10 +14,10 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
-	"slices"
 	"testing"
 	"time"
 
