@@ -36,7 +36,9 @@ type StrategyConfig struct {
 	LockTTL   string `json:"lock_ttl,omitempty"`
 	LockWait  string `json:"lock_wait,omitempty"`
 	Fencing   bool   `json:"fencing"`
-	Instance  string `json:"instance,omitempty"`
+	// Watchdog is nil to keep the service default (on).
+	Watchdog *bool  `json:"watchdog,omitempty"`
+	Instance string `json:"instance,omitempty"`
 }
 
 // AuditReply is the answer of GET /admin/audit.

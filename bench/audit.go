@@ -179,9 +179,12 @@ func Evaluate(responses []Response, st ServerState, qty int) Audit {
 	a.add(InvNoOrderFor4xx, failed == 0, failed, true, fmt.Sprintf("%d orders for requests answered 4xx", failed))
 
 	// 6. once sold out, everything was sold: sold qty equals the initial
-	// stock (up to qty-1 units that no whole purchase can take).
-	soldOut := a.Outcomes[OutcomeSoldOut] > 0 ||
-		(len(responses)*qty > st.InitialStock && indefinite == 0)
+	// stock (up to qty-1 units that no whole purchase can take). The goods
+	// sold out when a request was answered sold_out, or when at least the
+	// whole stock was sold (a strategy that loses updates never says
+	// sold_out). Requests refused for other reasons (stale_lock,
+	// lock_timeout) do not make it sell out.
+	soldOut := a.Outcomes[OutcomeSoldOut] > 0 || st.SoldQty >= st.InitialStock
 	if !soldOut {
 		a.add(InvSoldOutAllSold, true, 0, false, "not applicable: the goods did not sell out")
 	} else {

@@ -71,7 +71,7 @@ func TestEvaluate(t *testing.T) {
 			st.RequestIDs = append(st.RequestIDs, "ghost")
 			st.Orders, st.SoldQty, st.FinalStock = 4, 4, 0
 			return rs, st, 1
-		}, want{failed: map[string]int{InvNoPhantomOrder: 1}, notApplicable: true}},
+		}, want{failed: map[string]int{InvNoPhantomOrder: 1}}}, // 4 of 4 sold: the sell-out check applies and holds
 		{"request id sold twice", func() ([]Response, ServerState, int) {
 			rs, st := fleetRun(3, 2, 1)
 			st.RequestIDs = append(st.RequestIDs, "r1")
@@ -88,11 +88,16 @@ func TestEvaluate(t *testing.T) {
 			rs, st := fleetRun(5, 3, 2)
 			return rs, st, 1
 		}, want{failed: map[string]int{InvSoldOutAllSold: 2}}},
-		{"requests x qty > stock, all answered, not sold out", func() ([]Response, ServerState, int) {
-			rs := []Response{ok("a"), ok("b"), {RequestID: "c", Code: 400, Error: "bad_request"}, {RequestID: "d", Code: 400, Error: "bad_request"}}
+		{"requests x qty > stock, refused by fencing: did not sell out", func() ([]Response, ServerState, int) {
+			rs := []Response{ok("a"), ok("b"), {RequestID: "c", Code: 409, Error: "stale_lock"}, {RequestID: "d", Code: 409, Error: "stale_lock"}}
 			st := ServerState{InitialStock: 3, FinalStock: 1, Orders: 2, SoldQty: 2, RequestIDs: []string{"a", "b"}}
 			return rs, st, 1
-		}, want{failed: map[string]int{InvSoldOutAllSold: 1}}},
+		}, want{notApplicable: true}},
+		{"whole stock sold without a sold_out answer (lost updates)", func() ([]Response, ServerState, int) {
+			rs, st := fleetRun(3, 4, 0)
+			st.FinalStock = 2
+			return rs, st, 1
+		}, want{oversold: 1, lost: 3, failed: map[string]int{InvSoldOutAllSold: 1}}},
 		{"lock timeouts leave stock: indeterminate, not applicable", func() ([]Response, ServerState, int) {
 			rs := []Response{ok("a"), timeout("b"), timeout("c"), {RequestID: "d", Code: 0, Error: "connection reset"}}
 			st := ServerState{InitialStock: 3, FinalStock: 2, Orders: 1, SoldQty: 1, RequestIDs: []string{"a"}}
@@ -183,25 +188,29 @@ func TestParseStrategies(t *testing.T) {
 func TestExpectedCorrect(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	tests := []struct {
-		s         string
-		instances int
-		work, ttl time.Duration
-		want      bool
+		s    string
+		st   Setting
+		want bool
 	}{
-		{"none", 1, 0, 0, false},
-		{"mutex", 1, 0, 0, true},
-		{"mutex", 3, 0, 0, false},
-		{"mutex-tx", 1, 0, 0, false},
-		{"redis-ttl", 3, ms(10), ms(100), true},
-		{"redis-ttl", 3, ms(100), ms(10), false},
-		{"redis-spin", 3, ms(100), ms(10), true},
-		{"redis", 3, ms(100), ms(10), true},
-		{"sql-atomic", 3, 0, 0, true},
-		{"bogus", 3, 0, 0, false},
+		{"none", Setting{Instances: 1}, false},
+		{"mutex", Setting{Instances: 1}, true},
+		{"mutex", Setting{Instances: 3}, false},
+		{"mutex-tx", Setting{Instances: 1}, false},
+		{"redis-ttl", Setting{Instances: 3, Work: ms(10), TTL: ms(100)}, true},
+		{"redis-ttl", Setting{Instances: 3, Work: ms(100), TTL: ms(10)}, false},
+		{"redis-spin", Setting{Instances: 3, Work: ms(100), TTL: ms(10)}, true},
+		{"redis", Setting{Instances: 3, Work: ms(100), TTL: ms(10)}, true},
+		{"redis", Setting{Instances: 3, Work: ms(100), TTL: ms(10), NoWatchdog: true}, false},
+		{"redis", Setting{Instances: 3, Work: ms(100), TTL: ms(10), NoWatchdog: true, Fencing: true}, true},
+		{"redis", Setting{Instances: 3, Work: ms(10), TTL: ms(100), NoWatchdog: true}, true},
+		{"redlock", Setting{Instances: 3, Work: ms(100), TTL: ms(10), NoWatchdog: true, Fencing: true}, false},
+		{"mysql-unique", Setting{Instances: 3, Work: ms(100), TTL: ms(10), NoWatchdog: true}, false},
+		{"sql-atomic", Setting{Instances: 3}, true},
+		{"bogus", Setting{Instances: 3}, false},
 	}
 	for _, tt := range tests {
-		if got := ExpectedCorrect(tt.s, tt.instances, tt.work, tt.ttl); got != tt.want {
-			t.Errorf("ExpectedCorrect(%s, %d, %v, %v) = %v, want %v", tt.s, tt.instances, tt.work, tt.ttl, got, tt.want)
+		if got := ExpectedCorrect(tt.s, tt.st); got != tt.want {
+			t.Errorf("ExpectedCorrect(%s, %+v) = %v, want %v", tt.s, tt.st, got, tt.want)
 		}
 	}
 }
@@ -221,6 +230,8 @@ func TestOptionsValidation(t *testing.T) {
 		{"negative qty", func(o *Options) { o.Qty = -1 }, false},
 		{"unknown strategy", func(o *Options) { o.Strategies = []string{"nope"} }, false},
 		{"negative work delay", func(o *Options) { o.WorkDelay = -1 }, false},
+		{"no watchdog on all strategies", func(o *Options) { o.NoWatchdog = true }, false},
+		{"no watchdog on a strategy without one", func(o *Options) { o.NoWatchdog = true; o.Strategies = []string{"redis", "etcd"} }, false},
 	}
 	for _, tt := range tests {
 		o := good

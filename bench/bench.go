@@ -36,6 +36,7 @@ type RunResult struct {
 	LockTTL         string `json:"lock_ttl"`
 	LockWait        string `json:"lock_wait"`
 	Fencing         bool   `json:"fencing"`
+	NoWatchdog      bool   `json:"no_watchdog"`
 	Seed            int64  `json:"seed"`
 	// Service is the strategy configuration the fleet reported after the
 	// switch (effective TTL and wait budget).
@@ -232,6 +233,9 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	defer cancel()
 	cfg := StrategyConfig{Name: strategy, WorkDelay: o.WorkDelay.String(), LockTTL: durString(o.LockTTL),
 		LockWait: durString(o.LockWait), Fencing: o.Fencing}
+	if o.NoWatchdog {
+		cfg.Watchdog = new(bool)
+	}
 	eff, err := adm.setStrategy(ctx, fleet.Instances, cfg)
 	if err != nil {
 		return RunResult{}, err
@@ -247,10 +251,11 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 
 	run := RunResult{
 		Strategy: strategy, Repeat: repeat,
-		ExpectedCorrect: ExpectedCorrect(strategy, len(fleet.Instances), o.WorkDelay, ttl),
-		Instances:       len(fleet.Instances), InitialStock: o.Stock, Requests: o.Requests,
+		ExpectedCorrect: ExpectedCorrect(strategy, Setting{Instances: len(fleet.Instances), Work: o.WorkDelay, TTL: ttl,
+			NoWatchdog: o.NoWatchdog, Fencing: o.Fencing}),
+		Instances: len(fleet.Instances), InitialStock: o.Stock, Requests: o.Requests,
 		Concurrency: o.Concurrency, Qty: o.Qty, Rate: o.Rate, WorkDelay: o.WorkDelay.String(),
-		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, Seed: o.Seed,
+		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, NoWatchdog: o.NoWatchdog, Seed: o.Seed,
 		Service:            eff,
 		AnswersPerInstance: map[string]int{},
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -66,6 +67,9 @@ type Options struct {
 	LockTTL   time.Duration // lock TTL (0 = service default)
 	LockWait  time.Duration // lock wait budget (0 = service default)
 	Fencing   bool          // ask the service to check fencing tokens
+	// NoWatchdog asks the service not to renew held locks (redis, redlock,
+	// mysql-unique), so work longer than LockTTL makes stale holders.
+	NoWatchdog bool
 
 	Fleet  Fleet
 	Scaler Scaler // nil: the fleet cannot be re-scaled
@@ -90,6 +94,10 @@ func (o Options) withDefaults() (Options, error) {
 	for _, s := range o.Strategies {
 		if _, err := ParseStrategies(s); err != nil || s == "all" {
 			return o, fmt.Errorf("%w: unknown strategy %q; valid: %s", ErrInvalidOptions, s, strings.Join(Strategies, ", "))
+		}
+		if o.NoWatchdog && !slices.Contains(Renewing, s) {
+			return o, fmt.Errorf("%w: --no-watchdog applies to %s only, not %s: pick those with --strategies",
+				ErrInvalidOptions, strings.Join(Renewing, ", "), s)
 		}
 	}
 	if o.GoodsID == 0 {

@@ -14,19 +14,39 @@ import (
 // package's catalogue: the one place that knows them.
 var Strategies = stock.StrategyNames()
 
-// ExpectedCorrect reports whether strategy s is expected to never oversell
-// on a fleet of n instances with the given work delay and lock TTL (a zero
-// TTL means the service default, assumed to outlast the work). The
-// deliberately flawed ones: none and mutex-tx always, mutex with more than
-// one instance, redis-ttl when the work outlasts the TTL.
-func ExpectedCorrect(s string, instances int, work, ttl time.Duration) bool {
+// Renewing lists the strategies whose lock renews itself while held and
+// can be told not to (--no-watchdog).
+var Renewing = []string{"redis", "redlock", "mysql-unique"}
+
+// Setting is what decides whether a strategy is expected to be correct.
+type Setting struct {
+	Instances int           // instances of the fleet
+	Work      time.Duration // work inside the critical section
+	TTL       time.Duration // lock TTL; 0 = the service default, assumed to outlast the work
+	// NoWatchdog: the lock is not renewed while held (--no-watchdog).
+	NoWatchdog bool
+	Fencing    bool
+}
+
+// ExpectedCorrect reports whether strategy s is expected never to oversell
+// under st. The deliberately flawed ones are none and mutex-tx always,
+// mutex with more than one instance, and redis-ttl when the work outlasts
+// the TTL. redis, redlock and mysql-unique without their watchdog are
+// flawed too when the work outlasts the TTL, unless fencing rejects the
+// stale holder (redlock has no tokens to fence with).
+func ExpectedCorrect(s string, st Setting) bool {
+	outlasts := st.TTL > 0 && st.Work >= st.TTL
 	switch s {
 	case "none", "mutex-tx":
 		return false
 	case "mutex":
-		return instances <= 1
+		return st.Instances <= 1
 	case "redis-ttl":
-		return ttl == 0 || work < ttl
+		return !outlasts
+	case "redis", "redlock", "mysql-unique": // Renewing
+		if st.NoWatchdog && outlasts {
+			return st.Fencing && s != "redlock"
+		}
 	}
 	return slices.Contains(Strategies, s)
 }

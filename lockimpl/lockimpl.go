@@ -58,6 +58,13 @@ type Options struct {
 	// Prefix namespaces the backend keys. Default: "seckill:lock:" for
 	// Redis, "/seckill/locks/" for etcd and ZooKeeper, "" for MySQL.
 	Prefix string
+	// NoRenew switches off the watchdog (Redis), the extension (Redlock)
+	// and the expires_at renewal (MySQL), so a holder that works longer
+	// than TTL loses the lock while it still works: the lab's stand-in for
+	// a stop-the-world pause that also stops the renewal. Default false.
+	// etcd and ZooKeeper keep their sessions alive on their own and ignore
+	// it.
+	NoRenew bool
 }
 
 // TTLOrDefault returns o.TTL, or DefaultTTL when it is not set.

@@ -26,9 +26,10 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// LockerFactory returns the Locker for a strategy name and lock TTL. The
-// service caches what it returns, per name and TTL.
-type LockerFactory func(name string, ttl time.Duration) (Locker, error)
+// LockerFactory returns the Locker for a strategy name with the lock
+// options of the current setting (TTL, NoRenew). The service caches what it
+// returns, per name and options.
+type LockerFactory func(name string, opts lockimpl.Options) (Locker, error)
 
 // Observer receives the service's timings; the HTTP layer turns them into
 // Prometheus metrics. A nil Observer is allowed.
@@ -117,7 +118,7 @@ func (s *Service) SetConfig(c Config) error {
 		return err
 	}
 	for _, name := range lockerNames(c.Name) {
-		if _, err := s.locker(name, c.LockTTL); err != nil {
+		if _, err := s.locker(name, c.lockOptions()); err != nil {
 			return err
 		}
 	}
@@ -140,8 +141,13 @@ func lockerNames(name string) []string {
 	return nil
 }
 
-func (s *Service) locker(name string, ttl time.Duration) (Locker, error) {
-	key := name + "|" + ttl.String()
+// lockOptions are the lockimpl options of setting c.
+func (c Config) lockOptions() lockimpl.Options {
+	return lockimpl.Options{TTL: c.LockTTL, NoRenew: !c.Watchdog}
+}
+
+func (s *Service) locker(name string, opts lockimpl.Options) (Locker, error) {
+	key := fmt.Sprintf("%s|%s|%t", name, opts.TTL, opts.NoRenew)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l, ok := s.lockers[key]; ok {
@@ -150,7 +156,7 @@ func (s *Service) locker(name string, ttl time.Duration) (Locker, error) {
 	if s.opts.Lockers == nil {
 		return nil, fmt.Errorf("strategy %s: no lock backends configured", name)
 	}
-	l, err := s.opts.Lockers(name, ttl)
+	l, err := s.opts.Lockers(name, opts)
 	if err != nil {
 		return nil, fmt.Errorf("strategy %s: %w", name, err)
 	}
@@ -256,7 +262,7 @@ func (s *Service) run(ctx context.Context, cfg Config, d Deduction) (Result, err
 	case None:
 		return st.ReadModifyWrite(ctx, d, nil)
 	case MutexTx:
-		l, err := s.locker(Mutex, cfg.LockTTL)
+		l, err := s.locker(Mutex, cfg.lockOptions())
 		if err != nil {
 			return Result{}, err
 		}
@@ -281,7 +287,7 @@ func (s *Service) run(ctx context.Context, cfg Config, d Deduction) (Result, err
 	case RedisAtomic:
 		return s.redisAtomic(ctx, d)
 	}
-	l, err := s.locker(cfg.Name, cfg.LockTTL)
+	l, err := s.locker(cfg.Name, cfg.lockOptions())
 	if err != nil {
 		return Result{}, err
 	}

@@ -47,8 +47,11 @@ func TestConfigJSONAndValidate(t *testing.T) {
 		wantErr string
 		want    Config
 	}{
-		{`{"name":"redis"}`, "", Config{Name: Redis, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait}},
-		{`{"name":"etcd","work_delay":"250ms","lock_ttl":"2s","lock_wait":"1s","fencing":true}`, "", Config{Etcd, 250 * time.Millisecond, 2 * time.Second, time.Second, true}},
+		{`{"name":"redis"}`, "", Config{Name: Redis, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true}},
+		{`{"name":"etcd","work_delay":"250ms","lock_ttl":"2s","lock_wait":"1s","fencing":true}`, "", Config{Etcd, 250 * time.Millisecond, 2 * time.Second, time.Second, true, true}},
+		{`{"name":"mysql-unique","watchdog":false,"fencing":true}`, "", Config{MySQLUnique, 0, DefaultLockTTL, DefaultLockWait, true, false}},
+		{`{"name":"etcd","watchdog":false}`, "watchdog can be turned off only", Config{}},
+		{`{"name":"redis-ttl","watchdog":false}`, "watchdog can be turned off only", Config{}},
 		{`{"name":"magic"}`, "unknown strategy", Config{}},
 		{`{"name":"redis","lock_ttl":"1ms"}`, "lock_ttl", Config{}},
 		{`{"name":"redis","lock_wait":"0s"}`, "lock_wait", Config{}},

@@ -163,8 +163,9 @@ var errDuplicateRequest = errors.New("request already sold")
 type Deduction struct {
 	Order     Order
 	WorkDelay time.Duration
-	// Fence, when non-zero, makes the stock write conditional on
-	// `fence < Fence` and stores Fence as the accepted token.
+	// Fence, when non-zero, is the lock's token: the holder claims the row
+	// with it before reading and writes only while the claim stands (see
+	// ReadModifyWrite).
 	Fence uint64
 }
 
@@ -176,8 +177,18 @@ type Result struct {
 
 // ReadModifyWrite runs the seeds' reductStock in one transaction: a plain
 // read of the stock, the check, the work, an unconditional write of
-// stock-qty (conditional on the fence when d.Fence is set) and the order
-// insert. It is correct only when the caller serialises it.
+// stock-qty and the order insert. It is correct only when the caller
+// serialises it.
+//
+// With d.Fence set (fencing), the holder first claims the row with its
+// token, in its own statement: `SET fence = token WHERE fence < token`,
+// and the stock write becomes `... AND fence = token`. A holder whose lock
+// expired and went to a newer token finds its claim refused or overtaken
+// and is rolled back with ErrStaleLock. A check on the write alone
+// (`fence < token`) is not enough for a read-modify-write: the stale
+// holder may write first, with the older token, after the new holder has
+// already read the old stock; both writes then pass in token order and one
+// sale is lost.
 //
 // inside, when not nil, runs after BEGIN and before the read; its release
 // runs right after the stock write, before the order insert and COMMIT.
@@ -187,6 +198,11 @@ type Result struct {
 // follows in it, have not committed yet.
 func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (release func(), err error)) (Result, error) {
 	var res Result
+	if d.Fence != 0 {
+		if err := s.claim(ctx, d.Order.GoodsID, d.Fence); err != nil {
+			return res, err
+		}
+	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		release := func() {}
 		if inside != nil {
@@ -199,7 +215,7 @@ func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(co
 			defer release()
 		}
 		var g Goods
-		if err := tx.Select("id", "stock", "fence").Take(&g, d.Order.GoodsID).Error; err != nil {
+		if err := tx.Select("id", "stock").Take(&g, d.Order.GoodsID).Error; err != nil {
 			return goodsErr(d.Order.GoodsID, err)
 		}
 		if g.Stock < d.Order.Qty {
@@ -214,7 +230,7 @@ func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(co
 				return fmt.Errorf("write stock: %w", err)
 			}
 		} else {
-			r := tx.Exec("UPDATE goods SET stock = ?, fence = ? WHERE id = ? AND fence < ?", remaining, d.Fence, g.ID, d.Fence)
+			r := tx.Exec("UPDATE goods SET stock = ? WHERE id = ? AND fence = ?", remaining, g.ID, d.Fence)
 			if r.Error != nil {
 				return fmt.Errorf("write stock: %w", r.Error)
 			}
@@ -228,6 +244,22 @@ func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(co
 	})
 	res.Order = d.Order
 	return res, err
+}
+
+// claim marks goods id as being worked on by the holder of token, unless
+// a holder with a token at least as new already claimed it.
+func (s *Store) claim(ctx context.Context, id int64, token uint64) error {
+	r := s.db.WithContext(ctx).Exec("UPDATE goods SET fence = ? WHERE id = ? AND fence < ?", token, id, token)
+	if r.Error != nil {
+		return fmt.Errorf("claim goods %d with token %d: %w", id, token, r.Error)
+	}
+	if r.RowsAffected == 0 {
+		if _, err := s.Goods(ctx, id); err != nil {
+			return err
+		}
+		return fmt.Errorf("token %d is older than the goods' fence: %w", token, ErrStaleLock)
+	}
+	return nil
 }
 
 // ForUpdate runs the unit with SELECT ... FOR UPDATE: the row lock is the

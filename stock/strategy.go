@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -114,15 +115,28 @@ type Config struct {
 	// LockWait is the budget for acquiring the lock (or, for store
 	// strategies, for row locks and retries). Default 5s.
 	LockWait time.Duration
-	// Fencing makes the stock write conditional on the lock's token:
-	// `... AND fence < token`. Only strategies whose lock supplies tokens
-	// accept it.
+	// Fencing makes the holder claim the goods row with the lock's token
+	// before it reads (`SET fence = token WHERE fence < token`) and makes
+	// the stock write conditional on that claim still standing
+	// (`... AND fence = token`): a holder whose lock expired and was taken
+	// by a newer token is rolled back with ErrStaleLock. Only strategies
+	// whose lock supplies tokens accept it.
 	Fencing bool
+	// Watchdog keeps a held lock alive past its TTL (Redis watchdog,
+	// Redlock extension, MySQL expires_at renewal). Default true. Turning
+	// it off makes a holder that works longer than lock_ttl lose its lock
+	// while it still works, as a stop-the-world pause would: the scenario
+	// fencing exists for. Only redis, redlock and mysql-unique accept it.
+	Watchdog bool
 }
+
+// renewing lists the strategies whose lock renews itself and can be told
+// not to.
+var renewing = []string{Redis, Redlock, MySQLUnique}
 
 // DefaultConfig returns the defaults for strategy name.
 func DefaultConfig(name string) Config {
-	return Config{Name: name, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait}
+	return Config{Name: name, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true}
 }
 
 // Validate checks c and names the first problem.
@@ -140,6 +154,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("lock_wait %s out of range (0, %s]", c.LockWait, MaxLockWait)
 	case c.Fencing && !info.Tokens:
 		return fmt.Errorf("fencing needs a lock that supplies tokens; %s does not (use redis, zookeeper, etcd or mysql-unique)", c.Name)
+	case !c.Watchdog && !slices.Contains(renewing, c.Name):
+		return fmt.Errorf("watchdog can be turned off only for %s; %s has none to turn off or keeps its session alive on its own", strings.Join(renewing, ", "), c.Name)
 	}
 	return nil
 }
@@ -151,14 +167,15 @@ type configJSON struct {
 	LockTTL   string `json:"lock_ttl"`
 	LockWait  string `json:"lock_wait"`
 	Fencing   bool   `json:"fencing"`
+	Watchdog  *bool  `json:"watchdog,omitempty"`
 }
 
 // MarshalJSON writes durations as Go duration strings ("250ms").
 func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing})
+	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog})
 }
 
-// UnmarshalJSON reads durations as Go duration strings. Omitted durations
+// UnmarshalJSON reads durations as Go duration strings. Omitted fields
 // take their defaults.
 func (c *Config) UnmarshalJSON(b []byte) error {
 	var w configJSON
@@ -167,6 +184,9 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	}
 	out := DefaultConfig(w.Name)
 	out.Fencing = w.Fencing
+	if w.Watchdog != nil {
+		out.Watchdog = *w.Watchdog
+	}
 	for _, f := range []struct {
 		field string
 		raw   string

@@ -30,6 +30,7 @@ func runBench(ctx context.Context, args []string) error {
 	lockTTL := fs.Duration("lock-ttl", 0, "lock TTL (0 = the service default)")
 	lockWait := fs.Duration("lock-wait", 0, "lock wait budget (0 = the service default)")
 	fencing := fs.Bool("fencing", false, "have the service check fencing tokens")
+	noWatchdog := fs.Bool("no-watchdog", false, "have redis, redlock and mysql-unique not renew held locks: with --work-delay > --lock-ttl, holders go stale")
 	repeat := fs.Int("repeat", 1, "runs per strategy (the table shows median and min–max)")
 	seed := fs.Int64("seed", 0, "seed of request and user ids (0 = from the clock; recorded in the report)")
 	goods := fs.Int64("goods", bench.DefaultGoodsID, "goods id to sell")
@@ -72,7 +73,7 @@ func runBench(ctx context.Context, args []string) error {
 	o := bench.Options{
 		Strategies: names, Stock: *stock, Requests: *requests, Concurrency: *concurrency, Qty: *qty,
 		Rate: *rate, Repeat: *repeat, Seed: *seed, GoodsID: *goods, Instances: *instances,
-		WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing,
+		WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing, NoWatchdog: *noWatchdog,
 		RequestTimeout: *reqTimeout, RunTimeout: *runTimeout, CalibrateRequests: *calRequests,
 		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
 	}

@@ -108,8 +108,8 @@ type pingLocker struct {
 func (p pingLocker) Ping(ctx context.Context) error { return p.ping(ctx) }
 
 // locker is the service's LockerFactory.
-func (b *backends) locker(name string, ttl time.Duration) (stock.Locker, error) {
-	l, err := b.newLocker(name, ttl)
+func (b *backends) locker(name string, opts lockimpl.Options) (stock.Locker, error) {
+	l, err := b.newLocker(name, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -173,8 +173,7 @@ func (b *backends) pingZK(ctx context.Context) error {
 	}
 }
 
-func (b *backends) newLocker(name string, ttl time.Duration) (stock.Locker, error) {
-	opts := lockimpl.Options{TTL: ttl}
+func (b *backends) newLocker(name string, opts lockimpl.Options) (stock.Locker, error) {
 	need := func(ok bool, what, env string) error {
 		if ok {
 			return nil
@@ -214,7 +213,7 @@ func (b *backends) newLocker(name string, ttl time.Duration) (stock.Locker, erro
 		if err := need(b.zk != nil, "ZooKeeper", config.EnvZKServers); err != nil {
 			return nil, err
 		}
-		conn, err := b.zkConn(ttl)
+		conn, err := b.zkConn(opts.TTLOrDefault())
 		if err != nil {
 			return nil, err
 		}

@@ -38,6 +38,9 @@ type Capabilities struct {
 	// LostLease: the backend reports lost ownership through Lease.Lost; the
 	// Factory's Break hook must be set.
 	LostLease bool
+	// NoRenew: the backend honours Options.NoRenew, so without renewal a
+	// held lock expires after its TTL and another instance gets it.
+	NoRenew bool
 }
 
 // Factory builds Locker instances of one backend for the suite.
@@ -112,6 +115,9 @@ func Run(t *testing.T, f Factory) {
 	}
 	if f.Caps.LostLease {
 		t.Run("LostLease", func(t *testing.T) { t.Parallel(); lostLease(t, f) })
+	}
+	if f.Caps.NoRenew {
+		t.Run("ExpiresWithoutRenewal", func(t *testing.T) { t.Parallel(); expiresWithoutRenewal(t, f) })
 	}
 }
 
@@ -337,6 +343,38 @@ func heldPastTTL(t *testing.T, f Factory) {
 		t.Fatalf("lease.Err() = %v, want nil", err)
 	}
 	mustUnlock(t, lease)
+}
+
+// expiresWithoutRenewal: with Options.NoRenew a holder that keeps the lock
+// past its TTL loses it to another instance, and that one's token is
+// higher: the setting the lab uses to show what fencing is for.
+func expiresWithoutRenewal(t *testing.T, f Factory) {
+	opts := lockimpl.Options{TTL: 500 * time.Millisecond, NoRenew: true}
+	a, b := f.pair(t, opts)
+	key := Key(t)
+	ctx := ctxT(t, 30*time.Second)
+	first, err := a.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	start := time.Now()
+	second, err := b.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("second Lock after the TTL: %v", err)
+	}
+	if waited := time.Since(start); waited < opts.TTL/2 {
+		t.Fatalf("second holder got the lock after %v, before the first one's TTL %v ran out", waited, opts.TTL)
+	}
+	if f.Caps.Tokens && second.Token <= first.Token {
+		t.Fatalf("token of the new holder %d <= stale holder's %d", second.Token, first.Token)
+	}
+	if err := first.Unlock(ctx); !errors.Is(err, lockimpl.ErrNotHeld) {
+		t.Fatalf("stale holder's Unlock: err = %v, want ErrNotHeld (it must not release the new holder's lock)", err)
+	}
+	if _, err := a.TryLock(ctx, key); !errors.Is(err, lockimpl.ErrLocked) {
+		t.Fatalf("TryLock while the new holder holds: err = %v, want ErrLocked", err)
+	}
+	mustUnlock(t, second)
 }
 
 func lostLease(t *testing.T, f Factory) {

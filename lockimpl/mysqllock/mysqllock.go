@@ -90,9 +90,10 @@ ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)`, name)
 // Locker is the unique-row lock. Build it with New; it is safe for
 // concurrent use.
 type Locker struct {
-	db     *sql.DB
-	ttl    time.Duration
-	prefix string
+	db      *sql.DB
+	ttl     time.Duration
+	prefix  string
+	noRenew bool
 }
 
 var _ lockimpl.Locker = (*Locker)(nil)
@@ -102,7 +103,7 @@ var _ lockimpl.Locker = (*Locker)(nil)
 // expires_at is set ahead, renewed at TTL/3; Prefix (default "") is
 // prepended to the key to form the row name.
 func New(db *sql.DB, opts lockimpl.Options) *Locker {
-	return &Locker{db: db, ttl: opts.TTLOrDefault(), prefix: opts.PrefixOr("")}
+	return &Locker{db: db, ttl: opts.TTLOrDefault(), prefix: opts.PrefixOr(""), noRenew: opts.NoRenew}
 }
 
 // Name returns the row name of the lock named key.
@@ -284,6 +285,10 @@ func (l *Locker) hold(key, name, owner string, id int64, token uint64) *lockimpl
 		}
 		return nil
 	})
+	if l.noRenew { // Options.NoRenew: the row expires after TTL
+		close(done)
+		return lease
+	}
 	go func() {
 		defer close(done)
 		every := l.ttl / 3

@@ -48,7 +48,7 @@ func TestConformance(t *testing.T) {
 		New: func(tb testing.TB, opts lockimpl.Options) lockimpl.Locker {
 			return mysqllock.New(db(tb), opts)
 		},
-		Caps: locktest.Capabilities{Distributed: true, Tokens: true, Watchdog: true, LostLease: true},
+		Caps: locktest.Capabilities{Distributed: true, Tokens: true, Watchdog: true, LostLease: true, NoRenew: true},
 		Break: func(tb testing.TB, l lockimpl.Locker, lease *lockimpl.Lease) {
 			if _, err := db(tb).Exec(`DELETE FROM `+mysqllock.Table+` WHERE name = ?`, l.(*mysqllock.Locker).Name(lease.Key)); err != nil {
 				tb.Fatalf("delete row: %v", err)

@@ -103,9 +103,10 @@ return 0
 // Locker is the Redis lock. Build it with New; it is safe for concurrent
 // use. Close stops its subscription.
 type Locker struct {
-	client redis.UniversalClient
-	ttl    time.Duration
-	prefix string
+	client  redis.UniversalClient
+	ttl     time.Duration
+	prefix  string
+	noRenew bool
 
 	subMu   sync.Mutex
 	closed  bool
@@ -149,6 +150,7 @@ func New(client redis.UniversalClient, opts lockimpl.Options) *Locker {
 		client:  client,
 		ttl:     opts.TTLOrDefault(),
 		prefix:  opts.PrefixOr(DefaultPrefix),
+		noRenew: opts.NoRenew,
 		waiters: make(map[string][]*waiter),
 		holds:   make(map[*lockimpl.Lease]*hold),
 		id:      uuid.NewString(),
@@ -351,6 +353,9 @@ func (l *Locker) newHold(key, full, owner string, token uint64) *lockimpl.Lease 
 	lease := h.lease(key)
 	// A timer rather than a goroutine: nothing runs until the first renewal
 	// is due, so a short critical section costs no scheduling.
+	if l.noRenew {
+		return lease // Options.NoRenew: no watchdog, the hash expires after TTL
+	}
 	h.l.holdsMu.Lock()
 	h.timer = time.AfterFunc(l.ttl/3, h.renew)
 	h.l.holdsMu.Unlock()
@@ -378,7 +383,9 @@ func (h *hold) release(ctx context.Context, lease *lockimpl.Lease) error {
 	if h.refs.Add(-1) == 0 {
 		h.l.holdsMu.Lock()
 		h.stopped.Store(true)
-		h.timer.Stop()
+		if h.timer != nil {
+			h.timer.Stop()
+		}
 		h.l.holdsMu.Unlock()
 	}
 	n, err := releaseScript.Run(ctx, h.l.client, []string{h.key, h.l.channel(h.key)}, h.owner, h.l.ms()).Int64()

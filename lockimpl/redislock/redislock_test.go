@@ -37,7 +37,7 @@ func newLocker(tb testing.TB, opts lockimpl.Options) *redislock.Locker {
 func TestConformance(t *testing.T) {
 	locktest.Run(t, locktest.Factory{
 		New:  func(tb testing.TB, opts lockimpl.Options) lockimpl.Locker { return newLocker(tb, opts) },
-		Caps: locktest.Capabilities{Distributed: true, Tokens: true, Watchdog: true, LostLease: true},
+		Caps: locktest.Capabilities{Distributed: true, Tokens: true, Watchdog: true, LostLease: true, NoRenew: true},
 		Break: func(tb testing.TB, l lockimpl.Locker, lease *lockimpl.Lease) {
 			if err := client(tb).Del(context.Background(), l.(*redislock.Locker).Key(lease.Key)).Err(); err != nil {
 				tb.Fatalf("DEL: %v", err)

@@ -36,9 +36,10 @@ const attemptTimeout = 2 * time.Second
 // Locker is the Redlock lock. Build it with New; it is safe for concurrent
 // use.
 type Locker struct {
-	rs     *redsync.Redsync
-	ttl    time.Duration
-	prefix string
+	rs      *redsync.Redsync
+	ttl     time.Duration
+	prefix  string
+	noRenew bool
 }
 
 var _ lockimpl.Locker = (*Locker)(nil)
@@ -51,7 +52,7 @@ func New(clients []redis.UniversalClient, opts lockimpl.Options) *Locker {
 	for _, c := range clients {
 		pools = append(pools, goredis.NewPool(c))
 	}
-	return &Locker{rs: redsync.New(pools...), ttl: opts.TTLOrDefault(), prefix: opts.PrefixOr(DefaultPrefix)}
+	return &Locker{rs: redsync.New(pools...), ttl: opts.TTLOrDefault(), prefix: opts.PrefixOr(DefaultPrefix), noRenew: opts.NoRenew}
 }
 
 // Key returns the Redis key (on every master) of the lock named key.
@@ -132,6 +133,10 @@ func (l *Locker) hold(key string, m *redsync.Mutex) *lockimpl.Lease {
 		}
 		return nil
 	})
+	if l.noRenew { // Options.NoRenew: the keys expire after TTL
+		close(done)
+		return lease
+	}
 	go func() {
 		defer close(done)
 		every := l.ttl / 3

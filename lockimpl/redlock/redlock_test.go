@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 		New: func(tb testing.TB, opts lockimpl.Options) lockimpl.Locker {
 			return redlock.New(clients(tb), opts)
 		},
-		Caps: locktest.Capabilities{Distributed: true, Watchdog: true, LostLease: true},
+		Caps: locktest.Capabilities{Distributed: true, Watchdog: true, LostLease: true, NoRenew: true},
 		Break: func(tb testing.TB, l lockimpl.Locker, lease *lockimpl.Lease) {
 			for _, c := range clients(tb) {
 				if err := c.Del(context.Background(), l.(*redlock.Locker).Key(lease.Key)).Err(); err != nil {
