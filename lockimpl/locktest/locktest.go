@@ -22,6 +22,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 )
 
@@ -478,4 +481,20 @@ func Handoff(b *testing.B, a, w lockimpl.Locker) {
 		b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "handoff-p50-ms")
 		b.ReportMetric(float64(durs[len(durs)*99/100].Microseconds())/1000, "handoff-p99-ms")
 	}
+}
+
+// RedisClient opens a new client to the primary Redis of the test
+// environment (the first of SECKILL_REDIS_ADDRS), closed at cleanup; a
+// Redis that does not answer fails (CI) or skips the test.
+func RedisClient(tb testing.TB) *redis.Client {
+	tb.Helper()
+	addr := testenv.List(tb, testenv.RedisAddrs)[0]
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	tb.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		testenv.Unavailable(tb, "redis "+addr, err)
+	}
+	return c
 }

@@ -8,25 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
 )
 
-// client opens a new client to the primary Redis, closed at cleanup.
-func client(tb testing.TB) *redis.Client {
-	tb.Helper()
-	addrs := testenv.List(tb, testenv.RedisAddrs)
-	c := redis.NewClient(&redis.Options{Addr: addrs[0]})
-	tb.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		testenv.Unavailable(tb, "redis "+addrs[0], err)
-	}
-	return c
-}
+func client(tb testing.TB) *redis.Client { return locktest.RedisClient(tb) }
 
 func newLocker(tb testing.TB, opts lockimpl.Options) *redislock.Locker {
 	l := redislock.New(client(tb), opts)
