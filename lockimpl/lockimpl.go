@@ -159,3 +159,45 @@ func (l *Lease) MarkLost(cause error) {
 		close(l.lost)
 	})
 }
+
+// KeepAlive renews a held lease every ttl/3 with renew until the returned
+// stop is called (stop waits for a renewal in flight). A renew error that
+// wraps ErrNotHeld means ownership is gone: the lease is marked lost at
+// once. Any other error is transient: the lease is marked lost only when no
+// renewal succeeded for a whole ttl. Each renewal runs under a ttl/3
+// timeout.
+func KeepAlive(ttl time.Duration, lease *Lease, renew func(ctx context.Context) error) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		every := ttl / 3
+		t := time.NewTicker(every)
+		defer t.Stop()
+		lastOK := time.Now()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			err := renew(ctx)
+			cancel()
+			switch {
+			case err == nil:
+				lastOK = time.Now()
+			case errors.Is(err, ErrNotHeld):
+				lease.MarkLost(err)
+				return
+			case time.Since(lastOK) >= ttl:
+				lease.MarkLost(fmt.Errorf("no renewal for %v: %w", ttl, err))
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
+		<-done
+	}
+}

@@ -74,7 +74,7 @@ type ServiceOptions struct {
 // for concurrent use; the strategy can be switched at any time.
 type Service struct {
 	opts ServiceOptions
-	cfg  atomic.Pointer[Config]
+	cur  atomic.Pointer[active]
 
 	mu      sync.Mutex
 	lockers map[string]Locker
@@ -107,8 +107,16 @@ func (s *Service) Instance() string { return s.opts.Instance }
 // MaxQty is the largest qty accepted per purchase.
 func (s *Service) MaxQty() int64 { return s.opts.MaxQty }
 
+// active is the current setting with the Locker it runs under (nil for
+// strategies without one), switched as one value so a purchase never sees
+// a setting with another setting's lock.
+type active struct {
+	cfg    Config
+	locker Locker
+}
+
 // Config returns the current strategy setting.
-func (s *Service) Config() Config { return *s.cfg.Load() }
+func (s *Service) Config() Config { return s.cur.Load().cfg }
 
 // SetConfig validates c and switches to it. The lock backend is built (or
 // taken from the cache) first, so a backend that is not configured is an
@@ -117,28 +125,31 @@ func (s *Service) SetConfig(c Config) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	for _, name := range lockerNames(c.Name) {
-		if _, err := s.locker(name, c.lockOptions()); err != nil {
+	a := &active{cfg: c}
+	if name := lockerName(c.Name); name != "" {
+		l, err := s.locker(name, c.lockOptions())
+		if err != nil {
 			return err
 		}
+		a.locker = l
 	}
 	if c.Name == RedisAtomic && s.opts.Mirror == nil {
 		return fmt.Errorf("strategy %s needs Redis: %w", c.Name, ErrBackendUnavailable)
 	}
-	s.cfg.Store(&c)
+	s.cur.Store(a)
 	return nil
 }
 
-// lockerNames are the Locker backends a strategy uses.
-func lockerNames(name string) []string {
+// lockerName is the Locker backend strategy name runs under ("" for none).
+func lockerName(name string) string {
 	info, _ := Lookup(name)
 	switch {
 	case info.Kind == KindLocker:
-		return []string{name}
+		return name
 	case name == MutexTx:
-		return []string{Mutex}
+		return Mutex
 	}
-	return nil
+	return ""
 }
 
 // lockOptions are the lockimpl options of setting c.
@@ -214,7 +225,8 @@ func (s *Service) Purchase(ctx context.Context, r PurchaseRequest) (Receipt, err
 	if err := s.Validate(r); err != nil {
 		return Receipt{}, err
 	}
-	cfg := s.Config()
+	a := s.cur.Load()
+	cfg := a.cfg
 	if r.RequestID != "" {
 		if rc, ok, err := s.replay(ctx, r.RequestID); err != nil || ok {
 			return rc, s.classify(ctx, err)
@@ -226,7 +238,7 @@ func (s *Service) Purchase(ctx context.Context, r PurchaseRequest) (Receipt, err
 		Order:     Order{GoodsID: r.GoodsID, Qty: r.Qty, UserID: r.UserID, RequestID: r.RequestID, Instance: s.opts.Instance, Strategy: cfg.Name},
 		WorkDelay: cfg.WorkDelay,
 	}
-	res, err := s.run(ctx, cfg, d)
+	res, err := s.run(ctx, a, d)
 	if errors.Is(err, errDuplicateRequest) {
 		// A concurrent retry of the same key won; answer with its order.
 		rc, ok, rerr := s.replay(ctx, r.RequestID)
@@ -256,16 +268,12 @@ func (s *Service) replay(ctx context.Context, requestID string) (Receipt, bool, 
 		Strategy: o.Strategy, RequestID: o.RequestID, Fence: o.FenceToken, Replayed: true}, true, nil
 }
 
-func (s *Service) run(ctx context.Context, cfg Config, d Deduction) (Result, error) {
-	st := s.opts.Store
+func (s *Service) run(ctx context.Context, a *active, d Deduction) (Result, error) {
+	st, cfg, l := s.opts.Store, a.cfg, a.locker
 	switch cfg.Name {
 	case None:
 		return st.ReadModifyWrite(ctx, d, nil)
 	case MutexTx:
-		l, err := s.locker(Mutex, cfg.lockOptions())
-		if err != nil {
-			return Result{}, err
-		}
 		// Deliberately flawed (seed 003 "transaction mode"): the mutex is
 		// taken inside the transaction and released after the stock write
 		// but before the order insert and COMMIT, so the next holder can
@@ -286,10 +294,6 @@ func (s *Service) run(ctx context.Context, cfg Config, d Deduction) (Result, err
 		return st.Atomic(ctx, d)
 	case RedisAtomic:
 		return s.redisAtomic(ctx, d)
-	}
-	l, err := s.locker(cfg.Name, cfg.lockOptions())
-	if err != nil {
-		return Result{}, err
 	}
 	lease, err := s.acquire(ctx, cfg, l, LockKey(d.Order.GoodsID))
 	if err != nil {

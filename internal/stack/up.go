@@ -198,6 +198,21 @@ func (r *runner) start(name string, kind Kind, address, bin string, args, env []
 	return p, c, nil
 }
 
+// launch starts one component, waits (within o.StartTimeout) until check
+// passes against it, and reports it healthy.
+func (r *runner) launch(ctx context.Context, o Options, name string, kind Kind, address, bin string, args, env []string,
+	check func(ctx context.Context, c Component) error) error {
+	p, c, err := r.start(name, kind, address, bin, args, env)
+	if err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error { return check(ctx, c) }); err != nil {
+		return err
+	}
+	r.healthy(name)
+	return nil
+}
+
 func (r *runner) healthy(name string) {
 	r.logf("  %-10s healthy at %5.1fs\n", name, time.Since(r.t0).Seconds())
 }
@@ -376,15 +391,8 @@ func (r *runner) startRedis(ctx context.Context, o Options, paths map[string]str
 	}
 	args := []string{"--port", itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dataDir, "--daemonize", "no", "--logfile", "", "--maxclients", "10000"}
-	p, c, err := r.start(name, KindRedis, addr(port), paths["redis-server"], args, nil)
-	if err != nil {
-		return err
-	}
-	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error { return checkRedis(ctx, c.Addr) }); err != nil {
-		return err
-	}
-	r.healthy(name)
-	return nil
+	return r.launch(ctx, o, name, KindRedis, addr(port), paths["redis-server"], args, nil,
+		func(ctx context.Context, c Component) error { return checkRedis(ctx, c.Addr) })
 }
 
 func (r *runner) startEtcd(ctx context.Context, o Options, paths map[string]string) error {
@@ -398,15 +406,8 @@ func (r *runner) startEtcd(ctx context.Context, o Options, paths map[string]stri
 		"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
 		"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
 		"--initial-cluster", "seckill=http://" + peer}
-	p, c, err := r.start(name, KindEtcd, client, paths["etcd"], args, cleanEnv("ETCD_"))
-	if err != nil {
-		return err
-	}
-	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error { return checkEtcd(ctx, c.Addr) }); err != nil {
-		return err
-	}
-	r.healthy(name)
-	return nil
+	return r.launch(ctx, o, name, KindEtcd, client, paths["etcd"], args, cleanEnv("ETCD_"),
+		func(ctx context.Context, c Component) error { return checkEtcd(ctx, c.Addr) })
 }
 
 func (r *runner) startZooKeeper(ctx context.Context, o Options, paths map[string]string) error {
@@ -436,15 +437,8 @@ func (r *runner) startZooKeeper(ctx context.Context, o Options, paths map[string
 		"-Dzookeeper.log.dir=" + base, "-Dzookeeper.root.logger=INFO,CONSOLE",
 		"-Dlog4j.configuration=file:" + zkLog4jProp,
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg}
-	p, c, err := r.start(name, KindZooKeeper, addr(port), paths["java"], args, nil)
-	if err != nil {
-		return err
-	}
-	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error { return checkZooKeeper(ctx, c.Addr) }); err != nil {
-		return err
-	}
-	r.healthy(name)
-	return nil
+	return r.launch(ctx, o, name, KindZooKeeper, addr(port), paths["java"], args, nil,
+		func(ctx context.Context, c Component) error { return checkZooKeeper(ctx, c.Addr) })
 }
 
 // mysqlSocket returns the socket path, moved to the temp dir when the run
@@ -489,20 +483,13 @@ func (r *runner) startMariaDB(ctx context.Context, o Options, paths map[string]s
 		"--socket="+mysqlSocket(base), "--pid-file="+filepath.Join(base, "mariadb.pid"),
 		"--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=128M",
 		"--log-error="+filepath.Join(o.Dir, "logs", name+".log"))
-	p, c, err := r.start(name, KindMySQL, addr(port), paths["mariadbd"], args, nil)
-	if err != nil {
-		return err
-	}
-	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error {
-		if err := createDatabase(ctx, c.Addr); err != nil {
-			return err
-		}
-		return checkMySQL(ctx, mysqlDSN(c.Addr, DatabaseName))
-	}); err != nil {
-		return err
-	}
-	r.healthy(name)
-	return nil
+	return r.launch(ctx, o, name, KindMySQL, addr(port), paths["mariadbd"], args, nil,
+		func(ctx context.Context, c Component) error {
+			if err := createDatabase(ctx, c.Addr); err != nil {
+				return err
+			}
+			return checkMySQL(ctx, mysqlDSN(c.Addr, DatabaseName))
+		})
 }
 
 // installMariaDB initialises a datadir (in a temporary directory renamed
@@ -611,15 +598,7 @@ func (r *runner) startInstances(ctx context.Context, o Options, insts []Componen
 	for _, ic := range insts {
 		fns = append(fns, func(ctx context.Context) error {
 			args := []string{"serve", "--listen", ic.Addr, "--name", ic.Name}
-			p, c, err := r.start(ic.Name, KindInstance, ic.Addr, o.Binary, args, instanceEnv(r.st, ic))
-			if err != nil {
-				return err
-			}
-			if err := waitHealthy(ctx, c.Name, p, c.Log, o.StartTimeout, func(ctx context.Context) error { return checkInstance(ctx, c) }); err != nil {
-				return err
-			}
-			r.healthy(c.Name)
-			return nil
+			return r.launch(ctx, o, ic.Name, KindInstance, ic.Addr, o.Binary, args, instanceEnv(r.st, ic), checkInstance)
 		})
 	}
 	return parallel(ctx, fns...)
@@ -631,16 +610,7 @@ func (r *runner) startNginx(ctx context.Context, o Options, paths map[string]str
 	if err != nil {
 		return err
 	}
-	p, c, err := r.start(name, KindNginx, addr(r.st.port(offNginx)), paths["nginx"], nginxArgs(f), nil)
-	if err != nil {
-		return err
-	}
 	names := r.st.InstanceNames()
-	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error {
-		return checkNginx(ctx, c.URL(), names)
-	}); err != nil {
-		return err
-	}
-	r.healthy(name)
-	return nil
+	return r.launch(ctx, o, name, KindNginx, addr(r.st.port(offNginx)), paths["nginx"], nginxArgs(f), nil,
+		func(ctx context.Context, c Component) error { return checkNginx(ctx, c.URL(), names) })
 }

@@ -269,11 +269,9 @@ func (l *Locker) cleanup(name, owner string) {
 
 // hold builds the lease and starts the renewal of expires_at.
 func (l *Locker) hold(key, name, owner string, id int64, token uint64) *lockimpl.Lease {
-	stop := make(chan struct{})
-	done := make(chan struct{})
+	stopRenew := func() {}
 	lease := lockimpl.NewLease(key, token, func(ctx context.Context) error {
-		close(stop)
-		<-done
+		stopRenew()
 		res, err := l.execRetry(ctx, `DELETE FROM `+Table+` WHERE name = ? AND owner = ?`, name, owner)
 		if err != nil {
 			return fmt.Errorf("mysqllock: unlock %q: %w", key, err)
@@ -286,41 +284,21 @@ func (l *Locker) hold(key, name, owner string, id int64, token uint64) *lockimpl
 		return nil
 	})
 	if l.noRenew { // Options.NoRenew: the row expires after TTL
-		close(done)
 		return lease
 	}
-	go func() {
-		defer close(done)
-		every := l.ttl / 3
-		t := time.NewTicker(every)
-		defer t.Stop()
-		lastOK := time.Now()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), every)
-			res, err := l.execRetry(ctx,
-				`UPDATE `+Table+` SET expires_at = NOW(6) + INTERVAL ? MICROSECOND WHERE id = ? AND owner = ?`,
-				l.ttl.Microseconds(), id, owner)
-			cancel()
-			var n int64
-			if err == nil {
-				n, err = res.RowsAffected()
-			}
-			switch {
-			case err == nil && n > 0:
-				lastOK = time.Now()
-			case err == nil:
-				lease.MarkLost(fmt.Errorf("mysqllock: row %d of %q gone", id, name))
-				return
-			case time.Since(lastOK) >= l.ttl:
-				lease.MarkLost(fmt.Errorf("mysqllock: no renewal of %q for %v: %w", name, l.ttl, err))
-				return
-			}
+	stopRenew = lockimpl.KeepAlive(l.ttl, lease, func(ctx context.Context) error {
+		res, err := l.execRetry(ctx,
+			`UPDATE `+Table+` SET expires_at = NOW(6) + INTERVAL ? MICROSECOND WHERE id = ? AND owner = ?`,
+			l.ttl.Microseconds(), id, owner)
+		if err != nil {
+			return fmt.Errorf("mysqllock: renew %q: %w", name, err)
 		}
-	}()
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("mysqllock: renew %q: %w", name, err)
+		} else if n == 0 {
+			return fmt.Errorf("mysqllock: row %d of %q gone: %w", id, name, lockimpl.ErrNotHeld)
+		}
+		return nil
+	})
 	return lease
 }

@@ -114,14 +114,10 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 
 // hold builds the lease and starts the extender.
 func (l *Locker) hold(key string, m *redsync.Mutex) *lockimpl.Lease {
-	var (
-		mu   sync.Mutex // redsync.Mutex is not safe for concurrent use
-		stop = make(chan struct{})
-		done = make(chan struct{})
-	)
+	var mu sync.Mutex // redsync.Mutex is not safe for concurrent use
+	stopExtend := func() {}
 	lease := lockimpl.NewLease(key, 0, func(ctx context.Context) error {
-		close(stop)
-		<-done
+		stopExtend()
 		mu.Lock()
 		defer mu.Unlock()
 		ok, err := m.UnlockContext(ctx)
@@ -134,33 +130,20 @@ func (l *Locker) hold(key string, m *redsync.Mutex) *lockimpl.Lease {
 		return nil
 	})
 	if l.noRenew { // Options.NoRenew: the keys expire after TTL
-		close(done)
 		return lease
 	}
-	go func() {
-		defer close(done)
-		every := l.ttl / 3
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
+	// A failed extension means no quorum still holds the lock: lost at once.
+	stopExtend = lockimpl.KeepAlive(l.ttl, lease, func(ctx context.Context) error {
+		mu.Lock()
+		ok, err := m.ExtendContext(ctx)
+		mu.Unlock()
+		if !ok {
+			if err == nil {
+				err = redsync.ErrExtendFailed
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), every)
-			mu.Lock()
-			ok, err := m.ExtendContext(ctx)
-			mu.Unlock()
-			cancel()
-			if !ok {
-				if err == nil {
-					err = redsync.ErrExtendFailed
-				}
-				lease.MarkLost(fmt.Errorf("redlock: extend %q: %w", key, err))
-				return
-			}
+			return fmt.Errorf("redlock: extend %q: %w: %w", key, lockimpl.ErrNotHeld, err)
 		}
-	}()
+		return nil
+	})
 	return lease
 }
