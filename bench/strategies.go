@@ -9,46 +9,39 @@ import (
 	"github.com/seckill-lab/seckill/stock"
 )
 
-// Strategies lists, in report order, the lock strategies the service
-// implements (the names of PUT /admin/strategy), taken from the stock
-// package's catalogue: the one place that knows them.
+// Strategies lists, in report order, the strategies the service implements
+// (the names of PUT /admin/strategy), from the stock package's registry: the
+// one place that knows them.
 var Strategies = stock.StrategyNames()
 
 // Renewing lists the strategies whose lock renews itself while held and
-// can be told not to (--no-watchdog).
-var Renewing = []string{"redis", "redlock", "mysql-unique"}
+// can be told not to (NoWatchdog).
+var Renewing = stock.Names(func(s stock.Strategy) bool { return s.Renews })
 
 // Setting is what decides whether a strategy is expected to be correct.
 type Setting struct {
 	Instances int           // instances of the fleet
 	Work      time.Duration // work inside the critical section
 	TTL       time.Duration // lock TTL; 0 = the service default, assumed to outlast the work
-	// NoWatchdog: the lock is not renewed while held (--no-watchdog).
+	// NoWatchdog: the lock is not renewed while held.
 	NoWatchdog bool
 	Fencing    bool
 }
 
 // ExpectedCorrect reports whether strategy s is expected never to oversell
-// under st. The deliberately flawed ones are none and mutex-tx always,
-// mutex with more than one instance, and redis-ttl when the work outlasts
-// the TTL. redis, redlock and mysql-unique without their watchdog are
-// flawed too when the work outlasts the TTL, unless fencing rejects the
-// stale holder (redlock has no tokens to fence with).
+// under st, as its registry entry says (stock.Strategy.ExpectedCorrect).
+// An unknown name is not.
 func ExpectedCorrect(s string, st Setting) bool {
-	outlasts := st.TTL > 0 && st.Work >= st.TTL
-	switch s {
-	case "none", "mutex-tx":
+	info, ok := stock.Lookup(s)
+	if !ok {
 		return false
-	case "mutex":
-		return st.Instances <= 1
-	case "redis-ttl":
-		return !outlasts
-	case "redis", "redlock", "mysql-unique": // Renewing
-		if st.NoWatchdog && outlasts {
-			return st.Fencing && s != "redlock"
-		}
 	}
-	return slices.Contains(Strategies, s)
+	return info.ExpectedCorrect(stock.Setting{
+		Instances:       st.Instances,
+		WorkOutlastsTTL: st.TTL > 0 && st.Work >= st.TTL,
+		NoWatchdog:      st.NoWatchdog,
+		Fencing:         st.Fencing,
+	})
 }
 
 // ParseStrategies turns the --strategies value ("all" or a comma-separated

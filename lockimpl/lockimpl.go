@@ -65,6 +65,22 @@ type Options struct {
 	// etcd and ZooKeeper keep their sessions alive on their own and ignore
 	// it.
 	NoRenew bool
+	// OnCleanupError receives the errors of clean-up that runs after the
+	// caller stopped waiting and that no caller sees: a lock node or key
+	// left by an abandoned acquisition that could not be deleted, a lease
+	// that could not be revoked. op names the operation ("etcd revoke",
+	// "zookeeper delete"). Default nil: such errors are dropped (the
+	// backend's TTL, lease or session removes what is left).
+	OnCleanupError func(op string, err error)
+}
+
+// CleanupErrorOrDrop returns o.OnCleanupError, or a function that drops
+// the error when it is nil.
+func (o Options) CleanupErrorOrDrop() func(op string, err error) {
+	if o.OnCleanupError == nil {
+		return func(string, error) {}
+	}
+	return o.OnCleanupError
 }
 
 // TTLOrDefault returns o.TTL, or DefaultTTL when it is not set.
@@ -160,44 +176,67 @@ func (l *Lease) MarkLost(cause error) {
 	})
 }
 
-// KeepAlive renews a held lease every ttl/3 with renew until the returned
-// stop is called (stop waits for a renewal in flight). A renew error that
-// wraps ErrNotHeld means ownership is gone: the lease is marked lost at
-// once. Any other error is transient: the lease is marked lost only when no
-// renewal succeeded for a whole ttl. Each renewal runs under a ttl/3
-// timeout.
-func KeepAlive(ttl time.Duration, lease *Lease, renew func(ctx context.Context) error) (stop func()) {
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		every := ttl / 3
-		t := time.NewTicker(every)
-		defer t.Stop()
-		lastOK := time.Now()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), every)
-			err := renew(ctx)
-			cancel()
-			switch {
-			case err == nil:
-				lastOK = time.Now()
-			case errors.Is(err, ErrNotHeld):
-				lease.MarkLost(err)
-				return
-			case time.Since(lastOK) >= ttl:
-				lease.MarkLost(fmt.Errorf("no renewal for %v: %w", ttl, err))
-				return
-			}
+// KeepAlive renews a held lock every ttl/3 with renew until the returned
+// stop is called (stop waits for a renewal in flight). It is the one
+// renewal loop of the backends that renew (the Redis watchdog, the Redlock
+// extension, the MySQL expiry renewal). A renew error that wraps
+// ErrNotHeld means ownership is gone: lost is called at once. Any other
+// error is transient: lost is called only when no renewal succeeded for a
+// whole ttl. Each renewal runs under a ttl/3 timeout. It runs on a timer,
+// not a goroutine, so nothing is scheduled until the first renewal is due:
+// a short critical section costs nothing.
+func KeepAlive(ttl time.Duration, renew func(ctx context.Context) error, lost func(cause error)) (stop func()) {
+	every := ttl / 3
+	var (
+		mu       sync.Mutex
+		stopped  bool
+		lastOK   = time.Now()
+		timer    *time.Timer
+		inflight sync.WaitGroup
+	)
+	tick := func() {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			return
 		}
-	}()
-	var once sync.Once
+		inflight.Add(1)
+		mu.Unlock()
+		defer inflight.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		err := renew(ctx)
+		cancel()
+		mu.Lock()
+		if stopped { // released meanwhile: the result says nothing about loss
+			mu.Unlock()
+			return
+		}
+		var cause error
+		switch {
+		case err == nil:
+			lastOK = time.Now()
+		case errors.Is(err, ErrNotHeld):
+			cause = err
+		case time.Since(lastOK) >= ttl:
+			cause = fmt.Errorf("no renewal for %v: %w", ttl, err)
+		}
+		if cause != nil {
+			stopped = true
+			mu.Unlock()
+			lost(cause)
+			return
+		}
+		timer.Reset(every)
+		mu.Unlock()
+	}
+	mu.Lock()
+	timer = time.AfterFunc(every, tick)
+	mu.Unlock()
 	return func() {
-		once.Do(func() { close(quit) })
-		<-done
+		mu.Lock()
+		stopped = true
+		timer.Stop()
+		mu.Unlock()
+		inflight.Wait()
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,28 +17,19 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl"
 )
 
-// Locker is what the service needs of a lock backend.
+// Locker is what the service needs of a lock.
 type Locker interface {
 	Lock(ctx context.Context, key string) (*lockimpl.Lease, error)
 }
-
-// Pinger is implemented by lockers that can tell whether their backend
-// answers. When a lock wait runs out, the service pings: a backend that
-// does not answer is reported as ErrBackendUnavailable, not ErrLockTimeout.
-type Pinger interface {
-	Ping(ctx context.Context) error
-}
-
-// LockerFactory returns the Locker for a strategy name with the lock
-// options of the current setting (TTL, NoRenew). The service caches what it
-// returns, per name and options.
-type LockerFactory func(name string, opts lockimpl.Options) (Locker, error)
 
 // Observer receives the service's timings; the HTTP layer turns them into
 // Prometheus metrics. A nil Observer is allowed.
 type Observer interface {
 	LockWait(strategy string, d time.Duration)
 	LockHold(strategy string, d time.Duration)
+	// Error counts an error by kind: "unlock", "backend", and the
+	// clean-up operations of lockimpl.Options.OnCleanupError ("etcd
+	// revoke", "zookeeper delete", ...).
 	Error(kind string)
 }
 
@@ -53,13 +47,13 @@ type ServiceOptions struct {
 	Instance string
 	// Store is required.
 	Store *Store
-	// Lockers builds lock backends; required for locker strategies.
-	Lockers LockerFactory
+	// Backends are the lock backends by strategy name (see Clients and
+	// the registry's Open); a locker strategy without one is unavailable.
+	// Reset clears a goods' lock state at every one of them. The caller
+	// closes them after the service.
+	Backends map[string]LockBackend
 	// Mirror is required for redis-atomic.
 	Mirror Mirror
-	// ClearLocks, when set, is called by Reset to drop a goods' lock state
-	// (lock keys, fencing counters, lock rows) at the backends.
-	ClearLocks func(ctx context.Context, key string) error
 	// Observer receives timings; nil means none.
 	Observer Observer
 	// MaxQty bounds qty per purchase. Default 100.
@@ -76,8 +70,9 @@ type Service struct {
 	opts ServiceOptions
 	cur  atomic.Pointer[active]
 
-	mu      sync.Mutex
-	lockers map[string]Locker
+	mu      sync.Mutex // serialises SetConfig and Close
+	lockers map[lockerKey]*sharedLocker
+	closed  bool
 }
 
 // NewService validates opts and returns a Service.
@@ -94,8 +89,8 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Initial.Name == "" {
 		opts.Initial = DefaultConfig(None)
 	}
-	s := &Service{opts: opts, lockers: map[string]Locker{}}
-	if err := s.SetConfig(opts.Initial); err != nil {
+	s := &Service{opts: opts, lockers: map[lockerKey]*sharedLocker{}}
+	if err := s.SetConfig(context.Background(), opts.Initial); err != nil {
 		return nil, fmt.Errorf("initial strategy: %w", err)
 	}
 	return s, nil
@@ -109,70 +104,168 @@ func (s *Service) MaxQty() int64 { return s.opts.MaxQty }
 
 // active is the current setting with the Locker it runs under (nil for
 // strategies without one), switched as one value so a purchase never sees
-// a setting with another setting's lock.
+// a setting with another setting's lock. refs counts the purchases using
+// it; once it is replaced and the last of them is done, its locker is let
+// go.
 type active struct {
-	cfg    Config
-	locker Locker
+	cfg     Config
+	info    Strategy
+	backend LockBackend
+	locker  *sharedLocker
+
+	refs    atomic.Int64
+	retired atomic.Bool
+	done    sync.Once
+}
+
+// lockerKey identifies the Locker of a setting: settings that differ only
+// in knobs the lock does not see (work delay, lock wait, fencing) share one.
+type lockerKey struct {
+	name    string
+	ttl     time.Duration
+	noRenew bool
+}
+
+// sharedLocker is a Locker used by one or more actives (the current one
+// and replaced ones whose purchases are still running). It is closed when
+// the last of them lets it go.
+type sharedLocker struct {
+	Locker
+	users int // guarded by Service.mu
 }
 
 // Config returns the current strategy setting.
 func (s *Service) Config() Config { return s.cur.Load().cfg }
 
-// SetConfig validates c and switches to it. The lock backend is built (or
-// taken from the cache) first, so a backend that is not configured is an
-// error and the old setting stays.
-func (s *Service) SetConfig(c Config) error {
+// SetConfig validates c and switches to it. The lock is built first (or
+// shared with the current setting when its options are the same), so a
+// backend that is not configured is an error and the old setting stays.
+// The replaced setting's lock is closed once its last purchase is done.
+func (s *Service) SetConfig(ctx context.Context, c Config) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	a := &active{cfg: c}
-	if name := lockerName(c.Name); name != "" {
-		l, err := s.locker(name, c.lockOptions())
-		if err != nil {
-			return err
-		}
-		a.locker = l
-	}
+	info, _ := Lookup(c.Name)
+	a := &active{cfg: c, info: info}
 	if c.Name == RedisAtomic && s.opts.Mirror == nil {
 		return fmt.Errorf("strategy %s needs Redis: %w", c.Name, ErrBackendUnavailable)
 	}
-	s.cur.Store(a)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("stock: service closed")
+	}
+	if info.Kind == KindLocker {
+		b, ok := s.opts.Backends[c.Name]
+		if !ok {
+			return fmt.Errorf("strategy %s needs %s: %w", c.Name, info.Server, ErrNotConfigured)
+		}
+		a.backend = b
+		key := lockerKey{c.Name, c.LockTTL, !c.Watchdog}
+		sl, ok := s.lockers[key]
+		if !ok {
+			l, err := b.NewLocker(ctx, c.lockOptions(s.cleanupError))
+			if err != nil {
+				return fmt.Errorf("strategy %s: %w", c.Name, err)
+			}
+			sl = &sharedLocker{Locker: l}
+			s.lockers[key] = sl
+		}
+		sl.users++
+		a.locker = sl
+	}
+	if old := s.cur.Swap(a); old != nil {
+		old.retired.Store(true)
+		old.maybeDone(s)
+	}
 	return nil
 }
 
-// lockerName is the Locker backend strategy name runs under ("" for none).
-func lockerName(name string) string {
-	info, _ := Lookup(name)
-	switch {
-	case info.Kind == KindLocker:
-		return name
-	case name == MutexTx:
-		return Mutex
+// use pins the current setting for one purchase; the caller calls
+// a.unuse(s) when the purchase is done.
+func (s *Service) use() *active {
+	for {
+		a := s.cur.Load()
+		a.refs.Add(1)
+		if s.cur.Load() == a {
+			return a
+		}
+		a.unuse(s) // replaced meanwhile: take the new one
 	}
-	return ""
+}
+
+func (a *active) unuse(s *Service) {
+	if a.refs.Add(-1) == 0 {
+		a.maybeDone(s)
+	}
+}
+
+// maybeDone lets the setting's locker go once the setting is replaced and
+// no purchase uses it.
+func (a *active) maybeDone(s *Service) {
+	if !a.retired.Load() || a.refs.Load() != 0 {
+		return
+	}
+	a.done.Do(func() {
+		if a.locker != nil {
+			go s.letGo(a.cfg, a.locker)
+		}
+	})
+}
+
+// letGo drops one user of sl and closes it when it was the last.
+func (s *Service) letGo(c Config, sl *sharedLocker) {
+	s.mu.Lock()
+	sl.users--
+	last := sl.users == 0
+	if last {
+		delete(s.lockers, lockerKey{c.Name, c.LockTTL, !c.Watchdog})
+	}
+	s.mu.Unlock()
+	if !last {
+		return
+	}
+	if cl, ok := sl.Locker.(io.Closer); ok {
+		if err := cl.Close(); err != nil {
+			s.cleanupError("close locker", err)
+		}
+	}
+}
+
+// Lockers reports how many Lockers the service holds open: the current
+// setting's and those of replaced settings whose purchases still run.
+func (s *Service) Lockers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.lockers)
+}
+
+// Close closes every Locker the service built. Purchases must be over.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	lockers := s.lockers
+	s.lockers = map[lockerKey]*sharedLocker{}
+	s.mu.Unlock()
+	var errs []error
+	for _, sl := range lockers {
+		if cl, ok := sl.Locker.(io.Closer); ok {
+			errs = append(errs, cl.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cleanupError counts an error of background clean-up that no caller sees.
+func (s *Service) cleanupError(op string, _ error) {
+	if s.opts.Observer != nil {
+		s.opts.Observer.Error(op)
+	}
 }
 
 // lockOptions are the lockimpl options of setting c.
-func (c Config) lockOptions() lockimpl.Options {
-	return lockimpl.Options{TTL: c.LockTTL, NoRenew: !c.Watchdog}
-}
-
-func (s *Service) locker(name string, opts lockimpl.Options) (Locker, error) {
-	key := fmt.Sprintf("%s|%s|%t", name, opts.TTL, opts.NoRenew)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l, ok := s.lockers[key]; ok {
-		return l, nil
-	}
-	if s.opts.Lockers == nil {
-		return nil, fmt.Errorf("strategy %s: no lock backends configured", name)
-	}
-	l, err := s.opts.Lockers(name, opts)
-	if err != nil {
-		return nil, fmt.Errorf("strategy %s: %w", name, err)
-	}
-	s.lockers[key] = l
-	return l, nil
+func (c Config) lockOptions(onCleanupError func(op string, err error)) lockimpl.Options {
+	return lockimpl.Options{TTL: c.LockTTL, NoRenew: !c.Watchdog, OnCleanupError: onCleanupError}
 }
 
 // LockKey is the lock name guarding goods id.
@@ -225,7 +318,8 @@ func (s *Service) Purchase(ctx context.Context, r PurchaseRequest) (Receipt, err
 	if err := s.Validate(r); err != nil {
 		return Receipt{}, err
 	}
-	a := s.cur.Load()
+	a := s.use()
+	defer a.unuse(s)
 	cfg := a.cfg
 	if r.RequestID != "" {
 		if rc, ok, err := s.replay(ctx, r.RequestID); err != nil || ok {
@@ -269,23 +363,8 @@ func (s *Service) replay(ctx context.Context, requestID string) (Receipt, bool, 
 }
 
 func (s *Service) run(ctx context.Context, a *active, d Deduction) (Result, error) {
-	st, cfg, l := s.opts.Store, a.cfg, a.locker
+	st, cfg := s.opts.Store, a.cfg
 	switch cfg.Name {
-	case None:
-		return st.ReadModifyWrite(ctx, d, nil)
-	case MutexTx:
-		// Deliberately flawed (seed 003 "transaction mode"): the mutex is
-		// taken inside the transaction and released after the stock write
-		// but before the order insert and COMMIT, so the next holder can
-		// read the stock before this write is visible.
-		return st.ReadModifyWrite(ctx, d, func(ctx context.Context) (func(), error) {
-			lease, err := s.acquire(ctx, cfg, l, LockKey(d.Order.GoodsID))
-			if err != nil {
-				return nil, err
-			}
-			held := time.Now()
-			return func() { s.release(ctx, cfg, lease, held) }, nil
-		})
 	case MySQLForUpdate:
 		return st.ForUpdate(ctx, d, cfg.LockWait)
 	case MySQLOptimistic:
@@ -295,11 +374,32 @@ func (s *Service) run(ctx context.Context, a *active, d Deduction) (Result, erro
 	case RedisAtomic:
 		return s.redisAtomic(ctx, d)
 	}
-	lease, err := s.acquire(ctx, cfg, l, LockKey(d.Order.GoodsID))
+	if a.locker == nil { // KindUnprotected
+		return st.ReadModifyWrite(ctx, d, nil)
+	}
+	key := LockKey(d.Order.GoodsID)
+	if a.info.ReleaseBeforeCommit {
+		// Deliberately flawed (seed 003 "transaction mode"): the lock is
+		// taken inside the transaction and released after the stock write
+		// but before the order insert and COMMIT, so the next holder can
+		// read the stock before this write is visible.
+		return st.ReadModifyWrite(ctx, d, func(ctx context.Context) (func(), error) {
+			lease, err := s.acquire(ctx, a, key)
+			if err != nil {
+				return nil, err
+			}
+			held := time.Now()
+			return func() { s.release(ctx, cfg, lease, held) }, nil
+		})
+	}
+	lease, err := s.acquire(ctx, a, key)
 	if err != nil {
 		return Result{}, err
 	}
-	defer s.release(ctx, cfg, lease, time.Now())
+	// The release does not hold up the answer: the order is committed (or
+	// not) by then, and a stalled backend must not delay the reply.
+	held := time.Now()
+	defer func() { go s.release(ctx, cfg, lease, held) }()
 	if cfg.Fencing {
 		d.Fence = lease.Token
 		d.Order.FenceToken = lease.Token
@@ -307,12 +407,15 @@ func (s *Service) run(ctx context.Context, a *active, d Deduction) (Result, erro
 	return st.ReadModifyWrite(ctx, d, nil)
 }
 
-// acquire waits for the lock within cfg.LockWait.
-func (s *Service) acquire(ctx context.Context, cfg Config, l Locker, key string) (*lockimpl.Lease, error) {
+// acquire waits for a's lock on key within a.cfg.LockWait. A wait that
+// runs out while the backend does not answer is ErrBackendUnavailable, not
+// ErrLockTimeout.
+func (s *Service) acquire(ctx context.Context, a *active, key string) (*lockimpl.Lease, error) {
+	cfg := a.cfg
 	lctx, cancel := context.WithTimeout(ctx, cfg.LockWait)
 	defer cancel()
 	start := time.Now()
-	lease, err := l.Lock(lctx, key)
+	lease, err := a.locker.Lock(lctx, key)
 	if s.opts.Observer != nil {
 		s.opts.Observer.LockWait(cfg.Name, time.Since(start))
 	}
@@ -323,24 +426,28 @@ func (s *Service) acquire(ctx context.Context, cfg Config, l Locker, key string)
 		return nil, ctx.Err()
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		if p, ok := l.(Pinger); ok {
-			pctx, cancel := context.WithTimeout(ctx, time.Second)
-			perr := p.Ping(pctx)
-			cancel()
-			if perr != nil {
-				return nil, fmt.Errorf("%s lock: %w: %w", cfg.Name, ErrBackendUnavailable, perr)
-			}
+		// The ping gets what is left of a second past the wait: the
+		// answer comes within lock_wait + 1s.
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		perr := a.backend.Ping(pctx)
+		cancel()
+		if perr != nil {
+			return nil, fmt.Errorf("%s lock: %w: %w", cfg.Name, ErrBackendUnavailable, perr)
 		}
 		return nil, fmt.Errorf("waited %s for the %s lock: %w", cfg.LockWait, cfg.Name, ErrLockTimeout)
 	}
 	return nil, fmt.Errorf("%s lock: %w: %w", cfg.Name, ErrBackendUnavailable, err)
 }
 
+// releaseTimeout bounds an unlock; a lock that could not be released
+// expires with its TTL, lease or session.
+const releaseTimeout = 3 * time.Second
+
 func (s *Service) release(ctx context.Context, cfg Config, lease *lockimpl.Lease, held time.Time) {
 	if s.opts.Observer != nil {
 		s.opts.Observer.LockHold(cfg.Name, time.Since(held))
 	}
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if err := lease.Unlock(uctx); err != nil && s.opts.Observer != nil {
 		s.opts.Observer.Error("unlock")
@@ -397,8 +504,9 @@ func (s *Service) classify(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
 }
 
-// Reset sets goods id's stock, deletes its orders, clears its locks and
-// fencing counters and re-seeds the Redis mirror.
+// Reset sets goods id's stock, deletes its orders, clears its lock state at
+// every lock backend (lock keys, fencing counters, lock rows) and re-seeds
+// the Redis mirror.
 func (s *Service) Reset(ctx context.Context, goodsID, stock int64) error {
 	if goodsID <= 0 || stock < 0 {
 		return fmt.Errorf("%w: goods_id must be positive and stock not negative", ErrInvalid)
@@ -406,10 +514,15 @@ func (s *Service) Reset(ctx context.Context, goodsID, stock int64) error {
 	if err := s.opts.Store.Reset(ctx, goodsID, stock); err != nil {
 		return fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
 	}
-	if s.opts.ClearLocks != nil {
-		if err := s.opts.ClearLocks(ctx, LockKey(goodsID)); err != nil {
-			return fmt.Errorf("%w: clear locks: %w", ErrBackendUnavailable, err)
+	key := LockKey(goodsID)
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s.opts.Backends)) {
+		if err := s.opts.Backends[name].Clear(ctx, key); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: clear locks: %w", ErrBackendUnavailable, err)
 	}
 	if s.opts.Mirror != nil {
 		if err := s.opts.Mirror.Set(ctx, goodsID, stock); err != nil {

@@ -2,95 +2,10 @@ package stock
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
-
-// Strategy names, exactly as users type them (see STRATEGIES in README).
-const (
-	None            = "none"
-	Mutex           = "mutex"
-	MutexTx         = "mutex-tx"
-	RedisSpin       = "redis-spin"
-	RedisTTL        = "redis-ttl"
-	Redis           = "redis"
-	Redlock         = "redlock"
-	ZooKeeper       = "zookeeper"
-	Etcd            = "etcd"
-	MySQLUnique     = "mysql-unique"
-	MySQLForUpdate  = "mysql-forupdate"
-	MySQLOptimistic = "mysql-optimistic"
-	SQLAtomic       = "sql-atomic"
-	RedisAtomic     = "redis-atomic"
-)
-
-// Kind says how a strategy protects the read-modify-write.
-type Kind int
-
-const (
-	// KindUnprotected runs the read-modify-write with no protection.
-	KindUnprotected Kind = iota
-	// KindLocker runs the read-modify-write under a lockimpl Locker.
-	KindLocker
-	// KindStore runs inside the store (row lock, version CAS, atomic SQL,
-	// or the Redis atomic counter); there is no Locker.
-	KindStore
-)
-
-// StrategyInfo describes one strategy of the catalogue.
-type StrategyInfo struct {
-	Name string
-	Kind Kind
-	// Tokens reports whether the strategy's lock supplies fencing tokens.
-	Tokens bool
-	// Flawed marks the deliberately flawed teaching strategies.
-	Flawed bool
-	// Summary is one line for tables and help texts.
-	Summary string
-}
-
-// Catalogue lists every strategy, in the order reports show them.
-var Catalogue = []StrategyInfo{
-	{None, KindUnprotected, false, true, "plain read-modify-write, no lock"},
-	{Mutex, KindLocker, false, true, "in-process mutex around the whole unit (correct with 1 instance only)"},
-	{MutexTx, KindUnprotected, false, true, "in-process mutex taken inside the DB transaction, released before commit"},
-	{RedisSpin, KindLocker, false, true, "SETNX busy loop, no TTL, plain DEL"},
-	{RedisTTL, KindLocker, false, true, "SET NX PX + sleep-retry, DEL without owner check"},
-	{Redis, KindLocker, true, false, "reentrant hash lock, Lua CAS release, watchdog, pub/sub wake-up, INCR fencing token"},
-	{Redlock, KindLocker, false, false, "go-redsync over 5 independent Redis servers"},
-	{ZooKeeper, KindLocker, true, false, "ephemeral sequential znodes, watch the predecessor, czxid token"},
-	{Etcd, KindLocker, true, false, "lease + concurrency.Mutex, create revision token"},
-	{MySQLUnique, KindLocker, true, false, "lock row under a UNIQUE index, expired rows reclaimed"},
-	{MySQLForUpdate, KindStore, false, false, "SELECT ... FOR UPDATE in the deduction transaction"},
-	{MySQLOptimistic, KindStore, false, false, "version column CAS with bounded retries"},
-	{SQLAtomic, KindStore, false, false, "one conditional UPDATE, no lock (MySQL ceiling)"},
-	{RedisAtomic, KindStore, false, false, "Lua check-and-decrement in Redis, order persisted to MySQL"},
-}
-
-// StrategyNames returns the valid strategy names in catalogue order.
-func StrategyNames() []string {
-	out := make([]string, len(Catalogue))
-	for i, s := range Catalogue {
-		out[i] = s.Name
-	}
-	return out
-}
-
-// Lookup returns the catalogue entry for name.
-func Lookup(name string) (StrategyInfo, bool) {
-	for _, s := range Catalogue {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return StrategyInfo{}, false
-}
-
-// ErrUnknownStrategy is returned for a name not in the catalogue.
-var ErrUnknownStrategy = errors.New("unknown strategy")
 
 // Defaults for Config.
 const (
@@ -120,7 +35,7 @@ type Config struct {
 	// the stock write conditional on that claim still standing
 	// (`... AND fence = token`): a holder whose lock expired and was taken
 	// by a newer token is rolled back with ErrStaleLock. Only strategies
-	// whose lock supplies tokens accept it.
+	// whose registry entry has Tokens accept it.
 	Fencing bool
 	// Watchdog keeps a held lock alive past its TTL (Redis watchdog,
 	// Redlock extension, MySQL expires_at renewal). Default true. Turning
@@ -129,10 +44,6 @@ type Config struct {
 	// fencing exists for. Only redis, redlock and mysql-unique accept it.
 	Watchdog bool
 }
-
-// renewing lists the strategies whose lock renews itself and can be told
-// not to.
-var renewing = []string{Redis, Redlock, MySQLUnique}
 
 // DefaultConfig returns the defaults for strategy name.
 func DefaultConfig(name string) Config {
@@ -145,6 +56,8 @@ func (c Config) Validate() error {
 	if !ok {
 		return fmt.Errorf("%w %q: valid names are %s", ErrUnknownStrategy, c.Name, strings.Join(StrategyNames(), ", "))
 	}
+	tokens := func(s Strategy) bool { return s.Tokens }
+	renews := func(s Strategy) bool { return s.Renews }
 	switch {
 	case c.WorkDelay < 0 || c.WorkDelay > MaxWorkDelay:
 		return fmt.Errorf("work_delay %s out of range [0, %s]", c.WorkDelay, MaxWorkDelay)
@@ -153,9 +66,9 @@ func (c Config) Validate() error {
 	case c.LockWait <= 0 || c.LockWait > MaxLockWait:
 		return fmt.Errorf("lock_wait %s out of range (0, %s]", c.LockWait, MaxLockWait)
 	case c.Fencing && !info.Tokens:
-		return fmt.Errorf("fencing needs a lock that supplies tokens; %s does not (use redis, zookeeper, etcd or mysql-unique)", c.Name)
-	case !c.Watchdog && !slices.Contains(renewing, c.Name):
-		return fmt.Errorf("watchdog can be turned off only for %s; %s has none to turn off or keeps its session alive on its own", strings.Join(renewing, ", "), c.Name)
+		return fmt.Errorf("fencing needs a lock that supplies tokens; %s does not (use %s)", c.Name, strings.Join(Names(tokens), ", "))
+	case !c.Watchdog && !info.Renews:
+		return fmt.Errorf("watchdog can be turned off only for %s; %s has none to turn off or keeps its session alive on its own", strings.Join(Names(renews), ", "), c.Name)
 	}
 	return nil
 }

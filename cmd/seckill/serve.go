@@ -7,6 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill-lab/seckill/internal/app"
 	"github.com/seckill-lab/seckill/internal/config"
 )
@@ -22,6 +25,11 @@ func runServe(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// Process-wide settings belong here, not in constructors: go-redis's
+	// own pool log lines are dropped (failures reach the user as errors and
+	// /healthz), and Gin runs in release mode.
+	redis.SetLogger(voidLogger{})
+	gin.SetMode(gin.ReleaseMode)
 	in, err := app.New(ctx, cfg, *wait)
 	if err != nil {
 		return err
@@ -31,3 +39,8 @@ func runServe(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "seckill serve: instance %s listening on %s, strategy %s\n", cfg.Instance, addr, in.Service.Config().Name)
 	})
 }
+
+// voidLogger drops go-redis's internal log lines.
+type voidLogger struct{}
+
+func (voidLogger) Printf(context.Context, string, ...any) {}

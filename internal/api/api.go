@@ -321,7 +321,7 @@ func (h *handler) putStrategy(c *gin.Context) {
 		fail(c, http.StatusBadRequest, "invalid_field", strings.TrimPrefix(err.Error(), "json: "))
 		return
 	}
-	if err := h.Service.SetConfig(cfg); err != nil {
+	if err := h.Service.SetConfig(c.Request.Context(), cfg); err != nil {
 		switch {
 		case errors.Is(err, stock.ErrUnknownStrategy):
 			c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": "unknown_strategy", "detail": err.Error(), "valid": stock.StrategyNames()})

@@ -12,7 +12,6 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -57,24 +56,19 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 		b.Close()
 		return nil, err
 	}
-	if err := b.ensureSchema(ctx); err != nil {
-		b.Close()
-		return nil, err
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := api.NewMetrics(reg)
 	opts := stock.ServiceOptions{
 		Instance:   cfg.Instance,
 		Store:      store,
-		Lockers:    b.locker,
-		ClearLocks: b.clearLocks,
+		Backends:   b.locks,
 		Observer:   metrics,
 		MaxQty:     cfg.MaxQty,
 		Initial:    stock.DefaultConfig(cfg.Strategy),
 	}
-	if b.redis[0] != nil {
-		opts.Mirror = stock.NewRedisMirror(b.redis[0])
+	if b.clients.Redis != nil {
+		opts.Mirror = stock.NewRedisMirror(b.clients.Redis)
 	}
 	svc, err := stock.NewService(opts)
 	if err != nil {
@@ -85,8 +79,10 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 	return &Instance{Config: cfg, Service: svc, Handler: h, backends: b}, nil
 }
 
-// Close releases the backend clients.
-func (in *Instance) Close() error { return in.backends.Close() }
+// Close closes the service's lockers, then the backends and their clients.
+func (in *Instance) Close() error {
+	return errors.Join(in.Service.Close(), in.backends.Close())
+}
 
 // Serve listens on cfg.Listen until ctx is done, then shuts down
 // gracefully. ready, if not nil, is called with the bound address.
@@ -171,12 +167,10 @@ func openMySQL(ctx context.Context, dsn string, wait time.Duration) (*gorm.DB, e
 	return db, nil
 }
 
-var quietRedis sync.Once
-
-// newRedis builds a client with bounded timeouts. go-redis's own pool log
-// lines are silenced: failures reach the user as errors and /healthz.
+// newRedis builds a client with bounded timeouts. (go-redis's own pool log
+// lines are silenced by the command's main: failures reach the user as
+// errors and /healthz.)
 func newRedis(addr string) *redis.Client {
-	quietRedis.Do(func() { redis.SetLogger(voidLogger{}) })
 	return redis.NewClient(&redis.Options{
 		Addr:         addr,
 		DialTimeout:  time.Second,
@@ -186,8 +180,3 @@ func newRedis(addr string) *redis.Client {
 		MaxRetries:   1,
 	})
 }
-
-// voidLogger drops go-redis's internal log lines.
-type voidLogger struct{}
-
-func (voidLogger) Printf(context.Context, string, ...any) {}

@@ -51,6 +51,7 @@ type Locker struct {
 	client *clientv3.Client
 	ttl    int
 	prefix string
+	onErr  func(op string, err error)
 
 	mu     sync.Mutex
 	idle   []*concurrency.Session
@@ -72,6 +73,7 @@ func New(client *clientv3.Client, opts lockimpl.Options) *Locker {
 		client: client,
 		ttl:    ttl,
 		prefix: opts.PrefixOr(DefaultPrefix),
+		onErr:  opts.CleanupErrorOrDrop(),
 		held:   make(map[*lockimpl.Lease]*concurrency.Session),
 	}
 }
@@ -92,22 +94,39 @@ func (l *Locker) LeaseID(lease *lockimpl.Lease) (clientv3.LeaseID, bool) {
 	return s.Lease(), true
 }
 
-// Close revokes the idle sessions. Leases still held keep their sessions
-// until they are unlocked; those sessions are then closed.
+// Close revokes the idle sessions, each within cleanupTimeout. Leases still
+// held keep their sessions until they are unlocked; those sessions are then
+// closed.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	idle := l.idle
 	l.idle = nil
 	l.closed = true
 	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
 	var errs []error
 	for _, s := range idle {
-		if err := s.Close(); err != nil {
+		if err := l.closeSession(ctx, s); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("etcdlock: close sessions: %w", err)
+	}
+	return nil
+}
+
+// closeSession stops s's keep-alive and revokes its lease within ctx
+// (concurrency.Session.Close would wait up to the lease TTL on its own
+// clock). Once the keep-alive stopped, the lease expires within its TTL even
+// when the revoke fails.
+func (l *Locker) closeSession(ctx context.Context, s *concurrency.Session) error {
+	s.Orphan()
+	if _, err := l.client.Revoke(ctx, s.Lease()); err != nil {
+		err = fmt.Errorf("etcdlock: revoke lease %x: %w", s.Lease(), err)
+		l.onErr("etcd revoke", err)
+		return err
 	}
 	return nil
 }
@@ -134,9 +153,13 @@ func (l *Locker) session(ctx context.Context) (*concurrency.Session, error) {
 	}
 	s, err := concurrency.NewSession(l.client, concurrency.WithLease(grant.ID), concurrency.WithTTL(l.ttl))
 	if err != nil {
-		rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-		_, _ = l.client.Revoke(rctx, grant.ID)
-		cancel()
+		go func() { // the lease expires on its own if this fails too
+			rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+			defer cancel()
+			if _, rerr := l.client.Revoke(rctx, grant.ID); rerr != nil {
+				l.onErr("etcd revoke", fmt.Errorf("etcdlock: revoke lease %x: %w", grant.ID, rerr))
+			}
+		}()
 		return nil, fmt.Errorf("etcdlock: new session: %w", err)
 	}
 	return s, nil
@@ -156,20 +179,27 @@ func (l *Locker) put(s *concurrency.Session) {
 		return
 	}
 	l.mu.Unlock()
-	_ = s.Close()
-}
-
-// abandon deletes whatever key the failed acquisition may have left (the
-// Mutex deletes its key on a failed wait, but a request cut by ctx may have
-// been applied anyway) and returns the session to the pool.
-func (l *Locker) abandon(s *concurrency.Session, key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if _, err := l.client.Delete(ctx, fmt.Sprintf("%s%x", l.Prefix(key), s.Lease())); err != nil {
-		_ = s.Close() // revoking the lease removes the key for sure
-		return
-	}
-	l.put(s)
+	_ = l.closeSession(ctx, s)
+}
+
+// abandon deletes, in the background, whatever key the failed acquisition
+// may have left (the Mutex deletes its key on a failed wait, but a request
+// cut by ctx may have been applied anyway) and returns the session to the
+// pool; the caller, whose ctx may be done, does not wait for it. When the
+// delete fails, the session is closed: its lease going removes the key.
+func (l *Locker) abandon(s *concurrency.Session, key string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		if _, err := l.client.Delete(ctx, fmt.Sprintf("%s%x", l.Prefix(key), s.Lease())); err != nil {
+			l.onErr("etcd delete", fmt.Errorf("etcdlock: abandon %q: %w", key, err))
+			_ = l.closeSession(ctx, s)
+			return
+		}
+		l.put(s)
+	}()
 }
 
 // TryLock makes one attempt and returns lockimpl.ErrLocked when another
@@ -218,7 +248,11 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*lockimpl.L
 		<-done
 		resp, err := l.client.Delete(ctx, myKey)
 		if err != nil {
-			_ = s.Close()
+			go func() { // the caller's ctx may be done: revoke on our own clock
+				cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+				defer cancel()
+				_ = l.closeSession(cctx, s)
+			}()
 			return fmt.Errorf("etcdlock: unlock %q: %w", key, err)
 		}
 		l.put(s)
@@ -322,3 +356,32 @@ func waitDelete(ctx context.Context, client *clientv3.Client, key string, rev in
 	}
 	return errors.New("watch closed while waiting for delete")
 }
+
+// Backend is what the service needs of the etcd lock: a Locker per setting,
+// Ping and Clear.
+type Backend struct {
+	client *clientv3.Client
+}
+
+// NewBackend returns the backend over client (owned by the caller).
+func NewBackend(client *clientv3.Client) *Backend { return &Backend{client: client} }
+
+// NewLocker returns a Locker for opts. Close it when the setting it serves
+// is replaced: it keeps idle sessions alive.
+func (b *Backend) NewLocker(_ context.Context, opts lockimpl.Options) (lockimpl.Locker, error) {
+	return New(b.client, opts), nil
+}
+
+// Ping reads a key: it succeeds only when a quorum of the cluster answers.
+func (b *Backend) Ping(ctx context.Context) error {
+	if _, err := b.client.Get(ctx, DefaultPrefix+"health"); err != nil {
+		return fmt.Errorf("etcdlock: ping: %w", err)
+	}
+	return nil
+}
+
+// Clear does nothing: lock keys belong to session leases and go with them.
+func (b *Backend) Clear(context.Context, string) error { return nil }
+
+// Close does nothing: the client belongs to the caller.
+func (b *Backend) Close() error { return nil }

@@ -101,3 +101,26 @@ func (l *Locker) Held() int {
 	defer l.mu.Unlock()
 	return len(l.keys)
 }
+
+// Backend serves one in-process lock table to every setting: an
+// in-process lock has no server to ping and no state to clear.
+type Backend struct {
+	l *Locker
+}
+
+// NewBackend returns the backend over l, the instance's lock table.
+func NewBackend(l *Locker) *Backend { return &Backend{l: l} }
+
+// NewLocker returns the shared lock table (options do not apply to it).
+func (b *Backend) NewLocker(context.Context, lockimpl.Options) (lockimpl.Locker, error) {
+	return b.l, nil
+}
+
+// Ping always succeeds: the lock lives in this process.
+func (b *Backend) Ping(context.Context) error { return nil }
+
+// Clear does nothing: an unheld in-process lock leaves no state.
+func (b *Backend) Clear(context.Context, string) error { return nil }
+
+// Close does nothing.
+func (b *Backend) Close() error { return nil }

@@ -30,12 +30,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 
+	"github.com/seckill-lab/seckill/internal/mysqlerr"
 	"github.com/seckill-lab/seckill/lockimpl"
 )
 
@@ -109,30 +108,9 @@ func New(db *sql.DB, opts lockimpl.Options) *Locker {
 // Name returns the row name of the lock named key.
 func (l *Locker) Name(key string) string { return l.prefix + key }
 
-// MySQL error numbers.
-const (
-	erDupEntry        = 1062
-	erLockWaitTimeout = 1205
-	erLockDeadlock    = 1213
-)
+func isDuplicate(err error) bool { return mysqlerr.IsDuplicate(err) }
 
-func mysqlErrNo(err error) uint16 {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number
-	}
-	return 0
-}
-
-func isDuplicate(err error) bool { return mysqlErrNo(err) == erDupEntry }
-
-// isContention reports an InnoDB deadlock or lock wait timeout: the
-// statement was rolled back and may simply be tried again. Concurrent
-// INSERTs and DELETEs on one unique key produce them under load.
-func isContention(err error) bool {
-	n := mysqlErrNo(err)
-	return n == erLockDeadlock || n == erLockWaitTimeout
-}
+func isContention(err error) bool { return mysqlerr.IsContention(err) }
 
 // execRetry runs a statement, retrying it a few times on contention.
 func (l *Locker) execRetry(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -217,33 +195,23 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 // inserted or ctx is done.
 func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	name, owner := l.Name(key), uuid.NewString()
-	backoff := backoffMin
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("mysqllock: lock %q: %w", key, err)
-		}
+	lease, err := lockimpl.Poll(ctx, lockimpl.Backoff{Base: backoffMin, Max: backoffMax}, func(ctx context.Context) (*lockimpl.Lease, error) {
 		id, ok, err := l.attempt(ctx, name, owner)
 		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				// The insert may have landed before the cancellation cut
-				// the reply: make sure no row of ours stays.
-				l.cleanup(name, owner)
-				return nil, fmt.Errorf("mysqllock: lock %q: %w", key, ctxErr)
-			}
 			return nil, err
 		}
-		if ok {
-			return l.acquired(ctx, key, name, owner, id)
+		if !ok {
+			return nil, lockimpl.ErrLocked
 		}
-		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("mysqllock: lock %q: %w", key, ctx.Err())
-		}
-		backoff = min(backoff*2, backoffMax)
+		return l.acquired(ctx, key, name, owner, id)
+	})
+	if err != nil && ctx.Err() != nil {
+		// An insert may have landed before the cancellation cut the
+		// reply: make sure no row of ours stays.
+		l.cleanup(name, owner)
+		return nil, fmt.Errorf("mysqllock: lock %q: %w", key, ctx.Err())
 	}
+	return lease, err
 }
 
 // acquired fetches the token for a freshly inserted row and builds the
@@ -286,7 +254,7 @@ func (l *Locker) hold(key, name, owner string, id int64, token uint64) *lockimpl
 	if l.noRenew { // Options.NoRenew: the row expires after TTL
 		return lease
 	}
-	stopRenew = lockimpl.KeepAlive(l.ttl, lease, func(ctx context.Context) error {
+	stopRenew = lockimpl.KeepAlive(l.ttl, func(ctx context.Context) error {
 		res, err := l.execRetry(ctx,
 			`UPDATE `+Table+` SET expires_at = NOW(6) + INTERVAL ? MICROSECOND WHERE id = ? AND owner = ?`,
 			l.ttl.Microseconds(), id, owner)
@@ -299,6 +267,47 @@ func (l *Locker) hold(key, name, owner string, id int64, token uint64) *lockimpl
 			return fmt.Errorf("mysqllock: row %d of %q gone: %w", id, name, lockimpl.ErrNotHeld)
 		}
 		return nil
-	})
+	}, lease.MarkLost)
 	return lease
 }
+
+// Backend is what the service needs of the MySQL lock: a Locker per
+// setting, Ping and Clear of a key's lock row and fence counter.
+type Backend struct {
+	db *sql.DB
+}
+
+// NewBackend creates the lock tables if needed and returns the backend over
+// db (owned by the caller).
+func NewBackend(ctx context.Context, db *sql.DB) (*Backend, error) {
+	if err := EnsureSchema(ctx, db); err != nil {
+		return nil, err
+	}
+	return &Backend{db: db}, nil
+}
+
+// NewLocker returns a Locker for opts.
+func (b *Backend) NewLocker(_ context.Context, opts lockimpl.Options) (lockimpl.Locker, error) {
+	return New(b.db, opts), nil
+}
+
+// Ping checks the database.
+func (b *Backend) Ping(ctx context.Context) error {
+	if err := b.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("mysqllock: ping: %w", err)
+	}
+	return nil
+}
+
+// Clear deletes key's lock row and its fence counter.
+func (b *Backend) Clear(ctx context.Context, key string) error {
+	for _, table := range []string{Table, FenceTable} {
+		if _, err := b.db.ExecContext(ctx, "DELETE FROM "+table+" WHERE name = ?", key); err != nil {
+			return fmt.Errorf("mysqllock: clear %q in %s: %w", key, table, err)
+		}
+	}
+	return nil
+}
+
+// Close does nothing: the handle belongs to the caller.
+func (b *Backend) Close() error { return nil }

@@ -11,16 +11,28 @@
 //     an unlock message on "<key>:unlock"; releasing a lock that is no longer
 //     ours returns an error wrapping lockimpl.ErrNotHeld;
 //   - Reenter bumps the count of a held lease's owner (reentrancy);
-//   - a watchdog renews PEXPIRE at TTL/3 while the lease is held (Lua: only
-//     while our owner is still in the hash) and marks the lease lost when the
-//     lock is gone or no renewal succeeded for a whole TTL;
+//   - a watchdog (lockimpl.KeepAlive) renews PEXPIRE at TTL/3 while the
+//     lease is held (Lua: only while our owner is still in the hash) and
+//     marks the lease lost when the lock is gone or no renewal succeeded for
+//     a whole TTL;
 //   - waiters are woken by the unlock message: each Locker keeps ONE pattern
 //     subscription ("<prefix>*:unlock") and fans the messages out to its
 //     waiters per key, one waiter per message; a fallback timer of
 //     min(remaining PTTL, 100ms) bounds the wait if a message is missed.
 //
+// Fencing tokens survive a restart of the server. Redis runs without
+// persistence in the lab, so a restart loses the token counter; a plain INCR
+// would restart at 1 while the resource's fence still holds the last token
+// it accepted, and every fenced holder would be refused as stale forever.
+// So a missing counter is seeded with the server's clock in microseconds
+// (Redis TIME) before the INCR: tokens issued after a restart start above
+// every token issued before it, as long as fewer than a million tokens per
+// second were issued since the previous seeding and the server's clock did
+// not go back across the restart. The tokens are large (about 1.7e15), and
+// fit a MySQL BIGINT UNSIGNED and a float64 exactly.
+//
 // Keys: "<prefix><key>" (the hash), "<prefix><key>:fence" (the token
-// counter, kept forever so tokens never go back) and the channel
+// counter, kept until Clear so tokens never go back) and the channel
 // "<prefix><key>:unlock". The default prefix is "seckill:lock:". With Redis
 // Cluster, put a hash tag in the key ("{goods-1}") so the hash and its fence
 // share a slot.
@@ -53,11 +65,18 @@ const DefaultPrefix = "seckill:lock:"
 const maxWait = 100 * time.Millisecond
 
 // Acquire: KEYS[1]=hash, KEYS[2]=fence; ARGV[1]=owner, ARGV[2]=pttl.
-// Returns {1, token} when taken, {0, pttl} when held by someone else.
+// Returns {1, token} when taken, {0, pttl} when held by someone else. A
+// missing fence counter (a new key, a reset, or a server restarted without
+// persistence) is first seeded with the server's clock in microseconds, so
+// tokens keep increasing across a restart (see the package doc).
 var acquireScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if redis.call('EXISTS', KEYS[2]) == 0 then
+    local t = redis.call('TIME')
+    redis.call('SET', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))
+  end
   return {1, redis.call('INCR', KEYS[2])}
 end
 return {0, redis.call('PTTL', KEYS[1])}
@@ -130,15 +149,13 @@ type waiter struct{ wake chan struct{} }
 
 // hold is one owner's grip on a key, shared by a lease and its re-entries.
 type hold struct {
-	l       *Locker
-	key     string // full hash key
-	owner   string
-	token   uint64
-	refs    atomic.Int32 // leases (outer + reentered) not yet released
-	stopped atomic.Bool
-	timer   *time.Timer       // the watchdog: fires renew at TTL/3
-	lastOK  time.Time         // last successful renewal; only renew uses it
-	leases  []*lockimpl.Lease // guarded by Locker.holdsMu
+	l      *Locker
+	key    string // full hash key
+	owner  string
+	token  uint64
+	refs   atomic.Int32      // leases (outer + reentered) not yet released
+	stop   func()            // stops the watchdog; guarded by Locker.holdsMu
+	leases []*lockimpl.Lease // guarded by Locker.holdsMu
 }
 
 // New returns a Locker over client (a *redis.Client, ring or cluster client;
@@ -349,15 +366,14 @@ func (l *Locker) removeWaiter(full string, w *waiter) {
 }
 
 func (l *Locker) newHold(key, full, owner string, token uint64) *lockimpl.Lease {
-	h := &hold{l: l, key: full, owner: owner, token: token, lastOK: time.Now()}
+	h := &hold{l: l, key: full, owner: owner, token: token}
 	lease := h.lease(key)
-	// A timer rather than a goroutine: nothing runs until the first renewal
-	// is due, so a short critical section costs no scheduling.
 	if l.noRenew {
 		return lease // Options.NoRenew: no watchdog, the hash expires after TTL
 	}
+	stop := lockimpl.KeepAlive(l.ttl, h.renew, h.markLost)
 	h.l.holdsMu.Lock()
-	h.timer = time.AfterFunc(l.ttl/3, h.renew)
+	h.stop = stop
 	h.l.holdsMu.Unlock()
 	return lease
 }
@@ -382,11 +398,11 @@ func (h *hold) release(ctx context.Context, lease *lockimpl.Lease) error {
 	h.l.holdsMu.Unlock()
 	if h.refs.Add(-1) == 0 {
 		h.l.holdsMu.Lock()
-		h.stopped.Store(true)
-		if h.timer != nil {
-			h.timer.Stop()
-		}
+		stop := h.stop
 		h.l.holdsMu.Unlock()
+		if stop != nil {
+			stop()
+		}
 	}
 	n, err := releaseScript.Run(ctx, h.l.client, []string{h.key, h.l.channel(h.key)}, h.owner, h.l.ms()).Int64()
 	if err != nil {
@@ -408,37 +424,17 @@ func (h *hold) markLost(cause error) {
 	}
 }
 
-// renew is the watchdog tick: it renews the hash's PEXPIRE (only while our
-// owner is in it) and schedules itself again TTL/3 later. It marks the
-// leases lost when the owner is gone, or when no renewal succeeded for a
-// whole TTL.
-func (h *hold) renew() {
-	if h.stopped.Load() {
-		return
-	}
-	ttl := h.l.ttl
-	every := ttl / 3
-	ctx, cancel := context.WithTimeout(context.Background(), every)
+// renew is the watchdog's renewal: it renews the hash's PEXPIRE only while
+// our owner is in it, and reports lockimpl.ErrNotHeld when it is not.
+func (h *hold) renew(ctx context.Context) error {
 	n, err := renewScript.Run(ctx, h.l.client, []string{h.key}, h.owner, h.l.ms()).Int64()
-	cancel()
-	if h.stopped.Load() {
-		return // released meanwhile: the result says nothing about loss
+	if err != nil {
+		return fmt.Errorf("redislock: renew %q: %w", h.key, err)
 	}
-	switch {
-	case err == nil && n == 1:
-		h.lastOK = time.Now()
-	case err == nil:
-		h.markLost(fmt.Errorf("redislock: %q no longer held by this owner", h.key))
-		return
-	case time.Since(h.lastOK) >= ttl:
-		h.markLost(fmt.Errorf("redislock: no renewal of %q for %v: %w", h.key, ttl, err))
-		return
+	if n == 0 {
+		return fmt.Errorf("redislock: %q no longer held by this owner: %w", h.key, lockimpl.ErrNotHeld)
 	}
-	h.l.holdsMu.Lock()
-	if !h.stopped.Load() {
-		h.timer.Reset(every)
-	}
-	h.l.holdsMu.Unlock()
+	return nil
 }
 
 // Reenter takes the lock held by lease again for the same owner (the
@@ -462,3 +458,39 @@ func (l *Locker) Reenter(ctx context.Context, lease *lockimpl.Lease) (*lockimpl.
 	}
 	return h.lease(lease.Key), nil
 }
+
+// Backend is what the service needs of the Redis lock on its server: a
+// Locker per setting, Ping and Clear.
+type Backend struct {
+	client redis.UniversalClient
+}
+
+// NewBackend returns the backend over client (owned by the caller).
+func NewBackend(client redis.UniversalClient) *Backend { return &Backend{client: client} }
+
+// NewLocker returns a Locker for opts. Close it when the setting it serves
+// is replaced: it holds a pub/sub connection.
+func (b *Backend) NewLocker(_ context.Context, opts lockimpl.Options) (lockimpl.Locker, error) {
+	return New(b.client, opts), nil
+}
+
+// Ping checks the server.
+func (b *Backend) Ping(ctx context.Context) error {
+	if err := b.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redislock: ping: %w", err)
+	}
+	return nil
+}
+
+// Clear deletes key's lock hash and its fencing counter (the next token is
+// seeded from the server's clock).
+func (b *Backend) Clear(ctx context.Context, key string) error {
+	l := Locker{prefix: DefaultPrefix}
+	if err := b.client.Del(ctx, l.Key(key), l.FenceKey(key)).Err(); err != nil {
+		return fmt.Errorf("redislock: clear %q: %w", key, err)
+	}
+	return nil
+}
+
+// Close does nothing: the client belongs to the caller.
+func (b *Backend) Close() error { return nil }

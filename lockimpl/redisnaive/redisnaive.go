@@ -12,14 +12,14 @@
 //     then removes the second holder's lock.
 //
 // Both hand out token 0, have no watchdog and never report a lost lease.
-// The key is "<prefix><key>" with the default prefix "seckill:lock:".
+// The key is "<prefix><key>" with the default prefix "seckill:naive:".
+// NewSpinBackend and NewTTLBackend give the service what it needs of each:
+// a Locker per setting, a Ping of the server and a Clear of a key.
 package redisnaive
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,7 +28,10 @@ import (
 )
 
 // DefaultPrefix namespaces the Redis keys when Options.Prefix is empty.
-const DefaultPrefix = "seckill:lock:"
+const DefaultPrefix = "seckill:naive:"
+
+// ttlBackoff is redis-ttl's sleep between attempts: 5-10ms.
+var ttlBackoff = lockimpl.Backoff{Base: 10 * time.Millisecond}
 
 // Spin is the SETNX busy-loop lock. Safe for concurrent use.
 type Spin struct {
@@ -99,22 +102,11 @@ func (s *Spin) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error)
 
 // Lock repeats SETNX without pause until it succeeds or ctx is done.
 func (s *Spin) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
-	full := s.Key(key)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("redisnaive: lock %q: %w", key, err)
-		}
-		ok, err := s.client.SetNX(ctx, full, "1", 0).Result()
-		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return nil, fmt.Errorf("redisnaive: lock %q: %w", key, ctxErr)
-			}
-			return nil, fmt.Errorf("redisnaive: setnx %q: %w", full, err)
-		}
-		if ok {
-			return lockimpl.NewLease(key, 0, plainDel(s.client, full, key)), nil
-		}
+	lease, err := lockimpl.Poll(ctx, lockimpl.Backoff{}, func(ctx context.Context) (*lockimpl.Lease, error) { return s.TryLock(ctx, key) })
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("redisnaive: lock %q: %w", key, ctx.Err())
 	}
+	return lease, err
 }
 
 // TryLock makes one SET NX PX.
@@ -133,25 +125,52 @@ func (s *TTL) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 // Lock repeats SET NX PX with a 5-10ms sleep between attempts until it
 // succeeds or ctx is done.
 func (s *TTL) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
-	for {
-		lease, err := s.TryLock(ctx, key)
-		if err == nil {
-			return lease, nil
-		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("redisnaive: lock %q: %w", key, ctxErr)
-		}
-		if !isLocked(err) {
-			return nil, err
-		}
-		t := time.NewTimer(5*time.Millisecond + rand.N(5*time.Millisecond))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("redisnaive: lock %q: %w", key, ctx.Err())
-		}
+	lease, err := lockimpl.Poll(ctx, ttlBackoff, func(ctx context.Context) (*lockimpl.Lease, error) { return s.TryLock(ctx, key) })
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("redisnaive: lock %q: %w", key, ctx.Err())
 	}
+	return lease, err
 }
 
-func isLocked(err error) bool { return errors.Is(err, lockimpl.ErrLocked) }
+// Backend is what the service needs of one of these locks on its Redis
+// server: a Locker per setting, Ping and Clear.
+type Backend struct {
+	client redis.UniversalClient
+	build  func(redis.UniversalClient, lockimpl.Options) lockimpl.Locker
+}
+
+// NewSpinBackend returns the backend of the busy-loop lock over client
+// (owned by the caller).
+func NewSpinBackend(client redis.UniversalClient) *Backend {
+	return &Backend{client: client, build: func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return NewSpin(c, o) }}
+}
+
+// NewTTLBackend returns the backend of the SET NX PX lock over client
+// (owned by the caller).
+func NewTTLBackend(client redis.UniversalClient) *Backend {
+	return &Backend{client: client, build: func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return NewTTL(c, o) }}
+}
+
+// NewLocker returns the lock for opts (the default prefix).
+func (b *Backend) NewLocker(_ context.Context, opts lockimpl.Options) (lockimpl.Locker, error) {
+	return b.build(b.client, opts), nil
+}
+
+// Ping checks the server.
+func (b *Backend) Ping(ctx context.Context) error {
+	if err := b.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redisnaive: ping: %w", err)
+	}
+	return nil
+}
+
+// Clear deletes key's lock.
+func (b *Backend) Clear(ctx context.Context, key string) error {
+	if err := b.client.Del(ctx, DefaultPrefix+key).Err(); err != nil {
+		return fmt.Errorf("redisnaive: clear %q: %w", key, err)
+	}
+	return nil
+}
+
+// Close does nothing: the client belongs to the caller.
+func (b *Backend) Close() error { return nil }

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -28,7 +27,10 @@ import (
 )
 
 // DefaultPrefix namespaces the Redis keys when Options.Prefix is empty.
-const DefaultPrefix = "seckill:lock:"
+const DefaultPrefix = "seckill:redlock:"
+
+// backoff is the pause between two acquisition rounds: 5-10ms, jittered.
+var backoff = lockimpl.Backoff{Base: 10 * time.Millisecond}
 
 // attemptTimeout bounds one acquisition attempt across the masters.
 const attemptTimeout = 2 * time.Second
@@ -37,6 +39,7 @@ const attemptTimeout = 2 * time.Second
 // use.
 type Locker struct {
 	rs      *redsync.Redsync
+	pools   []redsyncredis.Pool
 	ttl     time.Duration
 	prefix  string
 	noRenew bool
@@ -52,7 +55,7 @@ func New(clients []redis.UniversalClient, opts lockimpl.Options) *Locker {
 	for _, c := range clients {
 		pools = append(pools, goredis.NewPool(c))
 	}
-	return &Locker{rs: redsync.New(pools...), ttl: opts.TTLOrDefault(), prefix: opts.PrefixOr(DefaultPrefix), noRenew: opts.NoRenew}
+	return &Locker{rs: redsync.New(pools...), pools: pools, ttl: opts.TTLOrDefault(), prefix: opts.PrefixOr(DefaultPrefix), noRenew: opts.NoRenew}
 }
 
 // Key returns the Redis key (on every master) of the lock named key.
@@ -66,13 +69,32 @@ func (l *Locker) attempt(ctx context.Context, key string) (*redsync.Mutex, error
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
 	defer cancel()
 	if err := m.TryLockContext(actx); err != nil {
-		var taken *redsync.ErrTaken
-		if errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) {
-			return nil, fmt.Errorf("redlock: trylock %q: %w (%v)", key, lockimpl.ErrLocked, err)
+		if down := unreachable(err); down > len(l.pools)-quorum(len(l.pools)) {
+			return nil, fmt.Errorf("redlock: trylock %q: %d of %d servers unreachable, no quorum possible: %w", key, down, len(l.pools), err)
 		}
-		return nil, fmt.Errorf("redlock: trylock %q: %w", key, err)
+		// Not enough votes, but a quorum of servers answered: others hold
+		// the lock, or the votes split. Retry.
+		return nil, fmt.Errorf("redlock: trylock %q: %w (%v)", key, lockimpl.ErrLocked, err)
 	}
 	return m, nil
+}
+
+// unreachable counts the servers that a failed round could not talk to
+// (redsync.RedisError) in redsync's joined error. Votes taken by another
+// owner (ErrNodeTaken, ErrTaken) are not failures of the server.
+func unreachable(err error) int {
+	var re *redsync.RedisError
+	if errors.As(err, &re) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			n := 0
+			for _, e := range j.Unwrap() {
+				n += unreachable(e)
+			}
+			return n
+		}
+		return 1
+	}
+	return 0
 }
 
 // TryLock makes one attempt on all masters and returns lockimpl.ErrLocked
@@ -88,28 +110,20 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 	return l.hold(key, m), nil
 }
 
-// Lock retries one-attempt acquisitions with a random 2-10ms pause until it
+// Lock retries one-round acquisitions with a jittered 5-10ms pause until it
 // succeeds or ctx is done.
 func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("redlock: lock %q: %w", key, err)
-		}
+	lease, err := lockimpl.Poll(ctx, backoff, func(ctx context.Context) (*lockimpl.Lease, error) {
 		m, err := l.attempt(ctx, key)
-		if err == nil {
-			return l.hold(key, m), nil
-		}
-		if !errors.Is(err, lockimpl.ErrLocked) {
+		if err != nil {
 			return nil, err
 		}
-		t := time.NewTimer(2*time.Millisecond + rand.N(8*time.Millisecond))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("redlock: lock %q: %w", key, ctx.Err())
-		}
+		return l.hold(key, m), nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("redlock: lock %q: %w", key, ctx.Err())
 	}
+	return lease, err
 }
 
 // hold builds the lease and starts the extender.
@@ -133,7 +147,7 @@ func (l *Locker) hold(key string, m *redsync.Mutex) *lockimpl.Lease {
 		return lease
 	}
 	// A failed extension means no quorum still holds the lock: lost at once.
-	stopExtend = lockimpl.KeepAlive(l.ttl, lease, func(ctx context.Context) error {
+	stopExtend = lockimpl.KeepAlive(l.ttl, func(ctx context.Context) error {
 		mu.Lock()
 		ok, err := m.ExtendContext(ctx)
 		mu.Unlock()
@@ -144,6 +158,67 @@ func (l *Locker) hold(key string, m *redsync.Mutex) *lockimpl.Lease {
 			return fmt.Errorf("redlock: extend %q: %w: %w", key, lockimpl.ErrNotHeld, err)
 		}
 		return nil
-	})
+	}, lease.MarkLost)
 	return lease
 }
+
+// Backend is what the service needs of Redlock on its servers: a Locker per
+// setting, a quorum Ping and Clear.
+type Backend struct {
+	clients []redis.UniversalClient
+}
+
+// NewBackend returns the backend over clients, one per independent Redis
+// master (owned by the caller).
+func NewBackend(clients []redis.UniversalClient) *Backend { return &Backend{clients: clients} }
+
+// NewLocker returns a Locker for opts.
+func (b *Backend) NewLocker(_ context.Context, opts lockimpl.Options) (lockimpl.Locker, error) {
+	return New(b.clients, opts), nil
+}
+
+// quorum is the majority of n masters.
+func quorum(n int) int { return n/2 + 1 }
+
+// each runs f on every master at once and returns how many succeeded and
+// the failures.
+func (b *Backend) each(ctx context.Context, f func(ctx context.Context, c redis.UniversalClient) error) (int, error) {
+	errs := make([]error, len(b.clients))
+	var wg sync.WaitGroup
+	for i, c := range b.clients {
+		wg.Go(func() { errs[i] = f(ctx, c) })
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		}
+	}
+	return ok, errors.Join(errs...)
+}
+
+// Ping succeeds when a quorum of the masters answers: Redlock works with a
+// minority down.
+func (b *Backend) Ping(ctx context.Context) error {
+	up, err := b.each(ctx, func(ctx context.Context, c redis.UniversalClient) error { return c.Ping(ctx).Err() })
+	if up < quorum(len(b.clients)) {
+		return fmt.Errorf("redlock: only %d of %d servers answer, %d needed: %w", up, len(b.clients), quorum(len(b.clients)), err)
+	}
+	return nil
+}
+
+// Clear deletes key's lock on every master that answers; it fails only when
+// fewer than a quorum did (a minority that is down holds no lock a quorum
+// could grant).
+func (b *Backend) Clear(ctx context.Context, key string) error {
+	full := DefaultPrefix + key
+	ok, err := b.each(ctx, func(ctx context.Context, c redis.UniversalClient) error { return c.Del(ctx, full).Err() })
+	if ok < quorum(len(b.clients)) {
+		return fmt.Errorf("redlock: clear %q on %d of %d servers: %w", key, ok, len(b.clients), err)
+	}
+	return nil
+}
+
+// Close does nothing: the clients belong to the caller.
+func (b *Backend) Close() error { return nil }

@@ -52,9 +52,11 @@ const nodeName = "lock-"
 // concurrent use.
 type Locker struct {
 	conn   *zk.Conn
+	owned  bool // Close closes conn (a Locker built by a Backend)
 	prefix string
 	ttl    time.Duration
 	acl    []zk.ACL
+	onErr  func(op string, err error)
 
 	mu      sync.Mutex
 	parents map[string]bool // key directories known to exist
@@ -71,7 +73,46 @@ func New(conn *zk.Conn, opts lockimpl.Options) *Locker {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	return &Locker{conn: conn, prefix: prefix, ttl: opts.TTLOrDefault(), acl: zk.WorldACL(zk.PermAll), parents: make(map[string]bool)}
+	return &Locker{conn: conn, prefix: prefix, ttl: opts.TTLOrDefault(), acl: zk.WorldACL(zk.PermAll), onErr: opts.CleanupErrorOrDrop(), parents: make(map[string]bool)}
+}
+
+// Close closes the connection when the Locker owns it (one built by a
+// Backend); a Locker built with New leaves conn to its caller.
+func (l *Locker) Close() error {
+	if l.owned {
+		l.conn.Close()
+	}
+	return nil
+}
+
+// call runs a ZooKeeper request, which takes no context, and stops waiting
+// for it when ctx is done. The request itself finishes on its own (the
+// client bounds it by the session timeout); undo, when not nil, is then
+// given its result, so the caller can take back what a request it stopped
+// waiting for did.
+func call[T any](ctx context.Context, f func() (T, error), undo func(T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		if undo != nil {
+			go func() {
+				r := <-ch
+				undo(r.v, r.err)
+			}()
+		}
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // Dial connects to servers with the session timeout set to opts.TTL
@@ -108,7 +149,7 @@ func Dial(ctx context.Context, servers []string, opts lockimpl.Options) (*zk.Con
 func (l *Locker) Dir(key string) string { return l.prefix + key }
 
 // ensureDir creates the key's directory and its parents once per Locker.
-func (l *Locker) ensureDir(dir string) error {
+func (l *Locker) ensureDir(ctx context.Context, dir string) error {
 	l.mu.Lock()
 	ok := l.parents[dir]
 	l.mu.Unlock()
@@ -118,7 +159,8 @@ func (l *Locker) ensureDir(dir string) error {
 	p := ""
 	for _, part := range strings.Split(strings.Trim(dir, "/"), "/") {
 		p += "/" + part
-		if _, err := l.conn.Create(p, nil, 0, l.acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		_, err := call(ctx, func() (string, error) { return l.conn.Create(p, nil, 0, l.acl) }, nil)
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("zklock: create %s: %w", p, err)
 		}
 	}
@@ -146,14 +188,22 @@ func seq(name string) string {
 // create makes our protected ephemeral sequential node and returns its
 // path, its czxid and a watch on it (set by the same request that reads the
 // czxid, so holding costs no extra round trip).
-func (l *Locker) create(dir string) (string, int64, <-chan zk.Event, error) {
+func (l *Locker) create(ctx context.Context, dir string) (string, int64, <-chan zk.Event, error) {
 	var node string
 	var err error
 	for i := 0; i < 2; i++ {
-		if err = l.ensureDir(dir); err != nil {
+		if err = l.ensureDir(ctx, dir); err != nil {
 			return "", 0, nil, err
 		}
-		node, err = l.conn.CreateProtectedEphemeralSequential(dir+"/"+nodeName, nil, l.acl)
+		// A node created after we stopped waiting would queue a waiter
+		// nobody serves: undo deletes it.
+		node, err = call(ctx, func() (string, error) {
+			return l.conn.CreateProtectedEphemeralSequential(dir+"/"+nodeName, nil, l.acl)
+		}, func(n string, err error) {
+			if err == nil {
+				l.removeNow(n)
+			}
+		})
 		if errors.Is(err, zk.ErrNoNode) { // the directory was deleted meanwhile
 			l.forgetDir(dir)
 			continue
@@ -163,26 +213,39 @@ func (l *Locker) create(dir string) (string, int64, <-chan zk.Event, error) {
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("zklock: create lock node in %s: %w", dir, err)
 	}
-	ok, stat, ch, err := l.conn.ExistsW(node)
-	if err != nil || !ok {
+	type exists struct {
+		ok   bool
+		stat *zk.Stat
+		ch   <-chan zk.Event
+	}
+	ex, err := call(ctx, func() (exists, error) {
+		ok, stat, ch, err := l.conn.ExistsW(node)
+		return exists{ok, stat, ch}, err
+	}, nil)
+	if err != nil || !ex.ok {
 		l.remove(node)
 		if err == nil {
 			err = zk.ErrNoNode
 		}
 		return "", 0, nil, fmt.Errorf("zklock: stat %s: %w", node, err)
 	}
-	return node, stat.Czxid, ch, nil
+	return node, ex.stat.Czxid, ex.ch, nil
 }
 
-// remove deletes our node. Errors are ignored: a node already gone is
-// fine, and the node is ephemeral, so at worst it goes with the session.
-func (l *Locker) remove(node string) {
-	_ = l.conn.Delete(node, -1)
+// remove deletes our node in the background: the caller does not wait for
+// it. A node already gone is fine; other errors go to Options.OnCleanupError
+// (the node is ephemeral, so at worst it goes with the session).
+func (l *Locker) remove(node string) { go l.removeNow(node) }
+
+func (l *Locker) removeNow(node string) {
+	if err := l.conn.Delete(node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		l.onErr("zookeeper delete", fmt.Errorf("zklock: delete %s: %w", node, err))
+	}
 }
 
 // predecessor returns the node just before ours ("" when ours is first).
-func (l *Locker) predecessor(dir, node string) (string, error) {
-	children, _, err := l.conn.Children(dir)
+func (l *Locker) predecessor(ctx context.Context, dir, node string) (string, error) {
+	children, err := l.children(ctx, dir)
 	if err != nil {
 		return "", fmt.Errorf("zklock: children of %s: %w", dir, err)
 	}
@@ -199,6 +262,14 @@ func (l *Locker) predecessor(dir, node string) (string, error) {
 	return "", fmt.Errorf("zklock: own node %s vanished while waiting: %w", node, lockimpl.ErrLeaseLost)
 }
 
+// children lists dir's children within ctx.
+func (l *Locker) children(ctx context.Context, dir string) ([]string, error) {
+	return call(ctx, func() ([]string, error) {
+		c, _, err := l.conn.Children(dir)
+		return c, err
+	}, nil)
+}
+
 // TryLock returns lockimpl.ErrLocked when any node (holder or waiter)
 // exists; otherwise it creates its node and keeps it if it is the first.
 func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
@@ -206,14 +277,14 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 		return nil, fmt.Errorf("zklock: trylock %q: %w", key, err)
 	}
 	dir := l.Dir(key)
-	if children, _, err := l.conn.Children(dir); err == nil && len(children) > 0 {
+	if children, err := l.children(ctx, dir); err == nil && len(children) > 0 {
 		return nil, fmt.Errorf("zklock: trylock %q: %w", key, lockimpl.ErrLocked)
 	}
-	node, czxid, watch, err := l.create(dir)
+	node, czxid, watch, err := l.create(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	pred, err := l.predecessor(dir, node)
+	pred, err := l.predecessor(ctx, dir, node)
 	if err != nil {
 		l.remove(node)
 		return nil, err
@@ -232,12 +303,12 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 		return nil, fmt.Errorf("zklock: lock %q: %w", key, err)
 	}
 	dir := l.Dir(key)
-	node, czxid, watch, err := l.create(dir)
+	node, czxid, watch, err := l.create(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	for {
-		pred, err := l.predecessor(dir, node)
+		pred, err := l.predecessor(ctx, dir, node)
 		if err != nil {
 			l.remove(node)
 			return nil, err
@@ -245,12 +316,18 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 		if pred == "" {
 			return l.hold(key, node, czxid, watch), nil
 		}
-		_, _, ch, err := l.conn.GetW(pred)
+		ch, err := call(ctx, func() (<-chan zk.Event, error) {
+			_, _, ch, err := l.conn.GetW(pred)
+			return ch, err
+		}, nil)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // gone already: look again
 		}
 		if err != nil {
 			l.remove(node)
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return nil, fmt.Errorf("zklock: lock %q: %w", key, ctxErr)
+			}
 			return nil, fmt.Errorf("zklock: watch %s: %w", pred, err)
 		}
 		select {
@@ -272,10 +349,15 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 func (l *Locker) hold(key, node string, czxid int64, watch <-chan zk.Event) *lockimpl.Lease {
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	lease := lockimpl.NewLease(key, uint64(czxid), func(context.Context) error {
+	lease := lockimpl.NewLease(key, uint64(czxid), func(ctx context.Context) error {
 		close(stop)
 		<-done
-		if err := l.conn.Delete(node, -1); err != nil {
+		_, err := call(ctx, func() (struct{}, error) { return struct{}{}, l.conn.Delete(node, -1) }, func(_ struct{}, err error) {
+			if err != nil && !errors.Is(err, zk.ErrNoNode) {
+				l.onErr("zookeeper delete", fmt.Errorf("zklock: unlock delete %s: %w", node, err))
+			}
+		})
+		if err != nil {
 			if errors.Is(err, zk.ErrNoNode) {
 				return fmt.Errorf("zklock: unlock %q: node %s gone: %w", key, node, lockimpl.ErrNotHeld)
 			}
@@ -345,4 +427,87 @@ func (l *Locker) hold(key, node string, czxid int64, watch <-chan zk.Event) *loc
 		}
 	}()
 	return lease
+}
+
+// Backend is what the service needs of the ZooKeeper lock: a Locker per
+// setting, each over its own session whose timeout is the setting's TTL
+// (ZooKeeper fixes the timeout per session), a Ping and Clear.
+type Backend struct {
+	servers []string
+
+	mu     sync.Mutex
+	health *zk.Conn // the Ping's own session, opened on first use
+}
+
+// NewBackend returns the backend for servers. It connects nothing yet.
+func NewBackend(servers []string) *Backend { return &Backend{servers: servers} }
+
+// quiet drops go-zookeeper's log lines: failures reach the user as errors.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+// connect opens a session with the given timeout without waiting for it:
+// requests wait for it, each within its caller's ctx.
+func (b *Backend) connect(timeout time.Duration) (*zk.Conn, error) {
+	conn, _, err := zk.Connect(b.servers, timeout, zk.WithLogger(quiet{}))
+	if err != nil {
+		return nil, fmt.Errorf("zklock: connect %v: %w", b.servers, err)
+	}
+	return conn, nil
+}
+
+// NewLocker returns a Locker over a new session whose timeout is opts.TTL.
+// Close the Locker to end the session when the setting is replaced.
+func (b *Backend) NewLocker(_ context.Context, opts lockimpl.Options) (lockimpl.Locker, error) {
+	conn, err := b.connect(opts.TTLOrDefault())
+	if err != nil {
+		return nil, err
+	}
+	l := New(conn, opts)
+	l.owned = true
+	return l, nil
+}
+
+// Ping waits, until ctx is done, for the backend's own session to be
+// established: a client that is still connecting is not down yet.
+func (b *Backend) Ping(ctx context.Context) error {
+	b.mu.Lock()
+	if b.health == nil {
+		conn, err := b.connect(lockimpl.DefaultTTL)
+		if err != nil {
+			b.mu.Unlock()
+			return err
+		}
+		b.health = conn
+	}
+	conn := b.health
+	b.mu.Unlock()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st := conn.State()
+		if st == zk.StateHasSession {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("zklock: ZooKeeper session state %s: %w", st, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// Clear does nothing: lock nodes are ephemeral and go with their sessions.
+func (b *Backend) Clear(context.Context, string) error { return nil }
+
+// Close ends the Ping's session.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.health != nil {
+		b.health.Close()
+		b.health = nil
+	}
+	return nil
 }

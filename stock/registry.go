@@ -1,0 +1,398 @@
+package stock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
+	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
+	"github.com/seckill-lab/seckill/lockimpl/mysqllock"
+	"github.com/seckill-lab/seckill/lockimpl/redislock"
+	"github.com/seckill-lab/seckill/lockimpl/redisnaive"
+	"github.com/seckill-lab/seckill/lockimpl/redlock"
+	"github.com/seckill-lab/seckill/lockimpl/zklock"
+)
+
+// Strategy names, exactly as users type them. They appear as literals only
+// here and in the registry's tests; everything else refers to these
+// constants or reads the registry.
+const (
+	None            = "none"
+	Mutex           = "mutex"
+	MutexTx         = "mutex-tx"
+	RedisSpin       = "redis-spin"
+	RedisTTL        = "redis-ttl"
+	Redis           = "redis"
+	Redlock         = "redlock"
+	ZooKeeper       = "zookeeper"
+	Etcd            = "etcd"
+	MySQLUnique     = "mysql-unique"
+	MySQLForUpdate  = "mysql-forupdate"
+	MySQLOptimistic = "mysql-optimistic"
+	SQLAtomic       = "sql-atomic"
+	RedisAtomic     = "redis-atomic"
+)
+
+// Kind says how a strategy protects the read-modify-write.
+type Kind int
+
+const (
+	// KindUnprotected runs the read-modify-write with no protection.
+	KindUnprotected Kind = iota
+	// KindLocker runs the read-modify-write under a lock from a
+	// LockBackend.
+	KindLocker
+	// KindStore relies on the database's own concurrency control: a row
+	// lock (SELECT ... FOR UPDATE) or a version compare-and-swap.
+	KindStore
+	// KindLockFree takes no lock at all: one atomic conditional step (a
+	// conditional UPDATE, or a Lua check-and-decrement in Redis).
+	KindLockFree
+)
+
+// String names the kind for tables and help texts.
+func (k Kind) String() string {
+	switch k {
+	case KindUnprotected:
+		return "unprotected"
+	case KindLocker:
+		return "locker"
+	case KindStore:
+		return "store"
+	case KindLockFree:
+		return "lock-free"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Server is the server a strategy needs.
+type Server string
+
+// Servers.
+const (
+	ServerNone      Server = ""          // nothing beyond MySQL
+	ServerProcess   Server = "process"   // the instance's own memory
+	ServerRedis     Server = "redis"     // the single Redis (redis-1)
+	ServerRedlock   Server = "redis x5"  // the five independent Redis servers
+	ServerZooKeeper Server = "zookeeper" // the ZooKeeper ensemble
+	ServerEtcd      Server = "etcd"      // the etcd cluster
+	ServerMySQL     Server = "mysql"     // MariaDB, beyond the goods row
+)
+
+// Breaks says under which setting a strategy is expected to oversell.
+type Breaks int
+
+const (
+	// BreaksNever: correct under every setting the lab offers (without
+	// faults).
+	BreaksNever Breaks = iota
+	// BreaksAlways: oversells under contention, even with one instance.
+	BreaksAlways
+	// BreaksMultiInstance: correct with one instance, oversells with more
+	// (an in-process lock).
+	BreaksMultiInstance
+	// BreaksWorkOutlastsTTL: oversells when the work inside the critical
+	// section outlasts the lock's TTL (a TTL lock with no renewal and no
+	// owner check).
+	BreaksWorkOutlastsTTL
+)
+
+// Clients are one instance's connections, from which the registry opens
+// each locker strategy's LockBackend. A nil or empty field means the server
+// is not configured; the strategies that need it are then unavailable.
+type Clients struct {
+	// Redis is the single Redis (or a Sentinel failover client).
+	Redis redis.UniversalClient
+	// Redlock are the independent Redis servers of the Redlock set.
+	Redlock []redis.UniversalClient
+	// Etcd is the etcd client.
+	Etcd *clientv3.Client
+	// ZooKeeper are the ZooKeeper servers (host:port); the backend opens
+	// its own sessions, one per session timeout.
+	ZooKeeper []string
+	// MySQL is the database handle shared with the store.
+	MySQL *sql.DB
+	// Mutex is the instance's in-process lock table, shared by the
+	// strategies that lock in memory.
+	Mutex *mutexlock.Locker
+}
+
+// LockBackend is what the service needs of one lock implementation on its
+// server. Each lockimpl adapter package provides one.
+type LockBackend interface {
+	// NewLocker builds the Locker for one setting's options. When the
+	// Locker is also an io.Closer, the service closes it once the setting
+	// is replaced and no purchase uses it any more.
+	NewLocker(ctx context.Context, opts lockimpl.Options) (lockimpl.Locker, error)
+	// Ping reports whether the server answers (for a quorum lock: whether
+	// a quorum does).
+	Ping(ctx context.Context) error
+	// Clear drops key's lock state at the server (lock keys, fencing
+	// counters, lock rows) for a reset.
+	Clear(ctx context.Context, key string) error
+	// Close releases what the backend opened itself (not the Clients).
+	Close() error
+}
+
+// ErrNotConfigured is returned when a strategy's server has no address.
+var ErrNotConfigured = errors.New("backend not configured")
+
+// Strategy describes one strategy: what it is, what it needs and what the
+// lab expects of it. The registry below is the one place that knows them.
+type Strategy struct {
+	// Name is what users type (--strategies, PUT /admin/strategy).
+	Name string
+	// Kind says how the read-modify-write is protected.
+	Kind Kind
+	// Flawed marks the deliberately flawed teaching strategies.
+	Flawed bool
+	// Breaks says when the strategy is expected to oversell.
+	Breaks Breaks
+	// Tokens reports whether the lock supplies fencing tokens.
+	Tokens bool
+	// Renews reports whether the lock renews its lease while held (a
+	// watchdog, an extension, an expiry renewal) and can be told not to.
+	Renews bool
+	// ReleaseBeforeCommit: the lock is taken inside the transaction and
+	// released after the stock write, before the order insert and COMMIT
+	// (seed 003's "transaction mode").
+	ReleaseBeforeCommit bool
+	// Server is what the strategy needs besides the goods row.
+	Server Server
+	// Summary is one line for tables and help texts.
+	Summary string
+	// Seed names the seed passage the strategy comes from.
+	Seed string
+	// Open builds the strategy's LockBackend over an instance's clients;
+	// nil for strategies that take no lock. It returns an error wrapping
+	// ErrNotConfigured when the server has no address.
+	Open func(ctx context.Context, c Clients) (LockBackend, error)
+}
+
+// registry lists every strategy, in the order reports show them.
+var registry = []Strategy{
+	{
+		Name: None, Kind: KindUnprotected, Flawed: true, Breaks: BreaksAlways, Server: ServerNone,
+		Summary: "plain read-modify-write, no lock",
+		Seed:    "003 reductStock",
+	},
+	{
+		Name: Mutex, Kind: KindLocker, Flawed: true, Breaks: BreaksMultiInstance, Server: ServerProcess,
+		Summary: "in-process mutex around the whole unit (correct with 1 instance only)",
+		Seed:    "003 synchronized / ReentrantLock, cluster mode",
+		Open:    openMutex,
+	},
+	{
+		Name: MutexTx, Kind: KindLocker, Flawed: true, Breaks: BreaksAlways, ReleaseBeforeCommit: true, Server: ServerProcess,
+		Summary: "in-process mutex taken inside the DB transaction, released before commit",
+		Seed:    "003 transaction mode (@Transactional around synchronized)",
+		Open:    openMutex,
+	},
+	{
+		Name: RedisSpin, Kind: KindLocker, Flawed: true, Breaks: BreaksNever, Server: ServerRedis,
+		Summary: "SETNX busy loop, no TTL, plain DEL",
+		Seed:    "003 first version (SETNX spin)",
+		Open: func(_ context.Context, c Clients) (LockBackend, error) {
+			if c.Redis == nil {
+				return nil, notConfigured(ServerRedis)
+			}
+			return redisnaive.NewSpinBackend(c.Redis), nil
+		},
+	},
+	{
+		Name: RedisTTL, Kind: KindLocker, Flawed: true, Breaks: BreaksWorkOutlastsTTL, Server: ServerRedis,
+		Summary: "SET NX PX + sleep-retry, DEL without owner check",
+		Seed:    "003 steps 1-2 (expiry, 锁被误删)",
+		Open: func(_ context.Context, c Clients) (LockBackend, error) {
+			if c.Redis == nil {
+				return nil, notConfigured(ServerRedis)
+			}
+			return redisnaive.NewTTLBackend(c.Redis), nil
+		},
+	},
+	{
+		Name: Redis, Kind: KindLocker, Tokens: true, Renews: true, Server: ServerRedis,
+		Summary: "reentrant hash lock, Lua CAS release, watchdog, pub/sub wake-up, INCR fencing token",
+		Seed:    "003 Lua scripts and Redisson; 001 Redisson",
+		Open: func(_ context.Context, c Clients) (LockBackend, error) {
+			if c.Redis == nil {
+				return nil, notConfigured(ServerRedis)
+			}
+			return redislock.NewBackend(c.Redis), nil
+		},
+	},
+	{
+		Name: Redlock, Kind: KindLocker, Renews: true, Server: ServerRedlock,
+		Summary: "go-redsync over 5 independent Redis servers",
+		Seed:    "003, 004 RedLock",
+		Open: func(_ context.Context, c Clients) (LockBackend, error) {
+			if len(c.Redlock) < 3 {
+				return nil, fmt.Errorf("Redlock needs at least 3 Redis servers (5 recommended), has %d: %w", len(c.Redlock), ErrNotConfigured)
+			}
+			return redlock.NewBackend(c.Redlock), nil
+		},
+	},
+	{
+		Name: ZooKeeper, Kind: KindLocker, Tokens: true, Server: ServerZooKeeper,
+		Summary: "ephemeral sequential znodes, watch the predecessor, czxid token",
+		Seed:    "003, 004, 001 ZooKeeper",
+		Open: func(_ context.Context, c Clients) (LockBackend, error) {
+			if len(c.ZooKeeper) == 0 {
+				return nil, notConfigured(ServerZooKeeper)
+			}
+			return zklock.NewBackend(c.ZooKeeper), nil
+		},
+	},
+	{
+		Name: Etcd, Kind: KindLocker, Tokens: true, Server: ServerEtcd,
+		Summary: "lease + concurrency.Mutex, create revision token",
+		Seed:    "000, 002, 003 etcd",
+		Open: func(_ context.Context, c Clients) (LockBackend, error) {
+			if c.Etcd == nil {
+				return nil, notConfigured(ServerEtcd)
+			}
+			return etcdlock.NewBackend(c.Etcd), nil
+		},
+	},
+	{
+		Name: MySQLUnique, Kind: KindLocker, Tokens: true, Renews: true, Server: ServerMySQL,
+		Summary: "lock row under a UNIQUE index, expired rows reclaimed",
+		Seed:    "003, 001 database unique index",
+		Open: func(ctx context.Context, c Clients) (LockBackend, error) {
+			if c.MySQL == nil {
+				return nil, notConfigured(ServerMySQL)
+			}
+			return mysqllock.NewBackend(ctx, c.MySQL)
+		},
+	},
+	{
+		Name: MySQLForUpdate, Kind: KindStore, Server: ServerNone,
+		Summary: "SELECT ... FOR UPDATE in the deduction transaction",
+		Seed:    "003 pessimistic lock; 001",
+	},
+	{
+		Name: MySQLOptimistic, Kind: KindStore, Server: ServerNone,
+		Summary: "version column CAS with bounded retries",
+		Seed:    "003, 001 optimistic lock (CAS)",
+	},
+	{
+		Name: SQLAtomic, Kind: KindLockFree, Server: ServerNone,
+		Summary: "one conditional UPDATE, no lock (MySQL ceiling)",
+		Seed:    "002, 003 UPDATE ... WHERE stock >= qty",
+	},
+	{
+		Name: RedisAtomic, Kind: KindLockFree, Server: ServerRedis,
+		Summary: "Lua check-and-decrement in Redis, order persisted to MySQL",
+		Seed:    "003 Redis pre-deduction",
+	},
+}
+
+func notConfigured(s Server) error {
+	return fmt.Errorf("%s: %w", s, ErrNotConfigured)
+}
+
+func openMutex(_ context.Context, c Clients) (LockBackend, error) {
+	if c.Mutex == nil {
+		return nil, notConfigured(ServerProcess)
+	}
+	return mutexlock.NewBackend(c.Mutex), nil
+}
+
+// Strategies returns the registry, in report order. The slice is a copy.
+func Strategies() []Strategy { return slices.Clone(registry) }
+
+// StrategyNames returns the valid strategy names in registry order.
+func StrategyNames() []string {
+	out := make([]string, len(registry))
+	for i, s := range registry {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Lookup returns the registry entry for name.
+func Lookup(name string) (Strategy, bool) {
+	for _, s := range registry {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Strategy{}, false
+}
+
+// Names returns the names of the strategies for which keep is true, in
+// registry order.
+func Names(keep func(Strategy) bool) []string {
+	var out []string
+	for _, s := range registry {
+		if keep(s) {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// ErrUnknownStrategy is returned for a name not in the registry.
+var ErrUnknownStrategy = errors.New("unknown strategy")
+
+// Setting is what decides whether a strategy is expected to be correct.
+type Setting struct {
+	// Instances of the fleet.
+	Instances int
+	// WorkOutlastsTTL: the work inside the critical section is at least
+	// the lock's TTL.
+	WorkOutlastsTTL bool
+	// NoWatchdog: the lock is not renewed while held.
+	NoWatchdog bool
+	// Fencing: the store checks the lock's fencing token.
+	Fencing bool
+}
+
+// ExpectedCorrect reports whether s is expected never to oversell under
+// st, without faults: by s.Breaks, and for a lock that renews, by whether
+// its renewal is off while the work outlasts its TTL (then only fencing
+// with tokens saves it).
+func (s Strategy) ExpectedCorrect(st Setting) bool {
+	switch s.Breaks {
+	case BreaksAlways:
+		return false
+	case BreaksMultiInstance:
+		return st.Instances <= 1
+	case BreaksWorkOutlastsTTL:
+		return !st.WorkOutlastsTTL
+	}
+	if s.Renews && st.NoWatchdog && st.WorkOutlastsTTL {
+		return st.Fencing && s.Tokens
+	}
+	return true
+}
+
+// MarkdownTable renders the registry as the README's strategy table.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| strategy | kind | flawed | fencing tokens | renews | needs | what it does | seed |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	yes := func(v bool) string {
+		if v {
+			return "yes"
+		}
+		return ""
+	}
+	for _, s := range registry {
+		server := string(s.Server)
+		if server == "" {
+			server = "MySQL only"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s | %s |\n",
+			s.Name, s.Kind, yes(s.Flawed), yes(s.Tokens), yes(s.Renews), server, s.Summary, s.Seed)
+	}
+	return b.String()
+}
