@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"slices"
+
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // Stat is the median and range of one figure over a strategy's repeats.
@@ -94,7 +96,7 @@ func Summarize(runs []RunResult) []Summary {
 	}
 	var base float64
 	for _, s := range out {
-		if s.Strategy == "sql-atomic" {
+		if s.Strategy == stock.SQLAtomic {
 			base = s.ThroughputRPS.Median
 		}
 	}

@@ -426,9 +426,9 @@ func (s *Service) acquire(ctx context.Context, a *active, key string) (*lockimpl
 		return nil, ctx.Err()
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		// The ping gets what is left of a second past the wait: the
-		// answer comes within lock_wait + 1s.
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		// The ping gets half a second past the wait: the answer comes
+		// within lock_wait + 1s whatever the backend does.
+		pctx, cancel := context.WithTimeout(ctx, pingBudget)
 		perr := a.backend.Ping(pctx)
 		cancel()
 		if perr != nil {
@@ -438,6 +438,10 @@ func (s *Service) acquire(ctx context.Context, a *active, key string) (*lockimpl
 	}
 	return nil, fmt.Errorf("%s lock: %w: %w", cfg.Name, ErrBackendUnavailable, err)
 }
+
+// pingBudget bounds the health probe that tells a dead backend from a busy
+// lock once a lock wait ran out.
+const pingBudget = 500 * time.Millisecond
 
 // releaseTimeout bounds an unlock; a lock that could not be released
 // expires with its TTL, lease or session.

@@ -22,13 +22,14 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"serve":  {"run one stock service instance (Gin HTTP API)", runServe},
-	"up":     {"start the local lab stack (servers, instances, nginx)", runUp},
-	"down":   {"stop everything `up` started", runDown},
-	"status": {"show the stack's components and their health", runStatus},
-	"logs":   {"show a component's log", runLogs},
-	"env":    {"print the stack's addresses as shell exports", runEnv},
-	"bench":  {"fire purchases at the fleet, strategy by strategy, and report", runBench},
+	"serve":      {"run one stock service instance (Gin HTTP API)", runServe},
+	"up":         {"start the local lab stack (servers, instances, nginx)", runUp},
+	"down":       {"stop everything `up` started", runDown},
+	"status":     {"show the stack's components and their health", runStatus},
+	"logs":       {"show a component's log", runLogs},
+	"env":        {"print the stack's addresses as shell exports", runEnv},
+	"bench":      {"fire purchases at the fleet, strategy by strategy, and report", runBench},
+	"strategies": {"list the strategies from the registry (--markdown: the README table)", runStrategies},
 }
 
 func main() {
@@ -76,7 +77,7 @@ func usage() {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-7s %s\n", n, commands[n].summary)
+		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(os.Stderr, "\nRun `seckill COMMAND -h` for a command's flags.")
 }

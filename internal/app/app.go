@@ -60,12 +60,12 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := api.NewMetrics(reg)
 	opts := stock.ServiceOptions{
-		Instance:   cfg.Instance,
-		Store:      store,
-		Backends:   b.locks,
-		Observer:   metrics,
-		MaxQty:     cfg.MaxQty,
-		Initial:    stock.DefaultConfig(cfg.Strategy),
+		Instance: cfg.Instance,
+		Store:    store,
+		Backends: b.locks,
+		Observer: metrics,
+		MaxQty:   cfg.MaxQty,
+		Initial:  stock.DefaultConfig(cfg.Strategy),
 	}
 	if b.clients.Redis != nil {
 		opts.Mirror = stock.NewRedisMirror(b.clients.Redis)

@@ -68,6 +68,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 //go:generate cp ../../nginx.conf nginx.conf
@@ -77,7 +78,7 @@ const (
 	DefaultDir       = ".seckill"
 	DefaultBasePort  = 17000
 	DefaultInstances = 3
-	DefaultStrategy  = "none"
+	DefaultStrategy  = stock.None
 	// MaxInstances bounds --instances (their ports are B+101..B+100+N).
 	MaxInstances = 50
 	// RedisCount is the number of redis-server processes (the Redlock set).

@@ -17,9 +17,15 @@
 package testenv
 
 import (
+	"errors"
+	"math/rand/v2"
+	"net"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Variable names shared by the stack, the service and the tests.
@@ -82,4 +88,94 @@ func Unavailable(tb testing.TB, what string, err error) {
 		tb.Fatalf("%s is unavailable: %v (CI=true: a missing server is a failure)", what, err)
 	}
 	tb.Skipf("%s is unavailable: %v; run `make test`", what, err)
+}
+
+// FreePort returns a loopback TCP port that is free now, from 26000-26999:
+// below Linux's ephemeral range, where client sockets of other programs
+// could take it at any time, and away from the stacks' base ports.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	start := 26000 + rand.IntN(1000)
+	for i := range 1000 {
+		port := 26000 + (start-26000+i)%1000
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			_ = ln.Close()
+			return port
+		}
+	}
+	tb.Fatal("no free port in 26000-26999")
+	return 0
+}
+
+// Binary returns the path of a server binary the test starts itself (on
+// PATH or in /usr/sbin). A missing one fails (CI) or skips the test.
+func Binary(tb testing.TB, name string) string {
+	tb.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if p := "/usr/sbin/" + name; fileExists(p) {
+		return p
+	}
+	Unavailable(tb, name, errors.New("not installed (make deps installs it)"))
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// Redis is a private redis-server the test started and can restart.
+type Redis struct {
+	Addr string
+	bin  string
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+// StartRedis starts a private redis-server without persistence on a free
+// port, stopped at cleanup. Tests that restart or stop a server use one, so
+// they never disturb the shared stack other packages test against.
+func StartRedis(tb testing.TB) *Redis {
+	tb.Helper()
+	port := FreePort(tb)
+	r := &Redis{Addr: "127.0.0.1:" + strconv.Itoa(port), bin: Binary(tb, "redis-server"), port: port, dir: tb.TempDir()}
+	r.Start(tb)
+	tb.Cleanup(func() { r.Stop(tb) })
+	return r
+}
+
+// Start starts the server (again) and waits until it accepts connections.
+func (r *Redis) Start(tb testing.TB) {
+	tb.Helper()
+	r.cmd = exec.Command(r.bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.dir)
+	if err := r.cmd.Start(); err != nil {
+		tb.Fatalf("start redis-server: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", r.Addr, 200*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redis-server on %s did not start: %v", r.Addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop kills the server (SIGKILL: nothing is saved) and waits for it.
+func (r *Redis) Stop(tb testing.TB) {
+	tb.Helper()
+	if r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
 }

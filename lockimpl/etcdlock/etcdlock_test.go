@@ -97,8 +97,11 @@ func TestOneLockerExcludesItsOwnGoroutines(t *testing.T) {
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	firstID, _ := l.LeaseID(first)
+	var secondID clientv3.LeaseID
 	select {
 	case second := <-got:
+		secondID, _ = l.LeaseID(second)
 		if second.Token <= first.Token {
 			t.Errorf("token %d after %d", second.Token, first.Token)
 		}
@@ -108,10 +111,14 @@ func TestOneLockerExcludesItsOwnGoroutines(t *testing.T) {
 	case err := <-errc:
 		t.Fatal(err)
 	}
-	// The sessions went back to the pool: a third acquisition reuses one.
+	// The sessions went back to the pool: a third acquisition reuses one
+	// (the pool is LIFO: the second's, the last put back).
 	third, err := l.TryLock(ctx, key)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if id, _ := l.LeaseID(third); id != firstID && id != secondID {
+		t.Errorf("third acquisition on lease %x, not a pooled session (%x, %x)", id, firstID, secondID)
 	}
 	if err := third.Unlock(ctx); err != nil {
 		t.Fatal(err)

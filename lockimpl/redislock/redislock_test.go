@@ -3,11 +3,13 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
@@ -166,4 +168,53 @@ func BenchmarkRedisLockUncontended(b *testing.B) {
 // to the waiter's Lock returning, with the waiter on another instance.
 func BenchmarkRedisHandoff(b *testing.B) {
 	locktest.Handoff(b, newLocker(b, lockimpl.Options{}), newLocker(b, lockimpl.Options{}))
+}
+
+// TestTokensSurviveRestart: Redis runs without persistence, so a restart
+// loses the fence counter. The next token must still be larger than every
+// token handed out before the restart, or the resource's fence (which kept
+// the last token) refuses every holder from then on.
+func TestTokensSurviveRestart(t *testing.T) {
+	srv := testenv.StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: 3})
+	t.Cleanup(func() { _ = c.Close() })
+	b := redislock.NewBackend(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	key := locktest.Key(t)
+	take := func() uint64 {
+		t.Helper()
+		l, err := b.NewLocker(ctx, lockimpl.Options{TTL: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.(io.Closer).Close()
+		var lease *lockimpl.Lease
+		for lease == nil { // the client reconnects after a restart
+			if lease, err = l.TryLock(ctx, key); err != nil && ctx.Err() != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := lease.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return lease.Token
+	}
+	var before uint64
+	for range 50 {
+		before = take()
+	}
+	srv.Stop(t)
+	srv.Start(t)
+	if after := take(); after <= before {
+		t.Fatalf("token after a restart %d <= last token before it %d: fenced holders would all be refused", after, before)
+	}
+	// Clear (a reset) also forgets the counter; tokens start again from the
+	// clock, and the resource's fence is reset with it.
+	if err := b.Clear(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Exists(ctx, redislock.New(c, lockimpl.Options{}).FenceKey(key)).Result(); n != 0 {
+		t.Fatal("Clear left the fence counter")
+	}
 }

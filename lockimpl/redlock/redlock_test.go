@@ -2,10 +2,15 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
@@ -59,4 +64,88 @@ func TestConformance(t *testing.T) {
 		Goroutines: 32,
 		Iterations: 8,
 	})
+}
+
+// TestQuorum runs, as redsync's own TestMutexQuorum does, every pattern of
+// masters being down (a client pointed at a port nothing listens on): with
+// a majority up the lock works, and a second owner still waits for it; with
+// a majority down, Lock fails at once with an error that is not ErrLocked,
+// and the backend's Ping says so.
+func TestQuorum(t *testing.T) {
+	live := clients(t)
+	n := len(live)
+	dead := func(i int) redis.UniversalClient {
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(1+i), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	for mask := 0; mask < 1<<n; mask++ {
+		down := bits.OnesCount(uint(mask))
+		if down != 1 && down != 3 && mask != 0 {
+			continue // the cases: none, 1 and 3 of 5 down, in every position
+		}
+		t.Run(fmt.Sprintf("down=%0*b", n, mask), func(t *testing.T) {
+			cs := make([]redis.UniversalClient, n)
+			for i := range cs {
+				cs[i] = live[i]
+				if mask&(1<<i) != 0 {
+					cs[i] = dead(i)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			b := redlock.NewBackend(cs)
+			a, _ := b.NewLocker(ctx, lockimpl.Options{TTL: 2 * time.Second})
+			other, _ := b.NewLocker(ctx, lockimpl.Options{TTL: 2 * time.Second})
+			key := locktest.Key(t)
+			lease, err := a.Lock(ctx, key)
+			if n-down >= n/2+1 {
+				if err != nil {
+					t.Fatalf("%d of %d masters up (a quorum): Lock: %v", n-down, n, err)
+				}
+				if err := b.Ping(ctx); err != nil {
+					t.Errorf("Ping with a quorum up: %v", err)
+				}
+				if _, err := other.TryLock(ctx, key); !errors.Is(err, lockimpl.ErrLocked) {
+					t.Errorf("second owner's TryLock while held: %v, want ErrLocked", err)
+				}
+				if err := lease.Unlock(ctx); err != nil {
+					t.Fatalf("Unlock: %v", err)
+				}
+				// Contention splits votes between owners; with a master down,
+				// redsync joins the dead master's error to the taken votes.
+				// That is a lost round, not an outage: every owner gets in.
+				var g errgroup.Group
+				for w := range 8 {
+					l := []lockimpl.Locker{a, other}[w%2]
+					g.Go(func() error {
+						for range 3 {
+							lease, err := l.Lock(ctx, key)
+							if err != nil {
+								return fmt.Errorf("contended Lock with %d of %d up: %w", n-down, n, err)
+							}
+							if err := lease.Unlock(ctx); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+				}
+				if err := g.Wait(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				_ = lease.Unlock(ctx)
+				t.Fatalf("%d of %d masters up: Lock succeeded without a quorum", n-down, n)
+			}
+			if errors.Is(err, lockimpl.ErrLocked) || ctx.Err() != nil {
+				t.Fatalf("no quorum possible: Lock = %v (ctx %v), want a prompt error that is not ErrLocked", err, ctx.Err())
+			}
+			if err := b.Ping(ctx); err == nil {
+				t.Error("Ping with a majority down succeeded")
+			}
+		})
+	}
 }

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// runStrategies prints the strategy registry: a table for people, or with
+// --markdown the README's table.
+func runStrategies(_ context.Context, args []string) error {
+	fs := flag.NewFlagSet("seckill strategies", flag.ContinueOnError)
+	markdown := fs.Bool("markdown", false, "print the README's Markdown table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *markdown {
+		fmt.Print(stock.MarkdownTable())
+		return nil
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STRATEGY\tKIND\tFLAWED\tTOKENS\tRENEWS\tNEEDS\tSUMMARY")
+	for _, s := range stock.Strategies() {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%s\t%s\n", s.Name, s.Kind, s.Flawed, s.Tokens, s.Renews, s.Server, s.Summary)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,157 @@
+package stock
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestRegistryNames pins the names users type: a rename is a breaking
+// change of the API, the CLI and every report.
+func TestRegistryNames(t *testing.T) {
+	want := []string{"none", "mutex", "mutex-tx", "redis-spin", "redis-ttl", "redis", "redlock", "zookeeper", "etcd",
+		"mysql-unique", "mysql-forupdate", "mysql-optimistic", "sql-atomic", "redis-atomic"}
+	if got := StrategyNames(); !slices.Equal(got, want) {
+		t.Fatalf("StrategyNames() = %v, want %v", got, want)
+	}
+}
+
+// TestRegistryConsistent checks what each entry claims against its kind.
+func TestRegistryConsistent(t *testing.T) {
+	seen := map[string]bool{}
+	for _, s := range Strategies() {
+		t.Run(s.Name, func(t *testing.T) {
+			if seen[s.Name] {
+				t.Fatal("duplicate name")
+			}
+			seen[s.Name] = true
+			if s.Summary == "" || s.Seed == "" {
+				t.Error("summary and seed passage are required")
+			}
+			if (s.Kind == KindLocker) != (s.Open != nil) {
+				t.Errorf("kind %s with Open set = %v: a locker, and only a locker, opens a lock backend", s.Kind, s.Open != nil)
+			}
+			if (s.Tokens || s.Renews || s.ReleaseBeforeCommit) && s.Kind != KindLocker {
+				t.Errorf("tokens, renewal or lock placement on a %s strategy", s.Kind)
+			}
+			if !s.Flawed && s.Breaks != BreaksNever {
+				t.Errorf("a correct strategy that breaks (%v)", s.Breaks)
+			}
+			got, ok := Lookup(s.Name)
+			if !ok || got.Name != s.Name {
+				t.Errorf("Lookup(%q) = %v, %v", s.Name, got.Name, ok)
+			}
+		})
+	}
+	if _, ok := Lookup("magic"); ok {
+		t.Error("Lookup of an unknown name succeeded")
+	}
+}
+
+func TestExpectedCorrect(t *testing.T) {
+	one := Setting{Instances: 1}
+	three := Setting{Instances: 3}
+	stale := Setting{Instances: 3, WorkOutlastsTTL: true, NoWatchdog: true}
+	staleFenced := Setting{Instances: 3, WorkOutlastsTTL: true, NoWatchdog: true, Fencing: true}
+	cases := []struct {
+		name string
+		st   Setting
+		want bool
+	}{
+		{None, one, false},
+		{MutexTx, one, false},
+		{Mutex, one, true},
+		{Mutex, three, false},
+		{RedisTTL, three, true},
+		{RedisTTL, Setting{Instances: 3, WorkOutlastsTTL: true}, false},
+		{RedisSpin, Setting{Instances: 3, WorkOutlastsTTL: true}, true},
+		{Redis, Setting{Instances: 3, WorkOutlastsTTL: true}, true}, // the watchdog renews
+		{Redis, stale, false},
+		{Redis, staleFenced, true},
+		{MySQLUnique, staleFenced, true},
+		{Redlock, stale, false},
+		{Redlock, staleFenced, false}, // no tokens to fence with
+		{Etcd, stale, true},           // keeps its session alive on its own
+		{SQLAtomic, three, true},
+		{RedisAtomic, three, true},
+	}
+	for _, tc := range cases {
+		s, _ := Lookup(tc.name)
+		if got := s.ExpectedCorrect(tc.st); got != tc.want {
+			t.Errorf("%s under %+v: ExpectedCorrect = %v, want %v", tc.name, tc.st, got, tc.want)
+		}
+	}
+}
+
+// TestREADMETable: the README's strategy table is the registry's, so the
+// two cannot drift. Regenerate with `bin/seckill strategies --markdown`.
+func TestREADMETable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	begin := strings.Index(s, "<!-- strategies:begin")
+	end := strings.Index(s, "<!-- strategies:end -->")
+	if begin < 0 || end < begin {
+		t.Fatal("README.md has no <!-- strategies:begin ... --> / <!-- strategies:end --> section")
+	}
+	got := s[strings.Index(s[begin:], "\n")+begin+1 : end]
+	if got != MarkdownTable() {
+		t.Fatalf("README.md's strategy table differs from the registry; regenerate it with `bin/seckill strategies --markdown`.\nREADME:\n%s\nregistry:\n%s", got, MarkdownTable())
+	}
+}
+
+// TestNoStrategyLiterals: outside the registry (and tests), strategy names
+// appear only as the constants. Names that are also server names (redis,
+// etcd, zookeeper) are left out: the stack names its processes after the
+// servers.
+func TestNoStrategyLiterals(t *testing.T) {
+	servers := map[string]bool{}
+	for _, s := range []Server{ServerProcess, ServerRedis, ServerRedlock, ServerZooKeeper, ServerEtcd, ServerMySQL} {
+		servers[string(s)] = true
+	}
+	names := map[string]bool{}
+	for _, n := range StrategyNames() {
+		if !servers[n] {
+			names[n] = true
+		}
+	}
+	root := ".."
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Base(path) == "registry.go" {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			if v, err := strconv.Unquote(lit.Value); err == nil && names[v] {
+				t.Errorf("%s: strategy name %s as a literal; use the stock constant or the registry", path, lit.Value)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
