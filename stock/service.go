@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 )
 
 // Locker is what the service needs of a lock.
@@ -73,6 +74,8 @@ type Service struct {
 	mu      sync.Mutex // serialises SetConfig and Close
 	lockers map[lockerKey]*sharedLocker
 	closed  bool
+
+	queue *mutexlock.Locker // Config.LocalQueue: one contender per key
 }
 
 // NewService validates opts and returns a Service.
@@ -89,7 +92,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Initial.Name == "" {
 		opts.Initial = DefaultConfig(None)
 	}
-	s := &Service{opts: opts, lockers: map[lockerKey]*sharedLocker{}}
+	s := &Service{opts: opts, lockers: map[lockerKey]*sharedLocker{}, queue: mutexlock.New(lockimpl.Options{})}
 	if err := s.SetConfig(context.Background(), opts.Initial); err != nil {
 		return nil, fmt.Errorf("initial strategy: %w", err)
 	}
@@ -415,7 +418,7 @@ func (s *Service) acquire(ctx context.Context, a *active, key string) (*lockimpl
 	lctx, cancel := context.WithTimeout(ctx, cfg.LockWait)
 	defer cancel()
 	start := time.Now()
-	lease, err := a.locker.Lock(lctx, key)
+	lease, err := s.queued(lctx, a, key)
 	if s.opts.Observer != nil {
 		s.opts.Observer.LockWait(cfg.Name, time.Since(start))
 	}
@@ -437,6 +440,23 @@ func (s *Service) acquire(ctx context.Context, a *active, key string) (*lockimpl
 		return nil, fmt.Errorf("waited %s for the %s lock: %w", cfg.LockWait, cfg.Name, ErrLockTimeout)
 	}
 	return nil, fmt.Errorf("%s lock: %w: %w", cfg.Name, ErrBackendUnavailable, err)
+}
+
+// queued takes a's lock on key; with LocalQueue, after its turn in the
+// instance's own queue for key, so one waiter per instance contends at the
+// lock server. The turn ends when the lock is taken (or the wait runs out),
+// not when it is released: the queue orders contenders, it does not hold
+// the critical section.
+func (s *Service) queued(ctx context.Context, a *active, key string) (*lockimpl.Lease, error) {
+	if !a.cfg.LocalQueue || a.info.Server == ServerProcess {
+		return a.locker.Lock(ctx, key)
+	}
+	turn, err := s.queue.Lock(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("waiting in the local queue: %w", err)
+	}
+	defer turn.Unlock(context.WithoutCancel(ctx))
+	return a.locker.Lock(ctx, key)
 }
 
 // pingBudget bounds the health probe that tells a dead backend from a busy

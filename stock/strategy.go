@@ -41,13 +41,22 @@ type Config struct {
 	// Redlock extension, MySQL expires_at renewal). Default true. Turning
 	// it off makes a holder that works longer than lock_ttl lose its lock
 	// while it still works, as a stop-the-world pause would: the scenario
-	// fencing exists for. Only redis, redlock and mysql-unique accept it.
+	// fencing exists for. Only the strategies whose registry entry Renews
+	// accept it.
 	Watchdog bool
+	// LocalQueue makes a purchase wait its turn in an in-process FIFO per
+	// goods before it contends for a distributed lock, so at most one
+	// waiter per instance and goods polls or watches the lock server:
+	// two-level locking. Without it, every waiter contends at once; after
+	// a fault the backlog of waiters can keep a polling lock (Redlock,
+	// mysql-unique) failing for as long as the load lasts. Default true.
+	// It does not apply to in-process locks and lock-free strategies.
+	LocalQueue bool
 }
 
 // DefaultConfig returns the defaults for strategy name.
 func DefaultConfig(name string) Config {
-	return Config{Name: name, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true}
+	return Config{Name: name, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true}
 }
 
 // Validate checks c and names the first problem.
@@ -75,17 +84,18 @@ func (c Config) Validate() error {
 
 // configJSON is Config's wire form: durations are Go duration strings.
 type configJSON struct {
-	Name      string `json:"name"`
-	WorkDelay string `json:"work_delay"`
-	LockTTL   string `json:"lock_ttl"`
-	LockWait  string `json:"lock_wait"`
-	Fencing   bool   `json:"fencing"`
-	Watchdog  *bool  `json:"watchdog,omitempty"`
+	Name       string `json:"name"`
+	WorkDelay  string `json:"work_delay"`
+	LockTTL    string `json:"lock_ttl"`
+	LockWait   string `json:"lock_wait"`
+	Fencing    bool   `json:"fencing"`
+	Watchdog   *bool  `json:"watchdog,omitempty"`
+	LocalQueue *bool  `json:"local_queue,omitempty"`
 }
 
 // MarshalJSON writes durations as Go duration strings ("250ms").
 func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog})
+	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog, &c.LocalQueue})
 }
 
 // UnmarshalJSON reads durations as Go duration strings. Omitted fields
@@ -99,6 +109,9 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	out.Fencing = w.Fencing
 	if w.Watchdog != nil {
 		out.Watchdog = *w.Watchdog
+	}
+	if w.LocalQueue != nil {
+		out.LocalQueue = *w.LocalQueue
 	}
 	for _, f := range []struct {
 		field string
