@@ -68,8 +68,8 @@ type Options struct {
 	// OnCleanupError receives the errors of clean-up that runs after the
 	// caller stopped waiting and that no caller sees: a lock node or key
 	// left by an abandoned acquisition that could not be deleted, a lease
-	// that could not be revoked. op names the operation ("etcd revoke",
-	// "zookeeper delete"). Default nil: such errors are dropped (the
+	// that could not be revoked. op names the operation ("etcd_revoke",
+	// "zookeeper_delete"). Default nil: such errors are dropped (the
 	// backend's TTL, lease or session removes what is left).
 	OnCleanupError func(op string, err error)
 }

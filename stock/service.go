@@ -230,7 +230,7 @@ func (s *Service) letGo(c Config, sl *sharedLocker) {
 	}
 	if cl, ok := sl.Locker.(io.Closer); ok {
 		if err := cl.Close(); err != nil {
-			s.cleanupError("close locker", err)
+			s.cleanupError("close_locker", err)
 		}
 	}
 }

@@ -43,7 +43,7 @@ const DefaultPrefix = "/seckill/locks/"
 const maxIdle = 64
 
 // cleanupTimeout bounds the clean-up of an abandoned acquisition.
-const cleanupTimeout = 5 * time.Second
+const cleanupTimeout = 2 * time.Second
 
 // Locker is the etcd lock. Build it with New; it is safe for concurrent
 // use. Close revokes its idle sessions.
@@ -125,7 +125,7 @@ func (l *Locker) closeSession(ctx context.Context, s *concurrency.Session) error
 	s.Orphan()
 	if _, err := l.client.Revoke(ctx, s.Lease()); err != nil {
 		err = fmt.Errorf("etcdlock: revoke lease %x: %w", s.Lease(), err)
-		l.onErr("etcd revoke", err)
+		l.onErr("etcd_revoke", err)
 		return err
 	}
 	return nil
@@ -157,7 +157,7 @@ func (l *Locker) session(ctx context.Context) (*concurrency.Session, error) {
 			rctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 			defer cancel()
 			if _, rerr := l.client.Revoke(rctx, grant.ID); rerr != nil {
-				l.onErr("etcd revoke", fmt.Errorf("etcdlock: revoke lease %x: %w", grant.ID, rerr))
+				l.onErr("etcd_revoke", fmt.Errorf("etcdlock: revoke lease %x: %w", grant.ID, rerr))
 			}
 		}()
 		return nil, fmt.Errorf("etcdlock: new session: %w", err)
@@ -194,7 +194,7 @@ func (l *Locker) abandon(s *concurrency.Session, key string) {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
 		if _, err := l.client.Delete(ctx, fmt.Sprintf("%s%x", l.Prefix(key), s.Lease())); err != nil {
-			l.onErr("etcd delete", fmt.Errorf("etcdlock: abandon %q: %w", key, err))
+			l.onErr("etcd_delete", fmt.Errorf("etcdlock: abandon %q: %w", key, err))
 			_ = l.closeSession(ctx, s)
 			return
 		}

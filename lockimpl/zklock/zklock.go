@@ -239,7 +239,7 @@ func (l *Locker) remove(node string) { go l.removeNow(node) }
 
 func (l *Locker) removeNow(node string) {
 	if err := l.conn.Delete(node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		l.onErr("zookeeper delete", fmt.Errorf("zklock: delete %s: %w", node, err))
+		l.onErr("zookeeper_delete", fmt.Errorf("zklock: delete %s: %w", node, err))
 	}
 }
 
@@ -354,7 +354,7 @@ func (l *Locker) hold(key, node string, czxid int64, watch <-chan zk.Event) *loc
 		<-done
 		_, err := call(ctx, func() (struct{}, error) { return struct{}{}, l.conn.Delete(node, -1) }, func(_ struct{}, err error) {
 			if err != nil && !errors.Is(err, zk.ErrNoNode) {
-				l.onErr("zookeeper delete", fmt.Errorf("zklock: unlock delete %s: %w", node, err))
+				l.onErr("zookeeper_delete", fmt.Errorf("zklock: unlock delete %s: %w", node, err))
 			}
 		})
 		if err != nil {
