@@ -200,34 +200,19 @@ var registry = []Strategy{
 		Name: RedisSpin, Kind: KindLocker, Flawed: true, Breaks: BreaksNever, Server: ServerRedis,
 		Summary: "SETNX busy loop, no TTL, plain DEL",
 		Seed:    "003 first version (SETNX spin)",
-		Open: func(_ context.Context, c Clients) (LockBackend, error) {
-			if c.Redis == nil {
-				return nil, notConfigured(ServerRedis)
-			}
-			return redisnaive.NewSpinBackend(c.Redis), nil
-		},
+		Open:    onRedis(func(c redis.UniversalClient) LockBackend { return redisnaive.NewSpinBackend(c) }),
 	},
 	{
 		Name: RedisTTL, Kind: KindLocker, Flawed: true, Breaks: BreaksWorkOutlastsTTL, Server: ServerRedis,
 		Summary: "SET NX PX + sleep-retry, DEL without owner check",
 		Seed:    "003 steps 1-2 (expiry, 锁被误删)",
-		Open: func(_ context.Context, c Clients) (LockBackend, error) {
-			if c.Redis == nil {
-				return nil, notConfigured(ServerRedis)
-			}
-			return redisnaive.NewTTLBackend(c.Redis), nil
-		},
+		Open:    onRedis(func(c redis.UniversalClient) LockBackend { return redisnaive.NewTTLBackend(c) }),
 	},
 	{
 		Name: Redis, Kind: KindLocker, Tokens: true, Renews: true, Server: ServerRedis,
 		Summary: "reentrant hash lock, Lua CAS release, watchdog, pub/sub wake-up, INCR fencing token",
 		Seed:    "003 Lua scripts and Redisson; 001 Redisson",
-		Open: func(_ context.Context, c Clients) (LockBackend, error) {
-			if c.Redis == nil {
-				return nil, notConfigured(ServerRedis)
-			}
-			return redislock.NewBackend(c.Redis), nil
-		},
+		Open:    onRedis(func(c redis.UniversalClient) LockBackend { return redislock.NewBackend(c) }),
 	},
 	{
 		Name: Redlock, Kind: KindLocker, Renews: true, Server: ServerRedlock,
@@ -297,6 +282,16 @@ var registry = []Strategy{
 
 func notConfigured(s Server) error {
 	return fmt.Errorf("%s: %w", s, ErrNotConfigured)
+}
+
+// onRedis opens a backend of the single Redis with build.
+func onRedis(build func(redis.UniversalClient) LockBackend) func(context.Context, Clients) (LockBackend, error) {
+	return func(_ context.Context, c Clients) (LockBackend, error) {
+		if c.Redis == nil {
+			return nil, notConfigured(ServerRedis)
+		}
+		return build(c.Redis), nil
+	}
 }
 
 func openMutex(_ context.Context, c Clients) (LockBackend, error) {

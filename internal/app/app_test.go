@@ -2,20 +2,17 @@ package app_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/app"
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
@@ -48,15 +45,8 @@ func fleet(t *testing.T, n int, mutate func(*config.Config)) []instance {
 		if mutate != nil {
 			mutate(&cfg)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		in, err := app.New(ctx, cfg, 10*time.Second)
-		cancel()
-		if err != nil {
-			testenv.Unavailable(t, "the service's backends", err)
-		}
-		srv := httptest.NewServer(in.Handler)
-		t.Cleanup(func() { srv.Close(); in.Close() })
-		out[i] = instance{name: cfg.Instance, url: srv.URL}
+		_, url := start(t, cfg)
+		out[i] = instance{name: cfg.Instance, url: url}
 	}
 	return out
 }
