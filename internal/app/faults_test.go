@@ -25,15 +25,9 @@ import (
 )
 
 // start runs one in-process instance over cfg and returns it with its URL.
+// The caller sets every field it needs (see single).
 func start(t *testing.T, cfg config.Config) (*app.Instance, string) {
 	t.Helper()
-	if cfg.Instance == "" {
-		cfg.Instance = "f1"
-	}
-	cfg.AdminToken, cfg.MaxQty = token, 100
-	if cfg.Strategy == "" {
-		cfg.Strategy = stock.None
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	in, err := app.New(ctx, cfg, 10*time.Second)
 	cancel()
@@ -43,6 +37,12 @@ func start(t *testing.T, cfg config.Config) (*app.Instance, string) {
 	srv := httptest.NewServer(in.Handler)
 	t.Cleanup(func() { srv.Close(); in.Close() })
 	return in, srv.URL
+}
+
+// single is the config of one instance "f1" with the test's admin token.
+func single(cfg config.Config) config.Config {
+	cfg.Instance, cfg.AdminToken, cfg.MaxQty, cfg.Strategy = "f1", token, 100, stock.None
+	return cfg
 }
 
 // proxy puts a Toxiproxy proxy on a free port in front of upstream.
@@ -64,11 +64,11 @@ func TestStalledBackendAnswersWithinLockWait(t *testing.T) {
 	const lockWait = time.Second
 	etcdP := proxy(t, "etcd", testenv.List(t, testenv.EtcdEndpoints)[0])
 	zkP := proxy(t, "zookeeper", testenv.List(t, testenv.ZKServers)[0])
-	_, url := start(t, config.Config{
+	_, url := start(t, single(config.Config{
 		MySQLDSN:      testenv.Get(t, testenv.MySQLDSN),
 		EtcdEndpoints: []string{etcdP.Addr()},
 		ZKServers:     []string{zkP.Addr()},
-	})
+	}))
 	in := []instance{{name: "f1", url: url}}
 	cases := []struct {
 		name  string
@@ -162,12 +162,12 @@ func TestNoLockerLeakAcrossSettings(t *testing.T) {
 	zkAddr := testenv.List(t, testenv.ZKServers)[0]
 	_, zkPortS, _ := net.SplitHostPort(zkAddr)
 	zkPort, _ := strconv.Atoi(zkPortS)
-	inst, url := start(t, config.Config{
+	inst, url := start(t, single(config.Config{
 		MySQLDSN:      testenv.Get(t, testenv.MySQLDSN),
 		RedisAddrs:    testenv.List(t, testenv.RedisAddrs),
 		EtcdEndpoints: testenv.List(t, testenv.EtcdEndpoints),
 		ZKServers:     []string{zkAddr},
-	})
+	}))
 	ins := []instance{{name: "f1", url: url}}
 	goods := goodsID()
 	reset(t, ins[0], goods, 1000)
@@ -214,10 +214,10 @@ func TestNoLockerLeakAcrossSettings(t *testing.T) {
 // selling instead of being refused as stale_lock against the goods' fence.
 func TestFencedSalesAfterRedisRestart(t *testing.T) {
 	srv := testenv.StartRedis(t)
-	_, url := start(t, config.Config{
+	_, url := start(t, single(config.Config{
 		MySQLDSN:   testenv.Get(t, testenv.MySQLDSN),
 		RedisAddrs: []string{srv.Addr},
-	})
+	}))
 	ins := []instance{{name: "f1", url: url}}
 	goods := goodsID()
 	reset(t, ins[0], goods, 100)
