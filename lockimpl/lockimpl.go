@@ -240,3 +240,14 @@ func KeepAlive(ttl time.Duration, renew func(ctx context.Context) error, lost fu
 		inflight.Wait()
 	}
 }
+
+// ExpireAfter marks lease lost once ttl has passed, unless the returned stop
+// is called first: a lock that is not renewed knows it is gone when its TTL
+// runs out, by its own clock, even though no server tells it so. The
+// backends use it with Options.NoRenew.
+func ExpireAfter(lease *Lease, ttl time.Duration) (stop func()) {
+	t := time.AfterFunc(ttl, func() {
+		lease.MarkLost(fmt.Errorf("TTL %v ran out without renewal", ttl))
+	})
+	return func() { t.Stop() }
+}

@@ -9,6 +9,10 @@ var (
 	// ErrStaleLock: fencing rejected the write of a holder whose token is
 	// older than one already accepted.
 	ErrStaleLock = errors.New("stale_lock")
+	// ErrLeaseLost: the lock's backend reported the holder's lease lost
+	// (expired, session ended) before the purchase committed; it was
+	// rolled back (Config.LeaseCheck).
+	ErrLeaseLost = errors.New("lease_lost")
 	// ErrLockTimeout: the lock wait budget ran out (or optimistic retries
 	// were exhausted).
 	ErrLockTimeout = errors.New("lock_timeout")

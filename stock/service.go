@@ -407,6 +407,14 @@ func (s *Service) run(ctx context.Context, a *active, d Deduction) (Result, erro
 		d.Fence = lease.Token
 		d.Order.FenceToken = lease.Token
 	}
+	if cfg.LeaseCheck {
+		d.BeforeCommit = func() error {
+			if err := lease.Err(); err != nil {
+				return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+			}
+			return nil
+		}
+	}
 	return st.ReadModifyWrite(ctx, d, nil)
 }
 
@@ -514,7 +522,7 @@ func (s *Service) classify(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, known := range []error{ErrSoldOut, ErrStaleLock, ErrLockTimeout, ErrGoodsNotFound, ErrInvalid, ErrBackendUnavailable} {
+	for _, known := range []error{ErrSoldOut, ErrStaleLock, ErrLeaseLost, ErrLockTimeout, ErrGoodsNotFound, ErrInvalid, ErrBackendUnavailable} {
 		if errors.Is(err, known) {
 			return err
 		}

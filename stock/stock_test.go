@@ -47,9 +47,9 @@ func TestConfigJSONAndValidate(t *testing.T) {
 		wantErr string
 		want    Config
 	}{
-		{`{"name":"redis"}`, "", Config{Name: Redis, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true}},
-		{`{"name":"etcd","work_delay":"250ms","lock_ttl":"2s","lock_wait":"1s","fencing":true}`, "", Config{Name: Etcd, WorkDelay: 250 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: time.Second, Fencing: true, Watchdog: true, LocalQueue: true}},
-		{`{"name":"mysql-unique","watchdog":false,"fencing":true}`, "", Config{Name: MySQLUnique, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Fencing: true, LocalQueue: true}},
+		{`{"name":"redis"}`, "", Config{Name: Redis, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true, LeaseCheck: true}},
+		{`{"name":"etcd","work_delay":"250ms","lock_ttl":"2s","lock_wait":"1s","fencing":true}`, "", Config{Name: Etcd, WorkDelay: 250 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: time.Second, Fencing: true, Watchdog: true, LocalQueue: true, LeaseCheck: true}},
+		{`{"name":"mysql-unique","watchdog":false,"fencing":true}`, "", Config{Name: MySQLUnique, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Fencing: true, LocalQueue: true, LeaseCheck: true}},
 		{`{"name":"etcd","watchdog":false}`, "watchdog can be turned off only", Config{}},
 		{`{"name":"redis-ttl","watchdog":false}`, "watchdog can be turned off only", Config{}},
 		{`{"name":"magic"}`, "unknown strategy", Config{}},

@@ -167,6 +167,9 @@ type Deduction struct {
 	// with it before reading and writes only while the claim stands (see
 	// ReadModifyWrite).
 	Fence uint64
+	// BeforeCommit, when set, runs after the order insert and right before
+	// COMMIT; an error rolls the whole deduction back (the lease check).
+	BeforeCommit func() error
 }
 
 // Result is a committed deduction.
@@ -240,7 +243,13 @@ func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(co
 		}
 		res.Remaining = remaining
 		release()
-		return insertOrder(tx, &d.Order)
+		if err := insertOrder(tx, &d.Order); err != nil {
+			return err
+		}
+		if d.BeforeCommit != nil {
+			return d.BeforeCommit()
+		}
+		return nil
 	})
 	res.Order = d.Order
 	return res, err

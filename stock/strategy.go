@@ -52,11 +52,17 @@ type Config struct {
 	// mysql-unique) failing for as long as the load lasts. Default true.
 	// It does not apply to in-process locks and lock-free strategies.
 	LocalQueue bool
+	// LeaseCheck makes a holder whose lease the backend reported lost
+	// (TTL expired, session ended, node deleted) roll back before COMMIT,
+	// answered with ErrLeaseLost. Default true. It narrows the window but
+	// cannot close it: a pause between the check and the COMMIT still
+	// lets a stale holder write. Only fencing closes it.
+	LeaseCheck bool
 }
 
 // DefaultConfig returns the defaults for strategy name.
 func DefaultConfig(name string) Config {
-	return Config{Name: name, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true}
+	return Config{Name: name, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true, LeaseCheck: true}
 }
 
 // Validate checks c and names the first problem.
@@ -91,11 +97,12 @@ type configJSON struct {
 	Fencing    bool   `json:"fencing"`
 	Watchdog   *bool  `json:"watchdog,omitempty"`
 	LocalQueue *bool  `json:"local_queue,omitempty"`
+	LeaseCheck *bool  `json:"lease_check,omitempty"`
 }
 
 // MarshalJSON writes durations as Go duration strings ("250ms").
 func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog, &c.LocalQueue})
+	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog, &c.LocalQueue, &c.LeaseCheck})
 }
 
 // UnmarshalJSON reads durations as Go duration strings. Omitted fields
@@ -112,6 +119,9 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	}
 	if w.LocalQueue != nil {
 		out.LocalQueue = *w.LocalQueue
+	}
+	if w.LeaseCheck != nil {
+		out.LeaseCheck = *w.LeaseCheck
 	}
 	for _, f := range []struct {
 		field string

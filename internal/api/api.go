@@ -211,6 +211,8 @@ func outcome(err error) (int, string) {
 		return http.StatusConflict, "sold_out"
 	case errors.Is(err, stock.ErrStaleLock):
 		return http.StatusConflict, "stale_lock"
+	case errors.Is(err, stock.ErrLeaseLost):
+		return http.StatusConflict, "lease_lost"
 	case errors.Is(err, stock.ErrLockTimeout):
 		return http.StatusServiceUnavailable, "lock_timeout"
 	case errors.Is(err, stock.ErrGoodsNotFound):
@@ -303,7 +305,7 @@ func (h *handler) reset(c *gin.Context) {
 func (h *handler) strategyBody() gin.H {
 	cfg := h.Service.Config()
 	return gin.H{"name": cfg.Name, "work_delay": cfg.WorkDelay.String(), "lock_ttl": cfg.LockTTL.String(),
-		"lock_wait": cfg.LockWait.String(), "fencing": cfg.Fencing, "watchdog": cfg.Watchdog, "local_queue": cfg.LocalQueue, "instance": h.Service.Instance()}
+		"lock_wait": cfg.LockWait.String(), "fencing": cfg.Fencing, "watchdog": cfg.Watchdog, "local_queue": cfg.LocalQueue, "lease_check": cfg.LeaseCheck, "instance": h.Service.Instance()}
 }
 
 func (h *handler) getStrategy(c *gin.Context) { c.JSON(http.StatusOK, h.strategyBody()) }

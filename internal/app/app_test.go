@@ -425,11 +425,11 @@ func TestFencingStoresTokens(t *testing.T) {
 func TestStaleHolderAndFencing(t *testing.T) {
 	ins := fleet(t, 2, nil)
 	for _, name := range []string{stock.Redis, stock.MySQLUnique} {
-		t.Run(name+"/no fencing oversells", func(t *testing.T) {
+		t.Run(name+"/no protection oversells", func(t *testing.T) {
 			var last stock.Audit
 			for attempt := 0; attempt < 4; attempt++ {
 				goods := goodsID()
-				setStrategy(t, ins, map[string]any{"name": name, "watchdog": false, "lock_ttl": "100ms", "work_delay": "250ms"})
+				setStrategy(t, ins, map[string]any{"name": name, "watchdog": false, "lock_ttl": "100ms", "work_delay": "250ms", "lease_check": false})
 				reset(t, ins[0], goods, 5)
 				storm(t, ins, goods, 16, 8)
 				if last = audit(t, ins[0], goods); last.Oversold > 0 {
@@ -438,9 +438,24 @@ func TestStaleHolderAndFencing(t *testing.T) {
 			}
 			t.Fatalf("%s without watchdog never oversold; last audit %+v", name, last)
 		})
+		t.Run(name+"/lease check rolls stale holders back", func(t *testing.T) {
+			// Without a pause between the check and the COMMIT (this
+			// setting has none), the check catches every stale holder.
+			goods := goodsID()
+			setStrategy(t, ins, map[string]any{"name": name, "watchdog": false, "lock_ttl": "100ms", "work_delay": "250ms"})
+			reset(t, ins[0], goods, 5)
+			tl := storm(t, ins, goods, 16, 8)
+			a := audit(t, ins[0], goods)
+			if a.Oversold != 0 || a.SoldQty != tl.ok.Load() {
+				t.Fatalf("the lease check let a stale holder commit: audit %+v, ok %d, others %v", a, tl.ok.Load(), tl.others)
+			}
+			if tl.others["409 lease_lost"] == 0 {
+				t.Fatalf("no stale holder was rolled back: ok %d, others %v", tl.ok.Load(), tl.others)
+			}
+		})
 		t.Run(name+"/fencing rejects stale holders", func(t *testing.T) {
 			goods := goodsID()
-			setStrategy(t, ins, map[string]any{"name": name, "watchdog": false, "lock_ttl": "100ms", "work_delay": "250ms", "fencing": true})
+			setStrategy(t, ins, map[string]any{"name": name, "watchdog": false, "lock_ttl": "100ms", "work_delay": "250ms", "fencing": true, "lease_check": false})
 			reset(t, ins[0], goods, 5)
 			tl := storm(t, ins, goods, 16, 8)
 			a := audit(t, ins[0], goods)

@@ -371,6 +371,16 @@ func expiresWithoutRenewal(t *testing.T, f Factory) {
 	if f.Caps.Tokens && second.Token <= first.Token {
 		t.Fatalf("token of the new holder %d <= stale holder's %d", second.Token, first.Token)
 	}
+	// The stale holder knows, by its own clock, that its TTL ran out: the
+	// service's lease check relies on it.
+	select {
+	case <-first.Lost():
+	case <-time.After(opts.TTL):
+		t.Fatal("the stale holder's lease does not report the loss after its TTL")
+	}
+	if err := first.Err(); !errors.Is(err, lockimpl.ErrLeaseLost) {
+		t.Fatalf("stale lease Err() = %v, want ErrLeaseLost", err)
+	}
 	if err := first.Unlock(ctx); !errors.Is(err, lockimpl.ErrNotHeld) {
 		t.Fatalf("stale holder's Unlock: err = %v, want ErrNotHeld (it must not release the new holder's lock)", err)
 	}

@@ -251,7 +251,8 @@ func (l *Locker) hold(key, name, owner string, id int64, token uint64) *lockimpl
 		}
 		return nil
 	})
-	if l.noRenew { // Options.NoRenew: the row expires after TTL
+	if l.noRenew { // Options.NoRenew: the row expires after TTL; the holder knows it
+		stopRenew = lockimpl.ExpireAfter(lease, l.ttl)
 		return lease
 	}
 	stopRenew = lockimpl.KeepAlive(l.ttl, func(ctx context.Context) error {

@@ -368,10 +368,15 @@ func (l *Locker) removeWaiter(full string, w *waiter) {
 func (l *Locker) newHold(key, full, owner string, token uint64) *lockimpl.Lease {
 	h := &hold{l: l, key: full, owner: owner, token: token}
 	lease := h.lease(key)
+	var stop func()
 	if l.noRenew {
-		return lease // Options.NoRenew: no watchdog, the hash expires after TTL
+		// Options.NoRenew: no watchdog; the hash expires after TTL, and
+		// the holder knows it by its own clock.
+		t := time.AfterFunc(l.ttl, func() { h.markLost(fmt.Errorf("redislock: TTL %v ran out without renewal", l.ttl)) })
+		stop = func() { t.Stop() }
+	} else {
+		stop = lockimpl.KeepAlive(l.ttl, h.renew, h.markLost)
 	}
-	stop := lockimpl.KeepAlive(l.ttl, h.renew, h.markLost)
 	h.l.holdsMu.Lock()
 	h.stop = stop
 	h.l.holdsMu.Unlock()

@@ -143,7 +143,8 @@ func (l *Locker) hold(key string, m *redsync.Mutex) *lockimpl.Lease {
 		}
 		return nil
 	})
-	if l.noRenew { // Options.NoRenew: the keys expire after TTL
+	if l.noRenew { // Options.NoRenew: the keys expire after TTL; the holder knows it
+		stopExtend = lockimpl.ExpireAfter(lease, l.ttl)
 		return lease
 	}
 	// A failed extension means no quorum still holds the lock: lost at once.
