@@ -114,6 +114,7 @@ type Lease struct {
 
 	mu       sync.Mutex
 	released bool
+	done     chan struct{} // closed by the first Unlock
 
 	lostOnce sync.Once
 	lost     chan struct{}
@@ -122,7 +123,7 @@ type Lease struct {
 
 // NewLease builds a lease whose Unlock calls release exactly once.
 func NewLease(key string, token uint64, release func(ctx context.Context) error) *Lease {
-	return &Lease{Key: key, Token: token, release: release, lost: make(chan struct{})}
+	return &Lease{Key: key, Token: token, release: release, lost: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Unlock releases the lock. A second call returns ErrNotHeld. If the backend
@@ -135,6 +136,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 		return fmt.Errorf("unlock %q: %w", l.Key, ErrNotHeld)
 	}
 	l.released = true
+	close(l.done)
 	l.mu.Unlock()
 	if l.release == nil {
 		return nil
@@ -148,6 +150,9 @@ func (l *Lease) Released() bool {
 	defer l.mu.Unlock()
 	return l.released
 }
+
+// Done is closed once Unlock has been called.
+func (l *Lease) Done() <-chan struct{} { return l.done }
 
 // Lost is closed when the backend reports that ownership was lost while the
 // lease was still held.

@@ -57,6 +57,9 @@ type ServiceOptions struct {
 	Mirror Mirror
 	// Observer receives timings; nil means none.
 	Observer Observer
+	// Events receives the lock events of every purchase (see Event); nil
+	// means none are recorded.
+	Events *Events
 	// MaxQty bounds qty per purchase. Default 100.
 	MaxQty int64
 	// OptimisticRetries bounds mysql-optimistic's retries. Default 100.
@@ -377,32 +380,48 @@ func (s *Service) run(ctx context.Context, a *active, d Deduction) (Result, erro
 	case RedisAtomic:
 		return s.redisAtomic(ctx, d)
 	}
+	key := LockKey(d.Order.GoodsID)
+	tr := trace{events: s.opts.Events, instance: s.opts.Instance, strategy: cfg.Name, purchase: d.Order.RequestID, key: key}
+	d.Trace = tr.value
+	res, err := s.runTraced(ctx, a, d, tr)
+	switch {
+	case err == nil:
+		tr.emit(EventCommitted, nil)
+	case !errors.Is(err, ErrLockTimeout) && !errors.Is(err, ErrBackendUnavailable) || errors.Is(err, ErrLeaseLost):
+		tr.emit(EventRolledBack, func(ev *Event) { ev.Detail = err.Error() })
+	}
+	return res, err
+}
+
+// runTraced runs the read-modify-write strategies (unprotected or under a
+// lock) and records their lock events.
+func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trace) (Result, error) {
+	st, cfg, key := s.opts.Store, a.cfg, tr.key
 	if a.locker == nil { // KindUnprotected
 		return st.ReadModifyWrite(ctx, d, nil)
 	}
-	key := LockKey(d.Order.GoodsID)
 	if a.info.ReleaseBeforeCommit {
 		// Deliberately flawed (seed 003 "transaction mode"): the lock is
 		// taken inside the transaction and released after the stock write
 		// but before the order insert and COMMIT, so the next holder can
 		// read the stock before this write is visible.
 		return st.ReadModifyWrite(ctx, d, func(ctx context.Context) (func(), error) {
-			lease, err := s.acquire(ctx, a, key)
+			lease, err := s.acquire(ctx, a, key, tr)
 			if err != nil {
 				return nil, err
 			}
 			held := time.Now()
-			return func() { s.release(ctx, cfg, lease, held) }, nil
+			return func() { s.release(ctx, cfg, lease, held, tr) }, nil
 		})
 	}
-	lease, err := s.acquire(ctx, a, key)
+	lease, err := s.acquire(ctx, a, key, tr)
 	if err != nil {
 		return Result{}, err
 	}
 	// The release does not hold up the answer: the order is committed (or
 	// not) by then, and a stalled backend must not delay the reply.
 	held := time.Now()
-	defer func() { go s.release(ctx, cfg, lease, held) }()
+	defer func() { go s.release(ctx, cfg, lease, held, tr) }()
 	if cfg.Fencing {
 		d.Fence = lease.Token
 		d.Order.FenceToken = lease.Token
@@ -420,17 +439,29 @@ func (s *Service) run(ctx context.Context, a *active, d Deduction) (Result, erro
 
 // acquire waits for a's lock on key within a.cfg.LockWait. A wait that
 // runs out while the backend does not answer is ErrBackendUnavailable, not
-// ErrLockTimeout.
-func (s *Service) acquire(ctx context.Context, a *active, key string) (*lockimpl.Lease, error) {
+// ErrLockTimeout. While the lock is held, a loss the backend reports is
+// recorded as an event.
+func (s *Service) acquire(ctx context.Context, a *active, key string, tr trace) (*lockimpl.Lease, error) {
 	cfg := a.cfg
 	lctx, cancel := context.WithTimeout(ctx, cfg.LockWait)
 	defer cancel()
+	tr.emit(EventRequested, nil)
 	start := time.Now()
 	lease, err := s.queued(lctx, a, key)
 	if s.opts.Observer != nil {
 		s.opts.Observer.LockWait(cfg.Name, time.Since(start))
 	}
 	if err == nil {
+		tr.emit(EventAcquired, func(ev *Event) { ev.Token, ev.WaitedNS = lease.Token, time.Since(start).Nanoseconds() })
+		if tr.events != nil {
+			go func() {
+				select {
+				case <-lease.Lost():
+					tr.emit(EventLeaseLost, func(ev *Event) { ev.Token, ev.Detail = lease.Token, lease.Err().Error() })
+				case <-lease.Done():
+				}
+			}()
+		}
 		return lease, nil
 	}
 	if ctx.Err() != nil {
@@ -475,13 +506,20 @@ const pingBudget = 500 * time.Millisecond
 // expires with its TTL, lease or session.
 const releaseTimeout = 3 * time.Second
 
-func (s *Service) release(ctx context.Context, cfg Config, lease *lockimpl.Lease, held time.Time) {
+func (s *Service) release(ctx context.Context, cfg Config, lease *lockimpl.Lease, held time.Time, tr trace) {
 	if s.opts.Observer != nil {
 		s.opts.Observer.LockHold(cfg.Name, time.Since(held))
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	if err := lease.Unlock(uctx); err != nil && s.opts.Observer != nil {
+	err := lease.Unlock(uctx)
+	tr.emit(EventReleased, func(ev *Event) {
+		ev.Token = lease.Token
+		if err != nil {
+			ev.Detail = err.Error()
+		}
+	})
+	if err != nil && s.opts.Observer != nil {
 		s.opts.Observer.Error("unlock")
 	}
 }

@@ -170,6 +170,15 @@ type Deduction struct {
 	// BeforeCommit, when set, runs after the order insert and right before
 	// COMMIT; an error rolls the whole deduction back (the lease check).
 	BeforeCommit func() error
+	// Trace, when set, is told the stock read (EventRead) and the stock
+	// written (EventWritten), for the lock event stream.
+	Trace func(kind EventKind, value int64)
+}
+
+func (d Deduction) trace(kind EventKind, v int64) {
+	if d.Trace != nil {
+		d.Trace(kind, v)
+	}
 }
 
 // Result is a committed deduction.
@@ -221,6 +230,7 @@ func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(co
 		if err := tx.Select("id", "stock").Take(&g, d.Order.GoodsID).Error; err != nil {
 			return goodsErr(d.Order.GoodsID, err)
 		}
+		d.trace(EventRead, g.Stock)
 		if g.Stock < d.Order.Qty {
 			return ErrSoldOut
 		}
@@ -242,6 +252,7 @@ func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(co
 			}
 		}
 		res.Remaining = remaining
+		d.trace(EventWritten, remaining)
 		release()
 		if err := insertOrder(tx, &d.Order); err != nil {
 			return err

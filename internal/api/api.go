@@ -41,6 +41,9 @@ type Options struct {
 	// Registry serves /metrics; Metrics must be registered on it.
 	Registry *prometheus.Registry
 	Metrics  *Metrics
+	// Events is the instance's lock event stream, served at
+	// /admin/events; nil serves 404 there.
+	Events *stock.Events
 	// MaxBody bounds request bodies. Default 4 KiB.
 	MaxBody int64
 }
@@ -83,6 +86,7 @@ func New(opts Options) http.Handler {
 	admin.PUT("/strategy", h.putStrategy)
 	admin.GET("/audit", h.audit)
 	admin.GET("/orders", h.orders)
+	admin.GET("/events", h.events)
 	return r
 }
 

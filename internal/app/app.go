@@ -27,6 +27,10 @@ import (
 	"github.com/seckill-lab/seckill/stock"
 )
 
+// eventsKept is how many lock events an instance keeps for a late
+// subscriber (GET /admin/events?replay=true).
+const eventsKept = 20000
+
 // Instance is one wired service instance.
 type Instance struct {
 	Config  config.Config
@@ -59,11 +63,13 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := api.NewMetrics(reg)
+	events := stock.NewEvents(eventsKept)
 	opts := stock.ServiceOptions{
 		Instance: cfg.Instance,
 		Store:    store,
 		Backends: b.locks,
 		Observer: metrics,
+		Events:   events,
 		MaxQty:   cfg.MaxQty,
 		Initial:  stock.DefaultConfig(cfg.Strategy),
 	}
@@ -75,7 +81,7 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 		b.Close()
 		return nil, err
 	}
-	h := api.New(api.Options{Service: svc, AdminToken: cfg.AdminToken, Checks: b.checks(store), Registry: reg, Metrics: metrics})
+	h := api.New(api.Options{Service: svc, AdminToken: cfg.AdminToken, Checks: b.checks(store), Registry: reg, Metrics: metrics, Events: events})
 	return &Instance{Config: cfg, Service: svc, Handler: h, backends: b}, nil
 }
 

@@ -1,0 +1,73 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// eventsKeepAlive is how often an idle event stream sends a comment line,
+// so proxies and clients see it alive.
+const eventsKeepAlive = 15 * time.Second
+
+// events streams the instance's lock events as server-sent events
+// (GET /admin/events): one `event: lock` with the Event as JSON per step,
+// oldest first. With ?replay=true the events the instance kept are sent
+// first. The stream ends when the client goes away.
+func (h *handler) events(c *gin.Context) {
+	if h.Events == nil {
+		fail(c, http.StatusNotFound, "not_found", "this instance records no events")
+		return
+	}
+	past, live, cancel := h.Events.Subscribe(4096)
+	defer cancel()
+	if c.Query("replay") != "true" {
+		past = nil
+	}
+	w := c.Writer
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(v any) bool {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return false
+		}
+		_, err = fmt.Fprintf(w, "event: lock\ndata: %s\n\n", b)
+		return err == nil
+	}
+	for _, ev := range past {
+		if !send(ev) {
+			return
+		}
+	}
+	w.Flush()
+	tick := time.NewTicker(eventsKeepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.Request.Context().Done():
+			return
+		case ev := <-live:
+			if !send(ev) {
+				return
+			}
+			// Send what is queued at once, then flush once.
+			for n := len(live); n > 0; n-- {
+				if !send(<-live) {
+					return
+				}
+			}
+			w.Flush()
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			w.Flush()
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// subscribe opens url's /admin/events stream and returns its events on a
+// channel, until the test ends.
+func subscribe(t *testing.T, url string) <-chan stock.Event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/admin/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET /admin/events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	out := make(chan stock.Event, 1024)
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var ev stock.Event
+			if json.Unmarshal([]byte(data), &ev) == nil {
+				out <- ev
+			}
+		}
+	}()
+	return out
+}
+
+// TestEventStream: one purchase under each locker strategy streams its lock
+// events in order, each once, with the token and the stock figures; the
+// flawed mutex-tx shows its release before the commit.
+func TestEventStream(t *testing.T) {
+	_, url := start(t, single(config.Config{
+		MySQLDSN:      testenv.Get(t, testenv.MySQLDSN),
+		RedisAddrs:    testenv.List(t, testenv.RedisAddrs),
+		EtcdEndpoints: testenv.List(t, testenv.EtcdEndpoints),
+		ZKServers:     testenv.List(t, testenv.ZKServers),
+	}))
+	ins := []instance{{name: "f1", url: url}}
+	events := subscribe(t, url)
+	normal := []stock.EventKind{stock.EventRequested, stock.EventAcquired, stock.EventRead, stock.EventWritten, stock.EventCommitted, stock.EventReleased}
+	for _, s := range stock.Strategies() {
+		if s.Kind != stock.KindLocker {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			want := normal
+			if s.ReleaseBeforeCommit {
+				want = []stock.EventKind{stock.EventRequested, stock.EventAcquired, stock.EventRead, stock.EventWritten, stock.EventReleased, stock.EventCommitted}
+			}
+			goods := goodsID()
+			reset(t, ins[0], goods, 7)
+			setStrategy(t, ins, map[string]any{"name": s.Name})
+			r := do(t, http.MethodPost, url+"/api/v1/purchase", "application/json", jsonBody(map[string]any{"goods_id": goods, "qty": 2, "user_id": "u"}), nil)
+			if r.status != http.StatusOK {
+				t.Fatalf("purchase: %d %v", r.status, r.body)
+			}
+			id, _ := r.body["request_id"].(string)
+			var got []stock.Event
+			timeout := time.After(10 * time.Second)
+			for len(got) < len(want) {
+				select {
+				case ev := <-events:
+					if ev.Purchase == id {
+						got = append(got, ev)
+					}
+				case <-timeout:
+					t.Fatalf("after 10s, %d of %d events: %+v", len(got), len(want), got)
+				}
+			}
+			var kinds []stock.EventKind
+			for i, ev := range got {
+				kinds = append(kinds, ev.Kind)
+				if ev.Instance != "f1" || ev.Strategy != s.Name || ev.Key != stock.LockKey(goods) || ev.MonoNS == 0 {
+					t.Errorf("event %d: %+v", i, ev)
+				}
+				if i > 0 && (ev.MonoNS < got[i-1].MonoNS || ev.Seq <= got[i-1].Seq) {
+					t.Errorf("event %d out of order: %+v after %+v", i, ev, got[i-1])
+				}
+				switch ev.Kind {
+				case stock.EventRead:
+					if ev.Value == nil || *ev.Value != 7 {
+						t.Errorf("read event value %v, want 7", ev.Value)
+					}
+				case stock.EventWritten:
+					if ev.Value == nil || *ev.Value != 5 {
+						t.Errorf("written event value %v, want 5", ev.Value)
+					}
+				case stock.EventAcquired:
+					if s.Tokens && ev.Token == 0 {
+						t.Error("acquired without the lock's token")
+					}
+				}
+			}
+			if !slices.Equal(kinds, want) {
+				t.Fatalf("events %v, want %v", kinds, want)
+			}
+		})
+	}
+}

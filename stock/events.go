@@ -1,0 +1,146 @@
+package stock
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// EventKind is what happened to one purchase's lock or stock.
+type EventKind string
+
+// The lock events of a purchase, in the order they happen.
+const (
+	EventRequested  EventKind = "requested"   // the purchase asks for the lock
+	EventAcquired   EventKind = "acquired"    // the lock is held (Token, WaitedNS)
+	EventRead       EventKind = "read"        // the stock was read (Value)
+	EventWritten    EventKind = "written"     // the stock was written (Value: the new stock)
+	EventCommitted  EventKind = "committed"   // the transaction committed
+	EventRolledBack EventKind = "rolled_back" // the transaction rolled back (Detail: why)
+	EventReleased   EventKind = "released"    // the lock was released
+	EventLeaseLost  EventKind = "lease_lost"  // the backend reported the lease lost while held
+)
+
+// Event is one step of one purchase on one instance. MonoNS is the
+// machine's CLOCK_MONOTONIC in nanoseconds: every instance on one machine
+// reads the same clock, so events of different instances compare directly,
+// and no wall-clock jump moves them.
+type Event struct {
+	Seq      uint64    `json:"seq"` // per instance, from 1
+	MonoNS   int64     `json:"mono_ns"`
+	Wall     time.Time `json:"wall"`
+	Instance string    `json:"instance"`
+	Strategy string    `json:"strategy"`
+	Purchase string    `json:"purchase"` // the request id
+	Key      string    `json:"key"`      // the lock key (goods:N)
+	Kind     EventKind `json:"kind"`
+	Token    uint64    `json:"token,omitempty"`
+	WaitedNS int64     `json:"waited_ns,omitempty"`
+	Value    *int64    `json:"value,omitempty"`
+	Detail   string    `json:"detail,omitempty"`
+}
+
+// MonoNow reads CLOCK_MONOTONIC in nanoseconds.
+func MonoNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+// Events is an instance's lock event stream: a bounded ring of the latest
+// events and any number of live subscribers. A subscriber that does not
+// keep up loses events (counted), it never slows purchases down. Safe for
+// concurrent use; the zero value is not usable, build it with NewEvents.
+type Events struct {
+	mu      sync.Mutex
+	seq     uint64
+	ring    []Event
+	next    int
+	full    bool
+	subs    map[chan Event]struct{}
+	dropped uint64
+}
+
+// NewEvents keeps the last size events.
+func NewEvents(size int) *Events {
+	return &Events{ring: make([]Event, max(size, 1)), subs: map[chan Event]struct{}{}}
+}
+
+func (e *Events) emit(ev Event) {
+	if e == nil {
+		return
+	}
+	ev.MonoNS, ev.Wall = MonoNow(), time.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seq++
+	ev.Seq = e.seq
+	e.ring[e.next] = ev
+	e.next = (e.next + 1) % len(e.ring)
+	if e.next == 0 {
+		e.full = true
+	}
+	for ch := range e.subs {
+		select {
+		case ch <- ev:
+		default:
+			e.dropped++
+		}
+	}
+}
+
+// Subscribe returns the events kept so far (oldest first) and a channel of
+// the ones to come, with buffer room for buf of them. Call cancel to stop.
+func (e *Events) Subscribe(buf int) (past []Event, live <-chan Event, cancel func()) {
+	ch := make(chan Event, max(buf, 1))
+	e.mu.Lock()
+	if e.full {
+		past = append(past, e.ring[e.next:]...)
+	}
+	past = append(past, e.ring[:e.next]...)
+	e.subs[ch] = struct{}{}
+	e.mu.Unlock()
+	var once sync.Once
+	return past, ch, func() {
+		once.Do(func() {
+			e.mu.Lock()
+			delete(e.subs, ch)
+			e.mu.Unlock()
+		})
+	}
+}
+
+// Dropped counts events that a slow subscriber missed.
+func (e *Events) Dropped() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.dropped
+}
+
+// trace records the steps of one purchase.
+type trace struct {
+	events   *Events
+	instance string
+	strategy string
+	purchase string
+	key      string
+}
+
+func (t trace) emit(kind EventKind, f func(*Event)) {
+	if t.events == nil {
+		return
+	}
+	ev := Event{Instance: t.instance, Strategy: t.strategy, Purchase: t.purchase, Key: t.key, Kind: kind}
+	if f != nil {
+		f(&ev)
+	}
+	t.events.emit(ev)
+}
+
+// value records a stock figure (read or written).
+func (t trace) value(kind EventKind, v int64) {
+	t.emit(kind, func(ev *Event) { ev.Value = &v })
+}
