@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/stack"
 )
 
@@ -39,7 +40,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 func runUp(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("up")
 	instances := fs.Int("instances", stack.DefaultInstances, "number of `seckill serve` instances behind nginx")
-	strategy := fs.String("strategy", stack.DefaultStrategy, "SECKILL_STRATEGY of the instances")
+	strategy := fs.String("strategy", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+")")
 	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port: redis B+1..B+5, etcd B+20/B+21, zookeeper B+30, mariadb B+40, nginx B+80, instances B+101..")
 	binary := fs.String("binary", "", "seckill binary the instances run (default: this one)")
 	if err := parse(fs, args); err != nil {

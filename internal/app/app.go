@@ -44,7 +44,10 @@ type Instance struct {
 // returns the wired instance. MySQL must answer within startTimeout;
 // the other backends connect lazily and are reported by /healthz.
 func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*Instance, error) {
-	if err := cfg.Validate(); err != nil {
+	if cfg.Strategy == "" {
+		cfg.Strategy = stock.None
+	}
+	if err := errors.Join(cfg.Validate(), stock.DefaultConfig(cfg.Strategy).Validate()); err != nil {
 		return nil, err
 	}
 	db, err := openMySQL(ctx, cfg.MySQLDSN, startTimeout)

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -287,4 +288,21 @@ func cleanupErrors(t *testing.T, url, server string) float64 {
 		}
 	}
 	return sum
+}
+
+// TestUnknownStartingStrategy: the service, not the config, knows the
+// strategies; an unknown starting one is refused with the valid names.
+func TestUnknownStartingStrategy(t *testing.T) {
+	cfg := single(config.Config{MySQLDSN: testenv.Get(t, testenv.MySQLDSN)})
+	cfg.Strategy = "magic"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	in, err := app.New(ctx, cfg, 10*time.Second)
+	if err == nil {
+		in.Close()
+		t.Fatal("app.New accepted an unknown strategy")
+	}
+	if !errors.Is(err, stock.ErrUnknownStrategy) || !strings.Contains(err.Error(), stock.SQLAtomic) {
+		t.Fatalf("err = %v, want ErrUnknownStrategy listing the valid names", err)
+	}
 }

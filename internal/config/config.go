@@ -11,8 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/seckill-lab/seckill/stock"
 )
 
 // Environment variables read by `seckill serve`.
@@ -28,8 +26,19 @@ const (
 	EnvMaxQty        = "SECKILL_MAX_QTY"
 )
 
-// EnvVars lists every variable `seckill serve` reads, for the compose check.
-var EnvVars = []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvEtcdEndpoints, EnvZKServers, EnvAdminToken, EnvStrategy, EnvMaxQty}
+// Environment variables the local stack adds to its env.sh for the bench
+// and the integration tests (`seckill serve` does not read them).
+const (
+	EnvNginxURL     = "SECKILL_NGINX_URL"
+	EnvInstanceURLs = "SECKILL_INSTANCE_URLS"
+	EnvStackDir     = "SECKILL_STACK_DIR"
+)
+
+// EnvVars lists every variable `seckill serve` reads, in a fixed order: the
+// one list the config, the stack and the compose check use.
+func EnvVars() []string {
+	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvEtcdEndpoints, EnvZKServers, EnvAdminToken, EnvStrategy, EnvMaxQty}
+}
 
 // Defaults.
 const (
@@ -58,7 +67,8 @@ type Config struct {
 	ZKServers []string
 	// AdminToken guards /admin. Empty disables the admin API (403).
 	AdminToken string
-	// Strategy is the starting strategy. Default none.
+	// Strategy is the starting strategy. Default: the service's (none);
+	// the service validates it.
 	Strategy string
 	// MaxQty bounds qty per purchase. Default 100.
 	MaxQty int64
@@ -89,9 +99,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.Instance == "" {
 		c.Instance, _ = os.Hostname()
-	}
-	if c.Strategy == "" {
-		c.Strategy = stock.None
 	}
 	return c, nil
 }
@@ -131,9 +138,6 @@ func (c Config) Validate() error {
 	}
 	if c.Instance == "" {
 		errs = append(errs, errors.New("no instance name: set --name"))
-	}
-	if err := stock.DefaultConfig(c.Strategy).Validate(); err != nil {
-		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -33,7 +33,6 @@ func TestFromEnvAndFlags(t *testing.T) {
 			},
 		},
 		{name: "no DSN", env: map[string]string{EnvInstance: "i"}, wantErr: "no MySQL DSN"},
-		{name: "unknown strategy", env: map[string]string{EnvMySQLDSN: "d", EnvStrategy: "magic"}, wantErr: "unknown strategy"},
 		{name: "bad max qty", env: map[string]string{EnvMySQLDSN: "d", EnvMaxQty: "many"}, wantErr: "not an integer"},
 		{name: "zero max qty", env: map[string]string{EnvMySQLDSN: "d", EnvMaxQty: "0"}, wantErr: "max qty"},
 	}

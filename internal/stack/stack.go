@@ -235,14 +235,14 @@ func (s *State) Component(name string) (Component, bool) {
 // order.
 func (s *State) Env() [][2]string {
 	return [][2]string{
-		{"SECKILL_REDIS_ADDRS", strings.Join(s.RedisAddrs(), ",")},
-		{"SECKILL_ETCD_ENDPOINTS", strings.Join(s.EtcdEndpoints(), ",")},
-		{"SECKILL_ZK_SERVERS", strings.Join(s.ZKServers(), ",")},
-		{"SECKILL_MYSQL_DSN", s.MySQLDSN()},
-		{"SECKILL_NGINX_URL", s.NginxURL()},
-		{"SECKILL_INSTANCE_URLS", strings.Join(s.InstanceURLs(), ",")},
-		{"SECKILL_STACK_DIR", s.Dir},
-		{"SECKILL_ADMIN_TOKEN", s.AdminToken},
+		{config.EnvRedisAddrs, strings.Join(s.RedisAddrs(), ",")},
+		{config.EnvEtcdEndpoints, strings.Join(s.EtcdEndpoints(), ",")},
+		{config.EnvZKServers, strings.Join(s.ZKServers(), ",")},
+		{config.EnvMySQLDSN, s.MySQLDSN()},
+		{config.EnvNginxURL, s.NginxURL()},
+		{config.EnvInstanceURLs, strings.Join(s.InstanceURLs(), ",")},
+		{config.EnvStackDir, s.Dir},
+		{config.EnvAdminToken, s.AdminToken},
 	}
 }
 

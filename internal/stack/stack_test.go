@@ -255,7 +255,7 @@ func TestComposeConfig(t *testing.T) {
 			t.Errorf("%s image %q, want redis:7", name, cf.Services[name].Image)
 		}
 	}
-	want := slices.Clone(config.EnvVars)
+	want := config.EnvVars()
 	slices.Sort(want)
 	for i, name := range instances {
 		s := cf.Services[name]

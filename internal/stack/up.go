@@ -147,7 +147,7 @@ func adminToken(dir, fromOpts string) (path, source, token string, err error) {
 	path = filepath.Join(dir, tokenFile)
 	token, source = fromOpts, "given by the caller"
 	if token == "" {
-		token, source = strings.TrimSpace(os.Getenv("SECKILL_ADMIN_TOKEN")), "environment"
+		token, source = strings.TrimSpace(os.Getenv(config.EnvAdminToken)), "environment"
 	}
 	if token == "" {
 		b := make([]byte, 24)
@@ -568,7 +568,7 @@ func cleanEnv(prefix string) []string {
 // variables (e.g. SECKILL_MAX_QTY is not set here) pass through.
 func instanceEnv(st *State, c Component) []string {
 	drop := map[string]bool{}
-	for _, k := range config.EnvVars {
+	for _, k := range config.EnvVars() {
 		drop[k] = true
 	}
 	var env []string

@@ -26,18 +26,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill-lab/seckill/internal/config"
 )
 
-// Variable names shared by the stack, the service and the tests.
+// Variable names: config's, the one list shared by the stack, the service
+// and the tests.
 const (
-	RedisAddrs    = "SECKILL_REDIS_ADDRS"
-	EtcdEndpoints = "SECKILL_ETCD_ENDPOINTS"
-	ZKServers     = "SECKILL_ZK_SERVERS"
-	MySQLDSN      = "SECKILL_MYSQL_DSN"
-	NginxURL      = "SECKILL_NGINX_URL"
-	InstanceURLs  = "SECKILL_INSTANCE_URLS"
-	StackDir      = "SECKILL_STACK_DIR"
-	AdminToken    = "SECKILL_ADMIN_TOKEN"
+	RedisAddrs    = config.EnvRedisAddrs
+	EtcdEndpoints = config.EnvEtcdEndpoints
+	ZKServers     = config.EnvZKServers
+	MySQLDSN      = config.EnvMySQLDSN
+	NginxURL      = config.EnvNginxURL
+	InstanceURLs  = config.EnvInstanceURLs
+	StackDir      = config.EnvStackDir
+	AdminToken    = config.EnvAdminToken
 )
 
 // InCI reports whether the tests run under CI (CI=true), where a missing
@@ -70,15 +73,7 @@ func List(tb testing.TB, name string) []string {
 }
 
 // Split splits a comma-separated list, dropping blanks.
-func Split(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func Split(s string) []string { return config.SplitList(s) }
 
 // Unavailable fails (CI) or skips (elsewhere) a test whose server is
 // configured but does not answer.
