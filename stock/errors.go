@@ -20,6 +20,9 @@ var (
 	ErrBackendUnavailable = errors.New("backend_unavailable")
 	// ErrGoodsNotFound: no goods with that id.
 	ErrGoodsNotFound = errors.New("goods_not_found")
+	// ErrIdempotencyKeyReused: the Idempotency-Key was already sold for a
+	// different purchase (goods, qty or user); nothing was changed.
+	ErrIdempotencyKeyReused = errors.New("idempotency_key_reused")
 	// ErrInvalid: the request itself is invalid (qty out of range, ...).
 	ErrInvalid = errors.New("invalid_request")
 )

@@ -24,13 +24,17 @@ type Goods struct {
 // TableName pins the table name.
 func (Goods) TableName() string { return "goods" }
 
-// Order is one row of the orders table: one accepted purchase.
+// Order is one row of the orders table: one accepted purchase. Text is
+// utf8mb4 with a binary collation: request ids (idempotency keys) and user
+// ids compare byte for byte, so "idem-a" and "IDEM-A", or "order-e" and
+// "order-é", are different keys. The row is also the request's fingerprint:
+// a reused key must come with the same goods, qty and user.
 type Order struct {
 	ID         int64     `gorm:"primaryKey"`
 	GoodsID    int64     `gorm:"not null;index"`
 	Qty        int64     `gorm:"not null"`
-	UserID     string    `gorm:"size:64;not null"`
-	RequestID  string    `gorm:"size:128;not null;uniqueIndex"`
+	UserID     string    `gorm:"type:varchar(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;not null"`
+	RequestID  string    `gorm:"type:varchar(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;not null;uniqueIndex"`
 	Instance   string    `gorm:"size:64;not null"`
 	Strategy   string    `gorm:"size:32;not null"`
 	FenceToken uint64    `gorm:"not null;default:0"`

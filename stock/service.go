@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -308,9 +309,11 @@ func (s *Service) Validate(r PurchaseRequest) error {
 		return fmt.Errorf("%w: goods_id must be a positive integer", ErrInvalid)
 	case r.Qty <= 0 || r.Qty > s.opts.MaxQty:
 		return fmt.Errorf("%w: qty must be between 1 and %d", ErrInvalid, s.opts.MaxQty)
-	case r.UserID == "" || len(r.UserID) > 64:
+	case !utf8.ValidString(r.UserID) || !utf8.ValidString(r.RequestID):
+		return fmt.Errorf("%w: user_id and Idempotency-Key must be valid UTF-8", ErrInvalid)
+	case r.UserID == "" || utf8.RuneCountInString(r.UserID) > 64:
 		return fmt.Errorf("%w: user_id must be 1 to 64 characters", ErrInvalid)
-	case len(r.RequestID) > 128:
+	case utf8.RuneCountInString(r.RequestID) > 128:
 		return fmt.Errorf("%w: Idempotency-Key must be at most 128 characters", ErrInvalid)
 	}
 	return nil
@@ -318,8 +321,16 @@ func (s *Service) Validate(r PurchaseRequest) error {
 
 // Purchase sells r.Qty units under the current strategy. The order row is
 // committed before it returns a Receipt. Failures wrap ErrSoldOut,
-// ErrStaleLock, ErrLockTimeout, ErrGoodsNotFound, ErrInvalid or
-// ErrBackendUnavailable.
+// ErrStaleLock, ErrLeaseLost, ErrLockTimeout, ErrGoodsNotFound,
+// ErrInvalid, ErrIdempotencyKeyReused or ErrBackendUnavailable.
+//
+// Idempotency: the orders table's UNIQUE request id decides, so a purchase
+// costs no lookup. A key that was already sold is found when the insert
+// hits the unique key (the deduction rolls back with it), or, when the
+// purchase failed for another reason (the goods sold out since), by one
+// lookup on that failure path. A found order is replayed when the request
+// is the same (goods, qty, user), and refused with
+// ErrIdempotencyKeyReused when it is not.
 func (s *Service) Purchase(ctx context.Context, r PurchaseRequest) (Receipt, error) {
 	if err := s.Validate(r); err != nil {
 		return Receipt{}, err
@@ -327,11 +338,8 @@ func (s *Service) Purchase(ctx context.Context, r PurchaseRequest) (Receipt, err
 	a := s.use()
 	defer a.unuse(s)
 	cfg := a.cfg
-	if r.RequestID != "" {
-		if rc, ok, err := s.replay(ctx, r.RequestID); err != nil || ok {
-			return rc, s.classify(ctx, err)
-		}
-	} else {
+	keyed := r.RequestID != ""
+	if !keyed {
 		r.RequestID = uuid.NewString()
 	}
 	d := Deduction{
@@ -339,26 +347,36 @@ func (s *Service) Purchase(ctx context.Context, r PurchaseRequest) (Receipt, err
 		WorkDelay: cfg.WorkDelay,
 	}
 	res, err := s.run(ctx, a, d)
-	if errors.Is(err, errDuplicateRequest) {
-		// A concurrent retry of the same key won; answer with its order.
-		rc, ok, rerr := s.replay(ctx, r.RequestID)
-		if rerr == nil && !ok {
-			rerr = fmt.Errorf("request %q reported sold but not found", r.RequestID)
+	if err == nil {
+		o := res.Order
+		return Receipt{OrderID: o.ID, GoodsID: o.GoodsID, Qty: o.Qty, Remaining: res.Remaining, Instance: o.Instance,
+			Strategy: o.Strategy, RequestID: o.RequestID, Fence: o.FenceToken}, nil
+	}
+	if errors.Is(err, errDuplicateRequest) || keyed && ctx.Err() == nil {
+		rc, ok, rerr := s.replay(ctx, r)
+		switch {
+		case rerr != nil:
+			return rc, s.classify(ctx, rerr)
+		case ok:
+			return rc, nil
+		case errors.Is(err, errDuplicateRequest):
+			err = fmt.Errorf("request %q reported sold but not found", r.RequestID)
 		}
-		return rc, s.classify(ctx, rerr)
 	}
-	if err != nil {
-		return Receipt{}, s.classify(ctx, err)
-	}
-	o := res.Order
-	return Receipt{OrderID: o.ID, GoodsID: o.GoodsID, Qty: o.Qty, Remaining: res.Remaining, Instance: o.Instance,
-		Strategy: o.Strategy, RequestID: o.RequestID, Fence: o.FenceToken}, nil
+	return Receipt{}, s.classify(ctx, err)
 }
 
-func (s *Service) replay(ctx context.Context, requestID string) (Receipt, bool, error) {
-	o, ok, err := s.opts.Store.OrderByRequest(ctx, requestID)
+// replay answers a request whose key was already sold with the original
+// order; ok is false when the key was never sold. A request that differs
+// from the original (goods, qty or user) gets ErrIdempotencyKeyReused.
+func (s *Service) replay(ctx context.Context, r PurchaseRequest) (Receipt, bool, error) {
+	o, ok, err := s.opts.Store.OrderByRequest(ctx, r.RequestID)
 	if err != nil || !ok {
 		return Receipt{}, false, err
+	}
+	if o.GoodsID != r.GoodsID || o.Qty != r.Qty || o.UserID != r.UserID {
+		return Receipt{}, false, fmt.Errorf("%w: Idempotency-Key %q was used for another purchase (goods %d, qty %d, another user or the same)",
+			ErrIdempotencyKeyReused, r.RequestID, o.GoodsID, o.Qty)
 	}
 	g, err := s.opts.Store.Goods(ctx, o.GoodsID)
 	if err != nil {
@@ -560,7 +578,7 @@ func (s *Service) classify(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, known := range []error{ErrSoldOut, ErrStaleLock, ErrLeaseLost, ErrLockTimeout, ErrGoodsNotFound, ErrInvalid, ErrBackendUnavailable} {
+	for _, known := range []error{ErrSoldOut, ErrStaleLock, ErrLeaseLost, ErrLockTimeout, ErrGoodsNotFound, ErrInvalid, ErrIdempotencyKeyReused, ErrBackendUnavailable} {
 		if errors.Is(err, known) {
 			return err
 		}

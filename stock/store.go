@@ -54,13 +54,52 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return errors.New("migrate: another instance held the schema lock for 30s")
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK('seckill.migrate')")
-	db := s.db.WithContext(ctx)
+	if err := toUTF8MB4(ctx, conn); err != nil {
+		return err
+	}
+	db := s.db.WithContext(ctx).Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
 	if err := db.AutoMigrate(&Goods{}, &Order{}); err != nil {
 		return fmt.Errorf("migrate schema: %w", err)
 	}
 	g := Goods{ID: 1, Name: "demo"}
 	if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&g).Error; err != nil {
 		return fmt.Errorf("seed goods 1: %w", err)
+	}
+	return nil
+}
+
+// toUTF8MB4 makes the database's default and the lab's existing tables
+// utf8mb4 with a binary collation. A datadir kept from before this was
+// the rule has latin1 tables: keys there compared case- and
+// accent-insensitively, and CJK or emoji text could not be stored. Tables
+// already converted are left alone (a conversion rebuilds the table).
+func toUTF8MB4(ctx context.Context, conn *sql.Conn) error {
+	var db string
+	if err := conn.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&db); err != nil {
+		return fmt.Errorf("migrate: current database: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ALTER DATABASE `"+db+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		return fmt.Errorf("migrate: database charset: %w", err)
+	}
+	rows, err := conn.QueryContext(ctx, `SELECT TABLE_NAME FROM information_schema.TABLES
+WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN ('goods', 'orders') AND TABLE_COLLATION <> 'utf8mb4_bin'`, db)
+	if err != nil {
+		return fmt.Errorf("migrate: table collations: %w", err)
+	}
+	var tables []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return fmt.Errorf("migrate: table collations: %w", err)
+		}
+		tables = append(tables, t)
+	}
+	rows.Close()
+	for _, t := range tables {
+		if _, err := conn.ExecContext(ctx, "ALTER TABLE `"+t+"` CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+			return fmt.Errorf("migrate: convert %s to utf8mb4: %w", t, err)
+		}
 	}
 	return nil
 }

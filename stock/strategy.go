@@ -3,6 +3,7 @@ package stock
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -98,6 +99,17 @@ type configJSON struct {
 	Watchdog   *bool  `json:"watchdog,omitempty"`
 	LocalQueue *bool  `json:"local_queue,omitempty"`
 	LeaseCheck *bool  `json:"lease_check,omitempty"`
+}
+
+// ConfigFields are the JSON fields of a setting (PUT /admin/strategy).
+func ConfigFields() []string {
+	t := reflect.TypeFor[configJSON]()
+	out := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out = append(out, name)
+	}
+	return out
 }
 
 // MarshalJSON writes durations as Go duration strings ("250ms").

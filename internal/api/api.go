@@ -10,12 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +47,9 @@ type Options struct {
 	// Events is the instance's lock event stream, served at
 	// /admin/events; nil serves 404 there.
 	Events *stock.Events
+	// Log receives the full text of errors that responses do not carry
+	// (driver and backend errors, panics). Default: stderr.
+	Log *log.Logger
 	// MaxBody bounds request bodies. Default 4 KiB.
 	MaxBody int64
 }
@@ -63,8 +69,10 @@ func New(opts Options) http.Handler {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(opts.Registry)
 	}
+	if opts.Log == nil {
+		opts.Log = log.New(os.Stderr, "seckill: ", log.LstdFlags|log.Lmicroseconds)
+	}
 	h := &handler{opts}
-	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.Use(h.recovery, h.instanceHeader)
 	r.NoRoute(func(c *gin.Context) {
@@ -99,7 +107,8 @@ func (h *handler) recovery(c *gin.Context) {
 	defer func() {
 		if v := recover(); v != nil {
 			h.Metrics.Error("panic")
-			fail(c, http.StatusInternalServerError, "internal", fmt.Sprint(v))
+			h.Log.Printf("panic serving %s %s: %v", c.Request.Method, c.Request.URL.Path, v)
+			fail(c, http.StatusInternalServerError, "internal", "the instance failed; its log has the details")
 		}
 	}()
 	c.Next()
@@ -128,9 +137,11 @@ func (h *handler) auth(c *gin.Context) {
 }
 
 // bindJSON reads a JSON body into dst with the API's rules: JSON content
-// type (415), at most MaxBody bytes (413), well-formed and well-typed
-// (400). It writes the error response and returns false on failure.
-func (h *handler) bindJSON(c *gin.Context, dst any) bool {
+// type (415), at most MaxBody bytes (413), valid UTF-8, an object whose
+// keys are exactly among fields, each once (400; encoding/json alone would
+// let the last of two "qty" win and match "QTY" to qty), well-formed and
+// well-typed (400). It writes the error response and returns false on failure.
+func (h *handler) bindJSON(c *gin.Context, dst any, fields ...string) bool {
 	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 		fail(c, http.StatusUnsupportedMediaType, "unsupported_media_type", "send Content-Type: application/json")
@@ -147,6 +158,18 @@ func (h *handler) bindJSON(c *gin.Context, dst any) bool {
 		return false
 	}
 	c.Set(rawBodyKey, body)
+	if !utf8.Valid(body) {
+		fail(c, http.StatusBadRequest, "invalid_utf8", "the body is not valid UTF-8")
+		return false
+	}
+	if !json.Valid(body) {
+		fail(c, http.StatusBadRequest, "invalid_json", "the body is not well-formed JSON")
+		return false
+	}
+	if err := strictKeys(body, fields...); err != nil {
+		fail(c, http.StatusBadRequest, "invalid_field", err.Error())
+		return false
+	}
 	if err := json.Unmarshal(body, dst); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
@@ -184,7 +207,7 @@ type purchaseBody struct {
 func (h *handler) purchase(c *gin.Context) {
 	cfg := h.Service.Config()
 	var b purchaseBody
-	if !h.bindJSON(c, &b) {
+	if !h.bindJSON(c, &b, "goods_id", "qty", "user_id") {
 		h.Metrics.Purchase("bad_request", cfg.Name)
 		return
 	}
@@ -192,7 +215,13 @@ func (h *handler) purchase(c *gin.Context) {
 		h.Metrics.Purchase("bad_request", cfg.Name)
 		return
 	}
-	req := stock.PurchaseRequest{GoodsID: *b.GoodsID, Qty: *b.Qty, UserID: *b.UserID, RequestID: c.GetHeader("Idempotency-Key")}
+	key := c.GetHeader("Idempotency-Key")
+	if !utf8.ValidString(key) {
+		h.Metrics.Purchase("bad_request", cfg.Name)
+		fail(c, http.StatusBadRequest, "invalid_utf8", "the Idempotency-Key header is not valid UTF-8")
+		return
+	}
+	req := stock.PurchaseRequest{GoodsID: *b.GoodsID, Qty: *b.Qty, UserID: *b.UserID, RequestID: key}
 	budget := cfg.LockWait + cfg.WorkDelay + 15*time.Second
 	ctx, cancel := context.WithTimeout(c.Request.Context(), budget)
 	defer cancel()
@@ -223,6 +252,8 @@ func outcome(err error) (int, string) {
 		return http.StatusNotFound, "goods_not_found"
 	case errors.Is(err, stock.ErrInvalid):
 		return http.StatusBadRequest, "invalid_request"
+	case errors.Is(err, stock.ErrIdempotencyKeyReused):
+		return http.StatusUnprocessableEntity, "idempotency_key_reused"
 	case errors.Is(err, stock.ErrBackendUnavailable):
 		return http.StatusServiceUnavailable, "backend_unavailable"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -232,14 +263,21 @@ func outcome(err error) (int, string) {
 	}
 }
 
+// writeErr answers err with status and code. The detail is a sentence of
+// our own, never the error's text: a driver or backend error (SQL, host
+// names, addresses) goes to the log only.
 func (h *handler) writeErr(c *gin.Context, status int, code string, err error) {
 	detail := ""
 	switch code {
-	case "backend_unavailable", "invalid_request", "timeout", "lock_timeout", "goods_not_found":
-		detail = err.Error()
-	}
-	if code == "backend_unavailable" {
+	case "invalid_request", "lock_timeout", "goods_not_found", "idempotency_key_reused":
+		detail = err.Error() // the service's own words
+	case "backend_unavailable":
+		detail = "a server this strategy needs did not answer; the instance's log has the details"
 		h.Metrics.Error("backend_unavailable")
+		h.Log.Printf("%s %s: %v", c.Request.Method, c.Request.URL.Path, err)
+	case "timeout":
+		detail = "the request ran out of time"
+		h.Log.Printf("%s %s: %v", c.Request.Method, c.Request.URL.Path, err)
 	}
 	fail(c, status, code, detail)
 }
@@ -270,7 +308,8 @@ func (h *handler) healthz(c *gin.Context) {
 		wg.Go(func() {
 			status := "ok"
 			if err := chk.Ping(ctx); err != nil {
-				status = "error: " + err.Error()
+				status = "error: does not answer"
+				h.Log.Printf("healthz: %s: %v", chk.Name, err)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -295,7 +334,7 @@ type resetBody struct {
 
 func (h *handler) reset(c *gin.Context) {
 	var b resetBody
-	if !h.bindJSON(c, &b) || missing(c, namedField{"goods_id", b.GoodsID == nil}, namedField{"stock", b.Stock == nil}) {
+	if !h.bindJSON(c, &b, "goods_id", "stock") || missing(c, namedField{"goods_id", b.GoodsID == nil}, namedField{"stock", b.Stock == nil}) {
 		return
 	}
 	if err := h.Service.Reset(c.Request.Context(), *b.GoodsID, *b.Stock); err != nil {
@@ -319,7 +358,7 @@ func (h *handler) putStrategy(c *gin.Context) {
 		Name *string `json:"name"`
 	}
 	var cfg stock.Config
-	if !h.bindJSON(c, &raw) || missing(c, namedField{"name", raw.Name == nil}) {
+	if !h.bindJSON(c, &raw, stock.ConfigFields()...) || missing(c, namedField{"name", raw.Name == nil}) {
 		return
 	}
 	// bindJSON consumed the body; decode the full setting from the same bytes.
@@ -332,6 +371,8 @@ func (h *handler) putStrategy(c *gin.Context) {
 		case errors.Is(err, stock.ErrUnknownStrategy):
 			c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": "unknown_strategy", "detail": err.Error(), "valid": stock.StrategyNames()})
 		case errors.Is(err, stock.ErrBackendUnavailable):
+			h.writeErr(c, http.StatusServiceUnavailable, "backend_unavailable", err)
+		case errors.Is(err, stock.ErrNotConfigured):
 			fail(c, http.StatusServiceUnavailable, "backend_unavailable", err.Error())
 		default:
 			fail(c, http.StatusBadRequest, "invalid_strategy_config", err.Error())

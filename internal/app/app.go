@@ -31,11 +31,41 @@ import (
 // subscriber (GET /admin/events?replay=true).
 const eventsKept = 20000
 
+// Timeouts bound what one client may hold of the server. A slow client
+// (headers or body trickling in) is cut off; zero fields take the defaults.
+type Timeouts struct {
+	// ReadHeader bounds reading the request headers. Default 5s.
+	ReadHeader time.Duration
+	// Read bounds reading the whole request, body included. Default 10s.
+	Read time.Duration
+	// Write bounds the handler and the response: longer than the longest
+	// purchase (lock_wait up to 2m, work_delay up to 30s, plus the
+	// database). Default 3m.
+	Write time.Duration
+	// Idle bounds a keep-alive connection between requests. Default 60s.
+	Idle time.Duration
+}
+
+func (t Timeouts) withDefaults() Timeouts {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&t.ReadHeader, 5*time.Second)
+	def(&t.Read, 10*time.Second)
+	def(&t.Write, 3*time.Minute)
+	def(&t.Idle, 60*time.Second)
+	return t
+}
+
 // Instance is one wired service instance.
 type Instance struct {
 	Config  config.Config
 	Service *stock.Service
 	Handler http.Handler
+	// Timeouts of Serve; set before it is called.
+	Timeouts Timeouts
 
 	backends *backends
 }
@@ -100,10 +130,13 @@ func (in *Instance) Serve(ctx context.Context, ready func(addr string)) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is the port taken? pass --listen)", in.Config.Listen, err)
 	}
+	t := in.Timeouts.withDefaults()
 	srv := &http.Server{
 		Handler:           in.Handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       t.Read,
+		WriteTimeout:      t.Write,
+		IdleTimeout:       t.Idle,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
 	if ready != nil {
@@ -131,6 +164,8 @@ func openMySQL(ctx context.Context, dsn string, wait time.Duration) (*gorm.DB, e
 		return nil, fmt.Errorf("MySQL DSN %q: %w", dsn, err)
 	}
 	mc.ParseTime = true
+	// utf8mb4 end to end (CJK, emoji); binary collation like the tables'.
+	mc.Collation = "utf8mb4_bin"
 	if mc.Timeout == 0 {
 		mc.Timeout = 2 * time.Second
 	}
