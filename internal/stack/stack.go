@@ -41,12 +41,14 @@
 //
 // # nginx configuration
 //
-// The top-level nginx.conf is the docker compose one, used verbatim there.
-// Its copy in this package (nginx.conf, embedded; a test keeps the two
-// byte-identical; `go generate` refreshes it) is rewritten by renderNginx for
-// the local stack: upstream servers, listen address, pid/log paths and temp
-// paths. See nginx.conf for the load-balancing choices (round robin,
-// keepalive, no retry of a request on another upstream).
+// nginx runs the top-level nginx.conf verbatim (embedded by the root package
+// seckill), the same file docker compose mounts. What differs per
+// deployment is in the two files it includes from seckill.d/: the stack
+// writes RUNDIR/nginx/seckill.d/http.conf (upstream servers, access log,
+// temp paths) and listen.conf, and passes pid and user with -g; compose
+// mounts nginx/compose/ there. See nginx.conf for the choices: only /api/
+// and /healthz are exposed, round robin, keepalive, no retry of a request
+// on another upstream, short client timeouts.
 //
 // # Processes
 //
@@ -70,8 +72,6 @@ import (
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/stock"
 )
-
-//go:generate cp ../../nginx.conf nginx.conf
 
 // Defaults of Options.
 const (

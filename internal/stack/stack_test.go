@@ -22,6 +22,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/seckill-lab/seckill"
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
 )
@@ -74,16 +75,6 @@ func requireCommand(t *testing.T, name string) string {
 // repoFile returns the path of a file at the repository root.
 func repoFile(name string) string { return filepath.Join("..", "..", name) }
 
-func TestEmbeddedNginxConfIsTopLevel(t *testing.T) {
-	top, err := os.ReadFile(repoFile("nginx.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(top) != nginxTemplate {
-		t.Fatal("internal/stack/nginx.conf differs from the top-level nginx.conf: run `go generate ./internal/stack`")
-	}
-}
-
 // directives returns the trimmed, comment-free lines of an nginx config.
 func directives(conf string) []string {
 	var out []string
@@ -96,22 +87,55 @@ func directives(conf string) []string {
 	return out
 }
 
-func TestNginxConfChoices(t *testing.T) {
-	// Checked on the template (what docker uses) and on the rendered config.
-	rendered, err := renderNginx(nginxTemplate, nginxParams{Prefix: "/p", Listen: "127.0.0.1:9", Upstreams: []string{"127.0.0.1:1"},
-		Pid: "/p/pid", ErrorLog: "/p/e.log", AccessLog: "/p/a.log"})
+// nginxSets returns nginx.conf with each deployment's includes inlined:
+// the compose files (nginx/compose) and the local stack's.
+func nginxSets(t *testing.T) map[string]string {
+	t.Helper()
+	compose := map[string]string{}
+	for _, f := range []string{"http.conf", "listen.conf"} {
+		b, err := os.ReadFile(repoFile(filepath.Join("nginx", "compose", f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compose[f] = string(b)
+	}
+	f := nginxFiles{prefix: "/run/nginx", accessLog: "/run/logs/nginx-access.log"}
+	httpConf, listenConf, err := nginxIncludes(f, "127.0.0.1:17080", []string{"127.0.0.1:17101", "127.0.0.1:17102"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, conf := range map[string]string{"template": nginxTemplate, "rendered": rendered} {
+	inline := func(h, l string) string {
+		c := strings.Replace(seckill.NginxConf(), "include seckill.d/http.conf;", h, 1)
+		return strings.Replace(c, "include seckill.d/listen.conf;", l, 1)
+	}
+	return map[string]string{
+		"compose": inline(compose["http.conf"], compose["listen.conf"]),
+		"local":   inline(httpConf, listenConf),
+	}
+}
+
+func TestNginxConfChoices(t *testing.T) {
+	top, err := os.ReadFile(repoFile("nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(top) != seckill.NginxConf() {
+		t.Fatal("the embedded nginx.conf is not the top-level one")
+	}
+	for name, conf := range nginxSets(t) {
 		ds := directives(conf)
 		joined := strings.Join(ds, "\n")
 		for _, want := range []string{
 			"upstream seckill {",
+			"location /api/ {",
+			"location = /healthz {",
 			"proxy_pass http://seckill;",
 			"proxy_http_version 1.1;",
 			`proxy_set_header Connection "";`,
 			"proxy_next_upstream off;",
+			"client_header_timeout 10s;",
+			"client_body_timeout 10s;",
+			"send_timeout 10s;",
 		} {
 			if !slices.Contains(ds, want) {
 				t.Errorf("%s: no %q", name, want)
@@ -126,60 +150,30 @@ func TestNginxConfChoices(t *testing.T) {
 		if strings.Contains(joined, "non_idempotent") {
 			t.Errorf("%s: non_idempotent would retry a POST on another upstream", name)
 		}
+		if strings.Count(joined, "proxy_pass") != 2 {
+			t.Errorf("%s: want exactly /api/ and /healthz proxied, got %d proxy_pass", name, strings.Count(joined, "proxy_pass"))
+		}
 		if !slices.ContainsFunc(ds, func(d string) bool { return strings.HasPrefix(d, "access_log ") && strings.HasSuffix(d, " seckill;") }) {
 			t.Errorf("%s: access_log does not use the seckill format", name)
 		}
 	}
 }
 
-func TestRenderNginx(t *testing.T) {
-	p := nginxParams{Prefix: "/run/nginx", Listen: "127.0.0.1:17080",
-		Upstreams: []string{"127.0.0.1:17101", "127.0.0.1:17102"},
-		Pid:       "/run/nginx/nginx.pid", ErrorLog: "/run/logs/nginx.log", AccessLog: "/run/logs/nginx-access.log"}
-	tests := []struct {
-		name    string
-		tmpl    string
-		root    bool
-		want    []string
-		notWant []string
-		wantErr string
-	}{
-		{name: "top-level template", tmpl: nginxTemplate,
-			want: []string{"listen 127.0.0.1:17080;", "server 127.0.0.1:17101;", "server 127.0.0.1:17102;",
-				"pid /run/nginx/nginx.pid;", "error_log /run/logs/nginx.log warn;", "access_log /run/logs/nginx-access.log seckill;",
-				"proxy_temp_path /run/nginx/temp/proxy;", "client_body_temp_path /run/nginx/temp/client_body;"},
-			notWant: []string{"server inst1:8080;", "listen 80;", "user root;"}},
-		{name: "as root", tmpl: nginxTemplate, root: true, want: []string{"user root;"}},
-		{name: "user dropped", tmpl: "user nginx;\n" + nginxTemplate, want: []string{"listen 127.0.0.1:17080;"}, notWant: []string{"user nginx;"}},
-		{name: "no upstream", tmpl: "pid x;\nhttp {\nserver {\nlisten 80;\n}\n}\n", wantErr: `no "upstream"`},
-		{name: "no listen", tmpl: strings.ReplaceAll(nginxTemplate, "listen 80;", ""), wantErr: `no "listen"`},
+func TestNginxIncludes(t *testing.T) {
+	f := nginxFiles{prefix: "/run/nginx", accessLog: "/run/logs/nginx-access.log"}
+	httpConf, listenConf, err := nginxIncludes(f, "127.0.0.1:17080", []string{"127.0.0.1:17101", "127.0.0.1:17102"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := p
-			p.Root = tt.root
-			got, err := renderNginx(tt.tmpl, p)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			ds := directives(got)
-			for _, w := range tt.want {
-				if !slices.Contains(ds, w) {
-					t.Errorf("no %q in\n%s", w, got)
-				}
-			}
-			for _, w := range tt.notWant {
-				if slices.Contains(ds, w) {
-					t.Errorf("%q still there", w)
-				}
-			}
-		})
+	ds := directives(httpConf + listenConf)
+	for _, w := range []string{"listen 127.0.0.1:17080;", "server 127.0.0.1:17101;", "server 127.0.0.1:17102;",
+		"access_log /run/logs/nginx-access.log seckill;", "proxy_temp_path /run/nginx/temp/proxy;", "client_body_temp_path /run/nginx/temp/client_body;"} {
+		if !slices.Contains(ds, w) {
+			t.Errorf("no %q in\n%s", w, httpConf+listenConf)
+		}
+	}
+	if _, _, err := nginxIncludes(f, "127.0.0.1:1", nil); err == nil {
+		t.Error("no upstream: want an error")
 	}
 }
 
@@ -200,6 +194,38 @@ func TestNginxConfValid(t *testing.T) {
 	if !strings.Contains(string(out), "test is successful") {
 		t.Fatalf("nginx -t: %s", out)
 	}
+	// The compose files with the same nginx.conf: their upstream host names
+	// do not resolve here, so only the syntax is checked (nginx -t fails on
+	// "host not found", after parsing).
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "seckill.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"http.conf", "listen.conf"} {
+		b, err := os.ReadFile(repoFile(filepath.Join("nginx", "compose", name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "seckill.d", name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(seckill.NginxConf()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = exec.Command(bin, "-t", "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", filepath.Join(dir, "e.log"), "-g", "pid "+filepath.Join(dir, "pid")+";").CombinedOutput()
+	if !strings.Contains(string(out), "host not found in upstream \"inst1:8080\"") && !strings.Contains(string(out), "test is successful") {
+		t.Fatalf("nginx -t with the compose includes: %s", out)
+	}
+}
+
+// composeUpstreams is nginx/compose/http.conf.
+func composeUpstreams(t *testing.T) string {
+	b, err := os.ReadFile(repoFile(filepath.Join("nginx", "compose", "http.conf")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // composeFile is the part of `docker-compose config` the test checks.
@@ -296,7 +322,7 @@ func TestComposeConfig(t *testing.T) {
 	}
 	// The compose upstreams are the instance services.
 	for _, name := range instances {
-		if !strings.Contains(nginxTemplate, "server "+name+":8080;") {
+		if !strings.Contains(composeUpstreams(t), "server "+name+":8080;") {
 			t.Errorf("nginx.conf has no upstream %s:8080", name)
 		}
 	}
@@ -702,12 +728,13 @@ func pids(cs []Component) []int {
 	return out
 }
 
-// purchaseThroughNginx resets goods 1 to 10 units through nginx, buys one
-// and checks the answer names one of the instances.
+// purchaseThroughNginx resets goods 1 to 10 units on an instance's own
+// port (nginx does not expose the admin API), buys one through nginx and
+// checks the answer names one of the instances.
 func purchaseThroughNginx(t *testing.T, ctx context.Context, st *State) {
 	t.Helper()
-	post := func(path, body string, admin bool) (*http.Response, string) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.NginxURL()+path, strings.NewReader(body))
+	post := func(base, path, body string, admin bool) (*http.Response, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -723,10 +750,10 @@ func purchaseThroughNginx(t *testing.T, ctx context.Context, st *State) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp, string(b)
 	}
-	if resp, body := post("/admin/reset", `{"goods_id":1,"stock":10}`, true); resp.StatusCode != http.StatusOK {
+	if resp, body := post(st.InstanceURLs()[0], "/admin/reset", `{"goods_id":1,"stock":10}`, true); resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST /admin/reset: %s %s", resp.Status, body)
 	}
-	resp, body := post("/api/v1/purchase", `{"goods_id":1,"qty":1,"user_id":"u1"}`, false)
+	resp, body := post(st.NginxURL(), "/api/v1/purchase", `{"goods_id":1,"qty":1,"user_id":"u1"}`, false)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST /api/v1/purchase: %s %s", resp.Status, body)
 	}
@@ -754,4 +781,48 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestNginxExposesOnlyTheAPI, on the running test stack: through nginx the
+// purchase API and /healthz answer, the admin API and /metrics do not; on
+// an instance's own port they do.
+func TestNginxExposesOnlyTheAPI(t *testing.T) {
+	nginx := testenv.Get(t, testenv.NginxURL)
+	inst := testenv.List(t, testenv.InstanceURLs)[0]
+	tok := testenv.Get(t, testenv.AdminToken)
+	get := func(method, url string, body string) (int, string) {
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, url, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodGet, "/admin/strategy", ""},
+		{http.MethodPut, "/admin/strategy", `{"name":"redis"}`},
+		{http.MethodPost, "/admin/reset", `{"goods_id":1,"stock":1}`},
+		{http.MethodGet, "/metrics", ""},
+		{http.MethodGet, "/admin/events", ""},
+	} {
+		code, body := get(tc.method, nginx+tc.path, tc.body)
+		if code != http.StatusNotFound || !strings.Contains(body, `"error":"not_found"`) {
+			t.Errorf("%s %s through nginx: %d %s, want 404 not_found", tc.method, tc.path, code, body)
+		}
+	}
+	if code, body := get(http.MethodGet, nginx+"/healthz", ""); code != http.StatusOK {
+		t.Errorf("/healthz through nginx: %d %s", code, body)
+	}
+	if code, body := get(http.MethodGet, nginx+"/api/v1/goods/1", ""); code != http.StatusOK {
+		t.Errorf("/api/v1/goods/1 through nginx: %d %s", code, body)
+	}
+	for _, path := range []string{"/admin/strategy", "/metrics"} {
+		if code, body := get(http.MethodGet, inst+path, ""); code != http.StatusOK {
+			t.Errorf("%s on the instance's own port: %d %.80s", path, code, body)
+		}
+	}
 }
