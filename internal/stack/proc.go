@@ -1,18 +1,18 @@
 package stack
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sync/errgroup"
 )
 
 // proc is a process started by this process: done is closed when it exits
@@ -61,34 +61,26 @@ func startProc(bin string, args, env []string, logPath string) (*proc, error) {
 	return p, nil
 }
 
-// procStat is what we read from /proc/PID/stat.
+// procStat is what the stack needs of /proc/PID/stat.
 type procStat struct {
-	state     byte
+	state     string
 	pgrp      int
 	startTime uint64
 }
 
 func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return procStat{}, false
 	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
+	st, err := p.Stat()
+	if err != nil {
 		return procStat{}, false
 	}
-	f := strings.Fields(string(b[i+2:]))
-	// f[0] is field 3 (state); field N is f[N-3].
-	if len(f) < 20 {
-		return procStat{}, false
-	}
-	pgrp, _ := strconv.Atoi(f[5-3])
-	st, _ := strconv.ParseUint(f[22-3], 10, 64)
-	return procStat{state: f[0][0], pgrp: pgrp, startTime: st}, true
+	return procStat{state: st.State, pgrp: st.PGRP, startTime: st.Starttime}, true
 }
 
-func isDead(state byte) bool { return state == 'Z' || state == 'X' || state == 'x' }
+func isDead(state string) bool { return state == "Z" || state == "X" || state == "x" }
 
 // processStartTime returns the start time of pid (0 if unknown).
 func processStartTime(pid int) uint64 {
@@ -114,18 +106,14 @@ func alive(c Component) bool {
 
 // groupMembers lists the live (non-zombie) processes of process group pgid.
 func groupMembers(pgid int) []int {
-	ents, err := os.ReadDir("/proc")
+	procs, err := procfs.AllProcs()
 	if err != nil {
 		return nil
 	}
 	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if s, ok := readStat(pid); ok && s.pgrp == pgid && !isDead(s.state) {
-			out = append(out, pid)
+	for _, p := range procs {
+		if s, ok := readStat(p.PID); ok && s.pgrp == pgid && !isDead(s.state) {
+			out = append(out, p.PID)
 		}
 	}
 	return out
@@ -196,42 +184,26 @@ func stopComponent(c Component) error {
 // stopAll stops the components concurrently (each group bounded by
 // termGrace+killGrace) and joins the errors.
 func stopAll(cs []Component) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	for _, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := stopComponent(c); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
+	errs := make([]error, len(cs))
+	var g errgroup.Group
+	for i, c := range cs {
+		g.Go(func() error { errs[i] = stopComponent(c); return nil })
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return errors.Join(errs...)
 }
 
-// rssBytes returns the resident set size of pid (VmRSS), 0 if unknown.
+// rssBytes returns the resident set size of pid, 0 if unknown.
 func rssBytes(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(v)
-			if len(f) >= 1 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb * 1024
-			}
-		}
+	st, err := p.Stat()
+	if err != nil {
+		return 0
 	}
-	return 0
+	return int64(st.ResidentMemory())
 }
 
 // tailFile returns the last n lines of path (all of it when n <= 0).

@@ -22,6 +22,8 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill-lab/seckill"
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
@@ -649,27 +651,72 @@ func TestLifecycle(t *testing.T) {
 		}
 	}
 
-	// A dead component: status exits 1 and up refuses to start over it.
-	inst1 := loadedInstance(t, dir, "inst-1")
-	if err := syscall.Kill(inst1.Pid, syscall.SIGKILL); err != nil {
+	// Dead components: status exits 1; up starts only what is down, and
+	// what runs keeps its pid (and Redis its data).
+	rc := redisClient(t, loadedInstance(t, dir, "redis-1").Addr)
+	if err := rc.Set(ctx, "seckill:test:survives", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 100 && alive(inst1); i++ {
-		time.Sleep(20 * time.Millisecond)
+	killed := []string{"inst-1", "redis-2"}
+	for _, name := range killed {
+		if err := Signal(dir, name, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		c := loadedInstance(t, dir, name)
+		for i := 0; i < 100 && alive(c); i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	if out, code := runSeckill(t, "status", "--dir", dir); code != 1 || !strings.Contains(out, "inst-1: not running") {
 		t.Errorf("status with a dead instance: exit %d:\n%s", code, out)
 	}
-	if _, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin}); err == nil || !strings.Contains(err.Error(), "partly running (down: inst-1)") {
-		t.Errorf("up over a partly running stack: %v", err)
+	before, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var upOut bytes.Buffer
+	after, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin, Out: &upOut})
+	if err != nil {
+		t.Fatalf("up over a partly running stack: %v", err)
+	}
+	for _, c := range after.Components {
+		prev, _ := before.Component(c.Name)
+		restarted := slices.Contains(killed, c.Name)
+		if !alive(c) {
+			t.Errorf("%s not running after up", c.Name)
+		}
+		if restarted == (c.Pid == prev.Pid) {
+			t.Errorf("%s: pid %d -> %d (started again: %v)", c.Name, prev.Pid, c.Pid, restarted)
+		}
+	}
+	if !strings.Contains(upOut.String(), "inst-1") || !strings.Contains(upOut.String(), "redis-2") {
+		t.Errorf("up did not say what it started: %q", upOut.String())
+	}
+	if v, err := rc.Get(ctx, "seckill:test:survives").Result(); err != nil || v != "1" {
+		t.Errorf("redis-1 lost its data across the partial up: %q %v", v, err)
+	}
+	purchaseThroughNginx(t, ctx, after)
+
+	// seckill restart COMPONENT: a new pid, healthy; an unknown name lists
+	// the valid ones.
+	old3 := loadedInstance(t, dir, "redis-3")
+	if out, code := runSeckill(t, "restart", "--dir", dir, "redis-3"); code != 0 || !strings.Contains(out, "redis-3 restarted") {
+		t.Errorf("seckill restart redis-3: exit %d: %s", code, out)
+	}
+	if new3 := loadedInstance(t, dir, "redis-3"); new3.Pid == old3.Pid || !alive(new3) || alive(old3) {
+		t.Errorf("restart: pid %d -> %d", old3.Pid, new3.Pid)
+	}
+	if out, code := runSeckill(t, "restart", "--dir", dir, "redis-9"); code != 2 || !strings.Contains(out, "unknown component") || !strings.Contains(out, "redis-5") {
+		t.Errorf("restart of an unknown component: exit %d: %s", code, out)
+	}
+	all = append(all, after.Components...)
 
 	// down stops everything; a second down says so.
 	var downOut bytes.Buffer
 	if err := Down(ctx, dir, &downOut); err != nil {
 		t.Fatalf("down: %v", err)
 	}
-	if !strings.Contains(downOut.String(), "stopped 12 components") { // 13 minus the killed inst-1
+	if !strings.Contains(downOut.String(), "stopped 13 components") {
 		t.Errorf("down said %q", downOut.String())
 	}
 	for _, c := range all {
@@ -687,6 +734,13 @@ func TestLifecycle(t *testing.T) {
 	if _, _, err := Status(ctx, dir); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("status after down: %v, want ErrNotRunning", err)
 	}
+}
+
+// redisClient opens a client to addr, closed at cleanup.
+func redisClient(t *testing.T, addr string) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // runSeckill runs the seckill binary and returns its combined output and

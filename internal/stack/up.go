@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/seckill-lab/seckill/internal/config"
 )
 
@@ -237,7 +239,8 @@ func sortComponents(cs []Component) {
 
 // Up starts the stack in opts.Dir and waits until every component is
 // healthy. When the stack is already running it returns its state and
-// ErrAlreadyRunning, changing nothing. On failure (or ctx cancellation) it
+// ErrAlreadyRunning, changing nothing; when some of its components are
+// down, it starts those and leaves the others alone. On failure (or ctx cancellation) it
 // stops everything it started.
 func Up(ctx context.Context, opts Options) (*State, error) {
 	o, err := opts.normalize()
@@ -267,9 +270,14 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		if len(stopped) == 0 && prev.Ready {
 			return prev, ErrAlreadyRunning
 		}
-		if len(running) > 0 && len(stopped) > 0 {
-			return nil, fmt.Errorf("stack in %s is partly running (down: %s): run 'seckill down --dir %s' first",
-				o.Dir, strings.Join(stopped, ", "), o.Dir)
+		if len(running) > 0 && len(stopped) > 0 && prev.Ready {
+			// Bring back what is down; what runs keeps running (and
+			// Redis keeps its data).
+			fmt.Fprintf(o.Out, "stack in %s is partly running; starting what is down: %s\n", o.Dir, strings.Join(stopped, ", "))
+			if _, err := startStopped(ctx, prev, o.Out); err != nil {
+				return nil, fmt.Errorf("start what was down: %w", err)
+			}
+			return prev, nil
 		}
 		if len(running) > 0 {
 			return nil, fmt.Errorf("stack in %s was left half-started by an interrupted `up`: run 'seckill down --dir %s' first", o.Dir, o.Dir)
@@ -329,41 +337,17 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	return st, nil
 }
 
-// parallel runs fns concurrently; the first error cancels the others' ctx
-// and is returned (errors caused by that cancellation are dropped).
-func parallel(ctx context.Context, fns ...func(context.Context) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	for _, fn := range fns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(ctx); err != nil {
-				once.Do(func() { first = err; cancel() })
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
 func (r *runner) up(ctx context.Context, o Options, paths map[string]string) error {
 	st := r.st
-	var backends []func(context.Context) error
+	// The servers start together; the first failure cancels the others.
+	g, gctx := errgroup.WithContext(ctx)
 	for k := 1; k <= RedisCount; k++ {
-		backends = append(backends, func(ctx context.Context) error { return r.startRedis(ctx, o, paths, k) })
+		g.Go(func() error { return r.startRedis(gctx, o, paths, k) })
 	}
-	backends = append(backends,
-		func(ctx context.Context) error { return r.startEtcd(ctx, o, paths) },
-		func(ctx context.Context) error { return r.startZooKeeper(ctx, o, paths) },
-		func(ctx context.Context) error { return r.startMariaDB(ctx, o, paths) },
-	)
-	if err := parallel(ctx, backends...); err != nil {
+	g.Go(func() error { return r.startEtcd(gctx, o, paths) })
+	g.Go(func() error { return r.startZooKeeper(gctx, o, paths) })
+	g.Go(func() error { return r.startMariaDB(gctx, o, paths) })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 
@@ -594,14 +578,14 @@ func instanceEnv(st *State, c Component) []string {
 // startInstances starts the instances concurrently and waits until each
 // answers /healthz with its own name.
 func (r *runner) startInstances(ctx context.Context, o Options, insts []Component) error {
-	var fns []func(context.Context) error
+	g, gctx := errgroup.WithContext(ctx)
 	for _, ic := range insts {
-		fns = append(fns, func(ctx context.Context) error {
+		g.Go(func() error {
 			args := []string{"serve", "--listen", ic.Addr, "--name", ic.Name}
-			return r.launch(ctx, o, ic.Name, KindInstance, ic.Addr, o.Binary, args, instanceEnv(r.st, ic), checkInstance)
+			return r.launch(gctx, o, ic.Name, KindInstance, ic.Addr, o.Binary, args, instanceEnv(r.st, ic), checkInstance)
 		})
 	}
-	return parallel(ctx, fns...)
+	return g.Wait()
 }
 
 func (r *runner) startNginx(ctx context.Context, o Options, paths map[string]string) error {

@@ -1,0 +1,177 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrUnknownComponent is returned for a component name the stack does not
+// have; the error lists the valid ones.
+var ErrUnknownComponent = errors.New("unknown component")
+
+// componentStartTimeout bounds a single component's start.
+const componentStartTimeout = 60 * time.Second
+
+// find returns the component named name, or ErrUnknownComponent listing
+// the valid names.
+func (s *State) find(name string) (Component, error) {
+	if c, ok := s.Component(name); ok {
+		return c, nil
+	}
+	names := make([]string, 0, len(s.Components))
+	for _, c := range s.Components {
+		names = append(names, c.Name)
+	}
+	return Component{}, fmt.Errorf("%w %q; the stack in %s has %s", ErrUnknownComponent, name, s.Dir, strings.Join(names, ", "))
+}
+
+// componentEnv is the environment a component is started with: the same
+// as `up` gives it.
+func componentEnv(st *State, c Component) []string {
+	switch c.Kind {
+	case KindEtcd:
+		return cleanEnv("ETCD_")
+	case KindInstance:
+		return instanceEnv(st, c)
+	}
+	return nil
+}
+
+// startComponent starts c again with its recorded command line, waits
+// until it is healthy and records its new pid in st (the caller saves).
+func startComponent(ctx context.Context, st *State, c Component) (Component, error) {
+	if len(c.Cmdline) == 0 {
+		return c, fmt.Errorf("%s: no recorded command line to start it with", c.Name)
+	}
+	if c.Kind == KindNginx {
+		// The includes follow the instances as they are now.
+		if _, err := writeNginxConf(st); err != nil {
+			return c, err
+		}
+	}
+	p, err := startProc(c.Cmdline[0], c.Cmdline[1:], componentEnv(st, c), c.Log)
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	c.Pid = p.cmd.Process.Pid
+	c.StartTime = processStartTime(c.Pid)
+	for i := range st.Components {
+		if st.Components[i].Name == c.Name {
+			st.Components[i] = c
+		}
+	}
+	if err := waitHealthy(ctx, c.Name, p, c.Log, componentStartTimeout, func(ctx context.Context) error { return checkComponent(ctx, st, c) }); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Start starts the component name of the stack in dir if it is down, and
+// waits until it is healthy. A running component is left alone. A Redis
+// comes back empty (the lab's Redis has no persistence); MariaDB, etcd and
+// ZooKeeper keep their data.
+func Start(ctx context.Context, dir, name string) error {
+	return withComponent(ctx, dir, name, func(st *State, c Component) error {
+		if alive(c) {
+			return nil
+		}
+		_, err := startComponent(ctx, st, c)
+		return err
+	})
+}
+
+// Restart stops the component name (SIGTERM, then SIGKILL after a grace
+// period) and starts it again, waiting until it is healthy.
+func Restart(ctx context.Context, dir, name string) error {
+	return withComponent(ctx, dir, name, func(st *State, c Component) error {
+		if err := stopComponent(c); err != nil {
+			return err
+		}
+		_, err := startComponent(ctx, st, c)
+		return err
+	})
+}
+
+// Signal sends sig to the component's process group (SIGSTOP pauses it,
+// SIGCONT resumes it, SIGKILL kills it). The recorded start time guards
+// against signalling a pid that was reused.
+func Signal(dir, name string, sig syscall.Signal) error {
+	st, err := Load(dir)
+	if err != nil {
+		return err
+	}
+	c, err := st.find(name)
+	if err != nil {
+		return err
+	}
+	if !alive(c) {
+		return fmt.Errorf("%s is not running (start it with `seckill up` or `seckill restart %s`)", name, name)
+	}
+	target := c.Pid
+	if pg := groupOf(c); pg != 0 {
+		target = -pg
+	}
+	if err := syscall.Kill(target, sig); err != nil {
+		return fmt.Errorf("signal %s (pid %d): %w", name, c.Pid, err)
+	}
+	return nil
+}
+
+// withComponent runs f on the component name under the run directory's
+// lock and saves the state after it, whatever f did.
+func withComponent(ctx context.Context, dir, name string, f func(st *State, c Component) error) error {
+	abs, err := absDir(dir)
+	if err != nil {
+		return err
+	}
+	unlock, err := lockDir(ctx, abs)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := Load(abs)
+	if err != nil {
+		return err
+	}
+	c, err := st.find(name)
+	if err != nil {
+		return err
+	}
+	ferr := f(st, c)
+	if err := st.save(); err != nil {
+		return errors.Join(ferr, err)
+	}
+	return ferr
+}
+
+// startStopped starts, in dependency order (servers, instances, nginx),
+// the components of st that are down, and reports each one to out.
+func startStopped(ctx context.Context, st *State, out io.Writer) ([]string, error) {
+	var down []Component
+	for _, c := range st.Components {
+		if !alive(c) {
+			down = append(down, c)
+		}
+	}
+	slices.SortStableFunc(down, func(a, b Component) int {
+		ka, _ := componentRank(a)
+		kb, _ := componentRank(b)
+		return ka - kb
+	})
+	var started []string
+	for _, c := range down {
+		t0 := time.Now()
+		if _, err := startComponent(ctx, st, c); err != nil {
+			return started, err
+		}
+		started = append(started, c.Name)
+		fmt.Fprintf(out, "  %-10s was down: started, healthy in %.1fs\n", c.Name, time.Since(t0).Seconds())
+	}
+	return started, st.save()
+}
