@@ -28,6 +28,22 @@ var (
 	ErrUnknownOnFleet = errors.New("the fleet does not know the strategy")
 )
 
+// AdminError is an error answer of an instance's admin API: its status and
+// the JSON body's "error" code. It matches ErrAdminResponse with errors.Is.
+type AdminError struct {
+	Method, URL string
+	Status      int
+	Code        string // the body's "error" field ("" when the body had none)
+	Detail      string // the code and detail, or the raw body
+}
+
+func (e *AdminError) Error() string {
+	return fmt.Sprintf("%v: %s %s: %d %s", ErrAdminResponse, e.Method, e.URL, e.Status, e.Detail)
+}
+
+// Is makes errors.Is(err, ErrAdminResponse) hold.
+func (e *AdminError) Is(target error) bool { return target == ErrAdminResponse }
+
 // StrategyConfig is the body of PUT /admin/strategy and the answer of GET
 // /admin/strategy.
 type StrategyConfig struct {
@@ -36,9 +52,12 @@ type StrategyConfig struct {
 	LockTTL   string `json:"lock_ttl,omitempty"`
 	LockWait  string `json:"lock_wait,omitempty"`
 	Fencing   bool   `json:"fencing"`
-	// Watchdog is nil to keep the service default (on).
-	Watchdog *bool  `json:"watchdog,omitempty"`
-	Instance string `json:"instance,omitempty"`
+	// Watchdog, LocalQueue and LeaseCheck are nil to keep the service
+	// default (on).
+	Watchdog   *bool  `json:"watchdog,omitempty"`
+	LocalQueue *bool  `json:"local_queue,omitempty"`
+	LeaseCheck *bool  `json:"lease_check,omitempty"`
+	Instance   string `json:"instance,omitempty"`
 }
 
 // AuditReply is the answer of GET /admin/audit.
@@ -114,7 +133,7 @@ func (a *admin) do(ctx context.Context, method, base, path string, in, out any) 
 				msg += ": " + e.Detail
 			}
 		}
-		return fmt.Errorf("%w: %s %s: %d %s", ErrAdminResponse, method, u, resp.StatusCode, msg)
+		return &AdminError{Method: method, URL: u, Status: resp.StatusCode, Code: e.Error, Detail: msg}
 	}
 	if out == nil {
 		return nil
@@ -157,7 +176,7 @@ func (a *admin) setStrategy(ctx context.Context, instances []string, cfg Strateg
 	for _, base := range instances {
 		var got StrategyConfig
 		if err := a.do(ctx, http.MethodPut, base, "/admin/strategy", cfg, &got); err != nil {
-			if errors.Is(err, ErrAdminResponse) && strings.Contains(err.Error(), "unknown_strategy") {
+			if ae := (*AdminError)(nil); errors.As(err, &ae) && ae.Code == "unknown_strategy" {
 				return first, fmt.Errorf("instance %s: %w %q: %v", base, ErrUnknownOnFleet, cfg.Name, err)
 			}
 			return first, fmt.Errorf("switch to %s: %w", cfg.Name, err)

@@ -210,7 +210,7 @@ func hashString(s string) uint64 {
 
 // toResponse extracts what the audit needs from a vegeta result.
 func toResponse(r *vegeta.Result, requestID string) Response {
-	resp := Response{RequestID: requestID, Code: int(r.Code)}
+	resp := Response{RequestID: requestID, Code: int(r.Code), Sent: r.Timestamp, Latency: r.Latency}
 	if r.Headers != nil {
 		resp.Instance = r.Headers.Get("X-Instance")
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Outcome labels of a purchase response.
@@ -12,6 +13,7 @@ const (
 	OutcomeOK          = "ok"           // 2xx: the purchase went through
 	OutcomeSoldOut     = "sold_out"     // 409 sold_out
 	OutcomeStaleLock   = "stale_lock"   // 409 stale_lock (fencing refused a stale holder)
+	OutcomeLeaseLost   = "lease_lost"   // 409 lease_lost (the holder's lease was lost before COMMIT)
 	OutcomeLockTimeout = "lock_timeout" // 503 lock_timeout
 	OutcomeError       = "errors"       // anything else (other 4xx/5xx, transport errors)
 )
@@ -25,6 +27,9 @@ type Response struct {
 	Code      int    `json:"code"`
 	Error     string `json:"error,omitempty"`
 	Instance  string `json:"instance,omitempty"`
+	// Sent is when the request was sent, Latency how long the answer took.
+	Sent    time.Time     `json:"sent"`
+	Latency time.Duration `json:"latency_ns"`
 }
 
 // Outcome classifies r into one of the Outcome labels.
@@ -36,6 +41,8 @@ func (r Response) Outcome() string {
 		return OutcomeSoldOut
 	case r.Code == 409 && r.Error == "stale_lock":
 		return OutcomeStaleLock
+	case r.Code == 409 && r.Error == "lease_lost":
+		return OutcomeLeaseLost
 	case r.Code == 503 && r.Error == "lock_timeout":
 		return OutcomeLockTimeout
 	}

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"strings"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -166,8 +168,8 @@ func TestParseStrategies(t *testing.T) {
 		want    int
 		wantErr bool
 	}{
-		{"all", len(Strategies), false},
-		{"", len(Strategies), false},
+		{"all", len(Strategies()), false},
+		{"", len(Strategies()), false},
 		{"none,redis", 2, false},
 		{" none , none ", 1, false},
 		{"nope", 0, true},
@@ -180,8 +182,8 @@ func TestParseStrategies(t *testing.T) {
 			t.Errorf("ParseStrategies(%q) = %v, %v; want %d names, err %v", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
-	if len(Strategies) != 14 {
-		t.Errorf("got %d strategies, want 14: %v", len(Strategies), Strategies)
+	if len(Strategies()) != 14 {
+		t.Errorf("got %d strategies, want 14: %v", len(Strategies()), Strategies())
 	}
 }
 
@@ -216,31 +218,40 @@ func TestExpectedCorrect(t *testing.T) {
 }
 
 func TestOptionsValidation(t *testing.T) {
-	good := Options{Stock: 1, Requests: 1, Concurrency: 1}
+	fault := Fault{Kind: FaultPause, Component: "inst-2", Start: time.Second, Duration: time.Second}
 	tests := []struct {
 		name string
 		mod  func(*Options)
 		ok   bool
 	}{
-		{"defaults", func(*Options) {}, true},
-		{"zero stock", func(o *Options) { o.Stock = 0 }, false},
-		{"zero requests", func(o *Options) { o.Requests = 0 }, false},
-		{"zero concurrency", func(o *Options) { o.Concurrency = 0 }, false},
+		{"zero values take the defaults", func(*Options) {}, true},
+		{"negative stock", func(o *Options) { o.Stock = -1 }, false},
+		{"negative requests", func(o *Options) { o.Requests = -1 }, false},
+		{"too much concurrency", func(o *Options) { o.Concurrency = 10_001 }, false},
 		{"negative rate", func(o *Options) { o.Rate = -1 }, false},
 		{"negative qty", func(o *Options) { o.Qty = -1 }, false},
 		{"unknown strategy", func(o *Options) { o.Strategies = []string{"nope"} }, false},
 		{"negative work delay", func(o *Options) { o.WorkDelay = -1 }, false},
 		{"no watchdog on all strategies", func(o *Options) { o.NoWatchdog = true }, false},
 		{"no watchdog on a strategy without one", func(o *Options) { o.NoWatchdog = true; o.Strategies = []string{"redis", "etcd"} }, false},
+		{"fault without a faulter", func(o *Options) { o.Rate, o.Faults = 100, []Fault{fault} }, false},
+		{"fault without a rate", func(o *Options) { o.Faults, o.Faulter = []Fault{fault}, recorder(nil) }, false},
+		{"fault past the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 100, []Fault{fault}, recorder(nil) }, false},
+		{"fault inside the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 300, []Fault{fault}, recorder(nil) }, true},
 	}
 	for _, tt := range tests {
-		o := good
+		var o Options
 		tt.mod(&o)
 		got, err := o.withDefaults()
 		if (err == nil) != tt.ok {
 			t.Errorf("%s: err = %v, want ok=%v", tt.name, err, tt.ok)
 		}
-		if err == nil && (got.Repeat != 1 || got.Qty != 1 || got.Seed == 0 || len(got.Strategies) != len(Strategies)) {
+		if err != nil && (!errors.Is(err, ErrInvalidOptions) || strings.Contains(err.Error(), "--")) {
+			t.Errorf("%s: err %q must wrap ErrInvalidOptions and name the option, not a CLI flag", tt.name, err)
+		}
+		if err == nil && tt.name == "zero values take the defaults" && (got.Stock != DefaultStock || got.Requests != DefaultRequests ||
+			got.Concurrency != DefaultConcurrency || got.Repeat != 1 || got.Qty != DefaultQty || got.Seed == 0 ||
+			got.GoodsID != DefaultGoodsID || len(got.Strategies) != len(Strategies())) {
 			t.Errorf("%s: defaults not filled: %+v", tt.name, got)
 		}
 	}

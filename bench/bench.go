@@ -69,6 +69,10 @@ type RunResult struct {
 	InvariantsPassed int         `json:"invariants_passed"`
 	InvariantsTotal  int         `json:"invariants_total"`
 	Raw              string      `json:"raw,omitempty"`
+	// Faults are the faults injected into the run (Fault.String), and
+	// Windows the throughput before, during and after them.
+	Faults  []string `json:"faults,omitempty"`
+	Windows []Window `json:"windows,omitempty"`
 }
 
 // Environment describes where the bench ran.
@@ -236,6 +240,12 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	if o.NoWatchdog {
 		cfg.Watchdog = new(bool)
 	}
+	if o.NoLocalQueue {
+		cfg.LocalQueue = new(bool)
+	}
+	if o.NoLeaseCheck {
+		cfg.LeaseCheck = new(bool)
+	}
 	eff, err := adm.setStrategy(ctx, fleet.Instances, cfg)
 	if err != nil {
 		return RunResult{}, err
@@ -290,11 +300,24 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	}
 	pl := newProgress(o.Progress, label, o.Requests)
 	spec.Progress = pl.update
+	t0 := time.Now()
+	healed := func() error { return nil }
+	if len(o.Faults) > 0 {
+		healed = scheduleFaults(ctx, o.Faulter, o.Faults, t0)
+		for _, f := range o.Faults {
+			run.Faults = append(run.Faults, f.String())
+		}
+	}
 	res, err := attack(ctx, spec)
 	pl.done()
+	// Every fault ends before the audit (a paused instance must answer it).
+	if herr := healed(); herr != nil && err == nil {
+		err = herr
+	}
 	if err != nil {
 		return run, err
 	}
+	run.Windows = faultWindows(responses, t0, o.Faults, res.Wall)
 	if raw != nil {
 		if err := raw.Close(); err != nil {
 			return run, fmt.Errorf("close raw results: %w", err)

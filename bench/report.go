@@ -75,55 +75,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 	return nil
 }
 
-// Markdown renders report.md.
-func Markdown(rep *Report) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# seckill bench, %s\n\n", rep.Date.Format("2006-01-02 15:04:05 MST"))
-	fmt.Fprintf(&b, "- command: `%s`\n", rep.CommandLine)
-	e := rep.Environment
-	fmt.Fprintf(&b, "- environment: %s %s/%s, %d CPUs, host %s\n", e.GoVersion, e.OS, e.Arch, e.CPUs, e.Hostname)
-	fmt.Fprintf(&b, "- fleet: %d instances behind %s\n", e.Instances, e.Target)
-	if len(rep.Runs) > 0 {
-		r := rep.Runs[0]
-		fmt.Fprintf(&b, "- load: %d requests of qty %d on a stock of %d, concurrency %d, rate %s, work delay %s, lock TTL %s, fencing %v, seed %d\n",
-			r.Requests, r.Qty, r.InitialStock, r.Concurrency, rateString(r.Rate), r.WorkDelay, r.LockTTL, r.Fencing, r.Seed)
-	}
-	if rep.CeilingRPS > 0 {
-		fmt.Fprintf(&b, "- generator ceiling: %.0f req/s (%.1fx the best throughput; want >= %.0fx)\n", rep.CeilingRPS, rep.CeilingRatio, MinCeilingRatio)
-	}
-	fmt.Fprintf(&b, "- wall time: %.1f s\n\n", rep.WallS)
-	b.WriteString("| " + strings.Join(tableHeader, " | ") + " |\n|")
-	for range tableHeader {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
-	for _, r := range tableRows(rep.Summary) {
-		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
-	}
-	b.WriteString("\n## Runs\n\n| run | ok | sold_out | lock_timeout | stale_lock | errors | orders | sold | final | oversold | lost | sales per instance | p90 ms | max ms | s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range rep.Runs {
-		var sales []string
-		for _, k := range sortedKeys(r.SalesPerInstance) {
-			sales = append(sales, fmt.Sprintf("%s=%d", k, r.SalesPerInstance[k]))
-		}
-		fmt.Fprintf(&b, "| %s #%d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %.1f | %.1f | %.2f |\n",
-			r.Strategy, r.Repeat, r.OK, r.Outcomes[OutcomeSoldOut], r.Outcomes[OutcomeLockTimeout], r.Outcomes[OutcomeStaleLock],
-			r.Outcomes[OutcomeError], r.Orders, r.SoldQty, r.FinalStock, r.Oversold, r.LostUpdates, strings.Join(sales, " "),
-			r.LatencyMS.P90, r.LatencyMS.Max, r.DurationS)
-	}
-	var failed []string
-	for _, r := range rep.Runs {
-		for _, inv := range r.Invariants {
-			if !inv.Pass {
-				failed = append(failed, fmt.Sprintf("- %s #%d: **%s** failed (count %d): %s", r.Strategy, r.Repeat, inv.Name, inv.Count, inv.Detail))
-			}
-		}
-	}
-	if len(failed) > 0 {
-		b.WriteString("\n## Failed invariants\n\n" + strings.Join(failed, "\n") + "\n")
-	}
-	return b.Bytes()
-}
+// Markdown renders report.md (from the same view as report.html).
+func Markdown(rep *Report) []byte { return buildView(rep).markdown() }
 
 func rateString(r int) string {
 	if r == 0 {
@@ -228,86 +181,57 @@ func Charts(rep *Report) (map[string][]byte, []string, error) {
 }
 
 var htmlTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>seckill bench {{.Date}}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{{.V.Title}} {{(index .V.Facts 0).Value}}</title>
 <style>
 body{font-family:sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;font-size:14px}
+table{border-collapse:collapse;font-size:14px;margin-bottom:1em}
 th,td{border:1px solid #bbb;padding:4px 8px;text-align:right}
 th:first-child,td:first-child,td:nth-child(2){text-align:left}
 tr.bad td{background:#fde2e2}
 img{max-width:100%;display:block;margin:1em 0}
 code{background:#f3f3f3;padding:1px 4px}
 </style></head><body>
-<h1>seckill bench</h1>
-<ul>
-<li>date: {{.Date}}</li>
-<li>command: <code>{{.Command}}</code></li>
-<li>environment: {{.Env}}</li>
-<li>load: {{.Load}}</li>
-{{if .Ceiling}}<li>generator ceiling: {{.Ceiling}}</li>{{end}}
-<li>wall time: {{.Wall}}</li>
-</ul>
-<h2>Comparison</h2>
-<table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr{{if .Bad}} class="bad"{{end}}>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>
+<h1>{{.V.Title}}</h1>
+<ul>{{range .V.Facts}}<li>{{.Label}}: {{if eq .Label "command"}}<code>{{.Value}}</code>{{else}}{{.Value}}{{end}}</li>
+{{end}}</ul>
+{{define "table"}}<table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
+{{$bad := .Bad}}{{range $i, $r := .Rows}}<tr{{if index $bad $i}} class="bad"{{end}}>{{range $r}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
+<h2>{{.V.Main.Title}}</h2>
+{{template "table" .V.Main}}
 {{range .Charts}}<h2>{{.Title}}</h2><img alt="{{.Title}}" src="{{.PNG}}">
 {{end}}
-{{if .Failed}}<h2>Failed invariants</h2><ul>{{range .Failed}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{range .V.Tables}}<h2>{{.Title}}</h2>
+{{template "table" .}}
+{{end}}
+{{range .V.Notes}}<p>{{.}}</p>{{end}}
+{{if .V.Failed}}<h2>Failed invariants</h2><ul>{{range .V.Failed}}<li>{{.}}</li>{{end}}</ul>{{end}}
 </body></html>
 `))
 
-// HTML renders report.html: self-contained, no external reference, the
-// charts embedded as data: PNG images.
+// HTML renders report.html from the same view as report.md:
+// self-contained, no external reference, the charts embedded as data: PNG
+// images.
 func HTML(rep *Report) ([]byte, error) {
 	pngs, keys, err := Charts(rep)
 	if err != nil {
 		return nil, err
 	}
 	titles := map[string]string{"oversold": "Oversold units", "throughput": "Throughput", "latency": "Latency"}
-	type row struct {
-		Cells []string
-		Bad   bool
-	}
 	type img struct {
 		Title string
 		PNG   template.URL
 	}
+	v := buildView(rep)
+	for i := range v.Facts {
+		v.Facts[i].Value = noScheme(v.Facts[i].Value)
+	}
 	data := struct {
-		Date, Command, Env, Load, Ceiling, Wall string
-		Header                                  []string
-		Rows                                    []row
-		Charts                                  []img
-		Failed                                  []string
-	}{
-		Date:    rep.Date.Format("2006-01-02 15:04:05 MST"),
-		Command: noScheme(rep.CommandLine),
-		Env: fmt.Sprintf("%s %s/%s, %d CPUs, %d instances behind %s", rep.Environment.GoVersion, rep.Environment.OS,
-			rep.Environment.Arch, rep.Environment.CPUs, rep.Environment.Instances, noScheme(rep.Environment.Target)),
-		Wall:   fmt.Sprintf("%.1f s", rep.WallS),
-		Header: tableHeader,
-	}
-	if len(rep.Runs) > 0 {
-		r := rep.Runs[0]
-		data.Load = fmt.Sprintf("%d requests of qty %d on a stock of %d, concurrency %d, rate %s, work delay %s, lock TTL %s, fencing %v, seed %d",
-			r.Requests, r.Qty, r.InitialStock, r.Concurrency, rateString(r.Rate), r.WorkDelay, r.LockTTL, r.Fencing, r.Seed)
-	}
-	if rep.CeilingRPS > 0 {
-		data.Ceiling = fmt.Sprintf("%.0f req/s (%.1fx the best throughput; want >= %.0fx)", rep.CeilingRPS, rep.CeilingRatio, MinCeilingRatio)
-	}
-	for i, cells := range tableRows(rep.Summary) {
-		s := rep.Summary[i]
-		data.Rows = append(data.Rows, row{Cells: cells, Bad: s.InvariantsPassed < s.InvariantsTotal || s.Oversold.Max > 0})
-	}
+		V      view
+		Charts []img
+	}{V: v}
 	for _, k := range keys {
 		data.Charts = append(data.Charts, img{titles[k], template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(pngs[k]))})
-	}
-	for _, r := range rep.Runs {
-		for _, inv := range r.Invariants {
-			if !inv.Pass {
-				data.Failed = append(data.Failed, fmt.Sprintf("%s #%d: %s failed (count %d): %s", r.Strategy, r.Repeat, inv.Name, inv.Count, inv.Detail))
-			}
-		}
 	}
 	var b bytes.Buffer
 	if err := htmlTmpl.Execute(&b, data); err != nil {

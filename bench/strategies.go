@@ -12,11 +12,11 @@ import (
 // Strategies lists, in report order, the strategies the service implements
 // (the names of PUT /admin/strategy), from the stock package's registry: the
 // one place that knows them.
-var Strategies = stock.StrategyNames()
+func Strategies() []string { return stock.StrategyNames() }
 
 // Renewing lists the strategies whose lock renews itself while held and
 // can be told not to (NoWatchdog).
-var Renewing = stock.Names(func(s stock.Strategy) bool { return s.Renews })
+func Renewing() []string { return stock.Names(func(s stock.Strategy) bool { return s.Renews }) }
 
 // Setting is what decides whether a strategy is expected to be correct.
 type Setting struct {
@@ -44,12 +44,12 @@ func ExpectedCorrect(s string, st Setting) bool {
 	})
 }
 
-// ParseStrategies turns the --strategies value ("all" or a comma-separated
+// ParseStrategies turns a strategies list ("all" or a comma-separated
 // list) into a list of known names, in the order given, without duplicates.
 func ParseStrategies(v string) ([]string, error) {
 	v = strings.TrimSpace(v)
 	if v == "" || v == "all" {
-		return slices.Clone(Strategies), nil
+		return Strategies(), nil
 	}
 	var out []string
 	for _, p := range strings.Split(v, ",") {
@@ -58,17 +58,17 @@ func ParseStrategies(v string) ([]string, error) {
 			continue
 		}
 		if p == "all" {
-			return nil, fmt.Errorf("--strategies: \"all\" cannot be combined with other names")
+			return nil, fmt.Errorf("strategies: \"all\" cannot be combined with other names")
 		}
-		if !slices.Contains(Strategies, p) {
-			return nil, fmt.Errorf("unknown strategy %q; valid: all, %s", p, strings.Join(Strategies, ", "))
+		if !slices.Contains(Strategies(), p) {
+			return nil, fmt.Errorf("unknown strategy %q; valid: all, %s", p, strings.Join(Strategies(), ", "))
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--strategies: no strategy given; valid: all, %s", strings.Join(Strategies, ", "))
+		return nil, fmt.Errorf("strategies: no strategy given; valid: all, %s", strings.Join(Strategies(), ", "))
 	}
 	return out, nil
 }

@@ -19,7 +19,7 @@ import (
 // lives in package bench.
 func runBench(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("seckill bench", flag.ContinueOnError)
-	strategies := fs.String("strategies", "all", "strategies to run: all, or a comma-separated list of "+strings.Join(bench.Strategies, ", "))
+	strategies := fs.String("strategies", "all", "strategies to run: all, or a comma-separated list of "+strings.Join(bench.Strategies(), ", "))
 	stock := fs.Int("stock", bench.DefaultStock, "initial stock of the goods")
 	requests := fs.Int("requests", bench.DefaultRequests, "purchases per run")
 	concurrency := fs.Int("concurrency", bench.DefaultConcurrency, "concurrent workers (closed model) or worker cap (with --rate)")
@@ -30,7 +30,11 @@ func runBench(ctx context.Context, args []string) error {
 	lockTTL := fs.Duration("lock-ttl", 0, "lock TTL (0 = the service default)")
 	lockWait := fs.Duration("lock-wait", 0, "lock wait budget (0 = the service default)")
 	fencing := fs.Bool("fencing", false, "have the service check fencing tokens")
-	noWatchdog := fs.Bool("no-watchdog", false, "have redis, redlock and mysql-unique not renew held locks: with --work-delay > --lock-ttl, holders go stale")
+	noWatchdog := fs.Bool("no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
+	noQueue := fs.Bool("no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
+	noLeaseCheck := fs.Bool("no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
+	var faults faultFlags
+	fs.Var(&faults, "fault", "inject KIND:COMPONENT@START+DURATION into every run, e.g. pause:inst-2@5s+5s or kill:redis-1@5s+5s (repeatable; needs --rate and the local stack)")
 	repeat := fs.Int("repeat", 1, "runs per strategy (the table shows median and min–max)")
 	seed := fs.Int64("seed", 0, "seed of request and user ids (0 = from the clock; recorded in the report)")
 	goods := fs.Int64("goods", bench.DefaultGoodsID, "goods id to sell")
@@ -74,6 +78,7 @@ func runBench(ctx context.Context, args []string) error {
 		Strategies: names, Stock: *stock, Requests: *requests, Concurrency: *concurrency, Qty: *qty,
 		Rate: *rate, Repeat: *repeat, Seed: *seed, GoodsID: *goods, Instances: *instances,
 		WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing, NoWatchdog: *noWatchdog,
+		NoLocalQueue: *noQueue, NoLeaseCheck: *noLeaseCheck, Faults: faults,
 		RequestTimeout: *reqTimeout, RunTimeout: *runTimeout, CalibrateRequests: *calRequests,
 		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
 	}
@@ -98,6 +103,7 @@ func runBench(ctx context.Context, args []string) error {
 			return fmt.Errorf("load the stack in %s: %w", *dir, err)
 		}
 		o.Fleet = fleetOf(st)
+		o.Faulter = stackFaulter{dir: st.Dir}
 		if *adminToken != "" {
 			o.Fleet.AdminToken = *adminToken
 		}
@@ -120,6 +126,9 @@ func runBench(ctx context.Context, args []string) error {
 	o.OutDir = *out
 
 	rep, err := bench.Run(ctx, o)
+	if errors.Is(err, bench.ErrInvalidOptions) {
+		return exitError{code: 2, msg: "bench: " + err.Error()}
+	}
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}

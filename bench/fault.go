@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Fault kinds a bench can inject.
+const (
+	FaultPause = "pause" // SIGSTOP the component, SIGCONT it when the fault ends
+	FaultKill  = "kill"  // SIGKILL the component, start it again when the fault ends
+)
+
+// FaultKinds lists the kinds ParseFault accepts.
+func FaultKinds() []string { return []string{FaultPause, FaultKill} }
+
+// Fault is one fault injected at a fixed time of every run: Kind on
+// Component from Start (after the run's first request) for Duration.
+type Fault struct {
+	Kind      string
+	Component string
+	Start     time.Duration
+	Duration  time.Duration
+}
+
+// String is the fault's spec, as ParseFault reads it.
+func (f Fault) String() string {
+	return fmt.Sprintf("%s:%s@%s+%s", f.Kind, f.Component, f.Start, f.Duration)
+}
+
+// ErrBadFault wraps every fault spec error.
+var ErrBadFault = errors.New("bad fault")
+
+// ParseFault reads KIND:COMPONENT@START+DURATION, e.g. pause:inst-2@5s+5s.
+func ParseFault(spec string) (Fault, error) {
+	usage := fmt.Sprintf("want KIND:COMPONENT@START+DURATION such as pause:inst-2@5s+5s, KIND one of %s", strings.Join(FaultKinds(), ", "))
+	kind, rest, ok := strings.Cut(spec, ":")
+	if !ok {
+		return Fault{}, fmt.Errorf("%w %q: %s", ErrBadFault, spec, usage)
+	}
+	comp, when, ok := strings.Cut(rest, "@")
+	if !ok || comp == "" {
+		return Fault{}, fmt.Errorf("%w %q: %s", ErrBadFault, spec, usage)
+	}
+	startS, durS, ok := strings.Cut(when, "+")
+	if !ok {
+		return Fault{}, fmt.Errorf("%w %q: %s", ErrBadFault, spec, usage)
+	}
+	if !slices.Contains(FaultKinds(), kind) {
+		return Fault{}, fmt.Errorf("%w %q: unknown kind %q; valid: %s", ErrBadFault, spec, kind, strings.Join(FaultKinds(), ", "))
+	}
+	start, err := time.ParseDuration(startS)
+	if err != nil || start < 0 {
+		return Fault{}, fmt.Errorf("%w %q: start %q is not a duration >= 0 such as 5s", ErrBadFault, spec, startS)
+	}
+	dur, err := time.ParseDuration(durS)
+	if err != nil || dur <= 0 {
+		return Fault{}, fmt.Errorf("%w %q: duration %q is not a duration > 0 such as 5s", ErrBadFault, spec, durS)
+	}
+	return Fault{Kind: kind, Component: comp, Start: start, Duration: dur}, nil
+}
+
+// Faulter injects faults into the fleet. Inject starts f and returns the
+// function that ends it (SIGCONT, a restart). The local stack provides one;
+// a fleet started elsewhere has none.
+type Faulter interface {
+	Inject(ctx context.Context, f Fault) (undo func(context.Context) error, err error)
+}
+
+// scheduleFaults injects faults at t0+Start and ends each at
+// t0+Start+Duration. The returned wait ends every fault still on (also when
+// ctx is done first) and returns the first error.
+func scheduleFaults(ctx context.Context, fl Faulter, faults []Fault, t0 time.Time) (wait func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, len(faults))
+	for _, f := range faults {
+		go func() { errc <- runFault(ctx, fl, f, t0) }()
+	}
+	return func() error {
+		var errs []error
+		for range faults {
+			errs = append(errs, <-errc)
+		}
+		cancel()
+		return errors.Join(errs...)
+	}
+}
+
+// runFault waits for f's start, injects it, waits for its end (or ctx)
+// and undoes it, under a context of its own so a cancelled run still heals.
+func runFault(ctx context.Context, fl Faulter, f Fault, t0 time.Time) error {
+	if !sleepUntil(ctx, t0.Add(f.Start)) {
+		return nil
+	}
+	undo, err := fl.Inject(ctx, f)
+	if err != nil {
+		return fmt.Errorf("inject %s: %w", f, err)
+	}
+	sleepUntil(ctx, t0.Add(f.Start+f.Duration))
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if err := undo(uctx); err != nil {
+		return fmt.Errorf("end %s: %w", f, err)
+	}
+	return nil
+}
+
+// sleepUntil waits until t; false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Window is one span of a run with faults: before the first fault, during
+// the faults, after the last.
+type Window struct {
+	Name          string         `json:"name"`
+	FromS         float64        `json:"from_s"` // seconds since the run's first request
+	ToS           float64        `json:"to_s"`
+	Sent          int            `json:"sent"`
+	OK            int            `json:"ok"`
+	OKPerSec      float64        `json:"ok_per_s"`
+	AnswersPerSec float64        `json:"answers_per_s"`
+	Outcomes      map[string]int `json:"outcomes"`
+}
+
+// faultWindows splits responses by their send time into before, during and
+// after the faults; end is the run's length.
+func faultWindows(responses []Response, t0 time.Time, faults []Fault, end time.Duration) []Window {
+	if len(faults) == 0 {
+		return nil
+	}
+	from, to := faults[0].Start, faults[0].Start+faults[0].Duration
+	for _, f := range faults[1:] {
+		from, to = min(from, f.Start), max(to, f.Start+f.Duration)
+	}
+	end = max(end, to)
+	ws := []Window{
+		{Name: "before", FromS: 0, ToS: from.Seconds(), Outcomes: map[string]int{}},
+		{Name: "during", FromS: from.Seconds(), ToS: to.Seconds(), Outcomes: map[string]int{}},
+		{Name: "after", FromS: to.Seconds(), ToS: end.Seconds(), Outcomes: map[string]int{}},
+	}
+	for _, r := range responses {
+		at := r.Sent.Sub(t0)
+		i := 0
+		switch {
+		case at >= to:
+			i = 2
+		case at >= from:
+			i = 1
+		}
+		ws[i].Sent++
+		ws[i].Outcomes[r.Outcome()]++
+		if r.Outcome() == OutcomeOK {
+			ws[i].OK++
+		}
+	}
+	for i := range ws {
+		if d := ws[i].ToS - ws[i].FromS; d > 0 {
+			ws[i].OKPerSec = float64(ws[i].OK) / d
+			ws[i].AnswersPerSec = float64(ws[i].Sent) / d
+		}
+	}
+	return ws
+}

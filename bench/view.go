@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// view is the one model both report.md and report.html are rendered from,
+// so a figure cannot be in one and not in the other.
+type view struct {
+	Title  string
+	Facts  []fact   // the run's setting, one line each
+	Main   table    // the comparison, one row per strategy
+	Tables []table  // further sections: runs, fault windows
+	Failed []string // failed invariants, one line each
+	Notes  []string // sentences under the tables
+}
+
+type fact struct{ Label, Value string }
+
+// table is a titled table; Bad marks the rows to highlight.
+type table struct {
+	Title  string
+	Header []string
+	Rows   [][]string
+	Bad    []bool
+}
+
+func buildView(rep *Report) view {
+	v := view{Title: "seckill bench"}
+	e := rep.Environment
+	v.Facts = append(v.Facts,
+		fact{"date", rep.Date.Format("2006-01-02 15:04:05 MST")},
+		fact{"command", rep.CommandLine},
+		fact{"environment", fmt.Sprintf("%s %s/%s, %d CPUs, host %s", e.GoVersion, e.OS, e.Arch, e.CPUs, e.Hostname)},
+		fact{"fleet", fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)})
+	if len(rep.Runs) > 0 {
+		r := rep.Runs[0]
+		v.Facts = append(v.Facts, fact{"load", fmt.Sprintf("%d requests of qty %d on a stock of %d, concurrency %d, rate %s, work delay %s, lock TTL %s, fencing %v, seed %d",
+			r.Requests, r.Qty, r.InitialStock, r.Concurrency, rateString(r.Rate), r.WorkDelay, r.LockTTL, r.Fencing, r.Seed)})
+		if len(r.Faults) > 0 {
+			v.Facts = append(v.Facts, fact{"faults", strings.Join(r.Faults, ", ")})
+		}
+	}
+	if rep.CeilingRPS > 0 {
+		v.Facts = append(v.Facts, fact{"generator ceiling", fmt.Sprintf("%.0f req/s (%.1fx the best throughput; want >= %.0fx)", rep.CeilingRPS, rep.CeilingRatio, MinCeilingRatio)})
+	}
+	v.Facts = append(v.Facts, fact{"wall time", fmt.Sprintf("%.1f s", rep.WallS)})
+
+	v.Main = table{Title: "Comparison", Header: tableHeader, Rows: tableRows(rep.Summary)}
+	for _, s := range rep.Summary {
+		v.Main.Bad = append(v.Main.Bad, s.InvariantsPassed < s.InvariantsTotal || s.Oversold.Max > 0)
+	}
+
+	runs := table{Title: "Runs", Header: []string{"run", "ok", "sold_out", "lock_timeout", "stale_lock", "lease_lost", "errors",
+		"orders", "sold", "final", "oversold", "lost", "sales per instance", "p90 ms", "max ms", "s"}}
+	for _, r := range rep.Runs {
+		var sales []string
+		for _, k := range sortedKeys(r.SalesPerInstance) {
+			sales = append(sales, fmt.Sprintf("%s=%d", k, r.SalesPerInstance[k]))
+		}
+		runs.Rows = append(runs.Rows, []string{fmt.Sprintf("%s #%d", r.Strategy, r.Repeat),
+			fmt.Sprint(r.OK), fmt.Sprint(r.Outcomes[OutcomeSoldOut]), fmt.Sprint(r.Outcomes[OutcomeLockTimeout]),
+			fmt.Sprint(r.Outcomes[OutcomeStaleLock]), fmt.Sprint(r.Outcomes[OutcomeLeaseLost]), fmt.Sprint(r.Outcomes[OutcomeError]),
+			fmt.Sprint(r.Orders), fmt.Sprint(r.SoldQty), fmt.Sprint(r.FinalStock), fmt.Sprint(r.Oversold), fmt.Sprint(r.LostUpdates),
+			strings.Join(sales, " "), fmt.Sprintf("%.1f", r.LatencyMS.P90), fmt.Sprintf("%.1f", r.LatencyMS.Max), fmt.Sprintf("%.2f", r.DurationS)})
+		runs.Bad = append(runs.Bad, r.Oversold > 0)
+	}
+	v.Tables = append(v.Tables, runs)
+	if w := windowsTable(rep.Runs); len(w.Rows) > 0 {
+		v.Tables = append(v.Tables, w)
+		v.Notes = append(v.Notes, "Fault windows count each purchase by the time it was sent: before the first fault starts, while a fault lasts, and after the last one ends. ok/s is successful purchases per second of the window.")
+	}
+	for _, r := range rep.Runs {
+		for _, inv := range r.Invariants {
+			if !inv.Pass {
+				v.Failed = append(v.Failed, fmt.Sprintf("%s #%d: %s failed (count %d): %s", r.Strategy, r.Repeat, inv.Name, inv.Count, inv.Detail))
+			}
+		}
+	}
+	return v
+}
+
+// windowsTable lists, for the runs that had faults, the throughput and
+// outcomes before, during and after them.
+func windowsTable(runs []RunResult) table {
+	t := table{Title: "Before, during and after the fault", Header: []string{"run", "window", "from s", "to s", "sent", "ok", "ok/s", "answers/s", "outcomes"}}
+	for _, r := range runs {
+		for _, w := range r.Windows {
+			var outs []string
+			for _, k := range sortedKeys(w.Outcomes) {
+				outs = append(outs, fmt.Sprintf("%s=%d", k, w.Outcomes[k]))
+			}
+			t.Rows = append(t.Rows, []string{fmt.Sprintf("%s #%d", r.Strategy, r.Repeat), w.Name,
+				fmt.Sprintf("%.1f", w.FromS), fmt.Sprintf("%.1f", w.ToS), fmt.Sprint(w.Sent), fmt.Sprint(w.OK),
+				fmt.Sprintf("%.1f", w.OKPerSec), fmt.Sprintf("%.1f", w.AnswersPerSec), strings.Join(outs, " ")})
+			t.Bad = append(t.Bad, false)
+		}
+	}
+	return t
+}
+
+// markdown renders v.
+func (v view) markdown() []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s, %s\n\n", v.Title, v.Facts[0].Value)
+	for _, f := range v.Facts[1:] {
+		val := f.Value
+		if f.Label == "command" {
+			val = "`" + val + "`"
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", f.Label, val)
+	}
+	b.WriteString("\n")
+	writeMDTable(&b, v.Main)
+	for _, t := range v.Tables {
+		fmt.Fprintf(&b, "\n## %s\n\n", t.Title)
+		writeMDTable(&b, t)
+	}
+	for _, n := range v.Notes {
+		fmt.Fprintf(&b, "\n%s\n", n)
+	}
+	if len(v.Failed) > 0 {
+		b.WriteString("\n## Failed invariants\n\n")
+		for _, f := range v.Failed {
+			fmt.Fprintf(&b, "- %s\n", f)
+		}
+	}
+	return []byte(b.String())
+}
+
+func writeMDTable(b *strings.Builder, t table) {
+	b.WriteString("| " + strings.Join(t.Header, " | ") + " |\n|")
+	for range t.Header {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, r := range t.Rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+}
