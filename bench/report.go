@@ -58,6 +58,12 @@ func WriteTable(w io.Writer, rep *Report) error {
 	for _, r := range tableRows(rep.Summary) {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
+	if w := windowsTable(rep.Runs); len(w.Rows) > 0 {
+		fmt.Fprintf(tw, "\n%s\n%s\n", strings.ToLower(w.Title[:1])+w.Title[1:]+" (by send time):", strings.Join(w.Header, "\t"))
+		for _, r := range w.Rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}

@@ -120,7 +120,22 @@ func Signal(dir, name string, sig syscall.Signal) error {
 	if err := syscall.Kill(target, sig); err != nil {
 		return fmt.Errorf("signal %s (pid %d): %w", name, c.Pid, err)
 	}
-	return nil
+	// Return once the effect is visible, so a fault's timing is the
+	// fault's: killed means gone, stopped means stopped.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		s, ok := readStat(c.Pid)
+		switch {
+		case sig == syscall.SIGKILL && (!ok || isDead(s.state)):
+			return nil
+		case sig == syscall.SIGSTOP && ok && s.state == "T":
+			return nil
+		case sig != syscall.SIGKILL && sig != syscall.SIGSTOP:
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("signal %s (pid %d): no effect after 5s", name, c.Pid)
 }
 
 // withComponent runs f on the component name under the run directory's

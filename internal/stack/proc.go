@@ -171,6 +171,7 @@ func stopComponent(c Component) error {
 		}
 	}
 	signal(syscall.SIGTERM)
+	signal(syscall.SIGCONT) // a paused (SIGSTOPped) component acts on SIGTERM only once resumed
 	if wait(termGrace) {
 		return nil
 	}
