@@ -1,9 +1,9 @@
 package bench
 
 import (
-	"strings"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )

@@ -115,7 +115,7 @@ func TestFaultWindows(t *testing.T) {
 		rs = append(rs, at(float64(i)*0.5, 200, ""))
 	}
 	rs = append(rs, at(5.5, 503, "lock_timeout"), at(6, 200, ""), at(9.9, 503, "lock_timeout")) // during: 5-10s
-	rs = append(rs, at(10, 200, ""), at(12, 200, ""))                                             // after: 10-15s
+	rs = append(rs, at(10, 200, ""), at(12, 200, ""))                                           // after: 10-15s
 	ws := faultWindows(rs, t0, []Fault{{FaultPause, "inst-2", 5 * time.Second, 5 * time.Second}}, 15*time.Second)
 	want := []struct {
 		name     string
