@@ -119,6 +119,28 @@ type Lease struct {
 	lostOnce sync.Once
 	lost     chan struct{}
 	lostErr  error
+
+	validMu    sync.Mutex
+	validUntil time.Time // zero: the backend gives no deadline
+}
+
+// SetValidUntil records when the lease runs out by the holder's own clock
+// unless it is renewed first: the acquisition's start plus the TTL, moved
+// on by each renewal. Backends whose leases expire at the server by a TTL
+// (Redis, Redlock, MySQL) set it; Err then reports a lease whose deadline
+// passed as lost even before any server said so: after a pause that also
+// stopped the renewal (a GC pause, SIGSTOP), the holder knows at once.
+func (l *Lease) SetValidUntil(t time.Time) {
+	l.validMu.Lock()
+	defer l.validMu.Unlock()
+	l.validUntil = t
+}
+
+// ValidUntil returns the deadline SetValidUntil recorded, if any.
+func (l *Lease) ValidUntil() (time.Time, bool) {
+	l.validMu.Lock()
+	defer l.validMu.Unlock()
+	return l.validUntil, !l.validUntil.IsZero()
 }
 
 // NewLease builds a lease whose Unlock calls release exactly once.
@@ -159,14 +181,18 @@ func (l *Lease) Done() <-chan struct{} { return l.done }
 func (l *Lease) Lost() <-chan struct{} { return l.lost }
 
 // Err returns nil while ownership is intact, and an error wrapping
-// ErrLeaseLost once it was lost.
+// ErrLeaseLost once it was lost: reported by the backend (Lost), or, for a
+// lease with a deadline (SetValidUntil), once that deadline passed.
 func (l *Lease) Err() error {
 	select {
 	case <-l.lost:
 		return l.lostErr
 	default:
-		return nil
 	}
+	if until, ok := l.ValidUntil(); ok && time.Now().After(until) {
+		return fmt.Errorf("lock %q: %w: its TTL ran out %v ago by the holder's clock", l.Key, ErrLeaseLost, time.Since(until).Round(time.Millisecond))
+	}
+	return nil
 }
 
 // MarkLost records that ownership was lost. Only the first call counts.

@@ -401,14 +401,18 @@ func (s *Service) run(ctx context.Context, a *active, d Deduction) (Result, erro
 	key := LockKey(d.Order.GoodsID)
 	tr := trace{events: s.opts.Events, instance: s.opts.Instance, strategy: cfg.Name, purchase: d.Order.RequestID, key: key}
 	d.Trace = tr.value
-	res, err := s.runTraced(ctx, a, d, tr)
+	return s.runTraced(ctx, a, d, tr)
+}
+
+// outcome records how the transaction ended, when it ran: a lock wait that
+// ran out or a dead backend never got to one.
+func (tr trace) outcome(err error) {
 	switch {
 	case err == nil:
 		tr.emit(EventCommitted, nil)
 	case !errors.Is(err, ErrLockTimeout) && !errors.Is(err, ErrBackendUnavailable) || errors.Is(err, ErrLeaseLost):
 		tr.emit(EventRolledBack, func(ev *Event) { ev.Detail = err.Error() })
 	}
-	return res, err
 }
 
 // runTraced runs the read-modify-write strategies (unprotected or under a
@@ -416,14 +420,16 @@ func (s *Service) run(ctx context.Context, a *active, d Deduction) (Result, erro
 func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trace) (Result, error) {
 	st, cfg, key := s.opts.Store, a.cfg, tr.key
 	if a.locker == nil { // KindUnprotected
-		return st.ReadModifyWrite(ctx, d, nil)
+		res, err := st.ReadModifyWrite(ctx, d, nil)
+		tr.outcome(err)
+		return res, err
 	}
 	if a.info.ReleaseBeforeCommit {
 		// Deliberately flawed (seed 003 "transaction mode"): the lock is
 		// taken inside the transaction and released after the stock write
 		// but before the order insert and COMMIT, so the next holder can
 		// read the stock before this write is visible.
-		return st.ReadModifyWrite(ctx, d, func(ctx context.Context) (func(), error) {
+		res, err := st.ReadModifyWrite(ctx, d, func(ctx context.Context) (func(), error) {
 			lease, err := s.acquire(ctx, a, key, tr)
 			if err != nil {
 				return nil, err
@@ -431,6 +437,8 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 			held := time.Now()
 			return func() { s.release(ctx, cfg, lease, held, tr) }, nil
 		})
+		tr.outcome(err)
+		return res, err
 	}
 	lease, err := s.acquire(ctx, a, key, tr)
 	if err != nil {
@@ -452,7 +460,9 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 			return nil
 		}
 	}
-	return st.ReadModifyWrite(ctx, d, nil)
+	res, err := st.ReadModifyWrite(ctx, d, nil)
+	tr.outcome(err) // before the deferred release: the commit came first
+	return res, err
 }
 
 // acquire waits for a's lock on key within a.cfg.LockWait. A wait that

@@ -181,6 +181,7 @@ func (l *Locker) attempt(ctx context.Context, name, owner string) (id int64, ok 
 // returns lockimpl.ErrLocked when a live row exists.
 func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	name, owner := l.Name(key), uuid.NewString()
+	start := time.Now()
 	id, ok, err := l.attempt(ctx, name, owner)
 	if err != nil {
 		return nil, err
@@ -188,7 +189,7 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 	if !ok {
 		return nil, fmt.Errorf("mysqllock: trylock %q: %w", key, lockimpl.ErrLocked)
 	}
-	return l.acquired(ctx, key, name, owner, id)
+	return l.acquired(ctx, key, name, owner, id, start)
 }
 
 // Lock retries with capped, jittered exponential backoff until the row is
@@ -196,6 +197,7 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	name, owner := l.Name(key), uuid.NewString()
 	lease, err := lockimpl.Poll(ctx, lockimpl.Backoff{Base: backoffMin, Max: backoffMax}, func(ctx context.Context) (*lockimpl.Lease, error) {
+		start := time.Now()
 		id, ok, err := l.attempt(ctx, name, owner)
 		if err != nil {
 			return nil, err
@@ -203,7 +205,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 		if !ok {
 			return nil, lockimpl.ErrLocked
 		}
-		return l.acquired(ctx, key, name, owner, id)
+		return l.acquired(ctx, key, name, owner, id, start)
 	})
 	if err != nil && ctx.Err() != nil {
 		// An insert may have landed before the cancellation cut the
@@ -216,7 +218,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 
 // acquired fetches the token for a freshly inserted row and builds the
 // lease; if that fails it gives the lock back.
-func (l *Locker) acquired(ctx context.Context, key, name, owner string, id int64) (*lockimpl.Lease, error) {
+func (l *Locker) acquired(ctx context.Context, key, name, owner string, id int64, start time.Time) (*lockimpl.Lease, error) {
 	token, err := l.fence(ctx, name)
 	if err != nil {
 		l.cleanup(name, owner)
@@ -225,7 +227,7 @@ func (l *Locker) acquired(ctx context.Context, key, name, owner string, id int64
 		}
 		return nil, err
 	}
-	return l.hold(key, name, owner, id, token), nil
+	return l.hold(key, name, owner, id, token, start), nil
 }
 
 // cleanup deletes a row of owner left by an interrupted insert.
@@ -236,7 +238,7 @@ func (l *Locker) cleanup(name, owner string) {
 }
 
 // hold builds the lease and starts the renewal of expires_at.
-func (l *Locker) hold(key, name, owner string, id int64, token uint64) *lockimpl.Lease {
+func (l *Locker) hold(key, name, owner string, id int64, token uint64, start time.Time) *lockimpl.Lease {
 	stopRenew := func() {}
 	lease := lockimpl.NewLease(key, token, func(ctx context.Context) error {
 		stopRenew()
@@ -251,11 +253,13 @@ func (l *Locker) hold(key, name, owner string, id int64, token uint64) *lockimpl
 		}
 		return nil
 	})
+	lease.SetValidUntil(start.Add(l.ttl))
 	if l.noRenew { // Options.NoRenew: the row expires after TTL; the holder knows it
 		stopRenew = lockimpl.ExpireAfter(lease, l.ttl)
 		return lease
 	}
 	stopRenew = lockimpl.KeepAlive(l.ttl, func(ctx context.Context) error {
+		start := time.Now()
 		res, err := l.execRetry(ctx,
 			`UPDATE `+Table+` SET expires_at = NOW(6) + INTERVAL ? MICROSECOND WHERE id = ? AND owner = ?`,
 			l.ttl.Microseconds(), id, owner)
@@ -267,6 +271,7 @@ func (l *Locker) hold(key, name, owner string, id int64, token uint64) *lockimpl
 		} else if n == 0 {
 			return fmt.Errorf("mysqllock: row %d of %q gone: %w", id, name, lockimpl.ErrNotHeld)
 		}
+		lease.SetValidUntil(start.Add(l.ttl))
 		return nil
 	}, lease.MarkLost)
 	return lease

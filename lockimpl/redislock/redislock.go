@@ -229,6 +229,7 @@ func (l *Locker) attempt(ctx context.Context, full, owner string) (bool, uint64,
 func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	full := l.Key(key)
 	owner := l.owner()
+	start := time.Now()
 	ok, token, _, err := l.attempt(ctx, full, owner)
 	if err != nil {
 		return nil, err
@@ -236,7 +237,7 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 	if !ok {
 		return nil, fmt.Errorf("redislock: trylock %q: %w", key, lockimpl.ErrLocked)
 	}
-	return l.newHold(key, full, owner, token), nil
+	return l.newHold(key, full, owner, token, start), nil
 }
 
 // Lock waits until the lock is taken or ctx is done. It is woken by the
@@ -247,12 +248,13 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 	}
 	full := l.Key(key)
 	owner := l.owner()
+	start := time.Now()
 	ok, token, pttl, err := l.attempt(ctx, full, owner)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
-		return l.newHold(key, full, owner, token), nil
+		return l.newHold(key, full, owner, token, start), nil
 	}
 	// Contended: subscribe (once per Locker), register, then retry so that
 	// an unlock between the first attempt and the registration is not lost.
@@ -264,6 +266,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 	defer timer.Stop()
 	<-timer.C
 	for {
+		start = time.Now()
 		ok, token, pttl, err = l.attempt(ctx, full, owner)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
@@ -272,7 +275,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 			return nil, err
 		}
 		if ok {
-			return l.newHold(key, full, owner, token), nil
+			return l.newHold(key, full, owner, token, start), nil
 		}
 		wait := maxWait
 		if !subscribed {
@@ -365,9 +368,10 @@ func (l *Locker) removeWaiter(full string, w *waiter) {
 	}
 }
 
-func (l *Locker) newHold(key, full, owner string, token uint64) *lockimpl.Lease {
+func (l *Locker) newHold(key, full, owner string, token uint64, start time.Time) *lockimpl.Lease {
 	h := &hold{l: l, key: full, owner: owner, token: token}
 	lease := h.lease(key)
+	lease.SetValidUntil(start.Add(l.ttl))
 	var stop func()
 	if l.noRenew {
 		// Options.NoRenew: no watchdog; the hash expires after TTL, and
@@ -432,12 +436,19 @@ func (h *hold) markLost(cause error) {
 // renew is the watchdog's renewal: it renews the hash's PEXPIRE only while
 // our owner is in it, and reports lockimpl.ErrNotHeld when it is not.
 func (h *hold) renew(ctx context.Context) error {
+	start := time.Now()
 	n, err := renewScript.Run(ctx, h.l.client, []string{h.key}, h.owner, h.l.ms()).Int64()
 	if err != nil {
 		return fmt.Errorf("redislock: renew %q: %w", h.key, err)
 	}
 	if n == 0 {
 		return fmt.Errorf("redislock: %q no longer held by this owner: %w", h.key, lockimpl.ErrNotHeld)
+	}
+	h.l.holdsMu.Lock()
+	leases := append([]*lockimpl.Lease(nil), h.leases...)
+	h.l.holdsMu.Unlock()
+	for _, lease := range leases {
+		lease.SetValidUntil(start.Add(h.l.ttl))
 	}
 	return nil
 }
@@ -461,7 +472,11 @@ func (l *Locker) Reenter(ctx context.Context, lease *lockimpl.Lease) (*lockimpl.
 	if n == 0 {
 		return nil, fmt.Errorf("redislock: reenter %q: %w", lease.Key, lockimpl.ErrNotHeld)
 	}
-	return h.lease(lease.Key), nil
+	nested := h.lease(lease.Key)
+	if until, ok := lease.ValidUntil(); ok {
+		nested.SetValidUntil(until)
+	}
+	return nested, nil
 }
 
 // Backend is what the service needs of the Redis lock on its server: a

@@ -143,6 +143,7 @@ func (l *Locker) hold(key string, m *redsync.Mutex) *lockimpl.Lease {
 		}
 		return nil
 	})
+	lease.SetValidUntil(m.Until())
 	if l.noRenew { // Options.NoRenew: the keys expire after TTL; the holder knows it
 		stopExtend = lockimpl.ExpireAfter(lease, l.ttl)
 		return lease
@@ -151,7 +152,11 @@ func (l *Locker) hold(key string, m *redsync.Mutex) *lockimpl.Lease {
 	stopExtend = lockimpl.KeepAlive(l.ttl, func(ctx context.Context) error {
 		mu.Lock()
 		ok, err := m.ExtendContext(ctx)
+		until := m.Until()
 		mu.Unlock()
+		if ok {
+			lease.SetValidUntil(until)
+		}
 		if !ok {
 			if err == nil {
 				err = redsync.ErrExtendFailed
