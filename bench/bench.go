@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -72,6 +73,7 @@ type RunResult struct {
 	// Faults are the faults injected into the run (Fault.String), and
 	// Windows the throughput before, during and after them.
 	Faults  []string `json:"faults,omitempty"`
+	Strikes []Strike `json:"strikes,omitempty"`
 	Windows []Window `json:"windows,omitempty"`
 }
 
@@ -308,16 +310,33 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 			run.Faults = append(run.Faults, f.String())
 		}
 	}
+	struck := func() ([]Strike, error) { return nil, nil }
+	if o.Striker != nil {
+		sctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		var strikes []Strike
+		var serr error
+		go func() {
+			defer close(done)
+			strikes, serr = o.Striker.Run(sctx, fleet, t0)
+		}()
+		struck = func() ([]Strike, error) { stop(); <-done; return strikes, serr }
+	}
 	res, err := attack(ctx, spec)
 	pl.done()
 	// Every fault ends before the audit (a paused instance must answer it).
 	if herr := healed(); herr != nil && err == nil {
 		err = herr
 	}
+	strikes, serr := struck()
+	if serr != nil && err == nil {
+		err = fmt.Errorf("striker: %w", serr)
+	}
 	if err != nil {
 		return run, err
 	}
-	run.Windows = faultWindows(responses, t0, o.Faults, res.Wall)
+	run.Strikes = strikes
+	run.Windows = faultWindows(responses, t0, append(slices.Clone(o.Faults), strikeFaults(strikes)...), res.Wall)
 	if raw != nil {
 		if err := raw.Close(); err != nil {
 			return run, fmt.Errorf("close raw results: %w", err)

@@ -177,3 +177,33 @@ func faultWindows(responses []Response, t0 time.Time, faults []Fault, end time.D
 	}
 	return ws
 }
+
+// Strike is one fault a Striker made during a run, for the report.
+type Strike struct {
+	What   string        `json:"what"`   // e.g. "pause inst-2 (holds goods:1, token 7)"
+	AtS    float64       `json:"at_s"`   // seconds since the run's first request
+	ForS   float64       `json:"for_s"`  // how long it lasted
+	Reason string        `json:"reason"` // the event that triggered it
+	start  time.Duration // AtS as a duration, for the windows
+	length time.Duration
+}
+
+// NewStrike records a strike that began at since(t0) and lasted d.
+func NewStrike(what, reason string, at, d time.Duration) Strike {
+	return Strike{What: what, AtS: at.Seconds(), ForS: d.Seconds(), Reason: reason, start: at, length: d}
+}
+
+// Striker strikes during a run: Run starts with the run's first request and
+// must return, with every fault it made undone, soon after ctx is done.
+type Striker interface {
+	Run(ctx context.Context, fleet Fleet, t0 time.Time) ([]Strike, error)
+}
+
+// strikeFaults turns strikes into the spans faultWindows splits a run by.
+func strikeFaults(ss []Strike) []Fault {
+	var out []Fault
+	for _, s := range ss {
+		out = append(out, Fault{Kind: "strike", Component: s.What, Start: s.start, Duration: s.length})
+	}
+	return out
+}

@@ -84,6 +84,11 @@ type Options struct {
 	// an open-model Rate. Default none.
 	Faults  []Fault
 	Faulter Faulter
+	// Striker, when set, runs alongside every run's load (from its first
+	// request until the last answer) and strikes when the story needs it,
+	// e.g. pausing whichever instance just took the lock. What it returns
+	// (the strikes it made) is recorded in the run. Default none.
+	Striker Striker
 
 	Fleet  Fleet
 	Scaler Scaler // nil: the fleet cannot be re-scaled

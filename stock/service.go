@@ -173,7 +173,7 @@ func (s *Service) SetConfig(ctx context.Context, c Config) error {
 		if !ok {
 			l, err := b.NewLocker(ctx, c.lockOptions(s.cleanupError))
 			if err != nil {
-				return fmt.Errorf("strategy %s: %w", c.Name, err)
+				return fmt.Errorf("strategy %s: %w: %w", c.Name, ErrBackendUnavailable, err)
 			}
 			sl = &sharedLocker{Locker: l}
 			s.lockers[key] = sl

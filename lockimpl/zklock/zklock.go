@@ -3,10 +3,11 @@
 //
 //   - each acquisition creates a protected ephemeral sequential node
 //     "<prefix><key>/_c_<guid>-lock-<seq>" (parents are created as needed);
-//     "protected" means the name carries a per-node GUID, so after a
-//     connection loss during the create the client finds its own node among
-//     the children instead of leaving an orphan (Curator's protected mode,
-//     zk.Conn.CreateProtectedEphemeralSequential);
+//     "protected" means the name carries a per-node GUID, so a create whose
+//     answer was lost (a connection loss, a caller that stopped waiting)
+//     is found among the children and deleted instead of leaving an orphan
+//     that would hold the lock for as long as the session lives (Curator's
+//     protected mode);
 //   - the node with the lowest sequence holds the lock; every waiter watches
 //     only its immediate predecessor (GetW), so a release wakes one waiter:
 //     FIFO without a herd effect;
@@ -37,6 +38,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
 
 	"github.com/seckill-lab/seckill/lockimpl"
 )
@@ -195,15 +197,18 @@ func (l *Locker) create(ctx context.Context, dir string) (string, int64, <-chan 
 		if err = l.ensureDir(ctx, dir); err != nil {
 			return "", 0, nil, err
 		}
-		// A node created after we stopped waiting would queue a waiter
-		// nobody serves: undo deletes it.
+		// The node's name carries a GUID of ours: after a connection loss,
+		// or when we stop waiting, a create that was applied anyway is found
+		// among the children and deleted (sweep). An orphan would queue a
+		// waiter nobody serves, and its live session would hold the lock
+		// for ever.
+		guid := uuid.NewString()
 		node, err = call(ctx, func() (string, error) {
-			return l.conn.CreateProtectedEphemeralSequential(dir+"/"+nodeName, nil, l.acl)
-		}, func(n string, err error) {
-			if err == nil {
-				l.removeNow(n)
-			}
-		})
+			return l.conn.Create(dir+"/"+protectedPrefix+guid+"-"+nodeName, nil, zk.FlagEphemeral|zk.FlagSequence, l.acl)
+		}, func(string, error) { l.sweep(dir, guid) })
+		if err != nil && ctx.Err() == nil && !errors.Is(err, zk.ErrNoNode) {
+			go l.sweep(dir, guid)
+		}
 		if errors.Is(err, zk.ErrNoNode) { // the directory was deleted meanwhile
 			l.forgetDir(dir)
 			continue
@@ -230,6 +235,32 @@ func (l *Locker) create(ctx context.Context, dir string) (string, int64, <-chan 
 		return "", 0, nil, fmt.Errorf("zklock: stat %s: %w", node, err)
 	}
 	return node, ex.stat.Czxid, ex.ch, nil
+}
+
+// protectedPrefix marks the lock nodes that carry a GUID (Curator's
+// protected mode).
+const protectedPrefix = "_c_"
+
+// sweep deletes every child of dir that carries guid: a node whose create
+// was applied after its caller gave up. It retries for a while, because it
+// runs when the connection is in trouble.
+func (l *Locker) sweep(dir, guid string) {
+	for attempt := 0; attempt < 20; attempt++ {
+		children, _, err := l.conn.Children(dir)
+		if err == nil {
+			for _, c := range children {
+				if strings.Contains(c, guid) {
+					l.removeNow(dir + "/" + c)
+				}
+			}
+			return
+		}
+		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrClosing) {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	l.onErr("zookeeper_delete", fmt.Errorf("zklock: could not sweep %s for %s", dir, guid))
 }
 
 // remove deletes our node in the background: the caller does not wait for

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/scenario"
+	"github.com/seckill-lab/seckill/internal/stack"
+)
+
+// runScenario maps `seckill scenario list|run NAME` to package scenario.
+func runScenario(ctx context.Context, args []string) error {
+	usage := "usage: seckill scenario list | seckill scenario run NAME [--strategies a,b] [--protections none,lease-check,fencing] [--fencing off,on] [--repeat N] [--out DIR]"
+	if len(args) == 0 {
+		return exitError{code: 2, msg: usage}
+	}
+	switch args[0] {
+	case "list":
+		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SCENARIO\tTOPOLOGY\tSTRATEGIES\tSTORY")
+		for _, s := range scenario.All() {
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", s.Name, s.Topology, s.Strategies, s.Story)
+		}
+		return tw.Flush()
+	case "run":
+	default:
+		return exitError{code: 2, msg: fmt.Sprintf("unknown scenario command %q; %s", args[0], usage)}
+	}
+	fs := flag.NewFlagSet("seckill scenario run", flag.ContinueOnError)
+	strategies := fs.String("strategies", "", "strategies to run (default: the scenario's)")
+	protections := fs.String("protections", "all", "none, lease-check, fencing, or all")
+	fencing := fs.String("fencing", "", "off, on, or off,on: shorthand for --protections none / fencing")
+	repeat := fs.Int("repeat", 1, "runs of each strategy under each protection")
+	seed := fs.Int64("seed", 1, "seed of the load (repeat r uses seed+r)")
+	short := fs.Bool("short", false, "the short load the tests run")
+	dir := fs.String("dir", stack.DefaultDir, "run directory of the local stack")
+	out := fs.String("out", "", "report directory (default results/scenario-NAME-<timestamp>/)")
+	if len(args) < 2 {
+		return exitError{code: 2, msg: usage}
+	}
+	name := args[1]
+	if err := fs.Parse(args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return exitError{code: 2, msg: err.Error()}
+	}
+	sc, err := scenario.Find(name)
+	if err != nil {
+		return exitError{code: 2, msg: err.Error()}
+	}
+	o := scenario.Options{Repeat: *repeat, Seed: *seed, Short: *short, Progress: os.Stderr}
+	if o.Protections, err = scenario.ParseProtections(*protections); err != nil {
+		return exitError{code: 2, msg: err.Error()}
+	}
+	switch *fencing {
+	case "":
+	case "off":
+		o.Protections = []scenario.Protection{scenario.ProtectNone}
+	case "on":
+		o.Protections = []scenario.Protection{scenario.ProtectFencing}
+	case "off,on", "on,off":
+		o.Protections = []scenario.Protection{scenario.ProtectNone, scenario.ProtectFencing}
+	default:
+		return exitError{code: 2, msg: fmt.Sprintf("--fencing %q: want off, on or off,on", *fencing)}
+	}
+	if *strategies != "" {
+		if o.Strategies, err = bench.ParseStrategies(*strategies); err != nil {
+			return exitError{code: 2, msg: err.Error()}
+		}
+	}
+	st, err := stack.Load(*dir)
+	if errors.Is(err, stack.ErrNotRunning) {
+		return fmt.Errorf("no stack in %s: run `seckill up` first (scenario %s needs the %s topology)", *dir, sc.Name, sc.Topology)
+	}
+	if err != nil {
+		return err
+	}
+	o.Dir, o.Fleet = st.Dir, fleetOf(st)
+	if *out == "" {
+		*out = filepath.Join("results", fmt.Sprintf("scenario-%s-%s", sc.Name, time.Now().Format("20060102-150405.000")))
+	}
+	o.OutDir = *out
+	res, err := scenario.Run(ctx, sc, o)
+	if res != nil {
+		fmt.Fprintln(os.Stderr)
+		if werr := scenario.WriteTable(os.Stdout, res); werr != nil {
+			return werr
+		}
+		fmt.Fprintf(os.Stderr, "reports in %s (scenario.json, scenario.md, scenario.html, one bench report per run)\n", o.OutDir)
+	}
+	if errors.Is(err, scenario.ErrFailed) {
+		return exitError{code: 1}
+	}
+	return err
+}

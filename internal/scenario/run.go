@@ -1,0 +1,268 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// Options of Run. Zero values take the defaults given.
+type Options struct {
+	// Dir is the local stack's run directory (faults need it).
+	Dir   string
+	Fleet bench.Fleet
+	// Strategies overrides the scenario's; Protections defaults to all.
+	Strategies  []string
+	Protections []Protection
+	// Repeat runs each row this many times (default 1); Seed seeds the
+	// load (default 1; repeat r uses Seed+r).
+	Repeat int
+	Seed   int64
+	// Short runs the scenario's short load (the tests').
+	Short bool
+	// OutDir receives scenario.json, .md and .html and each run's bench
+	// reports; "" writes nothing.
+	OutDir   string
+	Progress io.Writer
+}
+
+// Row is one strategy under one protection, over the repeats.
+type Row struct {
+	Strategy   string     `json:"strategy"`
+	Protection Protection `json:"protection"`
+	Runs       int        `json:"runs"`
+	// RunsOversold counts the runs that oversold; Oversold and the other
+	// counts are summed over the runs.
+	RunsOversold  int            `json:"runs_oversold"`
+	Oversold      int            `json:"oversold"`
+	LostUpdates   int            `json:"lost_updates"`
+	StaleRefused  int            `json:"stale_refused"`
+	LeaseLost     int            `json:"lease_lost"`
+	OKWithout     int            `json:"ok_without_order"` // 2xx answers with no order
+	Errors        map[string]int `json:"errors"`           // outcomes other than ok and sold_out
+	Strikes       int            `json:"strikes"`
+	OKPerSec      [3]float64     `json:"ok_per_s_before_during_after"` // medians of the runs
+	Reports       []string       `json:"reports,omitempty"`
+	okPerSecRuns  [3][]float64
+	expectCorrect bool
+}
+
+// Result is a scenario's outcome.
+type Result struct {
+	Scenario string    `json:"scenario"`
+	Seed     string    `json:"seed_passage"`
+	Story    string    `json:"story"`
+	Predicts string    `json:"predicts"`
+	Date     time.Time `json:"date"`
+	Load     string    `json:"load"`
+	Rows     []Row     `json:"rows"`
+	// Failures are the verdict's reasons: a fenced strategy that oversold,
+	// a 2xx without its order.
+	Failures []string `json:"failures"`
+	WallS    float64  `json:"wall_s"`
+}
+
+// ErrFailed is returned (with the Result) when the verdict fails.
+var ErrFailed = errors.New("scenario failed")
+
+// Run runs sc: every strategy under every protection, Repeat times.
+func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
+	began := time.Now()
+	if o.Repeat <= 0 {
+		o.Repeat = 1
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if len(o.Protections) == 0 {
+		o.Protections = Protections()
+	}
+	if len(o.Strategies) == 0 {
+		o.Strategies = sc.Strategies
+	}
+	load := sc.Load
+	if o.Short {
+		load = sc.Short
+	}
+	res := &Result{Scenario: sc.Name, Seed: sc.Seed, Story: sc.Story, Predicts: sc.Predicts, Date: began.UTC(),
+		Load: fmt.Sprintf("%d purchases of a stock of %d, %d at a time, work %s, lock TTL %s, lock wait %s",
+			load.Requests, load.Stock, load.Concurrency, load.WorkDelay, load.LockTTL, load.LockWait)}
+	for _, name := range o.Strategies {
+		info, ok := stock.Lookup(name)
+		if !ok || info.Kind != stock.KindLocker {
+			return nil, fmt.Errorf("strategy %q: a scenario runs lockers only", name)
+		}
+		for _, p := range o.Protections {
+			if p == ProtectFencing && !info.Tokens {
+				continue // no tokens to fence with: the row would say nothing
+			}
+			row := Row{Strategy: name, Protection: p, Errors: map[string]int{}}
+			for r := 1; r <= o.Repeat; r++ {
+				goods := 1_000 + int64(r)
+				bo := bench.Options{
+					Strategies: []string{name}, Stock: load.Stock, Requests: load.Requests, Concurrency: load.Concurrency,
+					WorkDelay: load.WorkDelay, LockTTL: load.LockTTL, LockWait: load.LockWait,
+					Fencing: p == ProtectFencing, NoLeaseCheck: p != ProtectLeaseCheck,
+					Seed: o.Seed + int64(r), GoodsID: goods, Fleet: o.Fleet, CalibrateRequests: -1,
+					Striker: sc.Strike(o.Dir, info, goods), Progress: o.Progress,
+					CommandLine: []string{"seckill", "scenario", "run", sc.Name},
+				}
+				if o.OutDir != "" {
+					bo.OutDir = filepath.Join(o.OutDir, fmt.Sprintf("%s-%s-%d", name, p, r))
+					row.Reports = append(row.Reports, filepath.Base(bo.OutDir)+"/report.html")
+				}
+				rep, err := bench.Run(ctx, bo)
+				if err != nil {
+					return res, fmt.Errorf("%s, %s, run %d: %w", name, p, r, err)
+				}
+				row.add(rep.Runs[0])
+			}
+			row.finish()
+			res.Rows = append(res.Rows, row)
+		}
+	}
+	for _, r := range res.Rows {
+		if r.Protection == ProtectFencing && r.Oversold > 0 {
+			res.Failures = append(res.Failures, fmt.Sprintf("%s with fencing oversold %d in %d of %d runs", r.Strategy, r.Oversold, r.RunsOversold, r.Runs))
+		}
+		if r.OKWithout > 0 {
+			res.Failures = append(res.Failures, fmt.Sprintf("%s (%s): %d answers of 2xx have no order", r.Strategy, r.Protection, r.OKWithout))
+		}
+	}
+	res.WallS = time.Since(began).Seconds()
+	if o.OutDir != "" {
+		if err := write(o.OutDir, res); err != nil {
+			return res, err
+		}
+	}
+	if len(res.Failures) > 0 {
+		return res, fmt.Errorf("%w: %s", ErrFailed, strings.Join(res.Failures, "; "))
+	}
+	return res, nil
+}
+
+func (r *Row) add(run bench.RunResult) {
+	r.Runs++
+	if run.Oversold > 0 {
+		r.RunsOversold++
+	}
+	r.Oversold += run.Oversold
+	r.LostUpdates += run.LostUpdates
+	r.StaleRefused += run.Outcomes[bench.OutcomeStaleLock]
+	r.LeaseLost += run.Outcomes[bench.OutcomeLeaseLost]
+	for k, v := range run.Outcomes {
+		if k != bench.OutcomeOK && k != bench.OutcomeSoldOut {
+			r.Errors[k] += v
+		}
+	}
+	for _, inv := range run.Invariants {
+		if inv.Name == bench.InvOKHasOrder && !inv.Pass {
+			r.OKWithout += inv.Count
+		}
+	}
+	r.Strikes += len(run.Strikes)
+	for i, w := range run.Windows {
+		if i < 3 {
+			r.okPerSecRuns[i] = append(r.okPerSecRuns[i], w.OKPerSec)
+		}
+	}
+}
+
+func (r *Row) finish() {
+	for i, vs := range r.okPerSecRuns {
+		if len(vs) > 0 {
+			sort.Float64s(vs)
+			r.OKPerSec[i] = vs[len(vs)/2]
+		}
+	}
+}
+
+// header and cells are the scenario table's, shared by every rendering.
+var header = []string{"strategy", "protection", "runs", "runs oversold", "oversold", "lost updates", "stale refused", "lease_lost", "2xx without order", "other outcomes", "strikes", "ok/s before", "during", "after"}
+
+func (r Row) cells() []string {
+	var errs []string
+	for _, k := range sortedKeys(r.Errors) {
+		if k != bench.OutcomeStaleLock && k != bench.OutcomeLeaseLost && r.Errors[k] > 0 {
+			errs = append(errs, fmt.Sprintf("%s=%d", k, r.Errors[k]))
+		}
+	}
+	if len(errs) == 0 {
+		errs = []string{"-"}
+	}
+	return []string{r.Strategy, string(r.Protection), fmt.Sprint(r.Runs), fmt.Sprint(r.RunsOversold), fmt.Sprint(r.Oversold),
+		fmt.Sprint(r.LostUpdates), fmt.Sprint(r.StaleRefused), fmt.Sprint(r.LeaseLost), fmt.Sprint(r.OKWithout),
+		strings.Join(errs, " "), fmt.Sprint(r.Strikes),
+		fmt.Sprintf("%.1f", r.OKPerSec[0]), fmt.Sprintf("%.1f", r.OKPerSec[1]), fmt.Sprintf("%.1f", r.OKPerSec[2])}
+}
+
+func sortedKeys(m map[string]int) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// WriteTable prints the result as a table, then the verdict.
+func WriteTable(w io.Writer, res *Result) error {
+	fmt.Fprintf(w, "%s (%s)\n  story:    %s\n  predicts: %s\n  load:     %s\n\n", res.Scenario, res.Seed, res.Story, res.Predicts, res.Load)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range res.Rows {
+		fmt.Fprintln(tw, strings.Join(r.cells(), "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(res.Failures) == 0 {
+		_, err := fmt.Fprintf(w, "\nverdict: ok (no fenced strategy oversold, every 2xx has its order); %.0f s\n", res.WallS)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nverdict: FAILED: %s\n", strings.Join(res.Failures, "; "))
+	return err
+}
+
+func write(dir string, res *Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	var md strings.Builder
+	fmt.Fprintf(&md, "# Scenario %s\n\n- seed: %s\n- story: %s\n- predicts: %s\n- load: %s\n- date: %s, %.0f s\n\n",
+		res.Scenario, res.Seed, res.Story, res.Predicts, res.Load, res.Date.Format(time.RFC3339), res.WallS)
+	md.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat("---|", len(header)) + "\n")
+	for _, r := range res.Rows {
+		md.WriteString("| " + strings.Join(r.cells(), " | ") + " |\n")
+	}
+	if len(res.Failures) > 0 {
+		md.WriteString("\n**Verdict: failed.** " + strings.Join(res.Failures, "; ") + "\n")
+	} else {
+		md.WriteString("\n**Verdict: ok.** No fenced strategy oversold; every 2xx has its order.\n")
+	}
+	html, err := renderHTML(res)
+	if err != nil {
+		return err
+	}
+	for name, b := range map[string][]byte{"scenario.json": append(js, '\n'), "scenario.md": []byte(md.String()), "scenario.html": html} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return nil
+}

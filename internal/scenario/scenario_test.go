@@ -1,0 +1,127 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// basePort is this package's own stack: scenarios pause and kill
+// instances, which must never touch the stack other packages test against.
+const basePort = 31500
+
+var seckillBin string
+
+func TestMain(m *testing.M) {
+	tmp, err := os.MkdirTemp("", "seckill-scenario-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scenario test:", err)
+		os.Exit(1)
+	}
+	seckillBin = filepath.Join(tmp, "seckill")
+	build := exec.Command("go", "build", "-o", seckillBin, "github.com/seckill-lab/seckill/cmd/seckill")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "scenario test: build seckill:", err)
+		os.RemoveAll(tmp)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(tmp)
+	os.Exit(code)
+}
+
+// ownStack starts a single-topology stack of 3 instances for the test.
+func ownStack(t *testing.T) (*stack.State, bench.Fleet) {
+	t.Helper()
+	testenv.Binary(t, "redis-server")
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: basePort, Instances: 3, Binary: seckillBin, Out: io.Discard})
+	if err != nil {
+		testenv.Unavailable(t, "the scenario stack", err)
+	}
+	t.Cleanup(func() { _ = stack.Down(context.Background(), dir, io.Discard) })
+	return st, bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken}
+}
+
+func row(t *testing.T, res *Result, strategy string, p Protection) Row {
+	t.Helper()
+	for _, r := range res.Rows {
+		if r.Strategy == strategy && r.Protection == p {
+			return r
+		}
+	}
+	t.Fatalf("no row %s/%s in %+v", strategy, p, res.Rows)
+	return Row{}
+}
+
+// TestScenariosShort runs the short, seeded versions against real servers
+// and asserts safety, not timing: fenced strategies never oversell, every
+// 2xx has its order, and the unfenced pause-holder oversells in a seeded
+// repeat.
+func TestScenariosShort(t *testing.T) {
+	st, fleet := ownStack(t)
+	ctx := context.Background()
+	t.Run("pause-holder", func(t *testing.T) {
+		sc, err := Find("pause-holder")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Strategies: []string{stock.Redis},
+			Protections: []Protection{ProtectNone, ProtectFencing}, Repeat: 3, Seed: 7, Short: true})
+		if err != nil {
+			t.Fatalf("%v (rows %+v)", err, res)
+		}
+		if r := row(t, res, stock.Redis, ProtectFencing); r.Oversold != 0 || r.StaleRefused == 0 || r.Strikes == 0 {
+			t.Errorf("fenced redis: %+v, want oversold 0 and stale holders refused", r)
+		}
+		if r := row(t, res, stock.Redis, ProtectNone); r.RunsOversold == 0 || r.Strikes == 0 {
+			t.Errorf("unfenced redis never oversold in %d runs with %d pauses: %+v", r.Runs, r.Strikes, r)
+		}
+	})
+	t.Run("instance-crash", func(t *testing.T) {
+		sc, _ := Find("instance-crash")
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Strategies: []string{stock.Redis},
+			Protections: []Protection{ProtectLeaseCheck}, Repeat: 1, Seed: 7, Short: true})
+		if err != nil {
+			t.Fatalf("%v (rows %+v)", err, res)
+		}
+		if r := row(t, res, stock.Redis, ProtectLeaseCheck); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes != 1 {
+			t.Errorf("instance-crash: %+v, want 1 crash, no oversell, no 2xx lost", r)
+		}
+	})
+}
+
+func TestFindAndParse(t *testing.T) {
+	if _, err := Find("nope"); !errors.Is(err, ErrUnknown) {
+		t.Errorf("Find(nope) = %v", err)
+	}
+	for _, s := range All() {
+		if s.Seed == "" || s.Story == "" || s.Predicts == "" || s.Strike == nil || len(s.Strategies) == 0 || s.Short.Requests == 0 {
+			t.Errorf("scenario %s is incomplete", s.Name)
+		}
+		for _, n := range s.Strategies {
+			if info, ok := stock.Lookup(n); !ok || info.Kind != stock.KindLocker {
+				t.Errorf("scenario %s: %s is not a locker strategy", s.Name, n)
+			}
+		}
+	}
+	for in, ok := range map[string]bool{"all": true, "none,fencing": true, "lease-check": true, "fenced": false} {
+		if _, err := ParseProtections(in); (err == nil) != ok {
+			t.Errorf("ParseProtections(%q): %v", in, err)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// holderStriker watches the lock events of every instance and strikes the
+// instance that just acquired the goods' lock: at most once per instance
+// per run, one strike at a time, with a gap after each, so the others keep
+// selling while one is struck.
+type holderStriker struct {
+	key string
+	gap time.Duration
+	// strike does the fault to inst and undoes it; it returns what it did
+	// and how long the fault lasted.
+	strike func(ctx context.Context, inst string) (string, time.Duration, error)
+	max    int // strikes per run; 0 = one per instance
+}
+
+func (h holderStriker) Run(ctx context.Context, fleet bench.Fleet, t0 time.Time) ([]bench.Strike, error) {
+	merged := make(chan stock.Event, 4096)
+	var wg sync.WaitGroup
+	for _, base := range fleet.Instances {
+		ch, err := bench.SubscribeEvents(ctx, base, fleet.AdminToken)
+		if err != nil {
+			return nil, err
+		}
+		wg.Go(func() {
+			for ev := range ch {
+				select {
+				case merged <- ev:
+				case <-ctx.Done():
+					return
+				}
+			}
+		})
+	}
+	limit := h.max
+	if limit == 0 {
+		limit = len(fleet.Instances)
+	}
+	var strikes []bench.Strike
+	struck := map[string]bool{}
+	var next time.Time
+	var err error
+	for len(strikes) < limit && err == nil {
+		var ev stock.Event
+		select {
+		case <-ctx.Done():
+			return strikes, nil
+		case ev = <-merged:
+		}
+		if ev.Kind != stock.EventAcquired || ev.Key != h.key || struck[ev.Instance] || time.Now().Before(next) {
+			continue
+		}
+		struck[ev.Instance] = true
+		at := time.Since(t0)
+		var what string
+		var d time.Duration
+		// The strike runs to its end even when the load ends first: a
+		// paused instance must be resumed before the audit.
+		what, d, err = h.strike(context.WithoutCancel(ctx), ev.Instance)
+		strikes = append(strikes, bench.NewStrike(what, fmt.Sprintf("%s acquired %s, token %d", ev.Instance, ev.Key, ev.Token), at, d))
+		next = time.Now().Add(h.gap)
+	}
+	return strikes, err
+}
+
+// pauseHolder SIGSTOPs the holder for d, then SIGCONTs it: a stop-the-world
+// pause (a long GC) that also stops its lock's renewal.
+func pauseHolder(dir string, d time.Duration) func(ctx context.Context, inst string) (string, time.Duration, error) {
+	return func(ctx context.Context, inst string) (string, time.Duration, error) {
+		if err := stack.Signal(dir, inst, syscall.SIGSTOP); err != nil {
+			return "", 0, err
+		}
+		t := time.NewTimer(d)
+		<-t.C
+		if err := stack.Signal(dir, inst, syscall.SIGCONT); err != nil {
+			return "", 0, err
+		}
+		return fmt.Sprintf("pause %s for %s", inst, d), d, nil
+	}
+}
+
+// killHolder SIGKILLs the holder mid-critical-section and starts it again
+// after d.
+func killHolder(dir string, d time.Duration) func(ctx context.Context, inst string) (string, time.Duration, error) {
+	return func(ctx context.Context, inst string) (string, time.Duration, error) {
+		t0 := time.Now()
+		if err := stack.Signal(dir, inst, syscall.SIGKILL); err != nil {
+			return "", 0, err
+		}
+		time.Sleep(d)
+		if err := stack.Start(ctx, dir, inst); err != nil {
+			return "", 0, err
+		}
+		return fmt.Sprintf("kill -9 %s, start after %s", inst, d), time.Since(t0), nil
+	}
+}
