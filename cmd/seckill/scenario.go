@@ -17,7 +17,7 @@ import (
 
 // runScenario maps `seckill scenario list|run NAME` to package scenario.
 func runScenario(ctx context.Context, args []string) error {
-	usage := "usage: seckill scenario list | seckill scenario run NAME [--strategies a,b] [--protections none,lease-check,fencing] [--fencing off,on] [--repeat N] [--out DIR]"
+	usage := "usage: seckill scenario list | seckill scenario run NAME [--strategies a,b] [--protections unprotected,lease-check,fencing] [--fencing off,on] [--repeat N] [--out DIR]"
 	if len(args) == 0 {
 		return exitError{code: 2, msg: usage}
 	}
@@ -35,8 +35,8 @@ func runScenario(ctx context.Context, args []string) error {
 	}
 	fs := flag.NewFlagSet("seckill scenario run", flag.ContinueOnError)
 	strategies := fs.String("strategies", "", "strategies to run (default: the scenario's)")
-	protections := fs.String("protections", "all", "none, lease-check, fencing, or all")
-	fencing := fs.String("fencing", "", "off, on, or off,on: shorthand for --protections none / fencing")
+	protections := fs.String("protections", "all", "unprotected, lease-check, fencing, or all")
+	fencing := fs.String("fencing", "", "off, on, or off,on: shorthand for --protections unprotected / fencing")
 	repeat := fs.Int("repeat", 1, "runs of each strategy under each protection")
 	seed := fs.Int64("seed", 1, "seed of the load (repeat r uses seed+r)")
 	short := fs.Bool("short", false, "the short load the tests run")

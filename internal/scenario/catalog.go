@@ -27,6 +27,45 @@ func All() []Scenario {
 			},
 		},
 		{
+			Name:       "redlock-restart",
+			Seed:       "003 RedLock 崩溃恢复: a granting node restarts without persistence",
+			Story:      "right after an instance takes the Redlock lock, one of the nodes that granted it is restarted (empty: no persistence); a second client can now gather a majority while the first still works",
+			Predicts:   "two holders; Redlock has no fencing token to refuse the stale one (AOF appendfsync always plus a restart delay longer than the TTL is the seed's fix)",
+			Topology:   "single",
+			Strategies: []string{stock.Redlock},
+			Load:       Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 400 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 10 * time.Second},
+			Short:      Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 400 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 10 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				return holderStriker{key: stock.LockKey(goods), gap: 500 * time.Millisecond, strike: restartGrantingNodes(dir, stock.LockKey(goods)), max: 5}
+			},
+		},
+		{
+			Name:       "zk-session",
+			Seed:       "003 zk 真正存在的问题: the holder's session expires during a pause",
+			Story:      "the instance that just took the ZooKeeper lock is SIGSTOPped for 8 s, past its session timeout (4 s: ZooKeeper's minimum, 2 x tickTime); the server deletes its node and the next waiter takes the lock",
+			Predicts:   "two holders; fencing by the node's czxid refuses the stale one",
+			Topology:   "single",
+			Strategies: []string{stock.ZooKeeper},
+			Load:       Load{Stock: 40, Requests: 60, Concurrency: 12, WorkDelay: 200 * time.Millisecond, LockTTL: 4 * time.Second, LockWait: 15 * time.Second},
+			Short:      Load{Stock: 20, Requests: 30, Concurrency: 8, WorkDelay: 200 * time.Millisecond, LockTTL: 4 * time.Second, LockWait: 15 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: pauseHolder(dir, 8*time.Second), max: 2}
+			},
+		},
+		{
+			Name:       "etcd-lease",
+			Seed:       "000, 002, 003 etcd: the holder's lease expires during a pause",
+			Story:      "the instance that just took the etcd lock is SIGSTOPped for 5 s, past its 2 s lease; the lease expires, its key goes, and the next waiter takes the lock",
+			Predicts:   "two holders; fencing by the key's create revision refuses the stale one",
+			Topology:   "single",
+			Strategies: []string{stock.Etcd},
+			Load:       Load{Stock: 40, Requests: 60, Concurrency: 12, WorkDelay: 200 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: 15 * time.Second},
+			Short:      Load{Stock: 20, Requests: 30, Concurrency: 8, WorkDelay: 200 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: 15 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: pauseHolder(dir, 5*time.Second), max: 2}
+			},
+		},
+		{
 			Name:       "instance-crash",
 			Seed:       "003 锁超时防死锁: a holder that dies must not block the goods for ever",
 			Story:      "the instance that just took the lock is killed with SIGKILL mid-critical-section and started again 1 s later",

@@ -24,7 +24,7 @@ type Protection string
 // Protections, in the order of the lesson.
 const (
 	// ProtectNone: no lease check, no fencing.
-	ProtectNone Protection = "none"
+	ProtectNone Protection = "unprotected"
 	// ProtectLeaseCheck: the holder checks its lease right before COMMIT
 	// (stock.Config.LeaseCheck); a pause after the check still wins.
 	ProtectLeaseCheck Protection = "lease-check"
@@ -81,7 +81,7 @@ func Find(name string) (Scenario, error) {
 	return Scenario{}, fmt.Errorf("%w %q; the scenarios are %s", ErrUnknown, name, strings.Join(names, ", "))
 }
 
-// ParseProtections reads "none,lease-check,fencing" (or "all").
+// ParseProtections reads "unprotected,lease-check,fencing" (or "all").
 func ParseProtections(v string) ([]Protection, error) {
 	if v == "" || v == "all" {
 		return Protections(), nil
@@ -90,7 +90,7 @@ func ParseProtections(v string) ([]Protection, error) {
 	for _, p := range strings.Split(v, ",") {
 		p = strings.TrimSpace(p)
 		if !slices.Contains(Protections(), Protection(p)) {
-			return nil, fmt.Errorf("unknown protection %q; valid: all, none, lease-check, fencing", p)
+			return nil, fmt.Errorf("unknown protection %q; valid: all, unprotected, lease-check, fencing", p)
 		}
 		out = append(out, Protection(p))
 	}

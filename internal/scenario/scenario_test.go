@@ -119,7 +119,7 @@ func TestFindAndParse(t *testing.T) {
 			}
 		}
 	}
-	for in, ok := range map[string]bool{"all": true, "none,fencing": true, "lease-check": true, "fenced": false} {
+	for in, ok := range map[string]bool{"all": true, "unprotected,fencing": true, "lease-check": true, "fenced": false} {
 		if _, err := ParseProtections(in); (err == nil) != ok {
 			t.Errorf("ParseProtections(%q): %v", in, err)
 		}

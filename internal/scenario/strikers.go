@@ -7,8 +7,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/lockimpl/redlock"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -103,5 +107,44 @@ func killHolder(dir string, d time.Duration) func(ctx context.Context, inst stri
 			return "", 0, err
 		}
 		return fmt.Sprintf("kill -9 %s, start after %s", inst, d), time.Since(t0), nil
+	}
+}
+
+// restartGrantingNodes restarts (empty: the lab's Redis has no
+// persistence) Redlock nodes that hold key's lock right now, until the
+// holder keeps only a minority (2 of 5): then a second client can gather a
+// majority while the first still works. When all five granted the lock,
+// that is three restarts; the seed's story, three granting nodes of five,
+// needs one.
+func restartGrantingNodes(dir, key string) func(ctx context.Context, inst string) (string, time.Duration, error) {
+	return func(ctx context.Context, inst string) (string, time.Duration, error) {
+		st, err := stack.Load(dir)
+		if err != nil {
+			return "", 0, err
+		}
+		t0 := time.Now()
+		full := redlock.DefaultPrefix + key
+		var holding []string
+		for i, a := range st.RedisAddrs() {
+			c := redis.NewClient(&redis.Options{Addr: a, DialTimeout: time.Second})
+			n, err := c.Exists(ctx, full).Result()
+			c.Close()
+			if err == nil && n > 0 {
+				holding = append(holding, fmt.Sprintf("redis-%d", i+1))
+			}
+		}
+		keep := len(st.RedisAddrs()) / 2 // a minority
+		if len(holding) <= keep {
+			return fmt.Sprintf("%s's lock was on %d nodes only", inst, len(holding)), time.Since(t0), nil
+		}
+		restart := holding[:len(holding)-keep]
+		var g errgroup.Group
+		for _, name := range restart {
+			g.Go(func() error { return stack.Restart(ctx, dir, name) })
+		}
+		if err := g.Wait(); err != nil {
+			return "", 0, err
+		}
+		return fmt.Sprintf("restart %v empty (%d of %d granted %s's lock)", restart, len(holding), len(st.RedisAddrs()), inst), time.Since(t0), nil
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -79,22 +80,29 @@ func (l *Locker) attempt(ctx context.Context, key string) (*redsync.Mutex, error
 	return m, nil
 }
 
-// unreachable counts the servers that a failed round could not talk to
-// (redsync.RedisError) in redsync's joined error. Votes taken by another
-// owner (ErrNodeTaken, ErrTaken) are not failures of the server.
+// unreachable counts the servers that a failed round could not reach at
+// all (a redsync.RedisError that is not a timeout: connection refused, no
+// route) in redsync's joined error. Votes taken by another owner
+// (ErrNodeTaken, ErrTaken) are not failures of the server, and a server
+// that was merely slow to answer may answer the next round: both are a
+// lost round, retried until the caller's wait runs out.
 func unreachable(err error) int {
-	var re *redsync.RedisError
-	if errors.As(err, &re) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			n := 0
-			for _, e := range j.Unwrap() {
-				n += unreachable(e)
-			}
-			return n
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		n := 0
+		for _, e := range j.Unwrap() {
+			n += unreachable(e)
 		}
-		return 1
+		return n
 	}
-	return 0
+	var re *redsync.RedisError
+	if !errors.As(err, &re) {
+		return 0
+	}
+	var ne net.Error
+	if errors.Is(re.Err, context.DeadlineExceeded) || errors.As(re.Err, &ne) && ne.Timeout() {
+		return 0
+	}
+	return 1
 }
 
 // TryLock makes one attempt on all masters and returns lockimpl.ErrLocked
