@@ -9,16 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
-)
 
-// MySQL error numbers the store classifies.
-const (
-	mysqlDuplicateKey    = 1062
-	mysqlLockWaitTimeout = 1205
-	mysqlDeadlock        = 1213
+	"github.com/seckill-lab/seckill/internal/mysqlerr"
 )
 
 // Store reads and writes goods and orders. It is safe for concurrent use.
@@ -439,8 +433,7 @@ func (s *Store) Atomic(ctx context.Context, d Deduction) (Result, error) {
 
 func insertOrder(tx *gorm.DB, o *Order) error {
 	if err := tx.Create(o).Error; err != nil {
-		var me *mysql.MySQLError
-		if errors.As(err, &me) && me.Number == mysqlDuplicateKey {
+		if mysqlerr.IsDuplicate(err) {
 			return errDuplicateRequest
 		}
 		return fmt.Errorf("insert order: %w", err)
@@ -456,9 +449,8 @@ func goodsErr(id int64, err error) error {
 }
 
 func classifyLockWait(err error) error {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) && (me.Number == mysqlLockWaitTimeout || me.Number == mysqlDeadlock) {
-		return fmt.Errorf("row lock: %s: %w", me.Message, ErrLockTimeout)
+	if mysqlerr.IsContention(err) {
+		return fmt.Errorf("row lock: %w: %w", ErrLockTimeout, err)
 	}
 	return err
 }
