@@ -380,6 +380,58 @@ func TestComposeConfig(t *testing.T) {
 	}
 }
 
+// TestStackPorts: in each topology every port is distinct, above the base
+// and below the instances' range, and the ha topology keeps the single
+// one's Redis, MariaDB and nginx ports.
+func TestStackPorts(t *testing.T) {
+	const base = 17000
+	for _, tc := range []struct {
+		topology string
+		count    int
+	}{
+		{TopologySingle, RedisCount + 5 + 3},
+		{TopologyHA, RedisCount + 2 + HAMembers + 2*HAMembers + 3*HAMembers + 2 + 3},
+	} {
+		t.Run(tc.topology, func(t *testing.T) {
+			ps := stackPorts(tc.topology, base, 3)
+			if len(ps) != tc.count {
+				t.Errorf("%d ports, want %d: %v", len(ps), tc.count, ps)
+			}
+			seen := map[int]string{}
+			for _, p := range ps {
+				if prev, dup := seen[p.port]; dup {
+					t.Errorf("port %d used by %s and %s", p.port, prev, p.name)
+				}
+				seen[p.port] = p.name
+				if p.port <= base || (p.port > base+offInstance && !strings.HasPrefix(p.name, "inst-")) {
+					t.Errorf("%s on %d: outside B+1..B+%d", p.name, p.port, offInstance)
+				}
+			}
+			for port, name := range map[int]string{base + 1: "redis-1", base + 40: "mariadb", base + 80: "nginx", base + 101: "inst-1"} {
+				if seen[port] != name {
+					t.Errorf("port %d: %q, want %s", port, seen[port], name)
+				}
+			}
+		})
+	}
+	st := &State{BasePort: base, Topology: TopologyHA}
+	for _, tc := range []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"sentinels", st.SentinelAddrs(), []string{"127.0.0.1:17008", "127.0.0.1:17009", "127.0.0.1:17010"}},
+		{"etcd", st.EtcdEndpoints(), []string{"127.0.0.1:17022", "127.0.0.1:17024", "127.0.0.1:17026"}},
+		{"zookeeper", st.ZKServers(), []string{"127.0.0.1:17031", "127.0.0.1:17034", "127.0.0.1:17037"}},
+		{"single etcd", (&State{BasePort: base}).EtcdEndpoints(), []string{"127.0.0.1:17020"}},
+		{"single sentinels", (&State{BasePort: base}).SentinelAddrs(), nil},
+	} {
+		if !slices.Equal(tc.got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
 func TestShellQuote(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"127.0.0.1:1,127.0.0.1:2", "127.0.0.1:1,127.0.0.1:2"},
@@ -494,6 +546,7 @@ func TestUpRejectsBadOptions(t *testing.T) {
 		{"low base port", Options{BasePort: 80}, "--base-port"},
 		{"high base port", Options{BasePort: 65500}, "--base-port"},
 		{"binary missing", Options{Binary: "/nonexistent/seckill"}, "not an executable"},
+		{"unknown topology", Options{Topology: "cluster"}, `--topology "cluster": want single or ha`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1060,6 +1113,40 @@ func TestLifecycleHA(t *testing.T) {
 	}
 	if !strings.Contains(stats, "cmdstat_evalsha:") && !strings.Contains(stats, "cmdstat_eval:") {
 		t.Errorf("redis-primary ran no script: the redis lock did not go through the failover client\n%s", stats)
+	}
+
+	// A member restarted keeps its data and rejoins its cluster; a
+	// killed Sentinel is brought back by up; the roles stay one of each.
+	for _, name := range []string{"etcd-2", "zookeeper-2", redisReplicaName} {
+		old := loadedInstance(t, dir, name)
+		if err := Restart(ctx, dir, name); err != nil {
+			t.Fatalf("restart %s: %v", name, err)
+		}
+		if c := loadedInstance(t, dir, name); c.Pid == old.Pid || !alive(c) {
+			t.Errorf("restart %s: pid %d -> %d", name, old.Pid, c.Pid)
+		}
+	}
+	if err := Signal(dir, "sentinel-3", syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin}); err != nil {
+		t.Fatalf("up with sentinel-3 down: %v", err)
+	}
+	_, cs, err = Status(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := map[Kind]int{}
+	for _, c := range cs {
+		if !c.Healthy {
+			t.Errorf("after the restarts: %s: %s", c.Name, c.Health)
+		}
+		if c.Role == "leader" || c.Role == "master" {
+			leaders[c.Kind]++
+		}
+	}
+	if want := map[Kind]int{KindRedisHA: 1, KindEtcdMember: 1, KindZKMember: 1}; !maps.Equal(leaders, want) {
+		t.Errorf("after the restarts: leaders %v, want %v", leaders, want)
 	}
 
 	// down stops everything.
