@@ -233,7 +233,7 @@ func Down(ctx context.Context, dir string, out io.Writer) error {
 	if err := stopAll(front); err != nil {
 		return fmt.Errorf("down: %w", err)
 	}
-	if err := stopAll(back); err != nil {
+	if err := stopServers(back); err != nil {
 		return fmt.Errorf("down: %w", err)
 	}
 	_ = os.Remove(filepath.Join(d, stateFile))

@@ -334,7 +334,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		r.mu.Lock()
 		started := append([]Component(nil), st.Components...)
 		r.mu.Unlock()
-		stopErr := stopAll(started)
+		stopErr := stopServers(started)
 		if stopErr != nil { // keep state.json: `down` can retry
 			return nil, fmt.Errorf("%w (and stopping what was started failed: %v)", err, stopErr)
 		}
