@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -63,7 +62,8 @@ const (
 // Component kinds of the ha topology.
 const (
 	// KindRedisHA is the Sentinel-monitored Redis primary or its replica.
-	KindRedisHA  Kind = "redis-ha"
+	KindRedisHA Kind = "redis-ha"
+	// KindSentinel is a Redis Sentinel watching the primary.
 	KindSentinel Kind = "sentinel"
 	// KindEtcdMember is a member of the three-member etcd cluster.
 	KindEtcdMember Kind = "etcd-member"
@@ -379,7 +379,7 @@ func etcdRole(ctx context.Context, hostport string) (string, error) {
 	}
 	switch st.Leader {
 	case "", "0":
-		return "", errors.New("etcd status " + hostport + ": no leader")
+		return "", fmt.Errorf("etcd status %s: no leader", hostport)
 	case st.Header.MemberID:
 		return "leader", nil
 	}
