@@ -11,6 +11,9 @@ DIR      ?= .seckill
 INSTANCES ?= 3
 STRATEGY  ?= none
 BASE_PORT ?= 17000
+# TOPOLOGY: single, or ha (Redis primary+replica under 3 Sentinels at
+# B+6..B+10, etcd members B+22..B+27, ZooKeeper members B+31..B+39).
+TOPOLOGY  ?= single
 
 # Debian packages of the servers and tools, and a binary each provides.
 DEB_PKGS := redis-server etcd-server etcd-client zookeeper mariadb-server nginx-light wrk docker-compose
@@ -36,7 +39,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/seckill
 
 up: build
-	$(BIN) up --dir $(DIR) --instances $(INSTANCES) --strategy $(STRATEGY) --base-port $(BASE_PORT)
+	$(BIN) up --dir $(DIR) --topology $(TOPOLOGY) --instances $(INSTANCES) --strategy $(STRATEGY) --base-port $(BASE_PORT)
 
 down:
 	@if [ -x $(BIN) ]; then $(BIN) down --dir $(DIR); else $(GO) run ./cmd/seckill down --dir $(DIR); fi

@@ -42,7 +42,10 @@ func runUp(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("up")
 	instances := fs.Int("instances", stack.DefaultInstances, "number of `seckill serve` instances behind nginx")
 	strategy := fs.String("strategy", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+")")
-	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port: redis B+1..B+5, etcd B+20/B+21, zookeeper B+30, mariadb B+40, nginx B+80, instances B+101..")
+	topology := fs.String("topology", stack.DefaultTopology, "single: one etcd, one ZooKeeper; ha: also a Redis primary+replica under 3 Sentinels, 3 etcd members, 3 ZooKeeper members")
+	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port: redis B+1..B+5, etcd B+20/B+21, zookeeper B+30, mariadb B+40, nginx B+80, instances B+101..;\n"+
+		"ha: redis-primary B+6, redis-replica B+7, sentinel-1..3 B+8..B+10, etcd-K B+20+2K (client)/B+21+2K (peer),\n"+
+		"zookeeper-K B+28+3K (client)/B+29+3K (peer)/B+30+3K (election), i.e. B+31..B+39")
 	binary := fs.String("binary", "", "seckill binary the instances run (default: this one)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -51,12 +54,12 @@ func runUp(ctx context.Context, args []string) error {
 		return err
 	}
 	st, err := stack.Up(ctx, stack.Options{
-		Dir: *dir, BasePort: *basePort, Instances: *instances, Strategy: *strategy,
+		Dir: *dir, BasePort: *basePort, Topology: *topology, Instances: *instances, Strategy: *strategy,
 		Binary: *binary, Out: os.Stdout,
 	})
 	if errors.Is(err, stack.ErrAlreadyRunning) {
-		fmt.Printf("the stack in %s is already running (base port %d, %d instances); nothing changed\n",
-			st.Dir, st.BasePort, len(st.Instances()))
+		fmt.Printf("the stack in %s is already running (topology %s, base port %d, %d instances); nothing changed\n",
+			st.Dir, st.Topology, st.BasePort, len(st.Instances()))
 	} else if err != nil {
 		return fmt.Errorf("up: %w", err)
 	}
@@ -95,7 +98,7 @@ func runDown(ctx context.Context, args []string) error {
 
 func runStatus(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("status")
-	asJSON := fs.Bool("json", false, "print JSON (name, kind, address, pid, health, rss_bytes per component)")
+	asJSON := fs.Bool("json", false, "print JSON (name, kind, address, pid, health, role, rss_bytes per component)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

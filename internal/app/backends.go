@@ -25,7 +25,10 @@ import (
 type backends struct {
 	clients stock.Clients
 	redis   []*redis.Client // every configured Redis; redis[0] is the primary
-	locks   map[string]stock.LockBackend
+	// failover follows the Sentinel-monitored master when sentinels are
+	// configured; it then serves the single-Redis strategies.
+	failover *redis.Client
+	locks    map[string]stock.LockBackend
 }
 
 // newBackends connects the clients cfg names (lazily: servers that are down
@@ -47,6 +50,18 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB) (*backends
 	}
 	if len(b.redis) > 0 {
 		b.clients.Redis = b.redis[0]
+	}
+	if len(cfg.RedisSentinels) > 0 {
+		b.failover = redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:    cfg.RedisMaster,
+			SentinelAddrs: cfg.RedisSentinels,
+			DialTimeout:   time.Second,
+			ReadTimeout:   3 * time.Second,
+			WriteTimeout:  3 * time.Second,
+			PoolSize:      256,
+			MaxRetries:    1,
+		})
+		b.clients.Redis = b.failover
 	}
 	if len(cfg.EtcdEndpoints) > 0 {
 		cli, err := clientv3.New(clientv3.Config{
@@ -85,6 +100,9 @@ func (b *backends) checks(store *stock.Store) []api.Check {
 	for i, c := range b.redis {
 		out = append(out, api.Check{Name: fmt.Sprintf("redis-%d", i+1), Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
 	}
+	if c := b.failover; c != nil {
+		out = append(out, api.Check{Name: "redis-primary", Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
+	}
 	if lb, ok := b.locks[stock.Etcd]; ok {
 		out = append(out, api.Check{Name: string(stock.ServerEtcd), Ping: lb.Ping})
 	}
@@ -102,6 +120,9 @@ func (b *backends) Close() error {
 	}
 	for _, c := range b.redis {
 		errs = append(errs, c.Close())
+	}
+	if b.failover != nil {
+		errs = append(errs, b.failover.Close())
 	}
 	if b.clients.Etcd != nil {
 		errs = append(errs, b.clients.Etcd.Close())

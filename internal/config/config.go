@@ -19,6 +19,8 @@ const (
 	EnvInstance      = "SECKILL_INSTANCE"
 	EnvMySQLDSN      = "SECKILL_MYSQL_DSN"
 	EnvRedisAddrs    = "SECKILL_REDIS_ADDRS"
+	EnvSentinels     = "SECKILL_REDIS_SENTINELS"
+	EnvRedisMaster   = "SECKILL_REDIS_MASTER"
 	EnvEtcdEndpoints = "SECKILL_ETCD_ENDPOINTS"
 	EnvZKServers     = "SECKILL_ZK_SERVERS"
 	EnvAdminToken    = "SECKILL_ADMIN_TOKEN"
@@ -37,15 +39,18 @@ const (
 // EnvVars lists every variable `seckill serve` reads, in a fixed order: the
 // one list the config, the stack and the compose check use.
 func EnvVars() []string {
-	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvEtcdEndpoints, EnvZKServers, EnvAdminToken, EnvStrategy, EnvMaxQty}
+	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster,
+		EnvEtcdEndpoints, EnvZKServers, EnvAdminToken, EnvStrategy, EnvMaxQty}
 }
 
 // Defaults.
 const (
-	DefaultListen  = "127.0.0.1:8080"
-	DefaultMaxQty  = 100
-	MaxBodyBytes   = 4 << 10
-	RedlockServers = 5
+	DefaultListen = "127.0.0.1:8080"
+	DefaultMaxQty = 100
+	// DefaultRedisMaster is the Sentinel master name of the replicated Redis.
+	DefaultRedisMaster = "seckill"
+	MaxBodyBytes       = 4 << 10
+	RedlockServers     = 5
 )
 
 // Config is one instance's settings.
@@ -61,6 +66,13 @@ type Config struct {
 	// redis lock, redis-atomic and the flawed variants, all of them are
 	// the Redlock set. Optional: without it the Redis strategies are off.
 	RedisAddrs []string
+	// RedisSentinels are host:port of Redis Sentinels. When set, the
+	// single-Redis strategies (redis, redis-atomic, the flawed variants)
+	// use a failover client that follows the master RedisMaster; the
+	// Redlock set stays RedisAddrs. Optional.
+	RedisSentinels []string
+	// RedisMaster is the Sentinel master name. Default "seckill".
+	RedisMaster string
 	// EtcdEndpoints are etcd client endpoints. Optional.
 	EtcdEndpoints []string
 	// ZKServers are ZooKeeper host:port. Optional.
@@ -77,15 +89,17 @@ type Config struct {
 // FromEnv reads the variables through getenv (os.Getenv in production).
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
-		Listen:        getenv(EnvListen),
-		Instance:      getenv(EnvInstance),
-		MySQLDSN:      getenv(EnvMySQLDSN),
-		RedisAddrs:    SplitList(getenv(EnvRedisAddrs)),
-		EtcdEndpoints: SplitList(getenv(EnvEtcdEndpoints)),
-		ZKServers:     SplitList(getenv(EnvZKServers)),
-		AdminToken:    getenv(EnvAdminToken),
-		Strategy:      getenv(EnvStrategy),
-		MaxQty:        DefaultMaxQty,
+		Listen:         getenv(EnvListen),
+		Instance:       getenv(EnvInstance),
+		MySQLDSN:       getenv(EnvMySQLDSN),
+		RedisAddrs:     SplitList(getenv(EnvRedisAddrs)),
+		RedisSentinels: SplitList(getenv(EnvSentinels)),
+		RedisMaster:    getenv(EnvRedisMaster),
+		EtcdEndpoints:  SplitList(getenv(EnvEtcdEndpoints)),
+		ZKServers:      SplitList(getenv(EnvZKServers)),
+		AdminToken:     getenv(EnvAdminToken),
+		Strategy:       getenv(EnvStrategy),
+		MaxQty:         DefaultMaxQty,
 	}
 	if v := getenv(EnvMaxQty); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -99,6 +113,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.Instance == "" {
 		c.Instance, _ = os.Hostname()
+	}
+	if c.RedisMaster == "" {
+		c.RedisMaster = DefaultRedisMaster
 	}
 	return c, nil
 }
@@ -121,6 +138,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Instance, "name", c.Instance, "instance name for X-Instance and orders ($"+EnvInstance+")")
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", c.MySQLDSN, "MySQL DSN, e.g. root@tcp(127.0.0.1:17040)/seckill?parseTime=true ($"+EnvMySQLDSN+")")
 	fs.Var(listFlag{&c.RedisAddrs}, "redis-addrs", "comma-separated Redis addresses; 5 for redlock ($"+EnvRedisAddrs+")")
+	fs.Var(listFlag{&c.RedisSentinels}, "redis-sentinels", "comma-separated Redis Sentinel addresses; the single-Redis strategies then follow the master ($"+EnvSentinels+")")
+	fs.StringVar(&c.RedisMaster, "redis-master", c.RedisMaster, "Sentinel master name ($"+EnvRedisMaster+")")
 	fs.Var(listFlag{&c.EtcdEndpoints}, "etcd-endpoints", "comma-separated etcd endpoints ($"+EnvEtcdEndpoints+")")
 	fs.Var(listFlag{&c.ZKServers}, "zk-servers", "comma-separated ZooKeeper servers ($"+EnvZKServers+")")
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "starting strategy ($"+EnvStrategy+")")
@@ -138,6 +157,9 @@ func (c Config) Validate() error {
 	}
 	if c.Instance == "" {
 		errs = append(errs, errors.New("no instance name: set --name"))
+	}
+	if len(c.RedisSentinels) > 0 && c.RedisMaster == "" {
+		errs = append(errs, fmt.Errorf("sentinels without a master name: set %s or --redis-master", EnvRedisMaster))
 	}
 	return errors.Join(errs...)
 }

@@ -32,6 +32,22 @@ func TestFromEnvAndFlags(t *testing.T) {
 				return c.MySQLDSN == "dsn-flag" && c.Strategy == "etcd" && c.Listen == ":9000" && len(c.ZKServers) == 2
 			},
 		},
+		{
+			name: "sentinels",
+			env:  map[string]string{EnvMySQLDSN: "d", EnvSentinels: "s:1,s:2, s:3"},
+			want: func(c Config) bool {
+				return reflect.DeepEqual(c.RedisSentinels, []string{"s:1", "s:2", "s:3"}) && c.RedisMaster == DefaultRedisMaster
+			},
+		},
+		{
+			name: "sentinel flags override env",
+			env:  map[string]string{EnvMySQLDSN: "d", EnvSentinels: "s:1", EnvRedisMaster: "env-master"},
+			args: []string{"--redis-sentinels", "f:1,f:2", "--redis-master", "flag-master"},
+			want: func(c Config) bool {
+				return reflect.DeepEqual(c.RedisSentinels, []string{"f:1", "f:2"}) && c.RedisMaster == "flag-master"
+			},
+		},
+		{name: "sentinels without master", env: map[string]string{EnvMySQLDSN: "d", EnvSentinels: "s:1"}, args: []string{"--redis-master", ""}, wantErr: "master name"},
 		{name: "no DSN", env: map[string]string{EnvInstance: "i"}, wantErr: "no MySQL DSN"},
 		{name: "bad max qty", env: map[string]string{EnvMySQLDSN: "d", EnvMaxQty: "many"}, wantErr: "not an integer"},
 		{name: "zero max qty", env: map[string]string{EnvMySQLDSN: "d", EnvMaxQty: "0"}, wantErr: "max qty"},

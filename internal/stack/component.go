@@ -35,7 +35,7 @@ func (s *State) find(name string) (Component, error) {
 // as `up` gives it.
 func componentEnv(st *State, c Component) []string {
 	switch c.Kind {
-	case KindEtcd:
+	case KindEtcd, KindEtcdMember:
 		return cleanEnv("ETCD_")
 	case KindInstance:
 		return instanceEnv(st, c)
@@ -186,7 +186,7 @@ func startStopped(ctx context.Context, st *State, out io.Writer) ([]string, erro
 			return started, err
 		}
 		started = append(started, c.Name)
-		fmt.Fprintf(out, "  %-10s was down: started, healthy in %.1fs\n", c.Name, time.Since(t0).Seconds())
+		fmt.Fprintf(out, "  %-13s was down: started, healthy in %.1fs\n", c.Name, time.Since(t0).Seconds())
 	}
 	return started, st.save()
 }

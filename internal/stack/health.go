@@ -210,6 +210,14 @@ func checkComponent(ctx context.Context, st *State, c Component) error {
 		return checkZooKeeper(ctx, c.Addr)
 	case KindMySQL:
 		return checkMySQL(ctx, mysqlDSN(c.Addr, DatabaseName))
+	case KindRedisHA:
+		return checkRedisHA(ctx, c.Addr)
+	case KindSentinel:
+		return checkSentinel(ctx, c.Addr)
+	case KindEtcdMember:
+		return checkEtcd(ctx, c.Addr)
+	case KindZKMember:
+		return checkZKMember(ctx, c.Addr)
 	case KindInstance:
 		return checkInstance(ctx, c)
 	case KindNginx:

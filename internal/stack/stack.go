@@ -6,17 +6,54 @@
 // bench harness) the stack's addresses through Load and a way to re-scale
 // the instances through Scale.
 //
+// # Topologies
+//
+// Options.Topology (`seckill up --topology`) picks the servers:
+//
+//   - single (the default): the servers above.
+//   - ha: the five Redlock servers redis-1..redis-5 as above; a Redis
+//     primary (redis-primary) and its replica (redis-replica, started with
+//     --replicaof) watched by three Sentinels (sentinel-1..3, master name
+//     "seckill", quorum 2, down-after-milliseconds 1000, failover-timeout
+//     5000), which then serve the single-Redis strategies through a
+//     failover client (SECKILL_REDIS_SENTINELS, SECKILL_REDIS_MASTER); a
+//     three-member etcd (etcd-1..3, one static --initial-cluster) and a
+//     three-node ZooKeeper ensemble (zookeeper-1..3: server.N lines and
+//     myid files) in place of the single ones; MariaDB, the instances and
+//     nginx as in single.
+//
+// state.json records the topology, so status, restart, Start, Signal and
+// down handle every component of either. `status` shows each member's
+// role (ROLE): master or slave (INFO replication) for the Redis primary
+// and replica, leader or follower for etcd (its /v3/maintenance/status)
+// and ZooKeeper (srvr; standalone for the single one).
+//
+// A Sentinel rewrites its sentinel.conf with what it learns (replicas,
+// other Sentinels, the current master): `up` writes it afresh, a restart
+// keeps it. After a failover, a restarted redis-primary comes back as an
+// empty master until the Sentinels turn it into a replica of the new
+// master (about 10 s later).
+//
 // # Ports
 //
 // Every port is derived from a base port B (DefaultBasePort = 17000, moved
 // with Options.BasePort / `--base-port`), away from the servers' defaults:
 //
 //	redis-1..redis-5   B+1 .. B+5
-//	etcd               B+20 (client), B+21 (peer)
-//	zookeeper          B+30
+//	etcd               B+20 (client), B+21 (peer)            single only
+//	zookeeper          B+30                                  single only
 //	mariadb            B+40
 //	nginx              B+80
 //	inst-1..inst-N     B+101 .. B+100+N   (N <= MaxInstances)
+//
+// and in the ha topology:
+//
+//	redis-primary      B+6
+//	redis-replica      B+7
+//	sentinel-1..3      B+8 .. B+10
+//	etcd-K (K=1..3)    B+20+2K (client), B+21+2K (peer): B+22 .. B+27
+//	zookeeper-K        B+28+3K (client), B+29+3K (peer), B+30+3K (election):
+//	                   B+31 .. B+39
 //
 // All listen on 127.0.0.1 only. `up` checks every port before starting
 // anything. Keep the range below Linux's ephemeral ports (32768-60999 by
@@ -34,6 +71,7 @@
 //	logs/NAME.log     one log per component (nginx: nginx.log = error log,
 //	                  nginx-access.log = access log with $upstream_addr)
 //	redis-K/, etcd/, zookeeper/, mariadb/, nginx/   data and config
+//	redis-primary/, redis-replica/, sentinel-K/, etcd-K/, zookeeper-K/   (ha)
 //
 // Redis runs without persistence; etcd and ZooKeeper data are wiped at each
 // `up`; the MariaDB datadir is kept between runs (initialising it is the slow
@@ -143,8 +181,11 @@ func (c Component) URL() string { return "http://" + c.Addr }
 // token read from its file.
 type State struct {
 	// Dir is the absolute run directory.
-	Dir       string    `json:"dir"`
-	BasePort  int       `json:"base_port"`
+	Dir      string `json:"dir"`
+	BasePort int    `json:"base_port"`
+	// Topology is TopologySingle or TopologyHA (Load reads a state
+	// without one, written by an older seckill, as single).
+	Topology  string    `json:"topology"`
 	Strategy  string    `json:"strategy"`
 	Binary    string    `json:"binary"`
 	StartedAt time.Time `json:"started_at"`
@@ -176,11 +217,31 @@ func (s *State) RedisAddrs() []string {
 	return out
 }
 
-// EtcdEndpoints returns the etcd client endpoints (host:port).
-func (s *State) EtcdEndpoints() []string { return []string{addr(s.port(offEtcdClient))} }
+// EtcdEndpoints returns the etcd client endpoints (host:port): the
+// single member, or the three members of the ha topology.
+func (s *State) EtcdEndpoints() []string {
+	if !s.HA() {
+		return []string{addr(s.port(offEtcdClient))}
+	}
+	var out []string
+	for k := 1; k <= HAMembers; k++ {
+		out = append(out, addr(etcdMemberClient(s.BasePort, k)))
+	}
+	return out
+}
 
-// ZKServers returns the ZooKeeper servers (host:port).
-func (s *State) ZKServers() []string { return []string{addr(s.port(offZooKeeper))} }
+// ZKServers returns the ZooKeeper servers (host:port): the standalone
+// server, or the three members of the ha topology.
+func (s *State) ZKServers() []string {
+	if !s.HA() {
+		return []string{addr(s.port(offZooKeeper))}
+	}
+	var out []string
+	for k := 1; k <= HAMembers; k++ {
+		out = append(out, addr(zkMemberClient(s.BasePort, k)))
+	}
+	return out
+}
 
 // MySQLDSN returns the go-sql-driver DSN of the stack's database.
 func (s *State) MySQLDSN() string { return mysqlDSN(addr(s.port(offMySQL)), DatabaseName) }
@@ -232,10 +293,14 @@ func (s *State) Component(name string) (Component, bool) {
 }
 
 // Env returns the stack's variables (the ones env.sh exports), in a fixed
-// order.
+// order. The Sentinel variables are exported in every topology (empty
+// sentinels in the single one), so sourcing env.sh of a single stack
+// after an ha one leaves no stale sentinel behind.
 func (s *State) Env() [][2]string {
 	return [][2]string{
 		{config.EnvRedisAddrs, strings.Join(s.RedisAddrs(), ",")},
+		{config.EnvSentinels, strings.Join(s.SentinelAddrs(), ",")},
+		{config.EnvRedisMaster, SentinelMaster},
 		{config.EnvEtcdEndpoints, strings.Join(s.EtcdEndpoints(), ",")},
 		{config.EnvZKServers, strings.Join(s.ZKServers(), ",")},
 		{config.EnvMySQLDSN, s.MySQLDSN()},
@@ -249,7 +314,7 @@ func (s *State) Env() [][2]string {
 // serveEnv returns the variables every instance gets (besides
 // SECKILL_LISTEN and SECKILL_INSTANCE, set per instance).
 func (s *State) serveEnv() map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		config.EnvMySQLDSN:      s.MySQLDSN(),
 		config.EnvRedisAddrs:    strings.Join(s.RedisAddrs(), ","),
 		config.EnvEtcdEndpoints: strings.Join(s.EtcdEndpoints(), ","),
@@ -257,6 +322,11 @@ func (s *State) serveEnv() map[string]string {
 		config.EnvAdminToken:    s.AdminToken,
 		config.EnvStrategy:      s.Strategy,
 	}
+	if s.HA() {
+		env[config.EnvSentinels] = strings.Join(s.SentinelAddrs(), ",")
+		env[config.EnvRedisMaster] = SentinelMaster
+	}
+	return env
 }
 
 // EnvScript renders env.sh.
@@ -318,6 +388,9 @@ func Load(dir string) (*State, error) {
 		return nil, fmt.Errorf("parse %s: %w", filepath.Join(d, stateFile), err)
 	}
 	st.Dir = d
+	if st.Topology == "" { // written by an older seckill
+		st.Topology = TopologySingle
+	}
 	if st.AdminTokenFile != "" {
 		tok, err := os.ReadFile(st.AdminTokenFile)
 		if err != nil {

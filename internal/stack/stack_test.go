@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -243,25 +244,33 @@ type composeFile struct {
 		DependsOn map[string]struct {
 			Condition string `yaml:"condition"`
 		} `yaml:"depends_on"`
-		Ports   []any `yaml:"ports"`
-		Volumes []any `yaml:"volumes"`
+		Ports    []any    `yaml:"ports"`
+		Volumes  []any    `yaml:"volumes"`
+		Profiles []string `yaml:"profiles"`
 	} `yaml:"services"`
 }
 
-func TestComposeConfig(t *testing.T) {
-	bin := requireCommand(t, "docker-compose")
-	cmd := exec.Command(bin, "-f", repoFile("docker-compose.yml"), "config")
+// composeConfig runs `docker-compose config` with args and parses it.
+func composeConfig(t *testing.T, bin string, args ...string) composeFile {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-f", repoFile("docker-compose.yml")}, append(args, "config")...)...)
 	cmd.Env = cleanEnv("SECKILL_") // the documented defaults apply
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("docker-compose config: %v\n%s", err, stderr.String())
+		t.Fatalf("docker-compose %v config: %v\n%s", args, err, stderr.String())
 	}
 	var cf composeFile
 	if err := yaml.Unmarshal(out, &cf); err != nil {
 		t.Fatalf("parse docker-compose config output: %v", err)
 	}
+	return cf
+}
+
+func TestComposeConfig(t *testing.T) {
+	bin := requireCommand(t, "docker-compose")
+	cf := composeConfig(t, bin)
 	backends := []string{"redis1", "redis2", "redis3", "redis4", "redis5", "etcd", "zookeeper", "mysql"}
 	instances := []string{"inst1", "inst2", "inst3"}
 	for _, name := range append(append(append([]string{}, backends...), instances...), "nginx") {
@@ -269,8 +278,14 @@ func TestComposeConfig(t *testing.T) {
 			t.Errorf("service %s missing", name)
 		}
 	}
-	if len(cf.Services) != len(backends)+len(instances)+1 {
-		t.Errorf("%d services, want %d", len(cf.Services), len(backends)+len(instances)+1)
+	var haServices []string
+	for name, s := range cf.Services {
+		if slices.Contains(s.Profiles, "ha") {
+			haServices = append(haServices, name)
+		}
+	}
+	if n := len(cf.Services) - len(haServices); n != len(backends)+len(instances)+1 {
+		t.Errorf("%d services outside the ha profile, want %d", n, len(backends)+len(instances)+1)
 	}
 	for _, name := range backends {
 		s := cf.Services[name]
@@ -306,6 +321,9 @@ func TestComposeConfig(t *testing.T) {
 		if s.Environment[config.EnvAdminToken] == "" {
 			t.Errorf("%s: empty admin token", name)
 		}
+		if v := s.Environment[config.EnvSentinels]; v != "" {
+			t.Errorf("%s: %s=%q without the ha profile", name, config.EnvSentinels, v)
+		}
 		for _, b := range backends {
 			if s.DependsOn[b].Condition != "service_healthy" {
 				t.Errorf("%s does not wait for %s to be healthy", name, b)
@@ -328,6 +346,90 @@ func TestComposeConfig(t *testing.T) {
 			t.Errorf("nginx.conf has no upstream %s:8080", name)
 		}
 	}
+
+	// The ha profile: exactly the services of `up --topology ha`, each
+	// with a healthcheck; compose-ha.env points the instances at them.
+	wantHA := []string{"redis-primary", "redis-replica", "sentinel1", "sentinel2", "sentinel3",
+		"etcd1", "etcd2", "etcd3", "zookeeper1", "zookeeper2", "zookeeper3"}
+	slices.Sort(haServices)
+	slices.Sort(wantHA)
+	if !slices.Equal(haServices, wantHA) {
+		t.Errorf("ha profile services %v, want %v", haServices, wantHA)
+	}
+	ha := composeConfig(t, bin, "--env-file", repoFile("compose-ha.env"), "--profile", "ha")
+	for _, name := range wantHA {
+		if s := ha.Services[name]; s.Healthcheck == nil || len(s.Healthcheck.Test) == 0 {
+			t.Errorf("%s has no healthcheck", name)
+		}
+	}
+	if c := fmt.Sprint(ha.Services["redis-replica"].Command); !strings.Contains(c, "--replicaof redis-primary 6379") {
+		t.Errorf("redis-replica command %s", c)
+	}
+	for _, name := range instances {
+		env := ha.Services[name].Environment
+		for k, want := range map[string]string{
+			config.EnvSentinels:     "sentinel1:26379,sentinel2:26379,sentinel3:26379",
+			config.EnvRedisMaster:   SentinelMaster,
+			config.EnvEtcdEndpoints: "etcd1:2379,etcd2:2379,etcd3:2379",
+			config.EnvZKServers:     "zookeeper1:2181,zookeeper2:2181,zookeeper3:2181",
+		} {
+			if env[k] != want {
+				t.Errorf("ha profile: %s %s=%q, want %q", name, k, env[k], want)
+			}
+		}
+	}
+}
+
+// TestStackPorts: in each topology every port is distinct, above the base
+// and below the instances' range, and the ha topology keeps the single
+// one's Redis, MariaDB and nginx ports.
+func TestStackPorts(t *testing.T) {
+	const base = 17000
+	for _, tc := range []struct {
+		topology string
+		count    int
+	}{
+		{TopologySingle, RedisCount + 5 + 3},
+		{TopologyHA, RedisCount + 2 + HAMembers + 2*HAMembers + 3*HAMembers + 2 + 3},
+	} {
+		t.Run(tc.topology, func(t *testing.T) {
+			ps := stackPorts(tc.topology, base, 3)
+			if len(ps) != tc.count {
+				t.Errorf("%d ports, want %d: %v", len(ps), tc.count, ps)
+			}
+			seen := map[int]string{}
+			for _, p := range ps {
+				if prev, dup := seen[p.port]; dup {
+					t.Errorf("port %d used by %s and %s", p.port, prev, p.name)
+				}
+				seen[p.port] = p.name
+				if p.port <= base || (p.port > base+offInstance && !strings.HasPrefix(p.name, "inst-")) {
+					t.Errorf("%s on %d: outside B+1..B+%d", p.name, p.port, offInstance)
+				}
+			}
+			for port, name := range map[int]string{base + 1: "redis-1", base + 40: "mariadb", base + 80: "nginx", base + 101: "inst-1"} {
+				if seen[port] != name {
+					t.Errorf("port %d: %q, want %s", port, seen[port], name)
+				}
+			}
+		})
+	}
+	st := &State{BasePort: base, Topology: TopologyHA}
+	for _, tc := range []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"sentinels", st.SentinelAddrs(), []string{"127.0.0.1:17008", "127.0.0.1:17009", "127.0.0.1:17010"}},
+		{"etcd", st.EtcdEndpoints(), []string{"127.0.0.1:17022", "127.0.0.1:17024", "127.0.0.1:17026"}},
+		{"zookeeper", st.ZKServers(), []string{"127.0.0.1:17031", "127.0.0.1:17034", "127.0.0.1:17037"}},
+		{"single etcd", (&State{BasePort: base}).EtcdEndpoints(), []string{"127.0.0.1:17020"}},
+		{"single sentinels", (&State{BasePort: base}).SentinelAddrs(), nil},
+	} {
+		if !slices.Equal(tc.got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
 }
 
 func TestShellQuote(t *testing.T) {
@@ -344,10 +446,16 @@ func TestShellQuote(t *testing.T) {
 	}
 }
 
-// portsInUse lists the ports of the stack at base where something listens.
+// portsInUse lists the ports of the stack at base, in any topology, where
+// something listens.
 func portsInUse(base, instances int) []int {
 	var out []int
-	for _, p := range stackPorts(base, instances) {
+	seen := map[int]bool{}
+	for _, p := range append(stackPorts(TopologySingle, base, instances), stackPorts(TopologyHA, base, instances)...) {
+		if seen[p.port] {
+			continue
+		}
+		seen[p.port] = true
 		if c, err := net.DialTimeout("tcp", addr(p.port), time.Second); err == nil {
 			c.Close()
 			out = append(out, p.port)
@@ -438,6 +546,7 @@ func TestUpRejectsBadOptions(t *testing.T) {
 		{"low base port", Options{BasePort: 80}, "--base-port"},
 		{"high base port", Options{BasePort: 65500}, "--base-port"},
 		{"binary missing", Options{Binary: "/nonexistent/seckill"}, "not an executable"},
+		{"unknown topology", Options{Topology: "cluster"}, `--topology "cluster": want single or ha`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -879,4 +988,196 @@ func TestNginxExposesOnlyTheAPI(t *testing.T) {
 			t.Errorf("%s on the instance's own port: %d %.80s", path, code, body)
 		}
 	}
+}
+
+// TestLifecycleHA runs the ha topology: up, every component healthy with
+// one Redis master and one replica, one etcd leader, one ZooKeeper leader;
+// a purchase through nginx with the redis strategy, whose lock goes to the
+// Sentinel-monitored primary; down leaves nothing.
+func TestLifecycleHA(t *testing.T) {
+	requireTools(t)
+	const base, instances = 31200, 2
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	var progress bytes.Buffer
+	t0 := time.Now()
+	st, err := Up(ctx, Options{Dir: dir, BasePort: base, Topology: TopologyHA, Instances: instances, Binary: seckillBin, Out: &progress})
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, progress.String())
+	}
+	toHealthy := time.Since(t0)
+	defer func() {
+		_ = Down(context.Background(), dir, io.Discard)
+		for _, c := range st.Components {
+			if alive(c) {
+				t.Errorf("%s (pid %d) still running after down", c.Name, c.Pid)
+			}
+		}
+	}()
+	want := RedisCount + 2 + 3*HAMembers + 1 + instances + 1
+	if len(st.Components) != want {
+		t.Fatalf("%d components, want %d: %+v", len(st.Components), want, st.Components)
+	}
+	loaded, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.Topology != TopologyHA {
+		t.Errorf("state.json topology %q, want %q", loaded.Topology, TopologyHA)
+	}
+
+	// Every component healthy; the roles of each replication group.
+	_, cs, err := Status(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rss int64
+	roles := map[Kind]map[string]int{}
+	for _, c := range cs {
+		rss += c.RSSBytes
+		if !c.Healthy || c.RSSBytes <= 0 {
+			t.Errorf("%s: healthy=%v (%s) rss=%d", c.Name, c.Healthy, c.Health, c.RSSBytes)
+		}
+		if roles[c.Kind] == nil {
+			roles[c.Kind] = map[string]int{}
+		}
+		roles[c.Kind][c.Role]++
+	}
+	t.Logf("ha topology: healthy in %.1fs, total RSS %.0f MiB (%d components)", toHealthy.Seconds(), float64(rss)/(1<<20), len(cs))
+	for _, tc := range []struct {
+		kind Kind
+		want map[string]int
+	}{
+		{KindRedisHA, map[string]int{"master": 1, "slave": 1}},
+		{KindSentinel, map[string]int{"": HAMembers}},
+		{KindEtcdMember, map[string]int{"leader": 1, "follower": HAMembers - 1}},
+		{KindZKMember, map[string]int{"leader": 1, "follower": HAMembers - 1}},
+		{KindRedis, map[string]int{"": RedisCount}},
+		{KindInstance, map[string]int{"": instances}},
+	} {
+		if got := roles[tc.kind]; !maps.Equal(got, tc.want) {
+			t.Errorf("%s roles %v, want %v", tc.kind, got, tc.want)
+		}
+	}
+	if p, ok := loaded.Component(redisPrimaryName); !ok || p.Addr != addr(base+6) {
+		t.Errorf("redis-primary: %+v", p)
+	}
+
+	// The table and the JSON show the roles.
+	out, code := runSeckill(t, "status", "--dir", dir, "--json")
+	var js []map[string]any
+	if err := json.Unmarshal([]byte(out), &js); err != nil || code != 0 || len(js) != want {
+		t.Fatalf("seckill status --json: exit %d, %v:\n%s", code, err, out)
+	}
+	for _, c := range js {
+		if c["name"] == redisReplicaName && c["role"] != "slave" {
+			t.Errorf("status --json: %v", c)
+		}
+	}
+	if out, code := runSeckill(t, "status", "--dir", dir); code != 0 || !strings.Contains(out, "ROLE") || !strings.Contains(out, "topology:    ha") {
+		t.Errorf("seckill status: exit %d:\n%s", code, out)
+	}
+
+	// env.sh names the Sentinels and every member.
+	envsh, err := os.ReadFile(filepath.Join(dir, envFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		fmt.Sprintf("export %s=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d\n", config.EnvSentinels, base+8, base+9, base+10),
+		fmt.Sprintf("export %s=%s\n", config.EnvRedisMaster, SentinelMaster),
+		fmt.Sprintf("export %s=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d\n", config.EnvEtcdEndpoints, base+22, base+24, base+26),
+		fmt.Sprintf("export %s=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d\n", config.EnvZKServers, base+31, base+34, base+37),
+	} {
+		if !strings.Contains(string(envsh), w) {
+			t.Errorf("env.sh lacks %q:\n%s", w, envsh)
+		}
+	}
+
+	// The instances use the failover client: /healthz checks it, and the
+	// redis strategy's lock goes to the primary.
+	for _, u := range loaded.InstanceURLs() {
+		body := instanceRequest(t, ctx, loaded, http.MethodGet, u+"/healthz", "")
+		if !strings.Contains(body, `"redis-primary":"ok"`) {
+			t.Errorf("%s/healthz: %s", u, body)
+		}
+		instanceRequest(t, ctx, loaded, http.MethodPut, u+"/admin/strategy", `{"name":"redis"}`)
+	}
+	purchaseThroughNginx(t, ctx, loaded)
+	primary := redisClient(t, addr(base+6))
+	stats, err := primary.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stats, "cmdstat_evalsha:") && !strings.Contains(stats, "cmdstat_eval:") {
+		t.Errorf("redis-primary ran no script: the redis lock did not go through the failover client\n%s", stats)
+	}
+
+	// A member restarted keeps its data and rejoins its cluster; a
+	// killed Sentinel is brought back by up; the roles stay one of each.
+	for _, name := range []string{"etcd-2", "zookeeper-2", redisReplicaName} {
+		old := loadedInstance(t, dir, name)
+		if err := Restart(ctx, dir, name); err != nil {
+			t.Fatalf("restart %s: %v", name, err)
+		}
+		if c := loadedInstance(t, dir, name); c.Pid == old.Pid || !alive(c) {
+			t.Errorf("restart %s: pid %d -> %d", name, old.Pid, c.Pid)
+		}
+	}
+	if err := Signal(dir, "sentinel-3", syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin}); err != nil {
+		t.Fatalf("up with sentinel-3 down: %v", err)
+	}
+	_, cs, err = Status(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := map[Kind]int{}
+	for _, c := range cs {
+		if !c.Healthy {
+			t.Errorf("after the restarts: %s: %s", c.Name, c.Health)
+		}
+		if c.Role == "leader" || c.Role == "master" {
+			leaders[c.Kind]++
+		}
+	}
+	if want := map[Kind]int{KindRedisHA: 1, KindEtcdMember: 1, KindZKMember: 1}; !maps.Equal(leaders, want) {
+		t.Errorf("after the restarts: leaders %v, want %v", leaders, want)
+	}
+
+	// down stops everything.
+	var downOut bytes.Buffer
+	if err := Down(ctx, dir, &downOut); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if !strings.Contains(downOut.String(), fmt.Sprintf("stopped %d components", want)) {
+		t.Errorf("down said %q", downOut.String())
+	}
+	checkNothingLeft(t, dir, base, instances)
+}
+
+// instanceRequest sends an admin-authenticated request to an instance's
+// own port and returns the body, failing unless it answers 200.
+func instanceRequest(t *testing.T, ctx context.Context, st *State, method, url, body string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+st.AdminToken)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: %s %s", method, url, resp.Status, b)
+	}
+	return string(b)
 }

@@ -19,9 +19,14 @@ import (
 // ComponentStatus is a component with its health and memory.
 type ComponentStatus struct {
 	Component
-	Running  bool
-	Healthy  bool
-	Health   string // "ok", or why not
+	Running bool
+	Healthy bool
+	Health  string // "ok", or why not
+	// Role is the component's role in its replication group (master or
+	// slave for the Redis primary and replica, leader or follower for an
+	// etcd or ZooKeeper member, standalone for a standalone ZooKeeper);
+	// empty for the others and when it could not be read.
+	Role     string
 	RSSBytes int64
 }
 
@@ -52,6 +57,9 @@ func Status(ctx context.Context, dir string) (*State, []ComponentStatus, error) 
 				} else {
 					cs.Healthy, cs.Health = true, "ok"
 				}
+				rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				cs.Role, _ = componentRole(rctx, c) // unknown role: empty
+				cancel()
 			}
 			out[i] = cs
 		}()
@@ -74,7 +82,7 @@ func AllHealthy(cs []ComponentStatus) bool {
 // total, and where the logs and the admin token are.
 func WriteTable(w io.Writer, st *State, cs []ComponentStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMPONENT\tKIND\tADDRESS\tPID\tHEALTH\tRSS\tLOG")
+	fmt.Fprintln(tw, "COMPONENT\tKIND\tADDRESS\tPID\tHEALTH\tROLE\tRSS\tLOG")
 	var total int64
 	for _, c := range cs {
 		total += c.RSSBytes
@@ -82,13 +90,14 @@ func WriteTable(w io.Writer, st *State, cs []ComponentStatus) error {
 		if len(health) > 60 {
 			health = health[:60] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", c.Name, c.Kind, c.Addr, c.Pid, health, fmtBytes(c.RSSBytes), relPath(c.Log))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", c.Name, c.Kind, c.Addr, c.Pid, health, c.Role, fmtBytes(c.RSSBytes), relPath(c.Log))
 	}
-	fmt.Fprintf(tw, "total\t\t\t\t\t%s\t\n", fmtBytes(total))
+	fmt.Fprintf(tw, "total\t\t\t\t\t\t%s\t\n", fmtBytes(total))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
-	fmt.Fprintf(w, "\nnginx:       %s (access log %s)\n", st.NginxURL(), relPath(st.NginxAccessLog))
+	fmt.Fprintf(w, "\ntopology:    %s\n", st.Topology)
+	fmt.Fprintf(w, "nginx:       %s (access log %s)\n", st.NginxURL(), relPath(st.NginxAccessLog))
 	fmt.Fprintf(w, "strategy:    %s (new instances)\n", st.Strategy)
 	fmt.Fprintf(w, "admin token: %s, in %s\n", st.AdminTokenSource, relPath(st.AdminTokenFile))
 	fmt.Fprintf(w, "environment: source %s   (or: seckill env --dir %s)\n", relPath(filepath.Join(st.Dir, envFile)), relPath(st.Dir))
@@ -108,6 +117,7 @@ type statusJSON struct {
 	Pid      int    `json:"pid"`
 	Health   string `json:"health"`
 	Healthy  bool   `json:"healthy"`
+	Role     string `json:"role"`
 	RSSBytes int64  `json:"rss_bytes"`
 	Log      string `json:"log"`
 }
@@ -117,7 +127,7 @@ func WriteJSON(w io.Writer, cs []ComponentStatus) error {
 	out := make([]statusJSON, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, statusJSON{Name: c.Name, Kind: c.Kind, Address: c.Addr, Pid: c.Pid,
-			Health: c.Health, Healthy: c.Healthy, RSSBytes: c.RSSBytes, Log: c.Log})
+			Health: c.Health, Healthy: c.Healthy, Role: c.Role, RSSBytes: c.RSSBytes, Log: c.Log})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -223,7 +233,7 @@ func Down(ctx context.Context, dir string, out io.Writer) error {
 	if err := stopAll(front); err != nil {
 		return fmt.Errorf("down: %w", err)
 	}
-	if err := stopAll(back); err != nil {
+	if err := stopServers(back); err != nil {
 		return fmt.Errorf("down: %w", err)
 	}
 	_ = os.Remove(filepath.Join(d, stateFile))

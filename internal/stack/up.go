@@ -30,6 +30,8 @@ type Options struct {
 	Dir string
 	// BasePort places every port (default DefaultBasePort; see the package doc).
 	BasePort int
+	// Topology is TopologySingle (default) or TopologyHA.
+	Topology string
 	// Instances is the number of `seckill serve` instances (default 3).
 	Instances int
 	// Strategy is SECKILL_STRATEGY for the instances (default "none"); Scale
@@ -54,6 +56,9 @@ func (o Options) normalize() (Options, error) {
 	o.Dir = d
 	if o.BasePort == 0 {
 		o.BasePort = DefaultBasePort
+	}
+	if o.Topology, err = validTopology(o.Topology); err != nil {
+		return o, err
 	}
 	if o.Instances == 0 {
 		o.Instances = DefaultInstances
@@ -107,15 +112,21 @@ type portUse struct {
 	name string
 }
 
-func stackPorts(base, instances int) []portUse {
+// stackPorts lists the ports of the stack of the given topology.
+func stackPorts(topology string, base, instances int) []portUse {
 	var ps []portUse
 	for k := 1; k <= RedisCount; k++ {
 		ps = append(ps, portUse{base + offRedis + k, "redis-" + itoa(k)})
 	}
+	if topology == TopologyHA {
+		ps = append(ps, haPorts(base)...)
+	} else {
+		ps = append(ps,
+			portUse{base + offEtcdClient, "etcd client"},
+			portUse{base + offEtcdPeer, "etcd peer"},
+			portUse{base + offZooKeeper, "zookeeper"})
+	}
 	ps = append(ps,
-		portUse{base + offEtcdClient, "etcd client"},
-		portUse{base + offEtcdPeer, "etcd peer"},
-		portUse{base + offZooKeeper, "zookeeper"},
 		portUse{base + offMySQL, "mariadb"},
 		portUse{base + offNginx, "nginx"},
 	)
@@ -217,11 +228,18 @@ func (r *runner) launch(ctx context.Context, o Options, name string, kind Kind, 
 }
 
 func (r *runner) healthy(name string) {
-	r.logf("  %-10s healthy at %5.1fs\n", name, time.Since(r.t0).Seconds())
+	r.logf("  %-13s healthy at %5.1fs\n", name, time.Since(r.t0).Seconds())
 }
 
+// componentRank orders the components: by kind, in dependency order (a
+// Sentinel after the Redis it monitors, the instances after the servers,
+// nginx last), then by number.
 func componentRank(c Component) (int, int) {
-	ranks := map[Kind]int{KindRedis: 0, KindEtcd: 1, KindZooKeeper: 2, KindMySQL: 3, KindInstance: 4, KindNginx: 5}
+	ranks := map[Kind]int{KindRedis: 0, KindRedisHA: 1, KindSentinel: 2, KindEtcd: 3, KindEtcdMember: 3,
+		KindZooKeeper: 4, KindZKMember: 4, KindMySQL: 5, KindInstance: 6, KindNginx: 7}
+	if c.Name == redisReplicaName {
+		return ranks[c.Kind], 1
+	}
 	_, num, _ := strings.Cut(c.Name, "-")
 	n, _ := strconv.Atoi(num)
 	return ranks[c.Kind], n
@@ -295,7 +313,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPorts(stackPorts(o.BasePort, o.Instances)); err != nil {
+	if err := checkPorts(stackPorts(o.Topology, o.BasePort, o.Instances)); err != nil {
 		return nil, err
 	}
 	tokPath, tokSource, tok, err := adminToken(o.Dir, o.AdminToken)
@@ -303,7 +321,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		return nil, err
 	}
 	st := &State{
-		Dir: o.Dir, BasePort: o.BasePort, Strategy: o.Strategy, Binary: o.Binary,
+		Dir: o.Dir, BasePort: o.BasePort, Topology: o.Topology, Strategy: o.Strategy, Binary: o.Binary,
 		StartedAt: time.Now().UTC(), AdminTokenFile: tokPath, AdminTokenSource: tokSource, AdminToken: tok,
 		NginxAccessLog: nginxPaths(&State{Dir: o.Dir}).accessLog,
 	}
@@ -312,12 +330,12 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		fmt.Fprintf(o.Out, "warning: ports %d..%d overlap the ephemeral port range %d-%d: client connections may take them; prefer a --base-port below %d\n",
 			o.BasePort, o.BasePort+offInstance+o.Instances, lo, hi, lo-offInstance-MaxInstances)
 	}
-	fmt.Fprintf(o.Out, "starting the stack in %s (base port %d, %d instances, strategy %s)\n", o.Dir, o.BasePort, o.Instances, o.Strategy)
+	fmt.Fprintf(o.Out, "starting the stack in %s (topology %s, base port %d, %d instances, strategy %s)\n", o.Dir, o.Topology, o.BasePort, o.Instances, o.Strategy)
 	if err := r.up(ctx, o, paths); err != nil {
 		r.mu.Lock()
 		started := append([]Component(nil), st.Components...)
 		r.mu.Unlock()
-		stopErr := stopAll(started)
+		stopErr := stopServers(started)
 		if stopErr != nil { // keep state.json: `down` can retry
 			return nil, fmt.Errorf("%w (and stopping what was started failed: %v)", err, stopErr)
 		}
@@ -345,8 +363,12 @@ func (r *runner) up(ctx context.Context, o Options, paths map[string]string) err
 	for k := 1; k <= RedisCount; k++ {
 		g.Go(func() error { return r.startRedis(gctx, o, paths, k) })
 	}
-	g.Go(func() error { return r.startEtcd(gctx, o, paths) })
-	g.Go(func() error { return r.startZooKeeper(gctx, o, paths) })
+	if st.HA() {
+		r.startHAServers(gctx, g, o, paths)
+	} else {
+		g.Go(func() error { return r.startEtcd(gctx, o, paths) })
+		g.Go(func() error { return r.startZooKeeper(gctx, o, paths) })
+	}
 	g.Go(func() error { return r.startMariaDB(gctx, o, paths) })
 	if err := g.Wait(); err != nil {
 		return err
@@ -452,7 +474,7 @@ func (r *runner) startMariaDB(ctx context.Context, o Options, paths map[string]s
 		if err := installMariaDB(ctx, paths["mysql_install_db"], base, dataDir, root); err != nil {
 			return err
 		}
-		r.logf("  %-10s datadir initialised at %5.1fs\n", name, time.Since(r.t0).Seconds())
+		r.logf("  %-13s datadir initialised at %5.1fs\n", name, time.Since(r.t0).Seconds())
 	}
 	args := []string{"--no-defaults"}
 	if root {

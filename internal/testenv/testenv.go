@@ -7,6 +7,8 @@
 // stack writes to <run dir>/env.sh:
 //
 //	SECKILL_REDIS_ADDRS     comma-separated, 5 addresses; the first is the primary
+//	SECKILL_REDIS_SENTINELS comma-separated Sentinels (`up --topology ha`; else empty)
+//	SECKILL_REDIS_MASTER    the Sentinels' master name
 //	SECKILL_ETCD_ENDPOINTS  comma-separated etcd client endpoints
 //	SECKILL_ZK_SERVERS      comma-separated ZooKeeper host:port
 //	SECKILL_MYSQL_DSN       go-sql-driver DSN of the MariaDB/MySQL database
