@@ -66,6 +66,36 @@ func All() []Scenario {
 			},
 		},
 		{
+			Name:       "redis-failover",
+			Seed:       "001, 003: the Redis primary fails over before it replicated the lock",
+			Story:      "right after an instance takes the redis lock (through Sentinel), the primary fails over while the key is on it only (the replication lag is emulated: the replica's copy is deleted first); the new primary has no lock, and a second client takes it",
+			Predicts:   "two holders; fencing (the token counter is seeded from the clock, so the new primary's tokens are newer) refuses the stale one",
+			Topology:   "ha",
+			Strategies: []string{stock.Redis},
+			Load:       Load{Stock: 40, Requests: 60, Concurrency: 12, WorkDelay: 300 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 15 * time.Second},
+			Short:      Load{Stock: 20, Requests: 30, Concurrency: 8, WorkDelay: 300 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 15 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				return holderStriker{key: stock.LockKey(goods), gap: 2 * time.Second, strike: failoverBeforeReplication(dir, stock.LockKey(goods)), max: 1}
+			},
+		},
+		{
+			Name:       "majority-loss",
+			Seed:       "003 high availability: a lock service is only as available as its quorum",
+			Story:      "while purchases run, 2 of the 3 etcd members (or ZooKeeper nodes) are stopped for 4 s",
+			Predicts:   "the lock is unavailable (503 backend_unavailable or lock_timeout) while the quorum is gone, nothing oversells, and sales resume after",
+			Topology:   "ha",
+			Strategies: []string{stock.Etcd, stock.ZooKeeper},
+			Load:       Load{Stock: 100, Requests: 80, Concurrency: 8, WorkDelay: 100 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 2 * time.Second},
+			Short:      Load{Stock: 100, Requests: 40, Concurrency: 8, WorkDelay: 100 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 2 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				prefix := "etcd"
+				if s.Name == stock.ZooKeeper {
+					prefix = "zookeeper"
+				}
+				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: stopMajority(dir, prefix, 4*time.Second), max: 1}
+			},
+		},
+		{
 			Name:       "instance-crash",
 			Seed:       "003 锁超时防死锁: a holder that dies must not block the goods for ever",
 			Story:      "the instance that just took the lock is killed with SIGKILL mid-critical-section and started again 1 s later",

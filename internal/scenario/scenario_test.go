@@ -42,14 +42,17 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// ownStack starts a single-topology stack of 3 instances for the test.
-func ownStack(t *testing.T) (*stack.State, bench.Fleet) {
+// haBasePort is the ha stack's (its ports reach B+103).
+const haBasePort = 31700
+
+// ownStack starts a stack of 3 instances of the given topology for the test.
+func ownStack(t *testing.T, topology string, base int) (*stack.State, bench.Fleet) {
 	t.Helper()
 	testenv.Binary(t, "redis-server")
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: basePort, Instances: 3, Binary: seckillBin, Out: io.Discard})
+	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: base, Instances: 3, Binary: seckillBin, Out: io.Discard, Topology: topology})
 	if err != nil {
 		testenv.Unavailable(t, "the scenario stack", err)
 	}
@@ -73,7 +76,7 @@ func row(t *testing.T, res *Result, strategy string, p Protection) Row {
 // 2xx has its order, and the unfenced pause-holder oversells in a seeded
 // repeat.
 func TestScenariosShort(t *testing.T) {
-	st, fleet := ownStack(t)
+	st, fleet := ownStack(t, stack.TopologySingle, basePort)
 	ctx := context.Background()
 	t.Run("pause-holder", func(t *testing.T) {
 		sc, err := Find("pause-holder")
@@ -124,4 +127,39 @@ func TestFindAndParse(t *testing.T) {
 			t.Errorf("ParseProtections(%q): %v", in, err)
 		}
 	}
+}
+
+// TestHAScenariosShort runs the short redis-failover and majority-loss on
+// an ha stack of the test's own, asserting safety: fenced redis never
+// oversells through a failover, and losing the etcd quorum makes the lock
+// unavailable without overselling.
+func TestHAScenariosShort(t *testing.T) {
+	testenv.Binary(t, "etcd")
+	st, fleet := ownStack(t, stack.TopologyHA, haBasePort)
+	ctx := context.Background()
+	t.Run("redis-failover", func(t *testing.T) {
+		sc, _ := Find("redis-failover")
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Protections: []Protection{ProtectFencing}, Repeat: 1, Seed: 7, Short: true})
+		if err != nil {
+			t.Fatalf("%v (rows %+v)", err, res)
+		}
+		if r := row(t, res, stock.Redis, ProtectFencing); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes != 1 {
+			t.Errorf("fenced redis through a failover: %+v, want 1 failover and oversold 0", r)
+		}
+	})
+	t.Run("majority-loss", func(t *testing.T) {
+		sc, _ := Find("majority-loss")
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Strategies: []string{stock.Etcd},
+			Protections: []Protection{ProtectNone}, Repeat: 1, Seed: 7, Short: true})
+		if err != nil {
+			t.Fatalf("%v (rows %+v)", err, res)
+		}
+		r := row(t, res, stock.Etcd, ProtectNone)
+		if r.Oversold != 0 || r.OKWithout != 0 || r.Strikes != 1 {
+			t.Errorf("etcd without a quorum: %+v, want oversold 0", r)
+		}
+		if r.Errors[bench.OutcomeLockTimeout]+r.Errors[bench.OutcomeError] == 0 {
+			t.Errorf("etcd without a quorum answered every purchase: %+v", r)
+		}
+	})
 }

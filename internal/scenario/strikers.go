@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/lockimpl/redislock"
 	"github.com/seckill-lab/seckill/lockimpl/redlock"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -146,5 +148,89 @@ func restartGrantingNodes(dir, key string) func(ctx context.Context, inst string
 			return "", 0, err
 		}
 		return fmt.Sprintf("restart %v empty (%d of %d granted %s's lock)", restart, len(holding), len(st.RedisAddrs()), inst), time.Since(t0), nil
+	}
+}
+
+// failoverBeforeReplication makes the Redis primary fail over while the
+// lock it just granted is on the primary only. The lab cannot slow Redis's
+// replication down on loopback (it takes well under a millisecond), so it
+// stands in for "acknowledged but not yet replicated" by deleting the lock
+// key from the replica first (writes on a replica stay local), then asks
+// the Sentinels to fail over. An emulation of the lag, labelled as such;
+// the failover itself is real.
+func failoverBeforeReplication(dir, key string) func(ctx context.Context, inst string) (string, time.Duration, error) {
+	return func(ctx context.Context, inst string) (string, time.Duration, error) {
+		st, err := stack.Load(dir)
+		if err != nil {
+			return "", 0, err
+		}
+		if !st.HA() {
+			return "", 0, fmt.Errorf("redis-failover needs the ha topology: seckill down, then seckill up --topology ha")
+		}
+		t0 := time.Now()
+		replica, ok := st.Component("redis-replica")
+		if !ok {
+			return "", 0, fmt.Errorf("no redis-replica in the stack")
+		}
+		rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
+		defer rc.Close()
+		full := redislock.DefaultPrefix + key
+		if err := rc.ConfigSet(ctx, "replica-read-only", "no").Err(); err != nil {
+			return "", 0, fmt.Errorf("replica: %w", err)
+		}
+		rc.Del(ctx, full)
+		if err := rc.ConfigSet(ctx, "replica-read-only", "yes").Err(); err != nil {
+			return "", 0, fmt.Errorf("replica: %w", err)
+		}
+		sc := redis.NewSentinelClient(&redis.Options{Addr: st.SentinelAddrs()[0]})
+		defer sc.Close()
+		// A Sentinel that has not yet seen the replica as good (it learns of
+		// it within its 10 s INFO period) answers NOGOODSLAVE: try again.
+		var ferr error
+		for try := time.Now(); time.Since(try) < 15*time.Second; time.Sleep(250 * time.Millisecond) {
+			if ferr = sc.Failover(ctx, "seckill").Err(); ferr == nil || !strings.Contains(ferr.Error(), "NOGOODSLAVE") {
+				break
+			}
+		}
+		if ferr != nil {
+			return "", 0, fmt.Errorf("SENTINEL FAILOVER: %w", ferr)
+		}
+		// Wait until the Sentinels name the new primary.
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			a, err := sc.GetMasterAddrByName(ctx, "seckill").Result()
+			if err == nil && len(a) == 2 && a[0]+":"+a[1] == replica.Addr {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return fmt.Sprintf("failover while %s held the lock, its key on the old primary only (lag emulated)", inst), time.Since(t0), nil
+	}
+}
+
+// stopMajority SIGSTOPs members 1 and 2 of the etcd or ZooKeeper cluster
+// for d, then resumes them: the cluster loses its quorum.
+func stopMajority(dir, prefix string, d time.Duration) func(ctx context.Context, inst string) (string, time.Duration, error) {
+	return func(ctx context.Context, inst string) (string, time.Duration, error) {
+		st, err := stack.Load(dir)
+		if err != nil {
+			return "", 0, err
+		}
+		if !st.HA() {
+			return "", 0, fmt.Errorf("majority-loss needs the ha topology: seckill down, then seckill up --topology ha")
+		}
+		members := []string{prefix + "-1", prefix + "-2"}
+		for _, m := range members {
+			if err := stack.Signal(dir, m, syscall.SIGSTOP); err != nil {
+				return "", 0, err
+			}
+		}
+		time.Sleep(d)
+		for _, m := range members {
+			if err := stack.Signal(dir, m, syscall.SIGCONT); err != nil {
+				return "", 0, err
+			}
+		}
+		return fmt.Sprintf("stop %v (2 of 3) for %s", members, d), d, nil
 	}
 }
