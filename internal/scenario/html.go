@@ -17,26 +17,36 @@ tr.bad td{background:#fde2e2}
 .ok{color:#1a7f37}.fail{color:#b42318}
 </style></head><body>
 <h1>Scenario {{.R.Scenario}}</h1>
-<ul><li>seed: {{.R.Seed}}</li><li>story: {{.R.Story}}</li><li>predicts: {{.R.Predicts}}</li><li>load: {{.R.Load}}</li><li>date: {{.R.Date}}</li></ul>
-<table><tr>{{range .Header}}<th>{{.}}</th>{{end}}<th>runs</th></tr>
-{{range .Rows}}<tr{{if .Bad}} class="bad"{{end}}>{{range .Cells}}<td>{{.}}</td>{{end}}<td>{{range .Reports}}<a href="{{.}}">report</a> {{end}}</td></tr>
+<ul><li>seed: {{.R.Seed}}</li><li>story: {{.R.Story}}</li><li>predicts: {{.R.Predicts}}</li><li>load: {{.R.Load}}</li><li>date: {{.Date}}</li></ul>
+<table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr{{if .Bad}} class="bad"{{end}}>{{range .Cells}}<td>{{.}}</td>{{end}}<td>{{range .Reports}}<a href="{{.Href}}">{{.N}}</a> {{end}}</td></tr>
 {{end}}</table>
 {{if .R.Failures}}<p class="fail"><b>Verdict: failed.</b> {{range .R.Failures}}{{.}}; {{end}}</p>{{else}}<p class="ok"><b>Verdict: ok.</b> No fenced strategy oversold; every 2xx has its order.</p>{{end}}
 </body></html>
 `))
 
 func renderHTML(res *Result) ([]byte, error) {
+	type link struct {
+		N    int
+		Href string
+	}
 	type row struct {
-		Cells, Reports []string
-		Bad            bool
+		Cells   []string
+		Reports []link
+		Bad     bool
 	}
 	data := struct {
 		R      *Result
+		Date   string
 		Header []string
 		Rows   []row
-	}{R: res, Header: header}
+	}{R: res, Date: res.Date.Format("2006-01-02 15:04:05 MST"), Header: append(header[:len(header):len(header)], "run reports")}
 	for _, r := range res.Rows {
-		data.Rows = append(data.Rows, row{Cells: r.cells(), Reports: r.Reports, Bad: r.Oversold > 0})
+		rw := row{Cells: r.cells(), Bad: r.Oversold > 0}
+		for i, h := range r.Reports {
+			rw.Reports = append(rw.Reports, link{i + 1, h})
+		}
+		data.Rows = append(data.Rows, rw)
 	}
 	var b bytes.Buffer
 	if err := page.Execute(&b, data); err != nil {
