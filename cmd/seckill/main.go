@@ -28,6 +28,7 @@ var commands = map[string]command{
 	"status":     {"show the stack's components and their health", runStatus},
 	"logs":       {"show a component's log", runLogs},
 	"env":        {"print the stack's addresses as shell exports", runEnv},
+	"fault":      {"inject a fault into the stack (pause, kill, restart, failover, heal)", runFault},
 	"scenario":   {"run a failure story (list, run NAME) and compare protections", runScenario},
 	"restart":    {"stop one component of the stack and start it again", runRestart},
 	"bench":      {"fire purchases at the fleet, strategy by strategy, and report", runBench},

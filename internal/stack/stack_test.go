@@ -1149,6 +1149,12 @@ func TestLifecycleHA(t *testing.T) {
 		t.Errorf("after the restarts: leaders %v, want %v", leaders, want)
 	}
 
+	// seckill fault failover: the Sentinels move the primary.
+	primaryC := loadedInstance(t, dir, "redis-primary")
+	if out, code := runSeckill(t, "fault", "--dir", dir, "failover"); code != 0 || !strings.Contains(out, "the primary moved from "+primaryC.Addr) {
+		t.Errorf("seckill fault failover: exit %d: %s", code, out)
+	}
+
 	// down stops everything.
 	var downOut bytes.Buffer
 	if err := Down(ctx, dir, &downOut); err != nil {
@@ -1180,4 +1186,86 @@ func instanceRequest(t *testing.T, ctx context.Context, st *State, method, url, 
 		t.Fatalf("%s %s: %s %s", method, url, resp.Status, b)
 	}
 	return string(b)
+}
+
+// TestFaults: each fault kind of `seckill fault` against a real component,
+// heal, and the errors a user can hit.
+func TestFaults(t *testing.T) {
+	requireTools(t)
+	const base = 30800
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := Up(ctx, Options{Dir: dir, BasePort: base, Instances: 1, Binary: seckillBin, Out: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = Down(context.Background(), dir, io.Discard) }()
+	state := func(name string) string {
+		s, ok := readStat(loadedInstance(t, dir, name).Pid)
+		if !ok {
+			return "gone"
+		}
+		return s.state
+	}
+	// pause --for: stopped during, running after, nothing left on.
+	done := make(chan string, 1)
+	go func() { out, _ := runSeckill(t, "fault", "--dir", dir, "pause", "redis-2", "--for", "1s"); done <- out }()
+	time.Sleep(500 * time.Millisecond)
+	if st := state("redis-2"); st != "T" {
+		t.Errorf("redis-2 during the pause: state %s, want T (stopped)", st)
+	}
+	if out := <-done; !strings.Contains(out, "healed") {
+		t.Errorf("pause --for: %s", out)
+	}
+	if st := state("redis-2"); st == "T" || st == "gone" {
+		t.Errorf("redis-2 after the pause: state %s", st)
+	}
+	// kill without --for stays on: status shows it; heal starts it again.
+	if out, code := runSeckill(t, "fault", "--dir", dir, "kill", "redis-3"); code != 0 {
+		t.Fatalf("fault kill: exit %d: %s", code, out)
+	}
+	if out, _ := runSeckill(t, "status", "--dir", dir); !strings.Contains(out, "fault on:    kill redis-3") {
+		t.Errorf("status does not show the fault:\n%s", out)
+	}
+	if out, code := runSeckill(t, "fault", "--dir", dir, "heal"); code != 0 || !strings.Contains(out, "healed: kill redis-3") {
+		t.Errorf("fault heal: exit %d: %s", code, out)
+	}
+	if c := loadedInstance(t, dir, "redis-3"); !alive(c) {
+		t.Error("redis-3 not running after heal")
+	}
+	if fs, _ := ActiveFaults(dir); len(fs) != 0 {
+		t.Errorf("faults still on after heal: %v", fs)
+	}
+	// restart: a new pid.
+	old := loadedInstance(t, dir, "redis-4")
+	if out, code := runSeckill(t, "fault", "--dir", dir, "restart", "redis-4"); code != 0 || loadedInstance(t, dir, "redis-4").Pid == old.Pid {
+		t.Errorf("fault restart: exit %d: %s", code, out)
+	}
+	// Errors: one line naming the valid choices, or the topology needed.
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"freeze", "inst-1"}, 2, "valid: pause, kill, restart, failover, heal"},
+		{[]string{"pause", "redis-9"}, 2, "unknown component"},
+		{[]string{"failover"}, 1, "needs the ha topology"},
+		{[]string{"pause"}, 2, "usage"},
+	} {
+		out, code := runSeckill(t, append([]string{"fault", "--dir", dir}, tc.args...)...)
+		if code != tc.code || !strings.Contains(out, tc.want) {
+			t.Errorf("fault %v: exit %d: %s, want exit %d and %q", tc.args, code, out, tc.code, tc.want)
+		}
+	}
+	// A pause left on is undone by down.
+	if _, code := runSeckill(t, "fault", "--dir", dir, "pause", "redis-5"); code != 0 {
+		t.Fatal("fault pause redis-5")
+	}
+	r5 := loadedInstance(t, dir, "redis-5")
+	if err := Down(ctx, dir, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if alive(r5) {
+		t.Error("a paused redis-5 survived down")
+	}
 }

@@ -101,6 +101,11 @@ func WriteTable(w io.Writer, st *State, cs []ComponentStatus) error {
 	fmt.Fprintf(w, "strategy:    %s (new instances)\n", st.Strategy)
 	fmt.Fprintf(w, "admin token: %s, in %s\n", st.AdminTokenSource, relPath(st.AdminTokenFile))
 	fmt.Fprintf(w, "environment: source %s   (or: seckill env --dir %s)\n", relPath(filepath.Join(st.Dir, envFile)), relPath(st.Dir))
+	if fs, _ := ActiveFaults(st.Dir); len(fs) > 0 {
+		for _, f := range fs {
+			fmt.Fprintf(w, "fault on:    %s %s since %s (undo: seckill fault heal)\n", f.Kind, f.Component, f.Since.Format(time.TimeOnly))
+		}
+	}
 	for _, c := range cs {
 		if !c.Healthy {
 			fmt.Fprintf(w, "%s: %s\n", c.Name, c.Health)
@@ -238,6 +243,7 @@ func Down(ctx context.Context, dir string, out io.Writer) error {
 	}
 	_ = os.Remove(filepath.Join(d, stateFile))
 	_ = os.Remove(filepath.Join(d, envFile))
+	_ = os.Remove(filepath.Join(d, faultsFile)) // stopping undid every fault
 	if running == 0 {
 		fmt.Fprintf(out, "stack in %s is not running (removed its stale state)\n", d)
 		return nil
