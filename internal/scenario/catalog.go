@@ -96,6 +96,32 @@ func All() []Scenario {
 			},
 		},
 		{
+			Name:       "redlock-clock",
+			Seed:       "003 RedLock 时钟变迁: a clock jump on a granting node",
+			Story:      "right after an instance takes the Redlock lock, the clocks of granting nodes jump forward past the TTL (emulated: the key's TTL on those nodes is cut to 1 ms, as a jump would expire it; the lab never changes a clock) until the holder keeps a minority",
+			Predicts:   "the key expires early; a second client gathers a majority: two holders, and no token to refuse the stale one",
+			Topology:   "single",
+			Strategies: []string{stock.Redlock},
+			Load:       Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 400 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 10 * time.Second},
+			Short:      Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 400 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 10 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				return holderStriker{key: stock.LockKey(goods), gap: 500 * time.Millisecond, strike: jumpClocks(dir, stock.LockKey(goods)), max: 5}
+			},
+		},
+		{
+			Name:       "redis-restart-fencing",
+			Seed:       "003 Fencing token: the token source restarts",
+			Story:      "right after an instance takes the redis lock, redis-1 (the lock and its token counter, no persistence) restarts empty",
+			Predicts:   "the lock is lost with the restart (two holders possible), and fenced purchases go on selling: the counter is re-seeded from the server's clock, above the goods' fence",
+			Topology:   "single",
+			Strategies: []string{stock.Redis},
+			Load:       Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 300 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 10 * time.Second},
+			Short:      Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 300 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 10 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: restartComponent(dir, "redis-1"), max: 2}
+			},
+		},
+		{
 			Name:       "instance-crash",
 			Seed:       "003 锁超时防死锁: a holder that dies must not block the goods for ever",
 			Story:      "the instance that just took the lock is killed with SIGKILL mid-critical-section and started again 1 s later",

@@ -234,3 +234,51 @@ func stopMajority(dir, prefix string, d time.Duration) func(ctx context.Context,
 		return fmt.Sprintf("stop %v (2 of 3) for %s", members, d), d, nil
 	}
 }
+
+// jumpClocks emulates a forward clock jump on Redlock nodes that granted
+// key's lock: Redis expires keys by its wall clock, so a jump of the TTL
+// or more expires the key at once. The lab never changes a clock (and
+// libfaketime does not run Debian's redis-server), so it applies the jump's
+// effect: the key's remaining TTL on those nodes cut to 1 ms, on as many
+// granting nodes as it takes to leave the holder a minority. An emulation,
+// labelled as such.
+func jumpClocks(dir, key string) func(ctx context.Context, inst string) (string, time.Duration, error) {
+	return func(ctx context.Context, inst string) (string, time.Duration, error) {
+		st, err := stack.Load(dir)
+		if err != nil {
+			return "", 0, err
+		}
+		t0 := time.Now()
+		full := redlock.DefaultPrefix + key
+		var holding []*redis.Client
+		var names []string
+		for i, a := range st.RedisAddrs() {
+			c := redis.NewClient(&redis.Options{Addr: a, DialTimeout: time.Second})
+			defer c.Close()
+			if n, err := c.Exists(ctx, full).Result(); err == nil && n > 0 {
+				holding = append(holding, c)
+				names = append(names, fmt.Sprintf("redis-%d", i+1))
+			}
+		}
+		keep := len(st.RedisAddrs()) / 2
+		if len(holding) <= keep {
+			return fmt.Sprintf("%s's lock was on %d nodes only", inst, len(holding)), time.Since(t0), nil
+		}
+		jump := holding[:len(holding)-keep]
+		for _, c := range jump {
+			c.PExpire(ctx, full, time.Millisecond)
+		}
+		return fmt.Sprintf("clock jump emulated on %v (%s's key expired early)", names[:len(jump)], inst), time.Since(t0), nil
+	}
+}
+
+// restartComponent restarts the named component (a Redis comes back empty).
+func restartComponent(dir, name string) func(ctx context.Context, inst string) (string, time.Duration, error) {
+	return func(ctx context.Context, inst string) (string, time.Duration, error) {
+		t0 := time.Now()
+		if err := stack.Restart(ctx, dir, name); err != nil {
+			return "", 0, err
+		}
+		return fmt.Sprintf("restart %s (empty) while %s held the lock", name, inst), time.Since(t0), nil
+	}
+}
