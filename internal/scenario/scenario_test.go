@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,21 +22,14 @@ const basePort = 31500
 var seckillBin string
 
 func TestMain(m *testing.M) {
-	tmp, err := os.MkdirTemp("", "seckill-scenario-test-")
+	bin, cleanup, err := testenv.BuildSeckill()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scenario test:", err)
 		os.Exit(1)
 	}
-	seckillBin = filepath.Join(tmp, "seckill")
-	build := exec.Command("go", "build", "-o", seckillBin, "github.com/seckill-lab/seckill/cmd/seckill")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "scenario test: build seckill:", err)
-		os.RemoveAll(tmp)
-		os.Exit(1)
-	}
+	seckillBin = bin
 	code := m.Run()
-	os.RemoveAll(tmp)
+	cleanup()
 	os.Exit(code)
 }
 

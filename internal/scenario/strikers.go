@@ -3,7 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
-	"strings"
+	"io"
 	"sync"
 	"syscall"
 	"time"
@@ -125,16 +125,7 @@ func restartGrantingNodes(dir, key string) func(ctx context.Context, inst string
 			return "", 0, err
 		}
 		t0 := time.Now()
-		full := redlock.DefaultPrefix + key
-		var holding []string
-		for i, a := range st.RedisAddrs() {
-			c := redis.NewClient(&redis.Options{Addr: a, DialTimeout: time.Second})
-			n, err := c.Exists(ctx, full).Result()
-			c.Close()
-			if err == nil && n > 0 {
-				holding = append(holding, fmt.Sprintf("redis-%d", i+1))
-			}
-		}
+		holding := holdingNodes(ctx, st, redlock.DefaultPrefix+key)
 		keep := len(st.RedisAddrs()) / 2 // a minority
 		if len(holding) <= keep {
 			return fmt.Sprintf("%s's lock was on %d nodes only", inst, len(holding)), time.Since(t0), nil
@@ -182,27 +173,8 @@ func failoverBeforeReplication(dir, key string) func(ctx context.Context, inst s
 		if err := rc.ConfigSet(ctx, "replica-read-only", "yes").Err(); err != nil {
 			return "", 0, fmt.Errorf("replica: %w", err)
 		}
-		sc := redis.NewSentinelClient(&redis.Options{Addr: st.SentinelAddrs()[0]})
-		defer sc.Close()
-		// A Sentinel that has not yet seen the replica as good (it learns of
-		// it within its 10 s INFO period) answers NOGOODSLAVE: try again.
-		var ferr error
-		for try := time.Now(); time.Since(try) < 15*time.Second; time.Sleep(250 * time.Millisecond) {
-			if ferr = sc.Failover(ctx, "seckill").Err(); ferr == nil || !strings.Contains(ferr.Error(), "NOGOODSLAVE") {
-				break
-			}
-		}
-		if ferr != nil {
-			return "", 0, fmt.Errorf("SENTINEL FAILOVER: %w", ferr)
-		}
-		// Wait until the Sentinels name the new primary.
-		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) {
-			a, err := sc.GetMasterAddrByName(ctx, "seckill").Result()
-			if err == nil && len(a) == 2 && a[0]+":"+a[1] == replica.Addr {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := stack.Failover(ctx, st, io.Discard); err != nil {
+			return "", 0, err
 		}
 		return fmt.Sprintf("failover while %s held the lock, its key on the old primary only (lag emulated)", inst), time.Since(t0), nil
 	}
@@ -250,25 +222,19 @@ func jumpClocks(dir, key string) func(ctx context.Context, inst string) (string,
 		}
 		t0 := time.Now()
 		full := redlock.DefaultPrefix + key
-		var holding []*redis.Client
-		var names []string
-		for i, a := range st.RedisAddrs() {
-			c := redis.NewClient(&redis.Options{Addr: a, DialTimeout: time.Second})
-			defer c.Close()
-			if n, err := c.Exists(ctx, full).Result(); err == nil && n > 0 {
-				holding = append(holding, c)
-				names = append(names, fmt.Sprintf("redis-%d", i+1))
-			}
-		}
+		holding := holdingNodes(ctx, st, full)
 		keep := len(st.RedisAddrs()) / 2
 		if len(holding) <= keep {
 			return fmt.Sprintf("%s's lock was on %d nodes only", inst, len(holding)), time.Since(t0), nil
 		}
 		jump := holding[:len(holding)-keep]
-		for _, c := range jump {
-			c.PExpire(ctx, full, time.Millisecond)
+		for _, name := range jump {
+			c, _ := st.Component(name)
+			rc := redis.NewClient(&redis.Options{Addr: c.Addr, DialTimeout: time.Second})
+			rc.PExpire(ctx, full, time.Millisecond)
+			rc.Close()
 		}
-		return fmt.Sprintf("clock jump emulated on %v (%s's key expired early)", names[:len(jump)], inst), time.Since(t0), nil
+		return fmt.Sprintf("clock jump emulated on %v (%s's key expired early)", jump, inst), time.Since(t0), nil
 	}
 }
 
@@ -281,4 +247,18 @@ func restartComponent(dir, name string) func(ctx context.Context, inst string) (
 		}
 		return fmt.Sprintf("restart %s (empty) while %s held the lock", name, inst), time.Since(t0), nil
 	}
+}
+
+// holdingNodes names the Redlock nodes (redis-K) on which key is set now.
+func holdingNodes(ctx context.Context, st *stack.State, key string) []string {
+	var out []string
+	for i, a := range st.RedisAddrs() {
+		c := redis.NewClient(&redis.Options{Addr: a, DialTimeout: time.Second})
+		n, err := c.Exists(ctx, key).Result()
+		c.Close()
+		if err == nil && n > 0 {
+			out = append(out, fmt.Sprintf("redis-%d", i+1))
+		}
+	}
+	return out
 }

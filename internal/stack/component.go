@@ -141,28 +141,17 @@ func Signal(dir, name string, sig syscall.Signal) error {
 // withComponent runs f on the component name under the run directory's
 // lock and saves the state after it, whatever f did.
 func withComponent(ctx context.Context, dir, name string, f func(st *State, c Component) error) error {
-	abs, err := absDir(dir)
-	if err != nil {
-		return err
-	}
-	unlock, err := lockDir(ctx, abs)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	st, err := Load(abs)
-	if err != nil {
-		return err
-	}
-	c, err := st.find(name)
-	if err != nil {
-		return err
-	}
-	ferr := f(st, c)
-	if err := st.save(); err != nil {
-		return errors.Join(ferr, err)
-	}
-	return ferr
+	return withDirLock(ctx, dir, func(st *State) error {
+		c, err := st.find(name)
+		if err != nil {
+			return err
+		}
+		ferr := f(st, c)
+		if err := st.save(); err != nil {
+			return errors.Join(ferr, err)
+		}
+		return ferr
+	})
 }
 
 // startStopped starts, in dependency order (servers, instances, nginx),

@@ -99,7 +99,7 @@ func Inject(ctx context.Context, dir, kind, component string, d time.Duration, o
 	case FaultHeal:
 		return Heal(ctx, dir, out)
 	case FaultFailover:
-		return failover(ctx, st, out)
+		return Failover(ctx, st, out)
 	}
 	if !slices.Contains(FaultKinds(), kind) {
 		return fmt.Errorf("%w %q; valid: %s", ErrUnknownFault, kind, strings.Join(FaultKinds(), ", "))
@@ -196,9 +196,11 @@ func withDirLock(ctx context.Context, dir string, f func(st *State) error) error
 	return f(st)
 }
 
-// failover asks the Sentinels to fail the Redis primary over and waits
-// until they name the new one.
-func failover(ctx context.Context, st *State, out io.Writer) error {
+// Failover asks the Sentinels of the ha stack st to fail the Redis primary
+// over (again while they answer NOGOODSLAVE: a Sentinel learns of the
+// replica within its 10 s INFO period) and waits until they name the new
+// one.
+func Failover(ctx context.Context, st *State, out io.Writer) error {
 	if !st.HA() {
 		return fmt.Errorf("failover needs the ha topology (Sentinels): seckill down, then seckill up --topology ha")
 	}

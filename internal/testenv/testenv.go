@@ -20,6 +20,7 @@ package testenv
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -175,4 +176,22 @@ func (r *Redis) Stop(tb testing.TB) {
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
 	r.cmd = nil
+}
+
+// BuildSeckill builds cmd/seckill into a temporary directory, for a
+// package's TestMain whose tests start stacks of their own; cleanup
+// removes it.
+func BuildSeckill() (bin string, cleanup func(), err error) {
+	tmp, err := os.MkdirTemp("", "seckill-test-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	bin = tmp + "/seckill"
+	build := exec.Command("go", "build", "-o", bin, "github.com/seckill-lab/seckill/cmd/seckill")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, fmt.Errorf("build seckill: %w", err)
+	}
+	return bin, func() { os.RemoveAll(tmp) }, nil
 }
