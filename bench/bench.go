@@ -75,6 +75,10 @@ type RunResult struct {
 	Faults  []string `json:"faults,omitempty"`
 	Strikes []Strike `json:"strikes,omitempty"`
 	Windows []Window `json:"windows,omitempty"`
+	// LongestGapS is, in a run with faults, the longest time between two
+	// consecutive sales as the clients saw them answered: the outage a
+	// buyer saw.
+	LongestGapS float64 `json:"longest_gap_without_sale_s,omitempty"`
 }
 
 // Environment describes where the bench ran.
@@ -337,6 +341,9 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	}
 	run.Strikes = strikes
 	run.Windows = faultWindows(responses, t0, append(slices.Clone(o.Faults), strikeFaults(strikes)...), res.Wall)
+	if run.Windows != nil {
+		run.LongestGapS = longestGap(responses).Seconds()
+	}
 	if raw != nil {
 		if err := raw.Close(); err != nil {
 			return run, fmt.Errorf("close raw results: %w", err)

@@ -126,20 +126,27 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 }
 
 // Window is one span of a run with faults: before the first fault, during
-// the faults, after the last.
+// the faults, after the last. Answers count in the window they arrived in,
+// so a rate is what the clients saw completed in that span.
 type Window struct {
-	Name          string         `json:"name"`
-	FromS         float64        `json:"from_s"` // seconds since the run's first request
-	ToS           float64        `json:"to_s"`
-	Sent          int            `json:"sent"`
-	OK            int            `json:"ok"`
+	Name     string  `json:"name"`
+	FromS    float64 `json:"from_s"` // seconds since the run's first request
+	ToS      float64 `json:"to_s"`
+	Answered int     `json:"answered"`
+	OK       int     `json:"ok"`
+	// OKPerSec and AnswersPerSec are 0 and TooShort is set when the window
+	// lasted under MinWindow: a rate over a few milliseconds means nothing.
 	OKPerSec      float64        `json:"ok_per_s"`
 	AnswersPerSec float64        `json:"answers_per_s"`
+	TooShort      bool           `json:"too_short,omitempty"`
 	Outcomes      map[string]int `json:"outcomes"`
 }
 
-// faultWindows splits responses by their send time into before, during and
-// after the faults; end is the run's length.
+// MinWindow is the shortest window a rate is given for.
+const MinWindow = time.Second
+
+// faultWindows splits responses by their answer time into before, during
+// and after the faults; end is the run's length.
 func faultWindows(responses []Response, t0 time.Time, faults []Fault, end time.Duration) []Window {
 	if len(faults) == 0 {
 		return nil
@@ -155,7 +162,7 @@ func faultWindows(responses []Response, t0 time.Time, faults []Fault, end time.D
 		{Name: "after", FromS: to.Seconds(), ToS: end.Seconds(), Outcomes: map[string]int{}},
 	}
 	for _, r := range responses {
-		at := r.Sent.Sub(t0)
+		at := r.Sent.Add(r.Latency).Sub(t0)
 		i := 0
 		switch {
 		case at >= to:
@@ -163,17 +170,20 @@ func faultWindows(responses []Response, t0 time.Time, faults []Fault, end time.D
 		case at >= from:
 			i = 1
 		}
-		ws[i].Sent++
+		ws[i].Answered++
 		ws[i].Outcomes[r.Outcome()]++
 		if r.Outcome() == OutcomeOK {
 			ws[i].OK++
 		}
 	}
 	for i := range ws {
-		if d := ws[i].ToS - ws[i].FromS; d > 0 {
-			ws[i].OKPerSec = float64(ws[i].OK) / d
-			ws[i].AnswersPerSec = float64(ws[i].Sent) / d
+		d := ws[i].ToS - ws[i].FromS
+		if d < MinWindow.Seconds() {
+			ws[i].TooShort = true
+			continue
 		}
+		ws[i].OKPerSec = float64(ws[i].OK) / d
+		ws[i].AnswersPerSec = float64(ws[i].Answered) / d
 	}
 	return ws
 }
@@ -206,4 +216,21 @@ func strikeFaults(ss []Strike) []Fault {
 		out = append(out, Fault{Kind: "strike", Component: s.What, Start: s.start, Duration: s.length})
 	}
 	return out
+}
+
+// longestGap is the longest time between two consecutive successful
+// answers (by answer time); 0 with fewer than two.
+func longestGap(responses []Response) time.Duration {
+	var at []time.Time
+	for _, r := range responses {
+		if r.Outcome() == OutcomeOK {
+			at = append(at, r.Sent.Add(r.Latency))
+		}
+	}
+	slices.SortFunc(at, time.Time.Compare)
+	var gap time.Duration
+	for i := 1; i < len(at); i++ {
+		gap = max(gap, at[i].Sub(at[i-1]))
+	}
+	return gap
 }

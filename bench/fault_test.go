@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -107,29 +108,53 @@ func TestScheduleFaults(t *testing.T) {
 
 func TestFaultWindows(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	at := func(s float64, code int, errCode string) Response {
-		return Response{Code: code, Error: errCode, Sent: t0.Add(time.Duration(s * float64(time.Second)))}
+	at := func(s, latency float64, code int, errCode string) Response {
+		return Response{Code: code, Error: errCode, Sent: t0.Add(time.Duration(s * float64(time.Second))),
+			Latency: time.Duration(latency * float64(time.Second))}
 	}
 	var rs []Response
-	for i := range 10 { // before: 0-5s, all ok
-		rs = append(rs, at(float64(i)*0.5, 200, ""))
+	for i := range 9 { // before: 0-5s, all ok
+		rs = append(rs, at(float64(i)*0.5, 0.01, 200, ""))
 	}
-	rs = append(rs, at(5.5, 503, "lock_timeout"), at(6, 200, ""), at(9.9, 503, "lock_timeout")) // during: 5-10s
-	rs = append(rs, at(10, 200, ""), at(12, 200, ""))                                           // after: 10-15s
-	ws := faultWindows(rs, t0, []Fault{{FaultPause, "inst-2", 5 * time.Second, 5 * time.Second}}, 15*time.Second)
-	want := []struct {
-		name     string
-		sent, ok int
-		okPerSec float64
-	}{{"before", 10, 10, 2}, {"during", 3, 1, 0.2}, {"after", 2, 2, 0.4}}
-	if len(ws) != 3 {
-		t.Fatalf("windows %+v", ws)
+	// Sent before the fault, answered during it: it counts during.
+	rs = append(rs, at(4.9, 0.3, 200, ""))
+	rs = append(rs, at(5.5, 0, 503, "lock_timeout"), at(9.9, 0, 503, "lock_timeout")) // during: 5-10s
+	rs = append(rs, at(10, 0, 200, ""), at(12, 0, 200, ""))                           // after: 10-15s
+	cases := []struct {
+		name   string
+		faults []Fault
+		want   []Window
+	}{
+		{"a 5 s pause", []Fault{{FaultPause, "inst-2", 5 * time.Second, 5 * time.Second}}, []Window{
+			{Name: "before", Answered: 9, OK: 9, OKPerSec: 1.8},
+			{Name: "during", Answered: 3, OK: 1, OKPerSec: 0.2},
+			{Name: "after", Answered: 2, OK: 2, OKPerSec: 0.4},
+		}},
+		{"a strike at once: no rate over 10 ms", []Fault{{FaultPause, "inst-2", 10 * time.Millisecond, 10 * time.Second}}, []Window{
+			{Name: "before", Answered: 0, OK: 0, TooShort: true},
+			{Name: "during", Answered: 13, OK: 11, OKPerSec: 1.1},
+			{Name: "after", Answered: 1, OK: 1, OKPerSec: 1 / 4.99},
+		}},
 	}
-	for i, w := range want {
-		if ws[i].Name != w.name || ws[i].Sent != w.sent || ws[i].OK != w.ok || ws[i].OKPerSec != w.okPerSec {
-			t.Errorf("window %d = %+v, want %+v", i, ws[i], w)
-		}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ws := faultWindows(rs, t0, c.faults, 15*time.Second)
+			if len(ws) != 3 {
+				t.Fatalf("windows %+v", ws)
+			}
+			for i, w := range c.want {
+				g := ws[i]
+				if g.Name != w.Name || g.Answered != w.Answered || g.OK != w.OK || g.TooShort != w.TooShort ||
+					math.Abs(g.OKPerSec-w.OKPerSec) > 1e-9 {
+					t.Errorf("window %d = %+v, want %+v", i, g, w)
+				}
+			}
+		})
 	}
+	if g := longestGap(rs); g != 4800*time.Millisecond { // sales answered at 5.2 s, then 10 s
+		t.Errorf("longest gap = %s", g)
+	}
+	ws := faultWindows(rs, t0, cases[0].faults, 15*time.Second)
 	if ws[1].Outcomes[OutcomeLockTimeout] != 2 {
 		t.Errorf("during outcomes %v", ws[1].Outcomes)
 	}

@@ -84,7 +84,7 @@ func buildView(rep *Report) view {
 // windowsTable lists, for the runs that had faults, the throughput and
 // outcomes before, during and after them.
 func windowsTable(runs []RunResult) table {
-	t := table{Title: "Before, during and after the fault", Header: []string{"run", "window", "from s", "to s", "sent", "ok", "ok/s", "answers/s", "outcomes"}}
+	t := table{Title: "Before, during and after the fault", Header: []string{"run", "window", "from s", "to s", "answered", "ok", "ok/s", "answers/s", "outcomes"}}
 	for _, r := range runs {
 		for _, w := range r.Windows {
 			var outs []string
@@ -92,7 +92,7 @@ func windowsTable(runs []RunResult) table {
 				outs = append(outs, fmt.Sprintf("%s=%d", k, w.Outcomes[k]))
 			}
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("%s #%d", r.Strategy, r.Repeat), w.Name,
-				fmt.Sprintf("%.1f", w.FromS), fmt.Sprintf("%.1f", w.ToS), fmt.Sprint(w.Sent), fmt.Sprint(w.OK),
+				fmt.Sprintf("%.1f", w.FromS), fmt.Sprintf("%.1f", w.ToS), fmt.Sprint(w.Answered), fmt.Sprint(w.OK),
 				fmt.Sprintf("%.1f", w.OKPerSec), fmt.Sprintf("%.1f", w.AnswersPerSec), strings.Join(outs, " ")})
 			t.Bad = append(t.Bad, false)
 		}

@@ -42,15 +42,28 @@ func runScenario(ctx context.Context, args []string) error {
 	short := fs.Bool("short", false, "the short load the tests run")
 	dir := fs.String("dir", stack.DefaultDir, "run directory of the local stack")
 	out := fs.String("out", "", "report directory (default results/scenario-NAME-<timestamp>/)")
-	if len(args) < 2 {
+	// Flags may come before or after the name.
+	parse := func(a []string) error {
+		if err := fs.Parse(a); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return exitError{code: 2, msg: err.Error()}
+		}
+		return nil
+	}
+	if err := parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
 		return exitError{code: 2, msg: usage}
 	}
-	name := args[1]
-	if err := fs.Parse(args[2:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return exitError{code: 2, msg: err.Error()}
+	name := fs.Arg(0)
+	if err := parse(fs.Args()[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q; %s", fs.Arg(0), usage)}
 	}
 	sc, err := scenario.Find(name)
 	if err != nil {

@@ -40,6 +40,20 @@ func All() []Scenario {
 			},
 		},
 		{
+			Name:       "redlock-restart-aof",
+			Seed:       "003 RedLock 崩溃恢复: the fix, AOF appendfsync always plus a delayed restart",
+			Story:      "as redlock-restart, with seed 003's fix: every node writes its AOF with appendfsync always, and the granting nodes are killed (a crash) and started again only after the lock's TTL plus 1 s",
+			Predicts:   "while the nodes are down nobody gathers a majority (lock_timeout, not a second holder); they come back after the TTL: oversold 0 without any token",
+			Topology:   "single",
+			Strategies: []string{stock.Redlock},
+			Load:       Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 400 * time.Millisecond, LockTTL: 3 * time.Second, LockWait: 10 * time.Second},
+			Short:      Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 400 * time.Millisecond, LockTTL: 3 * time.Second, LockWait: 10 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				return holderStriker{key: stock.LockKey(goods), gap: 500 * time.Millisecond, max: 3,
+					strike: crashGrantingNodes(dir, stock.LockKey(goods), 4*time.Second), setup: persistAll(dir)}
+			},
+		},
+		{
 			Name:       "zk-session",
 			Seed:       "003 zk 真正存在的问题: the holder's session expires during a pause",
 			Story:      "the instance that just took the ZooKeeper lock is SIGSTOPped for 8 s, past its session timeout (4 s: ZooKeeper's minimum, 2 x tickTime); the server deletes its node and the next waiter takes the lock",
@@ -63,6 +77,19 @@ func All() []Scenario {
 			Short:      Load{Stock: 20, Requests: 30, Concurrency: 8, WorkDelay: 200 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: 15 * time.Second},
 			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: pauseHolder(dir, 5*time.Second), max: 2}
+			},
+		},
+		{
+			Name:       "etcd-leader",
+			Seed:       "003 high availability: etcd survives the loss of its leader",
+			Story:      "while purchases run, the etcd cluster's leader is killed (SIGKILL) just after an instance took the lock, and started again 3 s later; the two others elect a new leader",
+			Predicts:   "nothing oversells and no 2xx is lost; sales dip while the cluster elects (about an election timeout) and resume",
+			Topology:   "ha",
+			Strategies: []string{stock.Etcd},
+			Load:       Load{Stock: 100, Requests: 120, Concurrency: 8, WorkDelay: 50 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 5 * time.Second},
+			Short:      Load{Stock: 100, Requests: 60, Concurrency: 8, WorkDelay: 50 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 5 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: killLeader(dir, "etcd", 3*time.Second), max: 1, after: 2 * time.Second}
 			},
 		},
 		{

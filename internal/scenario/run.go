@@ -44,16 +44,22 @@ type Row struct {
 	Runs       int        `json:"runs"`
 	// RunsOversold counts the runs that oversold; Oversold and the other
 	// counts are summed over the runs.
-	RunsOversold  int            `json:"runs_oversold"`
-	Oversold      int            `json:"oversold"`
-	LostUpdates   int            `json:"lost_updates"`
-	StaleRefused  int            `json:"stale_refused"`
-	LeaseLost     int            `json:"lease_lost"`
-	OKWithout     int            `json:"ok_without_order"` // 2xx answers with no order
-	Errors        map[string]int `json:"errors"`           // outcomes other than ok and sold_out
-	Strikes       int            `json:"strikes"`
-	OKPerSec      [3]float64     `json:"ok_per_s_before_during_after"` // medians of the runs
-	Reports       []string       `json:"reports,omitempty"`
+	RunsOversold int            `json:"runs_oversold"`
+	Oversold     int            `json:"oversold"`
+	LostUpdates  int            `json:"lost_updates"`
+	StaleRefused int            `json:"stale_refused"`
+	LeaseLost    int            `json:"lease_lost"`
+	OKWithout    int            `json:"ok_without_order"` // 2xx answers with no order
+	Errors       map[string]int `json:"errors"`           // outcomes other than ok and sold_out
+	Strikes      int            `json:"strikes"`
+	// LongestGapS is the longest time without a sale in any run (the
+	// outage buyers saw).
+	LongestGapS float64 `json:"longest_gap_without_sale_s"`
+	// OKPerSec are the medians over the runs of the ok/s before, during
+	// and after the strikes; -1 when no run had that window long enough to
+	// give a rate (bench.MinWindow).
+	OKPerSec      [3]float64 `json:"ok_per_s_before_during_after"`
+	Reports       []string   `json:"reports,omitempty"`
 	okPerSecRuns  [3][]float64
 	expectCorrect bool
 }
@@ -172,8 +178,9 @@ func (r *Row) add(run bench.RunResult) {
 		}
 	}
 	r.Strikes += len(run.Strikes)
+	r.LongestGapS = max(r.LongestGapS, run.LongestGapS)
 	for i, w := range run.Windows {
-		if i < 3 {
+		if i < 3 && !w.TooShort {
 			r.okPerSecRuns[i] = append(r.okPerSecRuns[i], w.OKPerSec)
 		}
 	}
@@ -181,6 +188,7 @@ func (r *Row) add(run bench.RunResult) {
 
 func (r *Row) finish() {
 	for i, vs := range r.okPerSecRuns {
+		r.OKPerSec[i] = -1
 		if len(vs) > 0 {
 			sort.Float64s(vs)
 			r.OKPerSec[i] = vs[len(vs)/2]
@@ -189,7 +197,7 @@ func (r *Row) finish() {
 }
 
 // header and cells are the scenario table's, shared by every rendering.
-var header = []string{"strategy", "protection", "runs", "runs oversold", "oversold", "lost updates", "stale refused", "lease_lost", "2xx without order", "other outcomes", "strikes", "ok/s before", "during", "after"}
+var header = []string{"strategy", "protection", "runs", "runs oversold", "oversold", "lost updates", "stale refused", "lease_lost", "2xx without order", "other outcomes", "strikes", "longest gap s", "ok/s before", "during", "after"}
 
 func (r Row) cells() []string {
 	var errs []string
@@ -203,8 +211,16 @@ func (r Row) cells() []string {
 	}
 	return []string{r.Strategy, string(r.Protection), fmt.Sprint(r.Runs), fmt.Sprint(r.RunsOversold), fmt.Sprint(r.Oversold),
 		fmt.Sprint(r.LostUpdates), fmt.Sprint(r.StaleRefused), fmt.Sprint(r.LeaseLost), fmt.Sprint(r.OKWithout),
-		strings.Join(errs, " "), fmt.Sprint(r.Strikes),
-		fmt.Sprintf("%.1f", r.OKPerSec[0]), fmt.Sprintf("%.1f", r.OKPerSec[1]), fmt.Sprintf("%.1f", r.OKPerSec[2])}
+		strings.Join(errs, " "), fmt.Sprint(r.Strikes), fmt.Sprintf("%.1f", r.LongestGapS),
+		rate(r.OKPerSec[0]), rate(r.OKPerSec[1]), rate(r.OKPerSec[2])}
+}
+
+// rate prints an ok/s median, "-" when there was none.
+func rate(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", v)
 }
 
 func sortedKeys(m map[string]int) []string {

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -29,9 +30,22 @@ type holderStriker struct {
 	// and how long the fault lasted.
 	strike func(ctx context.Context, inst string) (string, time.Duration, error)
 	max    int // strikes per run; 0 = one per instance
+	// after holds the first strike until this long into the run, so the
+	// run has a "before" to compare with.
+	after time.Duration
+	// setup, when set, runs before the load is watched; the func it
+	// returns undoes it after the last strike.
+	setup func(ctx context.Context) (undo func(ctx context.Context) error, err error)
 }
 
-func (h holderStriker) Run(ctx context.Context, fleet bench.Fleet, t0 time.Time) ([]bench.Strike, error) {
+func (h holderStriker) Run(ctx context.Context, fleet bench.Fleet, t0 time.Time) (_ []bench.Strike, err error) {
+	if h.setup != nil {
+		undo, serr := h.setup(ctx)
+		if serr != nil {
+			return nil, serr
+		}
+		defer func() { err = errors.Join(err, undo(context.WithoutCancel(ctx))) }()
+	}
 	merged := make(chan stock.Event, 4096)
 	var wg sync.WaitGroup
 	for _, base := range fleet.Instances {
@@ -56,7 +70,6 @@ func (h holderStriker) Run(ctx context.Context, fleet bench.Fleet, t0 time.Time)
 	var strikes []bench.Strike
 	struck := map[string]bool{}
 	var next time.Time
-	var err error
 	for len(strikes) < limit && err == nil {
 		var ev stock.Event
 		select {
@@ -64,7 +77,7 @@ func (h holderStriker) Run(ctx context.Context, fleet bench.Fleet, t0 time.Time)
 			return strikes, nil
 		case ev = <-merged:
 		}
-		if ev.Kind != stock.EventAcquired || ev.Key != h.key || struck[ev.Instance] || time.Now().Before(next) {
+		if ev.Kind != stock.EventAcquired || ev.Key != h.key || struck[ev.Instance] || time.Now().Before(next) || time.Since(t0) < h.after {
 			continue
 		}
 		struck[ev.Instance] = true
@@ -261,4 +274,92 @@ func holdingNodes(ctx context.Context, st *stack.State, key string) []string {
 		}
 	}
 	return out
+}
+
+// crashGrantingNodes is restartGrantingNodes with seed 003's fix: the
+// granting nodes are killed (SIGKILL, a crash: nothing is flushed on the
+// way down) and started again only after delay, longer than the lock's
+// TTL; with persistence (see persistAll) they come back with the keys
+// they had, and by then the holder's lease has run out anyway.
+func crashGrantingNodes(dir, key string, delay time.Duration) func(ctx context.Context, inst string) (string, time.Duration, error) {
+	return func(ctx context.Context, inst string) (string, time.Duration, error) {
+		st, err := stack.Load(dir)
+		if err != nil {
+			return "", 0, err
+		}
+		t0 := time.Now()
+		holding := holdingNodes(ctx, st, redlock.DefaultPrefix+key)
+		keep := len(st.RedisAddrs()) / 2
+		if len(holding) <= keep {
+			return fmt.Sprintf("%s's lock was on %d nodes only", inst, len(holding)), time.Since(t0), nil
+		}
+		crash := holding[:len(holding)-keep]
+		for _, name := range crash {
+			if err := stack.Signal(dir, name, syscall.SIGKILL); err != nil {
+				return "", 0, err
+			}
+		}
+		time.Sleep(delay)
+		var g errgroup.Group
+		for _, name := range crash {
+			g.Go(func() error { return stack.Start(ctx, dir, name) })
+		}
+		if err := g.Wait(); err != nil {
+			return "", 0, err
+		}
+		return fmt.Sprintf("kill -9 %v, start after %s with AOF (%d of %d granted %s's lock)", crash, delay, len(holding), len(st.RedisAddrs()), inst), time.Since(t0), nil
+	}
+}
+
+// persistAll turns AOF with appendfsync always on for every Redlock node,
+// and returns the undo.
+func persistAll(dir string) func(ctx context.Context) (func(ctx context.Context) error, error) {
+	return func(ctx context.Context) (func(ctx context.Context) error, error) {
+		st, err := stack.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for i := range st.RedisAddrs() {
+			names = append(names, fmt.Sprintf("redis-%d", i+1))
+		}
+		set := func(ctx context.Context, p stack.Persistence) error {
+			var errs []error
+			for _, n := range names {
+				errs = append(errs, stack.SetRedisPersistence(ctx, dir, n, p))
+			}
+			return errors.Join(errs...)
+		}
+		if err := set(ctx, stack.PersistAlways); err != nil {
+			return nil, errors.Join(err, set(context.WithoutCancel(ctx), stack.PersistNone))
+		}
+		return func(ctx context.Context) error { return set(ctx, stack.PersistNone) }, nil
+	}
+}
+
+// killLeader kills (SIGKILL) the leader of the etcd or ZooKeeper cluster
+// and starts it again after d: the others elect a new leader meanwhile.
+func killLeader(dir, prefix string, d time.Duration) func(ctx context.Context, inst string) (string, time.Duration, error) {
+	return func(ctx context.Context, inst string) (string, time.Duration, error) {
+		st, err := stack.Load(dir)
+		if err != nil {
+			return "", 0, err
+		}
+		if !st.HA() {
+			return "", 0, fmt.Errorf("a leader kill needs the ha topology: seckill down, then seckill up --topology ha")
+		}
+		leader, err := stack.Leader(ctx, st, prefix)
+		if err != nil {
+			return "", 0, err
+		}
+		t0 := time.Now()
+		if err := stack.Signal(dir, leader, syscall.SIGKILL); err != nil {
+			return "", 0, err
+		}
+		time.Sleep(d)
+		if err := stack.Start(ctx, dir, leader); err != nil {
+			return "", 0, err
+		}
+		return fmt.Sprintf("kill -9 the %s leader %s, start it after %s", prefix, leader, d), time.Since(t0), nil
+	}
 }

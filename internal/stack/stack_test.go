@@ -1234,6 +1234,43 @@ func TestFaults(t *testing.T) {
 	if out, code := runSeckill(t, "fault", "--dir", dir, "restart", "redis-4"); code != 0 || loadedInstance(t, dir, "redis-4").Pid == old.Pid {
 		t.Errorf("fault restart: exit %d: %s", code, out)
 	}
+	// Persistence: with AOF always a key survives kill -9; without, the
+	// node comes back empty (the Redlock restart story and its fix).
+	for _, tc := range []struct {
+		p    Persistence
+		kept bool
+	}{{PersistAlways, true}, {PersistNone, false}} {
+		if err := SetRedisPersistence(ctx, dir, "redis-4", tc.p); err != nil {
+			t.Fatal(err)
+		}
+		st, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.RedisPersistence("redis-4"); got != tc.p {
+			t.Errorf("recorded persistence %s, want %s", got, tc.p)
+		}
+		rc := redis.NewClient(&redis.Options{Addr: loadedInstance(t, dir, "redis-4").Addr})
+		if err := rc.Set(ctx, "persist-probe", "1", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		_ = rc.Close()
+		if out, code := runSeckill(t, "fault", "--dir", dir, "kill", "redis-4"); code != 0 {
+			t.Fatalf("fault kill: %s", out)
+		}
+		if out, code := runSeckill(t, "fault", "--dir", dir, "heal"); code != 0 {
+			t.Fatalf("fault heal: %s", out)
+		}
+		rc = redis.NewClient(&redis.Options{Addr: loadedInstance(t, dir, "redis-4").Addr})
+		n, err := rc.Exists(ctx, "persist-probe").Result()
+		_ = rc.Close()
+		if err != nil || (n == 1) != tc.kept {
+			t.Errorf("persistence %s: probe key exists=%d (err %v) after kill -9 and start, want kept=%v", tc.p, n, err, tc.kept)
+		}
+	}
+	if err := SetRedisPersistence(ctx, dir, "inst-1", PersistAlways); err == nil {
+		t.Error("SetRedisPersistence on an instance: no error")
+	}
 	// Errors: one line naming the valid choices, or the topology needed.
 	for _, tc := range []struct {
 		args []string
