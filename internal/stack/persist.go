@@ -16,7 +16,7 @@ type Persistence string
 const (
 	// PersistNone is the lab's default: no RDB, no AOF. A restarted node
 	// comes back empty (the Redlock restart story).
-	PersistNone Persistence = "none"
+	PersistNone Persistence = "off"
 	// PersistAlways is AOF with appendfsync always: every write is on
 	// disk before the node answers, so a node killed with SIGKILL comes
 	// back with every lock it granted (seed 003's fix, with a restart
