@@ -9,19 +9,29 @@ import (
 	"time"
 )
 
-// Fault kinds a bench can inject.
+// Fault kinds a bench can inject (the stack's, see `seckill fault`).
 const (
-	FaultPause = "pause" // SIGSTOP the component, SIGCONT it when the fault ends
-	FaultKill  = "kill"  // SIGKILL the component, start it again when the fault ends
+	FaultPause     = "pause"     // SIGSTOP the component, SIGCONT it when the fault ends
+	FaultKill      = "kill"      // SIGKILL the component, start it again when the fault ends
+	FaultRestart   = "restart"   // stop and start the component (over at once)
+	FaultPartition = "partition" // cut [INSTANCE/]SERVER's links, both ways, until the end
+	FaultLatency   = "latency"   // delay every answer on [INSTANCE/]SERVER's links by PARAM
+	FaultClock     = "clock"     // jump a Redis node's clock forward by PARAM (emulated; over at once)
+	FaultFailover  = "failover"  // fail the Sentinels' Redis primary over (ha; over at once)
 )
 
 // FaultKinds lists the kinds ParseFault accepts.
-func FaultKinds() []string { return []string{FaultPause, FaultKill} }
+func FaultKinds() []string {
+	return []string{FaultPause, FaultKill, FaultRestart, FaultPartition, FaultLatency, FaultClock, FaultFailover}
+}
 
 // Fault is one fault injected at a fixed time of every run: Kind on
 // Component from Start (after the run's first request) for Duration.
 type Fault struct {
-	Kind      string
+	Kind string
+	// Param is the kind's parameter: the delay of a latency fault, the
+	// jump of a clock fault ("" for the default).
+	Param     string
 	Component string
 	Start     time.Duration
 	Duration  time.Duration
@@ -29,19 +39,26 @@ type Fault struct {
 
 // String is the fault's spec, as ParseFault reads it.
 func (f Fault) String() string {
-	return fmt.Sprintf("%s:%s@%s+%s", f.Kind, f.Component, f.Start, f.Duration)
+	kind := f.Kind
+	if f.Param != "" {
+		kind += "=" + f.Param
+	}
+	return fmt.Sprintf("%s:%s@%s+%s", kind, f.Component, f.Start, f.Duration)
 }
 
 // ErrBadFault wraps every fault spec error.
 var ErrBadFault = errors.New("bad fault")
 
-// ParseFault reads KIND:COMPONENT@START+DURATION, e.g. pause:inst-2@5s+5s.
+// ParseFault reads KIND[=PARAM]:TARGET@START+DURATION, e.g.
+// pause:inst-2@5s+5s, latency=300ms:mysql@5s+5s,
+// partition:inst-2/etcd@5s+5s, clock=2s:redis-3@5s+1s.
 func ParseFault(spec string) (Fault, error) {
-	usage := fmt.Sprintf("want KIND:COMPONENT@START+DURATION such as pause:inst-2@5s+5s, KIND one of %s", strings.Join(FaultKinds(), ", "))
+	usage := fmt.Sprintf("want KIND[=PARAM]:TARGET@START+DURATION such as pause:inst-2@5s+5s or latency=300ms:mysql@5s+5s, KIND one of %s", strings.Join(FaultKinds(), ", "))
 	kind, rest, ok := strings.Cut(spec, ":")
 	if !ok {
 		return Fault{}, fmt.Errorf("%w %q: %s", ErrBadFault, spec, usage)
 	}
+	kind, param, _ := strings.Cut(kind, "=")
 	comp, when, ok := strings.Cut(rest, "@")
 	if !ok || comp == "" {
 		return Fault{}, fmt.Errorf("%w %q: %s", ErrBadFault, spec, usage)
@@ -53,6 +70,14 @@ func ParseFault(spec string) (Fault, error) {
 	if !slices.Contains(FaultKinds(), kind) {
 		return Fault{}, fmt.Errorf("%w %q: unknown kind %q; valid: %s", ErrBadFault, spec, kind, strings.Join(FaultKinds(), ", "))
 	}
+	if param != "" {
+		if kind != FaultLatency && kind != FaultClock {
+			return Fault{}, fmt.Errorf("%w %q: %s takes no parameter (latency=DELAY and clock=OFFSET do)", ErrBadFault, spec, kind)
+		}
+		if d, err := time.ParseDuration(param); err != nil || d <= 0 {
+			return Fault{}, fmt.Errorf("%w %q: parameter %q is not a duration > 0 such as 300ms", ErrBadFault, spec, param)
+		}
+	}
 	start, err := time.ParseDuration(startS)
 	if err != nil || start < 0 {
 		return Fault{}, fmt.Errorf("%w %q: start %q is not a duration >= 0 such as 5s", ErrBadFault, spec, startS)
@@ -61,11 +86,12 @@ func ParseFault(spec string) (Fault, error) {
 	if err != nil || dur <= 0 {
 		return Fault{}, fmt.Errorf("%w %q: duration %q is not a duration > 0 such as 5s", ErrBadFault, spec, durS)
 	}
-	return Fault{Kind: kind, Component: comp, Start: start, Duration: dur}, nil
+	return Fault{Kind: kind, Param: param, Component: comp, Start: start, Duration: dur}, nil
 }
 
 // Faulter injects faults into the fleet. Inject starts f and returns the
-// function that ends it (SIGCONT, a restart). The local stack provides one;
+// function that ends it (SIGCONT, a restart, a link healed; a no-op for a
+// fault that is over at once). The local stack provides one;
 // a fleet started elsewhere has none.
 type Faulter interface {
 	Inject(ctx context.Context, f Fault) (undo func(context.Context) error, err error)

@@ -59,7 +59,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	if w := windowsTable(rep.Runs); len(w.Rows) > 0 {
-		fmt.Fprintf(tw, "\n%s\n%s\n", strings.ToLower(w.Title[:1])+w.Title[1:]+" (by send time):", strings.Join(w.Header, "\t"))
+		fmt.Fprintf(tw, "\n%s\n%s\n", strings.ToLower(w.Title[:1])+w.Title[1:]+" (answers counted by the time they came back):", strings.Join(w.Header, "\t"))
 		for _, r := range w.Rows {
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"syscall"
+	"time"
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/stack"
@@ -33,20 +33,23 @@ func (f *faultFlags) Set(v string) error {
 // stackFaulter injects bench faults into the local stack in dir.
 type stackFaulter struct{ dir string }
 
-// Inject pauses (SIGSTOP, then SIGCONT) or kills (SIGKILL, then a start)
-// the component.
+// Inject makes f with stack.Begin and returns its end (a no-op for the
+// kinds that are over at once: restart, clock, failover).
 func (s stackFaulter) Inject(ctx context.Context, f bench.Fault) (func(context.Context) error, error) {
-	switch f.Kind {
-	case bench.FaultPause:
-		if err := stack.Signal(s.dir, f.Component, syscall.SIGSTOP); err != nil {
-			return nil, err
+	sf := stack.Fault{Kind: f.Kind, Target: f.Component}
+	if f.Param != "" {
+		d, err := time.ParseDuration(f.Param)
+		if err != nil {
+			return nil, fmt.Errorf("fault %s: %w", f, err)
 		}
-		return func(context.Context) error { return stack.Signal(s.dir, f.Component, syscall.SIGCONT) }, nil
-	case bench.FaultKill:
-		if err := stack.Signal(s.dir, f.Component, syscall.SIGKILL); err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context) error { return stack.Start(ctx, s.dir, f.Component) }, nil
+		sf.Delay, sf.Offset = d, d
 	}
-	return nil, fmt.Errorf("fault kind %q: valid: %s", f.Kind, strings.Join(bench.FaultKinds(), ", "))
+	_, end, err := stack.Begin(ctx, s.dir, sf)
+	if err != nil {
+		return nil, err
+	}
+	if end == nil {
+		return func(context.Context) error { return nil }, nil
+	}
+	return end, nil
 }

@@ -3,42 +3,63 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/seckill-lab/seckill/internal/stack"
 )
 
-// runFault maps `seckill fault KIND [COMPONENT] [--for D]` to stack.Inject.
+// runFault maps `seckill fault KIND [TARGET] [--for D] [--delay D]
+// [--offset D]` to stack.Inject.
 func runFault(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("fault")
 	d := fs.Duration("for", 0, "undo the fault after this long (0: leave it on until `seckill fault heal` or `seckill down`)")
-	usage := "usage: seckill fault [--dir DIR] [--for DURATION] KIND COMPONENT (KIND: " + strings.Join(stack.FaultKinds(), ", ") + "; failover and heal take no COMPONENT)"
+	delay := fs.Duration("delay", stack.DefaultDelay, "latency: the delay added to every answer")
+	offset := fs.Duration("offset", stack.DefaultOffset, "clock: how far the node's clock jumps forward")
+	usage := "usage: seckill fault [--dir DIR] [--for D] [--delay D] [--offset D] KIND TARGET\n" +
+		"  KIND: " + strings.Join(stack.FaultKinds(), ", ") + "\n" +
+		"  TARGET: a component for pause, kill, restart (inst-2, redis-3, etcd-1, ...);\n" +
+		"          a Redis node for clock (redis-3: its keys' TTLs cut by --offset, an emulated jump);\n" +
+		"          [INSTANCE/]SERVER for partition and latency (inst-2/redis, mysql; needs `seckill up --proxy`),\n" +
+		"          SERVER a server or one of redis, redlock, etcd, zookeeper, mysql;\n" +
+		"          none for failover (ha) and heal"
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), usage); fs.PrintDefaults() }
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	rest := fs.Args()
-	if len(rest) > 1 { // flags after the arguments: `seckill fault pause inst-2 --for 5s`
-		if err := parse(fs, rest[2:]); err != nil {
+	// Flags after the arguments: `seckill fault pause inst-2 --for 5s`.
+	n := min(len(rest), 2)
+	if len(rest) > 1 && strings.HasPrefix(rest[1], "-") {
+		n = 1
+	}
+	if tail := rest[n:]; len(tail) > 0 {
+		rest = rest[:n]
+		if err := parse(fs, tail); err != nil {
 			return err
 		}
-		rest = rest[:2]
+	} else {
+		fs = flag.NewFlagSet("", flag.ContinueOnError) // nothing left over
+	}
+	if fs.NArg() > 0 {
+		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q\n%s", fs.Arg(0), usage)}
 	}
 	if len(rest) == 0 {
 		return exitError{code: 2, msg: usage}
 	}
-	kind, component := rest[0], ""
+	f := stack.Fault{Kind: rest[0], Delay: *delay, Offset: *offset}
 	if len(rest) > 1 {
-		component = rest[1]
+		f.Target = rest[1]
 	}
-	needs := kind != stack.FaultHeal && kind != stack.FaultFailover
-	if needs && component == "" {
-		return exitError{code: 2, msg: usage}
+	needs := f.Kind != stack.FaultHeal && f.Kind != stack.FaultFailover
+	if needs && f.Target == "" && slices.Contains(stack.FaultKinds(), f.Kind) {
+		return exitError{code: 2, msg: fmt.Sprintf("fault %s needs a TARGET\n%s", f.Kind, usage)}
 	}
-	err := stack.Inject(ctx, *dir, kind, component, *d, os.Stdout)
-	if errors.Is(err, stack.ErrUnknownFault) || errors.Is(err, stack.ErrUnknownComponent) {
+	err := stack.Inject(ctx, *dir, f, *d, os.Stdout)
+	if errors.Is(err, stack.ErrUnknownFault) || errors.Is(err, stack.ErrUnknownComponent) || errors.Is(err, stack.ErrNoProxy) {
 		return exitError{code: 2, msg: err.Error()}
 	}
 	return err

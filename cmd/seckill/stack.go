@@ -42,6 +42,7 @@ func runUp(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("up")
 	instances := fs.Int("instances", stack.DefaultInstances, "number of `seckill serve` instances behind nginx")
 	strategy := fs.String("strategy", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+")")
+	proxy := fs.Bool("proxy", false, "put the fault proxy (Toxiproxy) between the instances and the servers, for `seckill fault partition|latency`")
 	topology := fs.String("topology", stack.DefaultTopology, "single: one etcd, one ZooKeeper; ha: also a Redis primary+replica under 3 Sentinels, 3 etcd members, 3 ZooKeeper members")
 	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port: redis B+1..B+5, etcd B+20/B+21, zookeeper B+30, mariadb B+40, nginx B+80, instances B+101..;\n"+
 		"ha: redis-primary B+6, redis-replica B+7, sentinel-1..3 B+8..B+10, etcd-K B+20+2K (client)/B+21+2K (peer),\n"+
@@ -54,7 +55,7 @@ func runUp(ctx context.Context, args []string) error {
 		return err
 	}
 	st, err := stack.Up(ctx, stack.Options{
-		Dir: *dir, BasePort: *basePort, Topology: *topology, Instances: *instances, Strategy: *strategy,
+		Dir: *dir, BasePort: *basePort, Topology: *topology, Proxy: *proxy, Instances: *instances, Strategy: *strategy,
 		Binary: *binary, Out: os.Stdout,
 	})
 	if errors.Is(err, stack.ErrAlreadyRunning) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -60,6 +61,7 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB) (*backends
 			WriteTimeout:  3 * time.Second,
 			PoolSize:      256,
 			MaxRetries:    1,
+			Dialer:        proxyDialer(cfg.ProxyHost),
 		})
 		b.clients.Redis = b.failover
 	}
@@ -131,4 +133,20 @@ func (b *backends) Close() error {
 		errs = append(errs, b.clients.MySQL.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// proxyDialer dials the addresses a Sentinel names (127.0.0.1:PORT) on
+// host instead, the fault proxy's address for this instance; nil (the
+// default dialer) without one.
+func proxyDialer(host string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if host == "" {
+		return nil
+	}
+	d := net.Dialer{Timeout: time.Second}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if h, port, err := net.SplitHostPort(addr); err == nil && h == "127.0.0.1" {
+			addr = net.JoinHostPort(host, port)
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 }

@@ -26,6 +26,10 @@ const (
 	EnvAdminToken    = "SECKILL_ADMIN_TOKEN"
 	EnvStrategy      = "SECKILL_STRATEGY"
 	EnvMaxQty        = "SECKILL_MAX_QTY"
+	// EnvProxyHost is the loopback address (127.0.1.K) of the fault proxy
+	// that stands between this instance and its servers (`seckill up
+	// --proxy`); Redis addresses a Sentinel names are dialled there too.
+	EnvProxyHost = "SECKILL_PROXY_HOST"
 )
 
 // Environment variables the local stack adds to its env.sh for the bench
@@ -40,7 +44,7 @@ const (
 // one list the config, the stack and the compose check use.
 func EnvVars() []string {
 	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster,
-		EnvEtcdEndpoints, EnvZKServers, EnvAdminToken, EnvStrategy, EnvMaxQty}
+		EnvEtcdEndpoints, EnvZKServers, EnvAdminToken, EnvStrategy, EnvMaxQty, EnvProxyHost}
 }
 
 // Defaults.
@@ -84,6 +88,10 @@ type Config struct {
 	Strategy string
 	// MaxQty bounds qty per purchase. Default 100.
 	MaxQty int64
+	// ProxyHost, when set, replaces the host 127.0.0.1 of every Redis
+	// address a Sentinel hands out, so the failover client reaches the
+	// primary through the same fault proxy as the other servers. Optional.
+	ProxyHost string
 }
 
 // FromEnv reads the variables through getenv (os.Getenv in production).
@@ -99,6 +107,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		ZKServers:      SplitList(getenv(EnvZKServers)),
 		AdminToken:     getenv(EnvAdminToken),
 		Strategy:       getenv(EnvStrategy),
+		ProxyHost:      getenv(EnvProxyHost),
 		MaxQty:         DefaultMaxQty,
 	}
 	if v := getenv(EnvMaxQty); v != "" {
@@ -144,6 +153,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Var(listFlag{&c.ZKServers}, "zk-servers", "comma-separated ZooKeeper servers ($"+EnvZKServers+")")
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "starting strategy ($"+EnvStrategy+")")
 	fs.Int64Var(&c.MaxQty, "max-qty", c.MaxQty, "largest qty per purchase ($"+EnvMaxQty+")")
+	fs.StringVar(&c.ProxyHost, "proxy-host", c.ProxyHost, "dial the Redis addresses Sentinels name on this host instead of 127.0.0.1 ($"+EnvProxyHost+")")
 }
 
 // Validate names the first setting that cannot work.

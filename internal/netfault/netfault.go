@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -114,4 +116,34 @@ func (p *Proxy) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.p.Stop()
+}
+
+// Serve runs a Toxiproxy server until ctx is done: the proxies listed in
+// the JSON file config (Toxiproxy's own format: [{"name", "listen",
+// "upstream", "enabled"}]) and Toxiproxy's HTTP API on listen, through
+// which `seckill fault` adds and removes toxics. Log lines go to logw.
+func Serve(ctx context.Context, listen, config string, logw io.Writer) error {
+	logger := zerolog.New(logw).With().Timestamp().Logger().Level(zerolog.InfoLevel)
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), logger)
+	f, err := os.Open(config)
+	if err != nil {
+		return fmt.Errorf("netfault: proxy config: %w", err)
+	}
+	proxies, err := srv.Collection.PopulateJson(srv, f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("netfault: proxies of %s: %w", config, err)
+	}
+	fmt.Fprintf(logw, "netfault: %d proxies from %s, API on %s\n", len(proxies), config, listen)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Listen(listen) }()
+	select {
+	case err := <-errc:
+		srv.Collection.Clear()
+		return fmt.Errorf("netfault: API on %s: %w", listen, err)
+	case <-ctx.Done():
+	}
+	serr := srv.Shutdown()
+	srv.Collection.Clear()
+	return serr
 }

@@ -55,6 +55,12 @@ func startComponent(ctx context.Context, st *State, c Component) (Component, err
 			return c, err
 		}
 	}
+	if c.Kind == KindProxy {
+		// The proxies follow the instances as they are now.
+		if _, err := writeProxyConfig(st, len(st.Instances())); err != nil {
+			return c, err
+		}
+	}
 	p, err := startProc(c.Cmdline[0], c.Cmdline[1:], componentEnv(st, c), c.Log)
 	if err != nil {
 		return c, fmt.Errorf("%s: %w", c.Name, err)

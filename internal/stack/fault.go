@@ -18,27 +18,52 @@ import (
 
 // Fault kinds of `seckill fault`.
 const (
-	FaultPause    = "pause"    // SIGSTOP; SIGCONT when it ends
-	FaultKill     = "kill"     // SIGKILL; a start when it ends
-	FaultRestart  = "restart"  // a clean stop, then a start (ends at once)
-	FaultFailover = "failover" // SENTINEL FAILOVER of the Redis primary (ha; ends at once)
-	FaultHeal     = "heal"     // undo every fault that is on
+	FaultPause     = "pause"     // SIGSTOP; SIGCONT when it ends
+	FaultKill      = "kill"      // SIGKILL; a start when it ends
+	FaultRestart   = "restart"   // a clean stop, then a start (ends at once)
+	FaultPartition = "partition" // cut instances off from servers, both ways (needs the proxy)
+	FaultLatency   = "latency"   // delay every answer of servers to instances (needs the proxy)
+	FaultClock     = "clock"     // a forward clock jump on one Redis node, emulated (ends at once)
+	FaultFailover  = "failover"  // SENTINEL FAILOVER of the Redis primary (ha; ends at once)
+	FaultHeal      = "heal"      // undo every fault that is on
+)
+
+// Defaults of Fault.
+const (
+	DefaultDelay  = 300 * time.Millisecond // a latency fault's delay
+	DefaultOffset = 2 * time.Second        // a clock fault's jump
 )
 
 // FaultKinds lists the kinds Inject accepts.
 func FaultKinds() []string {
-	return []string{FaultPause, FaultKill, FaultRestart, FaultFailover, FaultHeal}
+	return []string{FaultPause, FaultKill, FaultRestart, FaultPartition, FaultLatency, FaultClock, FaultFailover, FaultHeal}
 }
 
 // ErrUnknownFault is returned for a fault kind Inject does not know.
 var ErrUnknownFault = errors.New("unknown fault kind")
 
+// Fault is one fault: Kind on Target. Target is a component for pause,
+// kill and restart, a Redis node for clock, [INSTANCE/]SERVER for
+// partition and latency (SERVER a server component or a group: redis,
+// redlock, etcd, zookeeper, mysql; without INSTANCE, every instance), and
+// nothing for failover and heal.
+type Fault struct {
+	Kind   string
+	Target string
+	// Delay is a latency fault's added delay per answer (default
+	// DefaultDelay).
+	Delay time.Duration
+	// Offset is a clock fault's forward jump (default DefaultOffset).
+	Offset time.Duration
+}
+
 // ActiveFault is a fault that is on: made without --for, or whose command
 // was stopped before its end. status shows them; heal and down undo them.
 type ActiveFault struct {
-	Kind      string    `json:"kind"`
-	Component string    `json:"component"`
-	Since     time.Time `json:"since"`
+	Kind      string        `json:"kind"`
+	Component string        `json:"component"` // the fault's target
+	Delay     time.Duration `json:"delay,omitempty"`
+	Since     time.Time     `json:"since"`
 }
 
 const faultsFile = "faults.json"
@@ -85,57 +110,113 @@ func record(dir string, f ActiveFault, on bool) error {
 	return setFaults(dir, fs)
 }
 
-// Inject makes fault kind on component of the stack in dir. With d > 0 a
-// pause or a kill lasts d and is undone before Inject returns (also when
-// ctx is done first); with d == 0 it stays on, recorded for status, until
-// `heal` or `down`. A fault that needs the ha topology says so on a single
-// stack.
-func Inject(ctx context.Context, dir, kind, component string, d time.Duration, out io.Writer) error {
+// Begin makes fault f on the stack in dir and returns what it did and, for
+// a fault that lasts (pause, kill, partition, latency), the function that
+// ends it; restart, clock and failover are over when Begin returns (end is
+// nil). A lasting fault is recorded for status until it ends, or until
+// `heal` or `down`. A fault that needs the ha topology or the proxy says
+// so.
+func Begin(ctx context.Context, dir string, f Fault) (did string, end func(context.Context) error, err error) {
 	st, err := Load(dir)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	switch kind {
-	case FaultHeal:
-		return Heal(ctx, dir, out)
+	if !slices.Contains(FaultKinds(), f.Kind) || f.Kind == FaultHeal {
+		return "", nil, fmt.Errorf("%w %q; valid: %s", ErrUnknownFault, f.Kind, strings.Join(FaultKinds(), ", "))
+	}
+	if f.Delay < 0 || f.Offset < 0 {
+		return "", nil, fmt.Errorf("%s: a negative delay or offset (%s, %s) means nothing", f.Kind, f.Delay, f.Offset)
+	}
+	if f.Kind == FaultLatency && f.Delay == 0 {
+		f.Delay = DefaultDelay
+	}
+	if f.Kind == FaultClock && f.Offset == 0 {
+		f.Offset = DefaultOffset
+	}
+	switch f.Kind {
 	case FaultFailover:
-		return Failover(ctx, st, out)
+		var b strings.Builder
+		if err := Failover(ctx, st, &b); err != nil {
+			return "", nil, err
+		}
+		return strings.TrimSpace(b.String()), nil, nil
+	case FaultPartition, FaultLatency:
+		proxies, err := linkTargets(st, f.Target)
+		if err != nil {
+			return "", nil, err
+		}
+		if err := setLinkFault(st, f.Kind, proxies, f.Delay, true); err != nil {
+			return "", nil, errors.Join(err, setLinkFault(st, f.Kind, proxies, 0, false))
+		}
+		did = fmt.Sprintf("partition %s (both ways, %d links)", f.Target, len(proxies))
+		if f.Kind == FaultLatency {
+			did = fmt.Sprintf("latency +%s on every answer of %s (%d links)", f.Delay, f.Target, len(proxies))
+		}
+	case FaultClock:
+		cut, gone, err := ClockJump(ctx, st, f.Target, f.Offset)
+		if err != nil {
+			return "", nil, err
+		}
+		return fmt.Sprintf("clock jump +%s on %s, EMULATED (no clock changed): %d keys' TTL shortened, %d expired", f.Offset, f.Target, cut, gone), nil, nil
+	default:
+		if _, err := st.find(f.Target); err != nil {
+			return "", nil, err
+		}
+		switch f.Kind {
+		case FaultRestart:
+			if err := Restart(ctx, dir, f.Target); err != nil {
+				return "", nil, err
+			}
+			return "restart " + f.Target, nil, nil
+		case FaultPause:
+			err = Signal(dir, f.Target, syscall.SIGSTOP)
+		case FaultKill:
+			err = Signal(dir, f.Target, syscall.SIGKILL)
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		did = f.Kind + " " + f.Target
 	}
-	if !slices.Contains(FaultKinds(), kind) {
-		return fmt.Errorf("%w %q; valid: %s", ErrUnknownFault, kind, strings.Join(FaultKinds(), ", "))
+	af := ActiveFault{Kind: f.Kind, Component: f.Target, Delay: f.Delay, Since: time.Now().UTC()}
+	end = func(ctx context.Context) error { return undo(ctx, dir, af) }
+	if err := record(dir, af, true); err != nil {
+		return "", nil, errors.Join(err, end(ctx))
 	}
-	if _, err := st.find(component); err != nil {
-		return err
+	return did, end, nil
+}
+
+// Inject makes fault f on the stack in dir and reports it to out. With
+// d > 0 a lasting fault lasts d and is undone before Inject returns (also
+// when ctx is done first); with d == 0 it stays on, recorded for status,
+// until `heal` or `down`. Heal undoes every fault.
+func Inject(ctx context.Context, dir string, f Fault, d time.Duration, out io.Writer) error {
+	if f.Kind == FaultHeal {
+		return Heal(ctx, dir, out)
 	}
-	f := ActiveFault{Kind: kind, Component: component, Since: time.Now().UTC()}
-	switch kind {
-	case FaultRestart:
-		return Restart(ctx, dir, component)
-	case FaultPause:
-		err = Signal(dir, component, syscall.SIGSTOP)
-	case FaultKill:
-		err = Signal(dir, component, syscall.SIGKILL)
-	}
+	did, end, err := Begin(ctx, dir, f)
 	if err != nil {
 		return err
 	}
-	if err := record(dir, f, true); err != nil {
-		return err
-	}
-	if d <= 0 {
-		fmt.Fprintf(out, "%s %s: on until `seckill fault heal` or `seckill down`\n", kind, component)
+	if end == nil {
+		fmt.Fprintln(out, did)
 		return nil
 	}
+	if d <= 0 {
+		fmt.Fprintf(out, "%s: on until `seckill fault heal` or `seckill down`\n", did)
+		return nil
+	}
+	fmt.Fprintf(out, "%s for %s\n", did, d)
 	t := time.NewTimer(d)
 	select {
 	case <-t.C:
 	case <-ctx.Done():
 		t.Stop()
 	}
-	if err := undo(context.WithoutCancel(ctx), dir, f); err != nil {
+	if err := end(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s %s for %s: done, healed\n", kind, component, d)
+	fmt.Fprintf(out, "%s %s: healed\n", f.Kind, f.Target)
 	return nil
 }
 
@@ -147,6 +228,14 @@ func undo(ctx context.Context, dir string, f ActiveFault) error {
 		err = Signal(dir, f.Component, syscall.SIGCONT)
 	case FaultKill:
 		err = Start(ctx, dir, f.Component)
+	case FaultPartition, FaultLatency:
+		var st *State
+		if st, err = Load(dir); err == nil {
+			var proxies []string
+			if proxies, err = linkTargets(st, f.Component); err == nil {
+				err = setLinkFault(st, f.Kind, proxies, 0, false)
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("heal %s %s: %w", f.Kind, f.Component, err)
@@ -168,6 +257,9 @@ func Heal(ctx context.Context, dir string, out io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(out, "healed: %s %s\n", f.Kind, f.Component)
+	}
+	if st, err := Load(dir); err == nil {
+		errs = append(errs, resetProxy(st))
 	}
 	if err := withDirLock(ctx, dir, func(st *State) error {
 		_, err := startStopped(ctx, st, out)

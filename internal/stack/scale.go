@@ -65,6 +65,9 @@ func Scale(ctx context.Context, dir string, n int) (*State, error) {
 		if err := checkPorts(ps); err != nil {
 			return nil, err
 		}
+		if err := syncProxies(st, n); err != nil {
+			return nil, err
+		}
 		r := &runner{st: st, out: io.Discard, t0: time.Now(), procs: map[string]*proc{}}
 		if err := r.startInstances(ctx, Options{Binary: st.Binary, StartTimeout: 60 * time.Second}, add); err != nil {
 			r.mu.Lock()
@@ -105,6 +108,11 @@ func Scale(ctx context.Context, dir string, n int) (*State, error) {
 	waitWorkersGone(ctx, nginx.Pid, oldWorkers, reloadTimeout)
 	if err := stopAll(removed); err != nil {
 		return nil, fmt.Errorf("scale: stop instances: %w", err)
+	}
+	if len(removed) > 0 {
+		if err := syncProxies(st, n); err != nil {
+			return nil, err
+		}
 	}
 	if err := st.save(); err != nil {
 		return nil, err

@@ -198,9 +198,12 @@ type State struct {
 	AdminTokenSource string `json:"admin_token_source"`
 	// AdminToken is read from AdminTokenFile by Load (never stored in
 	// state.json).
-	AdminToken     string      `json:"-"`
-	NginxAccessLog string      `json:"nginx_access_log"`
-	Components     []Component `json:"components"`
+	AdminToken     string `json:"-"`
+	NginxAccessLog string `json:"nginx_access_log"`
+	// Proxy is set when the instances reach the servers through the fault
+	// proxy (Options.Proxy).
+	Proxy      bool        `json:"proxy,omitempty"`
+	Components []Component `json:"components"`
 }
 
 // Port returns the port of the given offset from the base port.

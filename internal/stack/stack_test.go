@@ -386,7 +386,7 @@ func TestStackPorts(t *testing.T) {
 		{TopologyHA, RedisCount + 2 + HAMembers + 2*HAMembers + 3*HAMembers + 2 + 3},
 	} {
 		t.Run(tc.topology, func(t *testing.T) {
-			ps := stackPorts(tc.topology, base, 3)
+			ps := stackPorts(tc.topology, base, 3, false)
 			if len(ps) != tc.count {
 				t.Errorf("%d ports, want %d: %v", len(ps), tc.count, ps)
 			}
@@ -444,7 +444,7 @@ func TestShellQuote(t *testing.T) {
 func portsInUse(base, instances int) []int {
 	var out []int
 	seen := map[int]bool{}
-	for _, p := range append(stackPorts(TopologySingle, base, instances), stackPorts(TopologyHA, base, instances)...) {
+	for _, p := range append(stackPorts(TopologySingle, base, instances, true), stackPorts(TopologyHA, base, instances, true)...) {
 		if seen[p.port] {
 			continue
 		}
@@ -1277,7 +1277,8 @@ func TestFaults(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"freeze", "inst-1"}, 2, "valid: pause, kill, restart, failover, heal"},
+		{[]string{"freeze", "inst-1"}, 2, "valid: pause, kill, restart, partition, latency, clock, failover, heal"},
+		{[]string{"partition", "inst-1/redis"}, 2, "seckill up --proxy"},
 		{[]string{"pause", "redis-9"}, 2, "unknown component"},
 		{[]string{"failover"}, 1, "needs the ha topology"},
 		{[]string{"pause"}, 2, "usage"},

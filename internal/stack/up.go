@@ -46,6 +46,10 @@ type Options struct {
 	Out io.Writer
 	// StartTimeout bounds each component's wait for health (default 60s).
 	StartTimeout time.Duration
+	// Proxy puts the fault proxy (component "proxy", Toxiproxy) between
+	// the instances and the servers, for the partition and latency faults.
+	// Off by default: the quick demo measures the locks, not a proxy.
+	Proxy bool
 }
 
 func (o Options) normalize() (Options, error) {
@@ -113,8 +117,11 @@ type portUse struct {
 }
 
 // stackPorts lists the ports of the stack of the given topology.
-func stackPorts(topology string, base, instances int) []portUse {
+func stackPorts(topology string, base, instances int, proxy bool) []portUse {
 	var ps []portUse
+	if proxy {
+		ps = append(ps, portUse{base + offProxy, "proxy API"})
+	}
 	for k := 1; k <= RedisCount; k++ {
 		ps = append(ps, portUse{base + offRedis + k, "redis-" + itoa(k)})
 	}
@@ -236,7 +243,7 @@ func (r *runner) healthy(name string) {
 // nginx last), then by number.
 func componentRank(c Component) (int, int) {
 	ranks := map[Kind]int{KindRedis: 0, KindRedisHA: 1, KindSentinel: 2, KindEtcd: 3, KindEtcdMember: 3,
-		KindZooKeeper: 4, KindZKMember: 4, KindMySQL: 5, KindInstance: 6, KindNginx: 7}
+		KindZooKeeper: 4, KindZKMember: 4, KindMySQL: 5, KindProxy: 6, KindInstance: 7, KindNginx: 8}
 	if c.Name == redisReplicaName {
 		return ranks[c.Kind], 1
 	}
@@ -313,7 +320,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPorts(stackPorts(o.Topology, o.BasePort, o.Instances)); err != nil {
+	if err := checkPorts(stackPorts(o.Topology, o.BasePort, o.Instances, o.Proxy)); err != nil {
 		return nil, err
 	}
 	tokPath, tokSource, tok, err := adminToken(o.Dir, o.AdminToken)
@@ -323,7 +330,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	st := &State{
 		Dir: o.Dir, BasePort: o.BasePort, Topology: o.Topology, Strategy: o.Strategy, Binary: o.Binary,
 		StartedAt: time.Now().UTC(), AdminTokenFile: tokPath, AdminTokenSource: tokSource, AdminToken: tok,
-		NginxAccessLog: nginxPaths(&State{Dir: o.Dir}).accessLog,
+		NginxAccessLog: nginxPaths(&State{Dir: o.Dir}).accessLog, Proxy: o.Proxy,
 	}
 	r := &runner{st: st, out: o.Out, t0: time.Now(), procs: map[string]*proc{}}
 	if lo, hi, ok := ephemeralPorts(); ok && o.BasePort+offInstance+o.Instances >= lo && o.BasePort <= hi {
@@ -372,6 +379,11 @@ func (r *runner) up(ctx context.Context, o Options, paths map[string]string) err
 	g.Go(func() error { return r.startMariaDB(gctx, o, paths) })
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	if st.Proxy {
+		if err := r.startProxy(ctx, o); err != nil {
+			return err
+		}
 	}
 
 	var insts []Component
@@ -585,6 +597,10 @@ func instanceEnv(st *State, c Component) []string {
 	se := st.serveEnv()
 	se[config.EnvListen] = c.Addr
 	se[config.EnvInstance] = c.Name
+	if st.Proxy {
+		_, k := componentRank(c)
+		proxiedEnv(se, k)
+	}
 	keys := make([]string, 0, len(se))
 	for k := range se {
 		keys = append(keys, k)

@@ -1,0 +1,287 @@
+package stack
+
+// The fault proxy (`seckill up --proxy`): one Toxiproxy server, run as the
+// stack's component "proxy" (`seckill proxy`, Toxiproxy used as a library),
+// stands between every instance and every server it talks to, so a fault
+// can cut or slow the link between one instance and one server without
+// touching either process.
+//
+// Instance inst-K reaches the server that listens on 127.0.0.1:PORT at
+// 127.0.1.K:PORT, the same port on a loopback address of its own (Linux
+// routes all of 127.0.0.0/8 to lo). The proxy there is named
+// "inst-K.SERVER" (inst-2.redis-1). Its HTTP API listens on 127.0.0.1:B+90.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/seckill-lab/seckill/internal/config"
+)
+
+// proxiedVars are the instance variables that hold server addresses.
+var proxiedVars = []string{config.EnvMySQLDSN, config.EnvRedisAddrs, config.EnvSentinels, config.EnvEtcdEndpoints, config.EnvZKServers}
+
+// KindProxy is the fault proxy's kind; ProxyName its component name.
+const (
+	KindProxy Kind = "proxy"
+	ProxyName      = "proxy"
+	offProxy       = 90
+)
+
+// ErrNoProxy: a partition or latency fault on a stack started without the
+// proxy.
+var ErrNoProxy = errors.New("this fault needs the fault proxy between the instances and the servers")
+
+// proxyHost is the loopback address instance k reaches its servers at.
+func proxyHost(k int) string { return fmt.Sprintf("127.0.1.%d", k) }
+
+// ProxyAddr is the address of the proxy's Toxiproxy API.
+func (s *State) ProxyAddr() string { return addr(s.port(offProxy)) }
+
+// proxied reports whether instances talk to components of kind k (through
+// the proxy when there is one).
+func proxied(k Kind) bool {
+	switch k {
+	case KindRedis, KindRedisHA, KindSentinel, KindEtcd, KindEtcdMember, KindZooKeeper, KindZKMember, KindMySQL:
+		return true
+	}
+	return false
+}
+
+// proxyID names the proxy between instance inst and server.
+func proxyID(inst, server string) string { return inst + "." + server }
+
+// proxyConfig lists the proxies of instances 1..n: one per instance and
+// server.
+func proxyConfig(st *State, n int) []toxiproxy.Proxy {
+	var out []toxiproxy.Proxy
+	for k := 1; k <= n; k++ {
+		for _, c := range st.Components {
+			if !proxied(c.Kind) {
+				continue
+			}
+			_, port, _ := net.SplitHostPort(c.Addr)
+			out = append(out, toxiproxy.Proxy{Name: proxyID(instName(k), c.Name),
+				Listen: net.JoinHostPort(proxyHost(k), port), Upstream: c.Addr, Enabled: true})
+		}
+	}
+	return out
+}
+
+// proxyConfigFile is where up writes the proxies the proxy starts with.
+func proxyConfigFile(st *State) string { return filepath.Join(st.Dir, "proxy", "proxies.json") }
+
+// writeProxyConfig writes the proxies of instances 1..n for the proxy's
+// next start.
+func writeProxyConfig(st *State, n int) (string, error) {
+	b, err := json.MarshalIndent(proxyConfig(st, n), "", "  ")
+	if err != nil {
+		return "", err
+	}
+	f := proxyConfigFile(st)
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		return "", err
+	}
+	return f, writeFileAtomic(f, b, 0o644)
+}
+
+// startProxy starts the fault proxy after the servers, before the
+// instances.
+func (r *runner) startProxy(ctx context.Context, o Options) error {
+	f, err := writeProxyConfig(r.st, o.Instances)
+	if err != nil {
+		return err
+	}
+	want := len(proxyConfig(r.st, o.Instances))
+	return r.launch(ctx, o, ProxyName, KindProxy, r.st.ProxyAddr(), o.Binary,
+		[]string{"proxy", "--listen", r.st.ProxyAddr(), "--config", f}, nil,
+		func(ctx context.Context, c Component) error { return checkProxy(c.Addr, want) })
+}
+
+// checkProxy passes when the proxy's API answers with want proxies.
+func checkProxy(hostport string, want int) error {
+	ps, err := toxiproxy.NewClient(hostport).Proxies()
+	if err != nil {
+		return fmt.Errorf("proxy API on %s: %w", hostport, err)
+	}
+	if len(ps) != want {
+		return fmt.Errorf("proxy on %s has %d proxies, want %d", hostport, len(ps), want)
+	}
+	return nil
+}
+
+// syncProxies makes the running proxy serve instances 1..n (a scale adds
+// them before it starts new instances, removes them after it stopped
+// some), and rewrites its config file for its next start.
+func syncProxies(st *State, n int) error {
+	if !st.Proxy {
+		return nil
+	}
+	if _, err := writeProxyConfig(st, n); err != nil {
+		return err
+	}
+	cl := toxiproxy.NewClient(st.ProxyAddr())
+	want := proxyConfig(st, n)
+	if _, err := cl.Populate(want); err != nil {
+		return fmt.Errorf("proxy: add the instances' proxies: %w", err)
+	}
+	have, err := cl.Proxies()
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	var errs []error
+	for name, p := range have {
+		if !slices.ContainsFunc(want, func(w toxiproxy.Proxy) bool { return w.Name == name }) {
+			errs = append(errs, p.Delete())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// proxiedEnv rewrites the server addresses of instance k's environment to
+// its proxy host.
+func proxiedEnv(env map[string]string, k int) {
+	host := proxyHost(k)
+	for _, key := range proxiedVars {
+		if v, ok := env[key]; ok {
+			env[key] = strings.ReplaceAll(v, "127.0.0.1:", host+":")
+		}
+	}
+	env[config.EnvProxyHost] = host
+}
+
+// linkGroups are the server groups a link fault names besides a single
+// server: the servers behind one kind of lock.
+func linkGroup(st *State, name string) []string {
+	var kinds []Kind
+	switch name {
+	case "redis":
+		if st.HA() {
+			kinds = []Kind{KindRedisHA, KindSentinel}
+		} else {
+			return []string{"redis-1"}
+		}
+	case "redlock":
+		kinds = []Kind{KindRedis}
+	case "etcd":
+		kinds = []Kind{KindEtcd, KindEtcdMember}
+	case "zookeeper":
+		kinds = []Kind{KindZooKeeper, KindZKMember}
+	case "mysql":
+		kinds = []Kind{KindMySQL}
+	default:
+		return nil
+	}
+	var out []string
+	for _, c := range st.Components {
+		if slices.Contains(kinds, c.Kind) {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// linkTargets reads a link fault's target, [INSTANCE/]SERVER (SERVER a
+// proxied component or a group: redis, redlock, etcd, zookeeper, mysql),
+// into the names of the proxies it covers.
+func linkTargets(st *State, target string) ([]string, error) {
+	if !st.Proxy {
+		return nil, fmt.Errorf("%w: restart the stack with it (seckill down, then seckill up --proxy)", ErrNoProxy)
+	}
+	inst, server, ok := strings.Cut(target, "/")
+	if !ok {
+		inst, server = "", target
+	}
+	insts := st.InstanceNames()
+	if inst != "" {
+		if !slices.Contains(insts, inst) {
+			return nil, fmt.Errorf("%w %q in %q; the instances are %s", ErrUnknownComponent, inst, target, strings.Join(insts, ", "))
+		}
+		insts = []string{inst}
+	}
+	servers := linkGroup(st, server)
+	if servers == nil {
+		if c, ok := st.Component(server); ok && proxied(c.Kind) {
+			servers = []string{server}
+		}
+	}
+	if len(servers) == 0 {
+		var valid []string
+		for _, c := range st.Components {
+			if proxied(c.Kind) {
+				valid = append(valid, c.Name)
+			}
+		}
+		return nil, fmt.Errorf("%w %q: a link fault takes [INSTANCE/]SERVER, SERVER one of redis, redlock, etcd, zookeeper, mysql, %s",
+			ErrUnknownComponent, server, strings.Join(valid, ", "))
+	}
+	var out []string
+	for _, i := range insts {
+		for _, s := range servers {
+			out = append(out, proxyID(i, s))
+		}
+	}
+	return out, nil
+}
+
+// Toxics a link fault adds.
+var linkToxics = map[string][]struct{ name, typ, stream string }{
+	// A partition drops every byte both ways, on open and new connections,
+	// and closes nothing: what a client sees of a silent network.
+	FaultPartition: {{"partition-up", "timeout", "upstream"}, {"partition-down", "timeout", "downstream"}},
+	// Latency delays every answer: each round trip takes Delay longer.
+	FaultLatency: {{"latency", "latency", "downstream"}},
+}
+
+// setLinkFault adds (on) or removes the toxics of kind on the proxies.
+func setLinkFault(st *State, kind string, proxies []string, delay time.Duration, on bool) error {
+	cl := toxiproxy.NewClient(st.ProxyAddr())
+	var errs []error
+	for _, name := range proxies {
+		p, err := cl.Proxy(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("proxy %s: %w", name, err))
+			continue
+		}
+		for _, t := range linkToxics[kind] {
+			if !on {
+				if err := p.RemoveToxic(t.name); err != nil && !strings.Contains(err.Error(), "not found") {
+					errs = append(errs, fmt.Errorf("proxy %s: remove %s: %w", name, t.name, err))
+				}
+				continue
+			}
+			attrs := toxiproxy.Attributes{"timeout": 0}
+			if t.typ == "latency" {
+				attrs = toxiproxy.Attributes{"latency": delay.Milliseconds()}
+			}
+			if _, err := p.AddToxic(t.name, t.typ, t.stream, 1, attrs); err != nil {
+				errs = append(errs, fmt.Errorf("proxy %s: add %s: %w", name, t.name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// resetProxy removes every toxic (heal).
+func resetProxy(st *State) error {
+	if !st.Proxy {
+		return nil
+	}
+	if c, ok := st.Component(ProxyName); !ok || !alive(c) {
+		return nil
+	}
+	if err := toxiproxy.NewClient(st.ProxyAddr()).ResetState(); err != nil {
+		return fmt.Errorf("proxy: reset: %w", err)
+	}
+	return nil
+}
