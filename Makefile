@@ -20,7 +20,7 @@ DEB_PKGS := redis-server etcd-server etcd-client zookeeper mariadb-server nginx-
 DEB_BINS := redis-server etcd etcdctl /usr/share/java/zookeeper.jar mariadbd mysql_install_db nginx wrk docker-compose java
 SUDO     := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps build up down status test demo bench lint clean
+.PHONY: all deps build up down status test demo bench lint clean proxy-cost
 
 all: build
 
@@ -61,6 +61,11 @@ demo: deps build up
 # if needed; `up` is a no-op when it runs).
 bench: up
 	$(BIN) bench --dir $(DIR)
+
+# proxy-cost: the fault proxy's cost to `redis` throughput, one stack
+# with it and one without, interleaved seeded runs (scripts/proxy-cost.sh).
+proxy-cost: build
+	scripts/proxy-cost.sh
 
 lint:
 	$(GO) vet ./...

@@ -162,11 +162,12 @@ func attack(ctx context.Context, spec attackSpec) (attackResult, error) {
 
 // purchaseTargeter returns a Targeter of POST {target}/api/v1/purchase
 // whose every request carries a unique Idempotency-Key and user id,
-// derived from seed and run. It hands out at most n targets, then
+// derived from seed, run and goods (the same seed on other goods must not
+// replay, or collide with, the first goods' orders). It hands out at most n targets, then
 // vegeta.ErrNoTargets.
 func purchaseTargeter(target string, goods int64, qty, n int, seed int64, run string) vegeta.Targeter {
 	rng := rand.New(rand.NewPCG(uint64(seed), hashString(run)))
-	prefix := fmt.Sprintf("%s-%08x", run, rng.Uint32())
+	prefix := fmt.Sprintf("%s-g%d-%08x", run, goods, rng.Uint32())
 	url := strings.TrimRight(target, "/") + "/api/v1/purchase"
 	var next atomic.Int64
 	return func(t *vegeta.Target) error {

@@ -110,16 +110,18 @@ func TestAttackMapsRequestIDs(t *testing.T) {
 		t.Errorf("decoded %d raw results, want %d", decoded, n)
 	}
 
-	// The same seed and run name give the same ids; another seed others.
-	first := func(seed int64) string {
+	// The same seed, run name and goods give the same ids; another seed,
+	// or other goods, others (a scenario's runs on other goods with the
+	// same seed were answered 422 idempotency_key_reused).
+	first := func(seed, goods int64) string {
 		var tg vegeta.Target
-		if err := purchaseTargeter(srv.URL, 7, 2, 1, seed, "t")(&tg); err != nil {
+		if err := purchaseTargeter(srv.URL, goods, 2, 1, seed, "t")(&tg); err != nil {
 			t.Fatal(err)
 		}
 		return tg.Header.Get("Idempotency-Key")
 	}
-	if first(42) != first(42) || first(42) == first(43) {
-		t.Errorf("ids not seeded: %s %s %s", first(42), first(42), first(43))
+	if first(42, 7) != first(42, 7) || first(42, 7) == first(43, 7) || first(42, 7) == first(42, 8) {
+		t.Errorf("ids not seeded per goods: %s %s %s %s", first(42, 7), first(42, 7), first(43, 7), first(42, 8))
 	}
 	tg := purchaseTargeter(srv.URL, 7, 2, 1, 1, "t")
 	var x vegeta.Target

@@ -24,9 +24,13 @@ func runScenario(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "list":
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "SCENARIO\tTOPOLOGY\tSTRATEGIES\tSTORY")
+		fmt.Fprintln(tw, "SCENARIO\tSTACK\tSTRATEGIES\tSTORY")
 		for _, s := range scenario.All() {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", s.Name, s.Topology, s.Strategies, s.Story)
+			needs := s.Topology
+			if s.Proxy {
+				needs += " --proxy"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", s.Name, needs, s.Strategies, s.Story)
 		}
 		return tw.Flush()
 	case "run":
@@ -95,6 +99,9 @@ func runScenario(ctx context.Context, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if err := sc.Fits(st); err != nil {
+		return exitError{code: 2, msg: err.Error()}
 	}
 	o.Dir, o.Fleet = st.Dir, fleetOf(st)
 	if *out == "" {

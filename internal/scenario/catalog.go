@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -103,6 +104,34 @@ func All() []Scenario {
 			Short:      Load{Stock: 20, Requests: 30, Concurrency: 8, WorkDelay: 300 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 15 * time.Second},
 			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: 2 * time.Second, strike: failoverBeforeReplication(dir, stock.LockKey(goods)), max: 1}
+			},
+		},
+		{
+			Name:       "partition-holder",
+			Seed:       "003 \"Fencing token\" (Kleppmann): a network delay or partition outlasts the lease",
+			Story:      "the instance that just took the redis lock is cut off from Redis (a partition of its link only, through the fault proxy) for 2.5 s while its work takes 1.5 s; its watchdog cannot renew, the 1 s lease expires, another instance takes the lock, and the first, still working against MySQL, commits",
+			Predicts:   "unfenced, two holders commit: oversold; the lease check cannot reach Redis and aborts (lease_lost); fencing refuses the stale holder: oversold 0",
+			Topology:   "single",
+			Proxy:      true,
+			Strategies: []string{stock.Redis},
+			Load:       Load{Stock: 8, Requests: 16, Concurrency: 8, WorkDelay: 1500 * time.Millisecond, LockTTL: time.Second, LockWait: 30 * time.Second},
+			Short:      Load{Stock: 5, Requests: 10, Concurrency: 6, WorkDelay: 1500 * time.Millisecond, LockTTL: time.Second, LockWait: 30 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				return holderStriker{key: stock.LockKey(goods), gap: 3 * time.Second, strike: linkHolder(dir, stack.FaultPartition, "redis", 0, 2500*time.Millisecond), max: 2}
+			},
+		},
+		{
+			Name:       "slow-db",
+			Seed:       "003 锁超时: the business outlasts the lock's expiry (a slow database)",
+			Story:      "the instance that just took the redis lock (no watchdog, 1 s TTL) gets +500 ms on every answer from MySQL for 3 s (latency on its link only, through the fault proxy); its transaction outlasts the TTL and the lock passes to another instance mid-transaction",
+			Predicts:   "unfenced: two holders, oversold; the lease check sees the expiry and aborts (lease_lost); fencing: oversold 0",
+			Topology:   "single",
+			Proxy:      true,
+			Strategies: []string{stock.Redis},
+			Load:       Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 200 * time.Millisecond, LockTTL: time.Second, LockWait: 10 * time.Second, NoWatchdog: true},
+			Short:      Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 200 * time.Millisecond, LockTTL: time.Second, LockWait: 10 * time.Second, NoWatchdog: true},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				return holderStriker{key: stock.LockKey(goods), gap: 3 * time.Second, strike: linkHolder(dir, stack.FaultLatency, "mysql", 500*time.Millisecond, 3*time.Second), max: 2}
 			},
 		},
 		{

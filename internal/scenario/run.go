@@ -115,10 +115,10 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 			}
 			row := Row{Strategy: name, Protection: p, Errors: map[string]int{}}
 			for r := 1; r <= o.Repeat; r++ {
-				goods := 1_000 + int64(r)
+				goods := goodsBase(sc.Name) + int64(r)
 				bo := bench.Options{
 					Strategies: []string{name}, Stock: load.Stock, Requests: load.Requests, Concurrency: load.Concurrency,
-					WorkDelay: load.WorkDelay, LockTTL: load.LockTTL, LockWait: load.LockWait,
+					WorkDelay: load.WorkDelay, LockTTL: load.LockTTL, LockWait: load.LockWait, NoWatchdog: load.NoWatchdog,
 					Fencing: p == ProtectFencing, NoLeaseCheck: p != ProtectLeaseCheck,
 					Seed: o.Seed + int64(r), GoodsID: goods, Fleet: o.Fleet, CalibrateRequests: -1,
 					Striker: sc.Strike(o.Dir, info, goods), Progress: o.Progress,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -43,6 +44,8 @@ func Protections() []Protection {
 type Load struct {
 	Stock, Requests, Concurrency int
 	WorkDelay, LockTTL, LockWait time.Duration
+	// NoWatchdog runs the lock without renewal (bench.Options.NoWatchdog).
+	NoWatchdog bool
 }
 
 // Striker builds the strike of one run. dir is the stack's run directory.
@@ -56,6 +59,8 @@ type Scenario struct {
 	Seed, Story, Predicts string
 	// Topology is what it needs: "single" (the default stack) or "ha".
 	Topology string
+	// Proxy: it needs the fault proxy (`seckill up --proxy`).
+	Proxy bool
 	// Strategies it runs by default.
 	Strategies []string
 	Load       Load
@@ -79,6 +84,36 @@ func Find(name string) (Scenario, error) {
 		names = append(names, s.Name)
 	}
 	return Scenario{}, fmt.Errorf("%w %q; the scenarios are %s", ErrUnknown, name, strings.Join(names, ", "))
+}
+
+// Fits returns why the stack st cannot run sc (the topology or the proxy
+// it needs, and how to get them), or nil.
+func (sc Scenario) Fits(st *stack.State) error {
+	var need []string
+	flags := ""
+	if sc.Topology == stack.TopologyHA && !st.HA() {
+		need, flags = append(need, "the ha topology"), flags+" --topology ha"
+	}
+	if sc.Proxy && !st.Proxy {
+		need, flags = append(need, "the fault proxy"), flags+" --proxy"
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	return fmt.Errorf("scenario %s needs %s: seckill down --dir %s, then seckill up --dir %s%s",
+		sc.Name, strings.Join(need, " and "), st.Dir, st.Dir, flags)
+}
+
+// goodsBase is the first goods id of sc's runs: each scenario sells goods
+// of its own, so no lock or fence of one scenario's run is left on the
+// goods of another's.
+func goodsBase(name string) int64 {
+	for i, s := range All() {
+		if s.Name == name {
+			return 1_000 * int64(i+2)
+		}
+	}
+	return 1_000
 }
 
 // ParseProtections reads "unprotected,lease-check,fencing" (or "all").

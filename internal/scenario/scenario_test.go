@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,14 +37,15 @@ func TestMain(m *testing.M) {
 // haBasePort is the ha stack's (its ports reach B+103).
 const haBasePort = 31700
 
-// ownStack starts a stack of 3 instances of the given topology for the test.
+// ownStack starts a stack of 3 instances of the given topology, with the
+// fault proxy, for the test.
 func ownStack(t *testing.T, topology string, base int) (*stack.State, bench.Fleet) {
 	t.Helper()
 	testenv.Binary(t, "redis-server")
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: base, Instances: 3, Binary: seckillBin, Out: io.Discard, Topology: topology})
+	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: base, Instances: 3, Binary: seckillBin, Out: io.Discard, Topology: topology, Proxy: true})
 	if err != nil {
 		testenv.Unavailable(t, "the scenario stack", err)
 	}
@@ -86,6 +88,20 @@ func TestScenariosShort(t *testing.T) {
 			t.Errorf("unfenced redis never oversold in %d runs with %d pauses: %+v", r.Runs, r.Strikes, r)
 		}
 	})
+	// The link faults, through the proxy: the fenced holder that lost its
+	// lease to a partition or a slow database is refused.
+	for _, name := range []string{"partition-holder", "slow-db"} {
+		t.Run(name, func(t *testing.T) {
+			sc, _ := Find(name)
+			res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Protections: []Protection{ProtectFencing}, Repeat: 1, Seed: 7, Short: true})
+			if err != nil {
+				t.Fatalf("%v (rows %+v)", err, res)
+			}
+			if r := row(t, res, stock.Redis, ProtectFencing); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes == 0 || len(r.Errors) != 0 {
+				t.Errorf("fenced redis, %s: %+v, want strikes, oversold 0 and no errors", name, r)
+			}
+		})
+	}
 	t.Run("instance-crash", func(t *testing.T) {
 		sc, _ := Find("instance-crash")
 		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Strategies: []string{stock.Redis},
@@ -111,6 +127,24 @@ func TestFindAndParse(t *testing.T) {
 			if info, ok := stock.Lookup(n); !ok || info.Kind != stock.KindLocker {
 				t.Errorf("scenario %s: %s is not a locker strategy", s.Name, n)
 			}
+		}
+	}
+	// Fits names what a scenario needs and how to get it.
+	single := &stack.State{Dir: "/run/x", Topology: stack.TopologySingle}
+	for _, tc := range []struct {
+		name string
+		st   *stack.State
+		want string
+	}{
+		{"pause-holder", single, ""},
+		{"redis-failover", single, "needs the ha topology: seckill down --dir /run/x, then seckill up --dir /run/x --topology ha"},
+		{"partition-holder", single, "needs the fault proxy: seckill down --dir /run/x, then seckill up --dir /run/x --proxy"},
+		{"partition-holder", &stack.State{Dir: "/run/x", Topology: stack.TopologySingle, Proxy: true}, ""},
+	} {
+		sc, _ := Find(tc.name)
+		err := sc.Fits(tc.st)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s.Fits: %v, want %q", tc.name, err, tc.want)
 		}
 	}
 	for in, ok := range map[string]bool{"all": true, "unprotected,fencing": true, "lease-check": true, "fenced": false} {

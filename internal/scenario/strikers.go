@@ -363,3 +363,21 @@ func killLeader(dir, prefix string, d time.Duration) func(ctx context.Context, i
 		return fmt.Sprintf("kill -9 the %s leader %s, start it after %s", prefix, leader, d), time.Since(t0), nil
 	}
 }
+
+// linkHolder makes a link fault (stack.FaultPartition, or FaultLatency of
+// delay) between the holder and server (a server or a group: redis, mysql)
+// for d, through the fault proxy, then heals it. The holder itself keeps
+// running: only its link is cut or slowed.
+func linkHolder(dir, kind, server string, delay, d time.Duration) func(ctx context.Context, inst string) (string, time.Duration, error) {
+	return func(ctx context.Context, inst string) (string, time.Duration, error) {
+		did, end, err := stack.Begin(ctx, dir, stack.Fault{Kind: kind, Target: inst + "/" + server, Delay: delay})
+		if err != nil {
+			return "", 0, err
+		}
+		time.Sleep(d)
+		if err := end(ctx); err != nil {
+			return "", 0, err
+		}
+		return fmt.Sprintf("%s for %s", did, d), d, nil
+	}
+}
