@@ -14,6 +14,9 @@ BASE_PORT ?= 17000
 # TOPOLOGY: single, or ha (Redis primary+replica under 3 Sentinels at
 # B+6..B+10, etcd members B+22..B+27, ZooKeeper members B+31..B+39).
 TOPOLOGY  ?= single
+# PROXY=1: the fault proxy between instances and servers (partition and
+# latency faults; the partition-holder and slow-db scenarios).
+PROXY     ?=
 
 # Debian packages of the servers and tools, and a binary each provides.
 DEB_PKGS := redis-server etcd-server etcd-client zookeeper mariadb-server nginx-light wrk docker-compose
@@ -39,7 +42,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/seckill
 
 up: build
-	$(BIN) up --dir $(DIR) --topology $(TOPOLOGY) --instances $(INSTANCES) --strategy $(STRATEGY) --base-port $(BASE_PORT)
+	$(BIN) up --dir $(DIR) --topology $(TOPOLOGY) --instances $(INSTANCES) --strategy $(STRATEGY) --base-port $(BASE_PORT) $(if $(PROXY),--proxy)
 
 down:
 	@if [ -x $(BIN) ]; then $(BIN) down --dir $(DIR); else $(GO) run ./cmd/seckill down --dir $(DIR); fi

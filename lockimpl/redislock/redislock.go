@@ -24,11 +24,14 @@
 // persistence in the lab, so a restart loses the token counter; a plain INCR
 // would restart at 1 while the resource's fence still holds the last token
 // it accepted, and every fenced holder would be refused as stale forever.
-// So a missing counter is seeded with the server's clock in microseconds
-// (Redis TIME) before the INCR: tokens issued after a restart start above
-// every token issued before it, as long as fewer than a million tokens per
-// second were issued since the previous seeding and the server's clock did
-// not go back across the restart. The tokens are large (about 1.7e15), and
+// A failover does the same to a counter that exists: the replica promoted
+// may have missed the last increments (replication is asynchronous), and
+// measured here every fenced purchase after a failover was then refused.
+// So each token is max(counter+1, the server's clock in microseconds,
+// Redis TIME), stored back: tokens issued after a restart or a failover
+// start above every token issued before it, as long as fewer than a
+// million tokens per second were issued and the servers' clocks did not go
+// back. The tokens are large (about 1.7e15), and
 // fit a MySQL BIGINT UNSIGNED and a float64 exactly.
 //
 // Keys: "<prefix><key>" (the hash), "<prefix><key>:fence" (the token
@@ -65,19 +68,23 @@ const DefaultPrefix = "seckill:lock:"
 const maxWait = 100 * time.Millisecond
 
 // Acquire: KEYS[1]=hash, KEYS[2]=fence; ARGV[1]=owner, ARGV[2]=pttl.
-// Returns {1, token} when taken, {0, pttl} when held by someone else. A
-// missing fence counter (a new key, a reset, or a server restarted without
-// persistence) is first seeded with the server's clock in microseconds, so
-// tokens keep increasing across a restart (see the package doc).
+// Returns {1, token} when taken, {0, pttl} when held by someone else. The
+// token is max(counter+1, the server's clock in microseconds), so tokens
+// keep increasing when the counter is gone (a new key, a reset, a restart
+// without persistence) or went back (a failover to a replica that missed
+// the last increments); see the package doc.
 var acquireScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if redis.call('EXISTS', KEYS[2]) == 0 then
-    local t = redis.call('TIME')
-    redis.call('SET', KEYS[2], t[1] .. string.format('%06d', tonumber(t[2])))
+  local t = redis.call('TIME')
+  local now = t[1] .. string.format('%06d', tonumber(t[2]))
+  local n = redis.call('INCR', KEYS[2])
+  if n < tonumber(now) then
+    redis.call('SET', KEYS[2], now)
+    n = tonumber(now)
   end
-  return {1, redis.call('INCR', KEYS[2])}
+  return {1, n}
 end
 return {0, redis.call('PTTL', KEYS[1])}
 `)
