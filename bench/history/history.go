@@ -1,0 +1,272 @@
+// Package history checks a flash-sale purchase history for linearizability
+// against a sequential stock-counter model, using porcupine
+// (github.com/anishathalye/porcupine).
+//
+// The model is one counter that starts at the initial stock. A purchase that
+// sold q units is legal only if the stock was at least q and the server
+// reported stock-q as remaining; a sold_out answer is legal only if the stock
+// was below q. An operation whose outcome the client never learned (timeout,
+// 5xx, transport error) may or may not have taken effect: it is given a return
+// time after every other operation's, and the model lets it sell whenever the
+// stock allows. Linearized somewhere inside the history it is a sale;
+// linearized after everything else its effect is unobservable, which is the
+// same as not having happened. This is how porcupine's own tests express
+// timed-out operations (a return event at the end of the history, and a step
+// that accepts any output), and it keeps the state a plain int64.
+package history
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// Result of one purchase as the client saw it.
+type Result int
+
+const (
+	Sold    Result = iota // 2xx: the server sold Qty and reported Remaining
+	SoldOut               // 409 sold_out: legal only if stock < Qty at that point
+	Unknown               // timeout/5xx/transport error: may or may not have taken effect
+	Refused               // any other 4xx (lock_timeout, stale_lock, lease_lost...): took no effect
+)
+
+func (r Result) String() string {
+	switch r {
+	case Sold:
+		return "sold"
+	case SoldOut:
+		return "sold_out"
+	case Unknown:
+		return "unknown"
+	case Refused:
+		return "refused"
+	}
+	return fmt.Sprintf("Result(%d)", int(r))
+}
+
+// Op is one purchase as the client saw it.
+type Op struct {
+	ID        string
+	Qty       int64
+	Call      time.Time // when the request was sent
+	Return    time.Time // when the answer came back (ignored for Unknown: it may take effect any time after Call)
+	Result    Result
+	Remaining int64 // for Sold: the stock the server said was left after this sale
+}
+
+// Verdict of a check.
+type Verdict string
+
+const (
+	Linearizable    Verdict = "linearizable"
+	NotLinearizable Verdict = "not linearizable"
+	VerdictUnknown  Verdict = "unknown" // the checker timed out
+)
+
+// Report of a check.
+type Report struct {
+	Verdict Verdict
+	Ops     int           // operations checked (Refused ones are dropped: no effect)
+	Elapsed time.Duration // how long the check took
+	// Visualization is porcupine's self-contained HTML visualization of the
+	// history; set when the verdict is NotLinearizable (nil otherwise).
+	Visualization []byte
+}
+
+// step is the input of one porcupine operation. A pointer to it is the
+// operation's Input (a pointer in an interface does not allocate); the Output
+// is unused.
+type step struct {
+	id        string
+	result    Result
+	qty       int64
+	remaining int64
+}
+
+// Check checks ops against a counter that starts at initial: a Sold op of q
+// is legal only if stock >= q and Remaining == stock-q (then stock -= q); a
+// SoldOut op only if stock < q (stock unchanged); an Unknown op either
+// sold q (when stock >= q) or did nothing. It gives up after timeout
+// (VerdictUnknown). ctx cancels it too (VerdictUnknown as well, and no error:
+// an error means bad input only).
+func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) (Report, error) {
+	start := time.Now()
+	if initial < 0 {
+		return Report{}, fmt.Errorf("history: initial stock %d is negative", initial)
+	}
+
+	// Validate and keep the ops that may have had an effect.
+	kept := make([]int, 0, len(ops))
+	var base time.Time
+	for i := range ops {
+		op := &ops[i]
+		switch op.Result {
+		case Refused:
+			continue
+		case Sold, SoldOut, Unknown:
+		default:
+			return Report{}, fmt.Errorf("history: op %d (%q): invalid result %d", i, op.ID, int(op.Result))
+		}
+		if op.Qty < 0 {
+			return Report{}, fmt.Errorf("history: op %d (%q): negative qty %d", i, op.ID, op.Qty)
+		}
+		if op.Result != Unknown && op.Return.Before(op.Call) {
+			return Report{}, fmt.Errorf("history: op %d (%q): return %s is before call %s",
+				i, op.ID, op.Return.Format(time.RFC3339Nano), op.Call.Format(time.RFC3339Nano))
+		}
+		if len(kept) == 0 || op.Call.Before(base) {
+			base = op.Call
+		}
+		kept = append(kept, i)
+	}
+	rep := Report{Ops: len(kept)}
+	if len(kept) == 0 {
+		rep.Verdict = Linearizable
+		rep.Elapsed = time.Since(start)
+		return rep, nil
+	}
+
+	// Porcupine timestamps: nanoseconds since the earliest call. Unknown ops
+	// return after every other operation.
+	var last int64
+	history := make([]porcupine.Operation, len(kept))
+	steps := make([]step, len(kept))
+	for j, i := range kept {
+		op := &ops[i]
+		steps[j] = step{id: op.ID, result: op.Result, qty: op.Qty, remaining: op.Remaining}
+		call := int64(op.Call.Sub(base))
+		ret := call
+		if op.Result != Unknown {
+			ret = int64(op.Return.Sub(base))
+		}
+		last = max(last, ret)
+		history[j] = porcupine.Operation{Input: &steps[j], Call: call, Return: ret, Metadata: op.ID}
+	}
+	for j := range history {
+		if steps[j].result == Unknown {
+			history[j].Return = last + 1
+		}
+	}
+	assignLanes(history)
+
+	// Cancellation by ctx: porcupine only knows its own timeout, so a
+	// cancelled ctx makes every step fail, which unwinds the search at once;
+	// the verdict is then reported as unknown.
+	var cancelled atomic.Bool
+	stop := context.AfterFunc(ctx, func() { cancelled.Store(true) })
+	defer stop()
+	if ctx.Err() != nil {
+		cancelled.Store(true)
+	}
+	if d, ok := ctx.Deadline(); ok {
+		left := time.Until(d)
+		if left <= 0 {
+			left = time.Nanosecond
+		}
+		if timeout <= 0 || left < timeout {
+			timeout = left
+		}
+	}
+
+	model := counterModel(initial, &cancelled)
+	res, info := porcupine.CheckOperationsVerbose(model, history, timeout)
+	switch {
+	case cancelled.Load():
+		rep.Verdict = VerdictUnknown
+	case res == porcupine.Ok:
+		rep.Verdict = Linearizable
+	case res == porcupine.Illegal:
+		rep.Verdict = NotLinearizable
+		var buf bytes.Buffer
+		if err := porcupine.Visualize(model, info, &buf); err != nil {
+			rep.Elapsed = time.Since(start)
+			return rep, fmt.Errorf("history: visualization: %w", err)
+		}
+		rep.Visualization = buf.Bytes()
+	default:
+		rep.Verdict = VerdictUnknown
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// counterModel is the sequential stock counter. The state is an int64; Step
+// and Equal are a type assertion and a comparison.
+func counterModel(initial int64, cancelled *atomic.Bool) porcupine.Model {
+	return porcupine.Model{
+		Init: func() interface{} { return initial },
+		Step: func(state, input, _ interface{}) (bool, interface{}) {
+			if cancelled.Load() {
+				return false, state
+			}
+			stock := state.(int64)
+			s := input.(*step)
+			switch s.result {
+			case Sold:
+				if stock >= s.qty && s.remaining == stock-s.qty {
+					return true, s.remaining
+				}
+				return false, state
+			case SoldOut:
+				return stock < s.qty, state
+			case Unknown:
+				if stock >= s.qty {
+					return true, stock - s.qty
+				}
+				return true, state
+			}
+			return false, state
+		},
+		Equal: func(a, b interface{}) bool { return a.(int64) == b.(int64) },
+		Hash: func(state interface{}) uint64 {
+			return uint64(state.(int64)) * 0x9e3779b97f4a7c15
+		},
+		DescribeOperation: func(input, _ interface{}) string {
+			s := input.(*step)
+			switch s.result {
+			case Sold:
+				return fmt.Sprintf("buy(%d) -> sold, remaining %d", s.qty, s.remaining)
+			case SoldOut:
+				return fmt.Sprintf("buy(%d) -> sold_out", s.qty)
+			case Unknown:
+				return fmt.Sprintf("buy(%d) -> unknown (sold if stock allowed, or nothing)", s.qty)
+			}
+			return fmt.Sprintf("buy(%d) -> %s", s.qty, s.result)
+		},
+		DescribeState: func(state interface{}) string {
+			return fmt.Sprintf("stock %d", state.(int64))
+		},
+	}
+}
+
+// assignLanes sets ClientId so that operations in one lane do not overlap:
+// porcupine's visualization draws one row per client.
+func assignLanes(history []porcupine.Operation) {
+	order := make([]int, len(history))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return history[order[a]].Call < history[order[b]].Call })
+	var free []int64 // per lane: the return time of its last operation
+	for _, i := range order {
+		lane := -1
+		for l, ret := range free {
+			if ret < history[i].Call {
+				lane = l
+				break
+			}
+		}
+		if lane < 0 {
+			lane = len(free)
+			free = append(free, 0)
+		}
+		free[lane] = history[i].Return
+		history[i].ClientId = lane
+	}
+}
