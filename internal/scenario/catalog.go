@@ -105,10 +105,11 @@ func All() []Scenario {
 			Strategies: []string{stock.Redis},
 			// The work (1 s) outlasts the failover (0.5-1 s here), so the
 			// holder is still working when the new primary grants the lock.
-			Load:  Load{Stock: 10, Requests: 20, Concurrency: 8, WorkDelay: time.Second, LockTTL: 5 * time.Second, LockWait: 15 * time.Second},
-			Short: Load{Stock: 6, Requests: 12, Concurrency: 6, WorkDelay: time.Second, LockTTL: 5 * time.Second, LockWait: 15 * time.Second},
+			Load:    Load{Stock: 10, Requests: 20, Concurrency: 8, WorkDelay: time.Second, LockTTL: 5 * time.Second, LockWait: 15 * time.Second},
+			Short:   Load{Stock: 6, Requests: 12, Concurrency: 6, WorkDelay: time.Second, LockTTL: 5 * time.Second, LockWait: 15 * time.Second},
+			Prepare: waitGoodReplica,
 			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
-				return holderStriker{key: stock.LockKey(goods), gap: 2 * time.Second, strike: failoverBeforeReplication(dir, stock.LockKey(goods)), max: 1, setup: waitGoodReplica(dir)}
+				return holderStriker{key: stock.LockKey(goods), gap: 2 * time.Second, strike: failoverBeforeReplication(dir, stock.LockKey(goods)), max: 1}
 			},
 		},
 		{

@@ -128,6 +128,11 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 					bo.OutDir = filepath.Join(o.OutDir, fmt.Sprintf("%s-%s-%d", name, p, r))
 					row.Reports = append(row.Reports, filepath.Base(bo.OutDir)+"/report.html")
 				}
+				if sc.Prepare != nil {
+					if err := sc.Prepare(ctx, o.Dir); err != nil {
+						return res, fmt.Errorf("%s, %s, run %d: prepare: %w", name, p, r, err)
+					}
+				}
 				rep, err := bench.Run(ctx, bo)
 				if err != nil {
 					return res, fmt.Errorf("%s, %s, run %d: %w", name, p, r, err)

@@ -8,6 +8,7 @@
 package scenario
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -67,6 +68,9 @@ type Scenario struct {
 	// Short is the load of the seeded version the tests run.
 	Short  Load
 	Strike Striker
+	// Prepare, when set, runs before each run's load, on the stack in dir
+	// (e.g. wait until the previous run's failover has settled).
+	Prepare func(ctx context.Context, dir string) error
 }
 
 // ErrUnknown is returned for a scenario name that does not exist.

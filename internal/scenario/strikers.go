@@ -382,40 +382,38 @@ func linkHolder(dir, kind, server string, delay, d time.Duration) func(ctx conte
 	}
 }
 
-// waitGoodReplica waits, before the load, until the Sentinels see a
+// waitGoodReplica waits, before a run's load, until the Sentinels see a
 // replica they could promote (flags "slave", master link ok): a run that
 // follows another's failover would otherwise strike while the demoted
 // primary is still becoming a replica, and the failover would wait seconds
 // for it (NOGOODSLAVE) while the holder finishes.
-func waitGoodReplica(dir string) func(ctx context.Context) (func(ctx context.Context) error, error) {
-	return func(ctx context.Context) (func(ctx context.Context) error, error) {
-		st, err := stack.Load(dir)
-		if err != nil {
-			return nil, err
-		}
-		if !st.HA() {
-			return nil, fmt.Errorf("redis-failover needs the ha topology: seckill down, then seckill up --topology ha")
-		}
-		sc := redis.NewSentinelClient(&redis.Options{Addr: st.SentinelAddrs()[0]})
-		defer sc.Close()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			reps, err := sc.Replicas(ctx, stack.SentinelMaster).Result()
-			if err == nil {
-				for _, r := range reps {
-					if r["flags"] == "slave" && r["master-link-status"] == "ok" {
-						return func(context.Context) error { return nil }, nil
-					}
+func waitGoodReplica(ctx context.Context, dir string) error {
+	st, err := stack.Load(dir)
+	if err != nil {
+		return err
+	}
+	if !st.HA() {
+		return fmt.Errorf("redis-failover needs the ha topology: seckill down, then seckill up --topology ha")
+	}
+	sc := redis.NewSentinelClient(&redis.Options{Addr: st.SentinelAddrs()[0]})
+	defer sc.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		reps, err := sc.Replicas(ctx, stack.SentinelMaster).Result()
+		if err == nil {
+			for _, r := range reps {
+				if r["flags"] == "slave" && r["master-link-status"] == "ok" {
+					return nil
 				}
 			}
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("the Sentinels see no healthy replica after 30s (last answer %v, %v)", reps, err)
-			}
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(200 * time.Millisecond):
-			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Sentinels see no healthy replica after 30s (last answer %v, %v)", reps, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
