@@ -1,0 +1,505 @@
+// Package lockcheck rebuilds the critical sections of purchases from the
+// lock events the stock-service instances record (stock.Event), and checks
+// them: mutual exclusion (no two purchases of one key between their stock
+// read and their commit at the same time) and the order of release and
+// commit (a lock released before its holder committed). It also draws the
+// sections as an SVG timeline.
+//
+// Every instance on one machine stamps its events with the same
+// CLOCK_MONOTONIC, so the events of different instances compare directly.
+//
+// The mutual-exclusion check compares [read, end] windows, not
+// [acquire, release]: a lock server's release reaches the client (and its
+// event) a little after the server let the next holder in, so comparing
+// lock holds would raise false alarms. A correct lock orders
+// A.commit < A.release < B.acquire < B.read, so the [read, end] windows of
+// two purchases under it never meet; two windows that do meet mean both
+// purchases read the stock before the other's commit: a lost update.
+package lockcheck
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// Section is one purchase's critical section on one key, on one instance.
+type Section struct {
+	Instance, Purchase, Key string
+	Token                   uint64
+	AcquiredNS              int64 // 0 when the strategy takes no lock
+	ReadNS                  int64 // the stock read (0 if the purchase never read)
+	EndNS                   int64 // committed or rolled_back (0 if neither was seen)
+	Committed               bool
+	ReleasedNS              int64 // 0 when no lock or no release seen
+}
+
+type sectionID struct{ instance, purchase, key string }
+
+func (s Section) id() sectionID { return sectionID{s.Instance, s.Purchase, s.Key} }
+
+// Sections groups events by (Instance, Purchase) into sections, ordered by
+// ReadNS (then AcquiredNS). A purchase that touched several keys gives one
+// section per key. The events may come in any order (several instances'
+// streams merged): each purchase's events are put in MonoNS (then Seq)
+// order first.
+//
+// Within a section the last acquired event counts (a retried acquire is the
+// one that held the lock), its token is the section's Token; the first read
+// and the first committed or rolled_back count; the last released counts.
+func Sections(events []stock.Event) []Section {
+	groups := map[sectionID][]int{}
+	var order []sectionID
+	for i, ev := range events {
+		id := sectionID{ev.Instance, ev.Purchase, ev.Key}
+		if _, ok := groups[id]; !ok {
+			order = append(order, id)
+		}
+		groups[id] = append(groups[id], i)
+	}
+	secs := make([]Section, 0, len(order))
+	for _, id := range order {
+		idx := groups[id]
+		slices.SortStableFunc(idx, func(a, b int) int {
+			return cmp.Or(cmp.Compare(events[a].MonoNS, events[b].MonoNS), cmp.Compare(events[a].Seq, events[b].Seq))
+		})
+		s := Section{Instance: id.instance, Purchase: id.purchase, Key: id.key}
+		for _, i := range idx {
+			ev := &events[i]
+			switch ev.Kind {
+			case stock.EventAcquired:
+				s.AcquiredNS, s.Token = ev.MonoNS, ev.Token
+			case stock.EventRead:
+				if s.ReadNS == 0 {
+					s.ReadNS = ev.MonoNS
+				}
+			case stock.EventCommitted, stock.EventRolledBack:
+				if s.EndNS == 0 {
+					s.EndNS = ev.MonoNS
+					s.Committed = ev.Kind == stock.EventCommitted
+				}
+			case stock.EventReleased:
+				s.ReleasedNS = ev.MonoNS
+				if s.Token == 0 {
+					s.Token = ev.Token
+				}
+			}
+		}
+		secs = append(secs, s)
+	}
+	slices.SortStableFunc(secs, func(a, b Section) int {
+		return cmp.Or(
+			cmp.Compare(a.ReadNS, b.ReadNS),
+			cmp.Compare(a.AcquiredNS, b.AcquiredNS),
+			cmp.Compare(a.Instance, b.Instance),
+			cmp.Compare(a.Purchase, b.Purchase),
+			cmp.Compare(a.Key, b.Key),
+		)
+	})
+	return secs
+}
+
+// Overlap is two purchases of one key inside [ReadNS, EndNS] at the same
+// time: both read the stock before the other's commit (a lost-update
+// window). That is the mutual-exclusion violation. A is the section that
+// read first.
+type Overlap struct {
+	Key          string
+	A, B         Section
+	FromNS, ToNS int64 // the overlapping interval
+}
+
+// Duration is the length of the overlapping interval.
+func (o Overlap) Duration() time.Duration { return time.Duration(o.ToNS - o.FromNS) }
+
+// endHeap is a min-heap of indexes into secs by EndNS: the active windows
+// of a sweep.
+type endHeap struct {
+	secs []Section
+	idx  []int
+}
+
+func (h *endHeap) less(i, j int) bool { return h.secs[h.idx[i]].EndNS < h.secs[h.idx[j]].EndNS }
+
+func (h *endHeap) push(x int) {
+	h.idx = append(h.idx, x)
+	for j := len(h.idx) - 1; j > 0; {
+		p := (j - 1) / 2
+		if !h.less(j, p) {
+			break
+		}
+		h.idx[j], h.idx[p] = h.idx[p], h.idx[j]
+		j = p
+	}
+}
+
+func (h *endHeap) pop() {
+	n := len(h.idx) - 1
+	h.idx[0] = h.idx[n]
+	h.idx = h.idx[:n]
+	for i := 0; ; {
+		m, l, r := i, 2*i+1, 2*i+2
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h.idx[i], h.idx[m] = h.idx[m], h.idx[i]
+		i = m
+	}
+}
+
+// Overlaps returns every overlapping pair of sections of one key (only
+// sections with both ReadNS and EndNS set count), sorted by FromNS. Two
+// windows overlap when each read came strictly before the other's end; the
+// windows [r1, e1] and [e1, e2] that only touch do not. A purchase that read
+// and ended within one nanosecond while another held its read gives an
+// overlap of zero duration: still a lost update. It sorts and sweeps:
+// O(n log n + overlaps).
+func Overlaps(secs []Section) []Overlap {
+	all := make([]Section, 0, len(secs))
+	for _, s := range secs {
+		if s.ReadNS != 0 && s.EndNS != 0 {
+			all = append(all, s)
+		}
+	}
+	slices.SortFunc(all, func(a, b Section) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.ReadNS, b.ReadNS); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.EndNS, b.EndNS)
+	})
+	var out []Overlap
+	for len(all) > 0 {
+		n := 1
+		for n < len(all) && all[n].Key == all[0].Key {
+			n++
+		}
+		ks := all[:n]
+		all = all[n:]
+		active := &endHeap{secs: ks}
+		for j := range ks {
+			b := &ks[j]
+			// Windows that ended at or before this read cannot meet it, nor
+			// any later one (reads only grow).
+			for len(active.idx) > 0 && ks[active.idx[0]].EndNS <= b.ReadNS {
+				active.pop()
+			}
+			// Every active a has a.ReadNS <= b.ReadNS < a.EndNS. They overlap
+			// if also a.ReadNS < b.EndNS, which fails only for an empty window
+			// b (EndNS <= ReadNS) that a's read does not precede.
+			for _, i := range active.idx {
+				if a := &ks[i]; a.ReadNS < b.EndNS {
+					out = append(out, Overlap{Key: b.Key, A: *a, B: *b, FromNS: b.ReadNS, ToNS: min(a.EndNS, b.EndNS)})
+				}
+			}
+			if b.EndNS > b.ReadNS {
+				active.push(j)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(x, y Overlap) int {
+		return cmp.Or(
+			cmp.Compare(x.FromNS, y.FromNS),
+			cmp.Compare(x.ToNS, y.ToNS),
+			cmp.Compare(x.Key, y.Key),
+			cmp.Compare(x.A.Instance, y.A.Instance),
+			cmp.Compare(x.A.Purchase, y.A.Purchase),
+			cmp.Compare(x.B.Instance, y.B.Instance),
+			cmp.Compare(x.B.Purchase, y.B.Purchase),
+		)
+	})
+	return out
+}
+
+// EarlyRelease is a lock released before its holder's commit (the mutex-tx
+// flaw): between the release and the commit another purchase may take the
+// lock and read the stock the commit is about to change.
+type EarlyRelease struct {
+	Section Section
+	ByNS    int64 // EndNS - ReleasedNS
+}
+
+// ReleasedBeforeCommit returns the committed sections whose lock was
+// released before the commit, in the order of secs.
+func ReleasedBeforeCommit(secs []Section) []EarlyRelease {
+	var out []EarlyRelease
+	for _, s := range secs {
+		if s.ReleasedNS > 0 && s.Committed && s.ReleasedNS < s.EndNS {
+			out = append(out, EarlyRelease{Section: s, ByNS: s.EndNS - s.ReleasedNS})
+		}
+	}
+	return out
+}
+
+// Colours of the timeline.
+const (
+	colourRed  = "#d62728"
+	colourBlue = "#1f77b4"
+)
+
+// Layout of the timeline, in viewBox units.
+const (
+	svgWidth    = 1200.0
+	marginLeft  = 160.0
+	marginRight = 30.0
+	marginTop   = 50.0
+	axisHeight  = 50.0
+	rowHeight   = 14.0
+	rowGap      = 3.0
+	laneGap     = 12.0
+	maxRows     = 12 // sub-rows per lane; more concurrent sections share rows
+	fontSize    = 14
+)
+
+// barSpan is where a section's bar starts and ends: from the lock taken (or
+// the read, with no lock) to the release (or the end). A section with
+// neither start has no bar; one with neither end runs to toNS.
+func barSpan(s Section, toNS int64) (from, to int64, ok bool) {
+	from = s.AcquiredNS
+	if from == 0 {
+		from = s.ReadNS
+	}
+	if from == 0 {
+		return 0, 0, false
+	}
+	to = s.ReleasedNS
+	if to == 0 {
+		to = s.EndNS
+	}
+	if to == 0 {
+		to = max(toNS, from)
+	}
+	return from, max(to, from), true
+}
+
+// TimelineSVG draws the sections in [fromNS, toNS] (those whose bar meets
+// the interval) as an SVG: one horizontal lane per instance (sorted names,
+// labelled at the left; concurrent sections of one instance on sub-rows),
+// each section a bar (<rect class="bar">) from AcquiredNS (or ReadNS when
+// no lock) to ReleasedNS (or EndNS), a small vertical tick at EndNS when
+// Committed (and a dashed line from the bar to it when the lock was
+// released before the end), bars that take part in any of overlaps filled red and others
+// blue, the overlapping intervals shaded red behind the lanes
+// (<rect class="overlap">), an x axis in milliseconds from fromNS with 5-8
+// ticks, and a title line. The SVG scales with the window (viewBox,
+// width="100%"). Each bar has a <title> tooltip: instance, purchase, key,
+// token, and its times in ms from fromNS.
+func TimelineSVG(title string, secs []Section, overlaps []Overlap, fromNS, toNS int64) []byte {
+	if toNS <= fromNS {
+		toNS = fromNS + int64(time.Millisecond)
+	}
+	span := float64(toNS - fromNS)
+	plotW := svgWidth - marginLeft - marginRight
+	x := func(ns int64) float64 {
+		ns = min(max(ns, fromNS), toNS)
+		return marginLeft + float64(ns-fromNS)/span*plotW
+	}
+	ms := func(ns int64) string {
+		return strconv.FormatFloat(float64(ns-fromNS)/1e6, 'f', 3, 64)
+	}
+
+	red := map[sectionID]bool{}
+	for _, o := range overlaps {
+		red[o.A.id()], red[o.B.id()] = true, true
+	}
+
+	// Lanes: every instance of secs, so lanes stay put between windows.
+	type bar struct {
+		s        Section
+		from, to int64
+		row      int
+	}
+	lanes := map[string][]bar{}
+	var names []string
+	for _, s := range secs {
+		if _, ok := lanes[s.Instance]; !ok {
+			names = append(names, s.Instance)
+			lanes[s.Instance] = nil
+		}
+		from, to, ok := barSpan(s, toNS)
+		if !ok || to < fromNS || from > toNS {
+			continue
+		}
+		lanes[s.Instance] = append(lanes[s.Instance], bar{s: s, from: from, to: to})
+	}
+	sort.Strings(names)
+
+	// Sub-rows: each bar on the first row free at its start (greedy
+	// interval colouring), wrapping at maxRows.
+	laneRows := map[string]int{}
+	for _, name := range names {
+		bars := lanes[name]
+		slices.SortStableFunc(bars, func(a, b bar) int { return cmp.Compare(a.from, b.from) })
+		var rowEnd []int64
+		for i := range bars {
+			r := slices.IndexFunc(rowEnd, func(end int64) bool { return end <= bars[i].from })
+			switch {
+			case r >= 0:
+			case len(rowEnd) < maxRows:
+				r = len(rowEnd)
+				rowEnd = append(rowEnd, 0)
+			default:
+				r = i % maxRows
+			}
+			rowEnd[r] = max(rowEnd[r], bars[i].to)
+			bars[i].row = r
+		}
+		laneRows[name] = max(len(rowEnd), 1)
+	}
+
+	laneTop := map[string]float64{}
+	y := marginTop
+	for _, name := range names {
+		laneTop[name] = y
+		y += float64(laneRows[name])*(rowHeight+rowGap) + laneGap
+	}
+	plotBottom := y
+	height := plotBottom + axisHeight
+
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g" width="100%%" preserveAspectRatio="xMinYMin meet" font-family="sans-serif" font-size="%d">`+"\n",
+		svgWidth, height, fontSize)
+	fmt.Fprintf(&b, `<text x="%g" y="%g" font-size="%d" font-weight="bold">%s</text>`+"\n", marginLeft, 24.0, fontSize+2, esc(title))
+
+	// Overlap shading, behind the lanes.
+	for _, o := range overlaps {
+		if o.ToNS < fromNS || o.FromNS > toNS {
+			continue
+		}
+		x0, x1 := x(o.FromNS), x(o.ToNS)
+		fmt.Fprintf(&b, `<rect class="overlap" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="%s" fill-opacity="0.18"><title>%s</title></rect>`+"\n",
+			x0, marginTop-6, max(x1-x0, 1), plotBottom-marginTop+6, colourRed,
+			esc(fmt.Sprintf("overlap on %s: %s/%s and %s/%s, %s-%s ms (%s)",
+				o.Key, o.A.Instance, o.A.Purchase, o.B.Instance, o.B.Purchase, ms(o.FromNS), ms(o.ToNS), o.Duration())))
+	}
+
+	// Lanes.
+	for _, name := range names {
+		top := laneTop[name]
+		h := float64(laneRows[name])*(rowHeight+rowGap) - rowGap
+		fmt.Fprintf(&b, `<line x1="%g" y1="%.2f" x2="%g" y2="%.2f" stroke="#ccc"/>`+"\n", marginLeft, top+h+laneGap/2, svgWidth-marginRight, top+h+laneGap/2)
+		fmt.Fprintf(&b, `<text x="%g" y="%.2f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", marginLeft-8, top+h/2, esc(name))
+		for _, br := range lanes[name] {
+			s := br.s
+			fill := colourBlue
+			if red[s.id()] {
+				fill = colourRed
+			}
+			by := top + float64(br.row)*(rowHeight+rowGap)
+			x0, x1 := x(br.from), x(br.to)
+			fmt.Fprintf(&b, `<rect class="bar" x="%.2f" y="%.2f" width="%.2f" height="%g" fill="%s" fill-opacity="0.85"><title>%s</title></rect>`+"\n",
+				x0, by, max(x1-x0, 1), rowHeight, fill, esc(tooltip(s, ms)))
+			if s.EndNS > br.to && br.to < toNS {
+				// Released before the end (mutex-tx): a thin line on to it.
+				fmt.Fprintf(&b, `<line class="after-release" x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="%s" stroke-dasharray="4 3"/>`+"\n",
+					x1, by+rowHeight/2, x(s.EndNS), by+rowHeight/2, fill)
+			}
+			if s.Committed && s.EndNS >= fromNS && s.EndNS <= toNS {
+				ex := x(s.EndNS)
+				fmt.Fprintf(&b, `<line class="commit" x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="#000" stroke-width="1.5"/>`+"\n", ex, by-2, ex, by+rowHeight+2)
+			}
+		}
+	}
+
+	// X axis in ms from fromNS.
+	fmt.Fprintf(&b, `<line x1="%g" y1="%.2f" x2="%g" y2="%.2f" stroke="#000"/>`+"\n", marginLeft, plotBottom, svgWidth-marginRight, plotBottom)
+	stepNS := tickStep(span)
+	for i := 0; ; i++ {
+		t := float64(i) * stepNS
+		if t > span*(1+1e-9) {
+			break
+		}
+		tx := marginLeft + t/span*plotW
+		label := strconv.FormatFloat(math.Round(t)/1e6, 'f', -1, 64)
+		fmt.Fprintf(&b, `<line x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="#000"/>`+"\n", tx, plotBottom, tx, plotBottom+6)
+		fmt.Fprintf(&b, `<text x="%.2f" y="%.2f" text-anchor="middle">%s</text>`+"\n", tx, plotBottom+22, label)
+	}
+	fmt.Fprintf(&b, `<text x="%.2f" y="%.2f" text-anchor="middle">ms</text>`+"\n", marginLeft+plotW/2, plotBottom+42)
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}
+
+// tickStep picks the axis step (in ns) for a span of ns: 1, 2, 2.5 or 5
+// times a power of ten ms, the finest that gives at most 8 ticks. Each
+// candidate at most doubles the previous one, so the chosen step gives at
+// least 5 ticks.
+func tickStep(span float64) float64 {
+	spanMS := span / 1e6
+	p := math.Pow(10, math.Floor(math.Log10(spanMS/8)))
+	for {
+		for _, m := range []float64{1, 2, 2.5, 5} {
+			step := m * p
+			if math.Floor(spanMS/step*(1+1e-9))+1 <= 8 {
+				return step * 1e6
+			}
+		}
+		p *= 10
+	}
+}
+
+func tooltip(s Section, ms func(int64) string) string {
+	var t strings.Builder
+	fmt.Fprintf(&t, "%s %s %s", s.Instance, s.Purchase, s.Key)
+	if s.Token != 0 {
+		fmt.Fprintf(&t, " token %d", s.Token)
+	}
+	if s.AcquiredNS != 0 {
+		fmt.Fprintf(&t, "\nacquired %s ms", ms(s.AcquiredNS))
+	}
+	if s.ReadNS != 0 {
+		fmt.Fprintf(&t, "\nread %s ms", ms(s.ReadNS))
+	}
+	if s.EndNS != 0 {
+		what := "rolled back"
+		if s.Committed {
+			what = "committed"
+		}
+		fmt.Fprintf(&t, "\n%s %s ms", what, ms(s.EndNS))
+	}
+	if s.ReleasedNS != 0 {
+		fmt.Fprintf(&t, "\nreleased %s ms", ms(s.ReleasedNS))
+	}
+	return t.String()
+}
+
+func esc(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '"':
+			b.WriteString("&quot;")
+		case '\'':
+			b.WriteString("&apos;")
+		case '\n':
+			b.WriteString("&#10;")
+		default:
+			if r < 0x20 && r != '\t' {
+				continue // not allowed in XML
+			}
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
