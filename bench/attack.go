@@ -214,10 +214,14 @@ func toResponse(r *vegeta.Result, requestID string) Response {
 		resp.Instance = r.Headers.Get("X-Instance")
 	}
 	var body struct {
-		Error string `json:"error"`
+		Error     string `json:"error"`
+		Remaining *int64 `json:"remaining"`
 	}
-	if len(r.Body) > 0 && json.Unmarshal(r.Body, &body) == nil && body.Error != "" {
+	if len(r.Body) > 0 && json.Unmarshal(r.Body, &body) == nil {
 		resp.Error = body.Error
+		if r.Code >= 200 && r.Code < 300 {
+			resp.Remaining = body.Remaining
+		}
 	}
 	if resp.Error == "" && (r.Code == 0 || r.Code >= 400) {
 		resp.Error = r.Error // transport error, or "502 Bad Gateway" from nginx

@@ -30,6 +30,8 @@ type Response struct {
 	// Sent is when the request was sent, Latency how long the answer took.
 	Sent    time.Time     `json:"sent"`
 	Latency time.Duration `json:"latency_ns"`
+	// Remaining is the stock a 2xx said was left after the sale.
+	Remaining *int64 `json:"remaining,omitempty"`
 }
 
 // Outcome classifies r into one of the Outcome labels.
@@ -204,6 +206,23 @@ func Evaluate(responses []Response, st ServerState, qty int) Audit {
 		}
 		a.add(InvSoldOutAllSold, off == 0, off, true,
 			fmt.Sprintf("sold %d of an initial stock of %d", st.SoldQty, st.InitialStock))
+	}
+	// 7. no lost update: every unit sold left the stock column.
+	a.add(InvNoLostUpdate, a.LostUpdates <= 0, max(a.LostUpdates, 0), true,
+		fmt.Sprintf("%d units sold that the stock column never lost", a.LostUpdates))
+
+	// 8. not every request failed: a run without a single business answer
+	// (sold or sold out) shows nothing about the strategy.
+	served := a.Outcomes[OutcomeOK] + a.Outcomes[OutcomeSoldOut]
+	if len(responses) == 0 {
+		a.add(InvNotAllFailed, true, 0, false, "not applicable: no request was sent")
+	} else {
+		failedAll := 0
+		if served == 0 {
+			failedAll = len(responses)
+		}
+		a.add(InvNotAllFailed, served > 0, failedAll, true,
+			fmt.Sprintf("%d of %d requests sold or were told sold out", served, len(responses)))
 	}
 	if len(a.ErrorKinds) == 0 {
 		a.ErrorKinds = nil

@@ -57,7 +57,7 @@ func TestEvaluate(t *testing.T) {
 			rs, st := fleetRun(3, 5, 0)
 			st.FinalStock = 1
 			return rs, st, 1
-		}, want{oversold: 2, lost: 3, failed: map[string]int{InvSoldOutAllSold: 2}}},
+		}, want{oversold: 2, lost: 3, failed: map[string]int{InvSoldOutAllSold: 2, InvNoLostUpdate: 3}}},
 		{"stock below zero", func() ([]Response, ServerState, int) {
 			rs, st := fleetRun(3, 5, 0)
 			return rs, st, 1 // final = 3-5 = -2
@@ -99,12 +99,17 @@ func TestEvaluate(t *testing.T) {
 			rs, st := fleetRun(3, 4, 0)
 			st.FinalStock = 2
 			return rs, st, 1
-		}, want{oversold: 1, lost: 3, failed: map[string]int{InvSoldOutAllSold: 1}}},
+		}, want{oversold: 1, lost: 3, failed: map[string]int{InvSoldOutAllSold: 1, InvNoLostUpdate: 3}}},
 		{"lock timeouts leave stock: indeterminate, not applicable", func() ([]Response, ServerState, int) {
 			rs := []Response{ok("a"), timeout("b"), timeout("c"), {RequestID: "d", Code: 0, Error: "connection reset"}}
 			st := ServerState{InitialStock: 3, FinalStock: 2, Orders: 1, SoldQty: 1, RequestIDs: []string{"a"}}
 			return rs, st, 1
 		}, want{notApplicable: true}},
+		{"every request failed: a failed run, not 'ok 0'", func() ([]Response, ServerState, int) {
+			rs := []Response{timeout("a"), timeout("b"), {RequestID: "c", Code: 503, Error: "backend_unavailable"}}
+			st := ServerState{InitialStock: 3, FinalStock: 3}
+			return rs, st, 1
+		}, want{notApplicable: true, failed: map[string]int{InvNotAllFailed: 3}}},
 		{"qty 2 leaves one unit a purchase cannot take", func() ([]Response, ServerState, int) {
 			rs := []Response{
 				{RequestID: "a", Code: 200}, {RequestID: "b", Code: 200}, soldOut("c"),
@@ -120,8 +125,8 @@ func TestEvaluate(t *testing.T) {
 			if a.Oversold != tt.want.oversold || a.LostUpdates != tt.want.lost {
 				t.Errorf("oversold, lost = %d, %d; want %d, %d", a.Oversold, a.LostUpdates, tt.want.oversold, tt.want.lost)
 			}
-			if len(a.Invariants) != 6 {
-				t.Fatalf("got %d invariants, want 6: %+v", len(a.Invariants), a.Invariants)
+			if len(a.Invariants) != 8 {
+				t.Fatalf("got %d invariants, want 8: %+v", len(a.Invariants), a.Invariants)
 			}
 			for _, inv := range a.Invariants {
 				wantCount, wantFail := tt.want.failed[inv.Name]
@@ -132,7 +137,7 @@ func TestEvaluate(t *testing.T) {
 					t.Errorf("%s: applicable=%v, want %v", inv.Name, inv.Applicable, !tt.want.notApplicable)
 				}
 			}
-			if got, want := a.Passed(), 6-len(tt.want.failed); got != want {
+			if got, want := a.Passed(), 8-len(tt.want.failed); got != want {
 				t.Errorf("Passed() = %d, want %d", got, want)
 			}
 		})

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // Latency is a latency summary in milliseconds.
@@ -70,6 +72,15 @@ type RunResult struct {
 	InvariantsPassed int         `json:"invariants_passed"`
 	InvariantsTotal  int         `json:"invariants_total"`
 	Raw              string      `json:"raw,omitempty"`
+	// Events is the run's lock events file (raw/NAME.events.jsonl), and
+	// HistoryView and Timeline the porcupine view of a history that is not
+	// linearizable and the SVG timeline of the first overlapping critical
+	// sections (both only when that check failed).
+	Events      string `json:"events,omitempty"`
+	HistoryView string `json:"history_view,omitempty"`
+	Timeline    string `json:"timeline,omitempty"`
+	// LinearizabilityMS is how long the history check took.
+	LinearizabilityMS float64 `json:"linearizability_ms"`
 	// Faults are the faults injected into the run (Fault.String), and
 	// Windows the throughput before, during and after them.
 	Faults  []string `json:"faults,omitempty"`
@@ -314,6 +325,11 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 			run.Faults = append(run.Faults, f.String())
 		}
 	}
+	var ec *eventCollector
+	var evErr error
+	if fleet.AdminToken != "" {
+		ec, evErr = collectEvents(ctx, fleet, stock.LockKey(o.GoodsID))
+	}
 	struck := func() ([]Strike, error) { return nil, nil }
 	if o.Striker != nil {
 		sctx, stop := context.WithCancel(ctx)
@@ -335,6 +351,10 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	strikes, serr := struck()
 	if serr != nil && err == nil {
 		err = fmt.Errorf("striker: %w", serr)
+	}
+	var events []stock.Event
+	if ec != nil {
+		events = ec.stop()
 	}
 	if err != nil {
 		return run, err
@@ -376,6 +396,24 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	st := ServerState{InitialStock: o.Stock, FinalStock: au.Stock, Orders: au.Orders, SoldQty: au.SoldQty,
 		PerInstance: au.PerInstance, RequestIDs: ids}
 	a := Evaluate(responses, st, o.Qty)
+	view := ""
+	if rawDir != "" {
+		view = filepath.Join(rawDir, name+".history.html")
+	}
+	lin, lrep, err := checkHistory(ctx, responses, o.Qty, o.Stock, view)
+	if err != nil {
+		return run, err
+	}
+	run.LinearizabilityMS = float64(lrep.Elapsed.Microseconds()) / 1000
+	if !lin.Pass && view != "" && len(lrep.Visualization) > 0 {
+		run.HistoryView = filepath.Join("raw", filepath.Base(view))
+	}
+	a.Invariants = append(a.Invariants, lin)
+	ex, err := lockEvidence(&run, events, evErr, rawDir, name)
+	if err != nil {
+		return run, err
+	}
+	a.Invariants = append(a.Invariants, ex...)
 	fillRun(&run, a, st, res)
 	run.ServiceOversold, run.ServiceLostUpdates = au.Oversold, au.LostUpdates
 	return run, nil

@@ -110,6 +110,37 @@ func describe(r bench.RunResult) string {
 
 // oversells runs a flawed strategy up to 3 seeded times and reports
 // whether any run oversold (overselling is probabilistic).
+// invariant returns the run's invariant called name.
+func invariant(t *testing.T, r bench.RunResult, name string) bench.Invariant {
+	t.Helper()
+	for _, inv := range r.Invariants {
+		if inv.Name == name {
+			return inv
+		}
+	}
+	t.Fatalf("%s #%d has no invariant %s", r.Strategy, r.Repeat, name)
+	return bench.Invariant{}
+}
+
+// failsEvidence asserts the evidence checks name the flaw of a flawed run:
+// the history is not linearizable and the critical sections overlapped
+// (or, want release, a lock was released before COMMIT).
+func failsEvidence(t *testing.T, r bench.RunResult, wantEarlyRelease bool) {
+	t.Helper()
+	if inv := invariant(t, r, bench.InvLinearizable); inv.Pass || !inv.Applicable {
+		t.Errorf("%s: linearizable %+v, want a failure", r.Strategy, inv)
+	}
+	if inv := invariant(t, r, bench.InvMutualExclusion); inv.Pass || !inv.Applicable {
+		t.Errorf("%s: mutual exclusion %+v, want overlapping critical sections", r.Strategy, inv)
+	}
+	if inv := invariant(t, r, bench.InvReleaseAfterCommit); inv.Pass == wantEarlyRelease {
+		t.Errorf("%s: release after commit %+v, want pass=%v", r.Strategy, inv, !wantEarlyRelease)
+	}
+	if inv := invariant(t, r, bench.InvNoLostUpdate); inv.Pass {
+		t.Errorf("%s: no lost update passed: %+v", r.Strategy, inv)
+	}
+}
+
 func oversells(t *testing.T, o bench.Options) bool {
 	t.Helper()
 	for try := int64(1); try <= 3; try++ {
@@ -117,6 +148,7 @@ func oversells(t *testing.T, o bench.Options) bool {
 		r := runOne(t, o)
 		t.Log(describe(r))
 		if r.Oversold > 0 {
+			failsEvidence(t, r, o.Strategies[0] == "mutex-tx")
 			return true
 		}
 	}
@@ -164,6 +196,14 @@ func TestIntegrationFlawedAndCorrect(t *testing.T) {
 		}
 	})
 
+	t.Run("mutex-tx oversells and releases before COMMIT", func(t *testing.T) {
+		o := base
+		o.Strategies = []string{"mutex-tx"}
+		if !oversells(t, o) {
+			t.Error("mutex-tx did not oversell in 3 seeded runs on 3 instances")
+		}
+	})
+
 	t.Run("mutex oversells with 3 instances", func(t *testing.T) {
 		o := base
 		o.Strategies = []string{"mutex"}
@@ -188,6 +228,11 @@ func TestIntegrationFlawedAndCorrect(t *testing.T) {
 		if r.Instances != 1 || r.Oversold != 0 || r.FinalStock != 0 || r.InvariantsPassed != r.InvariantsTotal {
 			t.Errorf("want 1 instance, oversold 0, final stock 0, all invariants; got %s", describe(r))
 		}
+		for _, name := range []string{bench.InvLinearizable, bench.InvMutualExclusion, bench.InvReleaseAfterCommit} {
+			if inv := invariant(t, r, name); !inv.Pass || !inv.Applicable {
+				t.Errorf("mutex on 1 instance: %s %+v, want an applicable pass", name, inv)
+			}
+		}
 	})
 
 	correct := []string{"redis-spin", "redis-ttl", "redis", "redlock", "zookeeper", "etcd", "mysql-unique",
@@ -202,8 +247,11 @@ func TestIntegrationFlawedAndCorrect(t *testing.T) {
 			if !r.ExpectedCorrect {
 				t.Errorf("%s is not expected correct with these settings", s)
 			}
-			if r.Oversold != 0 || r.LostUpdates != 0 || r.FinalStock != 0 || r.InvariantsPassed != r.InvariantsTotal || r.InvariantsTotal != 6 {
-				t.Errorf("want oversold 0, lost 0, final stock 0, 6/6 invariants; got %s", describe(r))
+			if r.Oversold != 0 || r.LostUpdates != 0 || r.FinalStock != 0 || r.InvariantsPassed != r.InvariantsTotal || r.InvariantsTotal != 11 {
+				t.Errorf("want oversold 0, lost 0, final stock 0, 11/11 invariants; got %s", describe(r))
+			}
+			if inv := invariant(t, r, bench.InvLinearizable); !inv.Pass || !inv.Applicable {
+				t.Errorf("%s: %+v, want a linearizable history", s, inv)
 			}
 			checkOutputs(t, o.OutDir, r)
 		})

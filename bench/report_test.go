@@ -76,8 +76,8 @@ func TestReportJSONRoundTrip(t *testing.T) {
 			t.Errorf("latency_ms lacks %q", k)
 		}
 	}
-	if invs := run["invariants"].([]any); len(invs) != 6 {
-		t.Errorf("run has %d invariants, want 6", len(invs))
+	if invs := run["invariants"].([]any); len(invs) != 8 {
+		t.Errorf("run has %d invariants, want 8 (Evaluate)", len(invs))
 	}
 	// none: median of 900 and 1000 req/s over sql-atomic's 1200.
 	sum := generic["summary"].([]any)[0].(map[string]any)
@@ -151,8 +151,8 @@ func TestReportMarkdownAndTable(t *testing.T) {
 	if len(lines) < 4 || !strings.HasPrefix(lines[0], "strategy") || !strings.HasPrefix(lines[1], "none") {
 		t.Errorf("table:\n%s", b.String())
 	}
-	// none: two repeats of 6 invariants, each oversold below zero: the stock and sell-out ones fail.
-	if !strings.Contains(lines[1], "8/12") || !strings.Contains(lines[2], "6/6") {
+	// none: two repeats of 8 invariants, each oversold below zero: the stock and sell-out ones fail.
+	if !strings.Contains(lines[1], "12/16") || !strings.Contains(lines[2], "8/8") {
 		t.Errorf("invariant counts wrong:\n%s", b.String())
 	}
 }

@@ -69,7 +69,7 @@ func buildView(rep *Report) view {
 	v.Tables = append(v.Tables, runs)
 	if w := windowsTable(rep.Runs); len(w.Rows) > 0 {
 		v.Tables = append(v.Tables, w)
-		v.Notes = append(v.Notes, "Fault windows count each purchase by the time it was sent: before the first fault starts, while a fault lasts, and after the last one ends. ok/s is successful purchases per second of the window.")
+		v.Notes = append(v.Notes, "Fault windows count each purchase by the time its answer came back: before the first fault starts, while a fault lasts, and after the last one ends. ok/s is successful purchases per second of the window.")
 	}
 	for _, r := range rep.Runs {
 		for _, inv := range r.Invariants {

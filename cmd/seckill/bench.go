@@ -136,6 +136,9 @@ func runBench(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "\nwall time %.1fs; reports in %s (report.json, report.md, report.html, raw/)\n", rep.WallS, o.OutDir)
+	if fs := rep.Failures(); len(fs) > 0 {
+		return exitError{code: 1, msg: "bench failed:\n  " + strings.Join(fs, "\n  ")}
+	}
 	return nil
 }
 

@@ -1,10 +1,13 @@
 package stack
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"syscall"
@@ -75,7 +78,68 @@ func startComponent(ctx context.Context, st *State, c Component) (Component, err
 	if err := waitHealthy(ctx, c.Name, p, c.Log, componentStartTimeout, func(ctx context.Context) error { return checkComponent(ctx, st, c) }); err != nil {
 		return c, err
 	}
+	if c.Kind == KindInstance {
+		if err := rejoinStrategy(ctx, st, c); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
+}
+
+// rejoinStrategy gives a restarted instance the strategy setting its
+// running peers have now: it starts with the stack's starting strategy,
+// and the fleet may have been switched since (a bench, a scenario). Found
+// in the instance-crash scenario: a restarted instance sold under `none`
+// in the middle of a redis run, and the run oversold.
+func rejoinStrategy(ctx context.Context, st *State, c Component) error {
+	for _, peer := range st.Instances() {
+		if peer.Name == c.Name || !alive(peer) {
+			continue
+		}
+		var cfg map[string]any
+		if err := adminJSON(ctx, st, http.MethodGet, peer.URL()+"/admin/strategy", nil, &cfg); err != nil {
+			continue // try another peer
+		}
+		delete(cfg, "instance")
+		if err := adminJSON(ctx, st, http.MethodPut, c.URL()+"/admin/strategy", cfg, nil); err != nil {
+			return fmt.Errorf("%s: take the fleet's strategy %v from %s: %w", c.Name, cfg["name"], peer.Name, err)
+		}
+		return nil
+	}
+	return nil // no running peer: the starting strategy stands
+}
+
+// adminJSON calls an instance's admin API with the stack's token.
+func adminJSON(ctx context.Context, st *State, method, url string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+st.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: %s %s", method, url, resp.Status, bytes.TrimSpace(b))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
 }
 
 // Start starts the component name of the stack in dir if it is down, and

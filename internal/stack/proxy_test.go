@@ -152,6 +152,24 @@ func TestProxy(t *testing.T) {
 		t.Errorf("bad input left faults on: %v", fs)
 	}
 
+	// A killed instance comes back with the fleet's current strategy, not
+	// the stack's starting one (instance-crash oversold before this).
+	for _, inst := range st.Instances() {
+		if err := adminJSON(ctx, st, "PUT", inst.URL()+"/admin/strategy", map[string]any{"name": "redis", "lock_ttl": "2s"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, code := runSeckill(t, "fault", "--dir", dir, "kill", "inst-2", "--for", "500ms"); code != 0 {
+		t.Fatalf("fault kill inst-2: %s", out)
+	}
+	var cfg map[string]any
+	if err := adminJSON(ctx, st, "GET", loadedInstance(t, dir, "inst-2").URL()+"/admin/strategy", nil, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg["name"] != "redis" || cfg["lock_ttl"] != "2s" {
+		t.Errorf("inst-2 after a kill and a start: strategy %v, want the fleet's redis with lock_ttl 2s", cfg)
+	}
+
 	// Scale: the proxy follows the instances.
 	if _, err := Scale(ctx, dir, 3); err != nil {
 		t.Fatal(err)
