@@ -19,11 +19,11 @@ TOPOLOGY  ?= single
 PROXY     ?=
 
 # Debian packages of the servers and tools, and a binary each provides.
-DEB_PKGS := redis-server etcd-server etcd-client zookeeper mariadb-server nginx-light wrk docker-compose
-DEB_BINS := redis-server etcd etcdctl /usr/share/java/zookeeper.jar mariadbd mysql_install_db nginx wrk docker-compose java
+DEB_PKGS := redis-server etcd-server etcd-client zookeeper mariadb-server nginx-light wrk docker-compose chromium
+DEB_BINS := redis-server etcd etcdctl /usr/share/java/zookeeper.jar mariadbd mysql_install_db nginx wrk docker-compose java chromium
 SUDO     := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps build up down status test demo bench lint clean proxy-cost
+.PHONY: all deps build up down status test demo bench lint clean proxy-cost report-shot
 
 all: build
 
@@ -64,6 +64,11 @@ demo: deps build up
 # if needed; `up` is a no-op when it runs).
 bench: up
 	$(BIN) bench --dir $(DIR)
+
+# report-shot: screenshots of the newest report (REPORT=path to pick one)
+# in headless Chromium, beside it: shot-projector.png and shot-full.png.
+report-shot:
+	scripts/report-shot.sh
 
 # proxy-cost: the fault proxy's cost to `redis` throughput, one stack
 # with it and one without, interleaved seeded runs (scripts/proxy-cost.sh).

@@ -81,6 +81,11 @@ type RunResult struct {
 	Timeline    string `json:"timeline,omitempty"`
 	// LinearizabilityMS is how long the history check took.
 	LinearizabilityMS float64 `json:"linearizability_ms"`
+	// LatencyCDF is the latency distribution of the run: up to 60 points
+	// (ms, fraction answered within it).
+	LatencyCDF [][2]float64 `json:"latency_cdf,omitempty"`
+	// timelineSVG is the timeline drawn for report.html (not in the JSON).
+	timelineSVG []byte
 	// Faults are the faults injected into the run (Fault.String), and
 	// Windows the throughput before, during and after them.
 	Faults  []string `json:"faults,omitempty"`
@@ -396,6 +401,7 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	st := ServerState{InitialStock: o.Stock, FinalStock: au.Stock, Orders: au.Orders, SoldQty: au.SoldQty,
 		PerInstance: au.PerInstance, RequestIDs: ids}
 	a := Evaluate(responses, st, o.Qty)
+	run.LatencyCDF = latencyCDF(responses)
 	view := ""
 	if rawDir != "" {
 		view = filepath.Join(rawDir, name+".history.html")

@@ -2,20 +2,17 @@ package bench
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"image/color"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
+	"github.com/seckill-lab/seckill/bench/chart"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // tableHeader are the columns of the comparison table.
@@ -92,110 +89,211 @@ func rateString(r int) string {
 }
 
 // palette colours the series of a chart.
-var palette = []color.Color{
-	color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
-	color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+// outcomeSeries are the stacked outcome chart's series, in order, with
+// their colours: sold green, sold out grey, the refusals warm, errors red.
+var outcomeSeries = []string{OutcomeOK, OutcomeSoldOut, OutcomeLockTimeout, OutcomeStaleLock, OutcomeLeaseLost, OutcomeError}
+var outcomeColours = []string{"#2ca02c", "#9a9a9a", "#ff7f0e", "#9467bd", "#8c564b", "#d62728"}
+
+// evidenceInvariants are the per-strategy verdict columns of the report.
+var evidenceInvariants = []string{InvLinearizable, InvMutualExclusion, InvReleaseAfterCommit, InvNoLostUpdate,
+	InvStockNonNegative, InvOKHasOrder, InvNoPhantomOrder, InvNoDoubleSale, InvNoOrderFor4xx, InvSoldOutAllSold, InvNotAllFailed}
+
+// glossary explains the Chinese terms of the seeds the lab's reports and
+// README use.
+var glossary = [][2]string{
+	{"秒杀 (miǎoshā)", "flash sale: a stock of a few units sold in seconds to a crowd"},
+	{"超卖 (chāomài)", "oversell: more units sold than were in stock"},
+	{"库存 (kùcún)", "stock, inventory"},
+	{"分布式锁 (fēnbùshì suǒ)", "distributed lock: one holder across processes and machines"},
+	{"看门狗 (kànméngǒu)", "watchdog: renews a held lock's TTL while its holder works (Redisson)"},
+	{"脑裂 (nǎoliè)", "split brain: two sides each believe they hold the lock (Redlock's split votes, a failover)"},
+	{"羊群效应 (yángqún xiàoyìng)", "herd effect: every waiter wakes when one lock is released (ZooKeeper without the predecessor watch)"},
+	{"可重入 (kě chóngrù)", "reentrant: the holder may take its own lock again"},
+	{"锁超时 (suǒ chāoshí)", "lock timeout: the lock's TTL runs out while its holder still works"},
+	{"多例模式 (duōlì móshì)", "prototype scope: a new lock object per request, so nothing is shared"},
+	{"时钟变迁 (shízhōng biànqiān)", "clock change: a server's clock jumps, and TTLs with it"},
+	{"崩溃恢复 (bēngkuì huīfù)", "crash recovery: a lock server restarts, with or without its data"},
+	{"乐观锁 / 悲观锁", "optimistic lock (version check) / pessimistic lock (SELECT ... FOR UPDATE)"},
 }
 
-// barChart plots one bar per strategy for each series and returns the PNG.
-func barChart(title, ylabel string, names []string, series map[string][]float64, order []string) ([]byte, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.Y.Label.Text = ylabel
-	p.Y.Min = 0
-	p.NominalX(names...)
-	p.X.Tick.Label.Rotation = 0.6
-	p.X.Tick.Label.XAlign = -1 // right
-	p.X.Tick.Label.YAlign = -0.5
-	w := vg.Points(30 / float64(max(len(order), 1)))
-	p.X.Min = -0.7
-	p.X.Max = float64(len(names)) - 0.3
-	top := 0.0
-	for _, vs := range series {
-		for _, v := range vs {
-			top = max(top, v)
-		}
-	}
-	p.Y.Max = max(top*1.2, 1) // head room for the legend
-	for i, name := range order {
-		bars, err := plotter.NewBarChart(plotter.Values(series[name]), w)
-		if err != nil {
-			return nil, fmt.Errorf("chart %s: %w", title, err)
-		}
-		bars.Color = palette[i%len(palette)]
-		bars.LineStyle.Width = 0
-		bars.Offset = w * vg.Length(float64(i)-float64(len(order)-1)/2)
-		p.Add(bars)
-		if len(order) > 1 {
-			p.Legend.Add(name, bars)
-		}
-	}
-	p.Legend.Top = true
-	width := vg.Points(float64(max(420, 46*len(names))))
-	wt, err := p.WriterTo(width, 4*vg.Inch, "png")
-	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", title, err)
-	}
-	var b bytes.Buffer
-	if _, err := wt.WriteTo(&b); err != nil {
-		return nil, fmt.Errorf("render %s: %w", title, err)
-	}
-	return b.Bytes(), nil
+// chartSet builds the report's SVG charts from the summary and the runs.
+type chartSVG struct {
+	Title string
+	SVG   template.HTML
 }
 
-// Charts renders the report's charts (oversold units, throughput and
-// latency per strategy) as PNG images.
-func Charts(rep *Report) (map[string][]byte, []string, error) {
-	var names []string
-	over := map[string][]float64{}
-	thr := map[string][]float64{}
-	lat := map[string][]float64{}
+func reportCharts(rep *Report) []chartSVG {
+	if len(rep.Summary) == 0 {
+		return nil
+	}
+	var over, lost, okps []chart.Bar
+	refLabel, refValue := "", 0.0
 	for _, s := range rep.Summary {
-		names = append(names, s.Strategy)
-		over["oversold"] = append(over["oversold"], s.Oversold.Median)
-		over["lost updates"] = append(over["lost updates"], max(0, s.LostUpdates.Median))
-		thr["req/s"] = append(thr["req/s"], s.ThroughputRPS.Median)
-		thr["ok/s"] = append(thr["ok/s"], s.OKPerSec.Median)
-		lat["p50"] = append(lat["p50"], s.P50MS.Median)
-		lat["p99"] = append(lat["p99"], s.P99MS.Median)
-	}
-	type spec struct {
-		key, title, y string
-		data          map[string][]float64
-		order         []string
-	}
-	specs := []spec{
-		{"oversold", "Oversold units and lost updates per strategy", "units", over, []string{"oversold", "lost updates"}},
-		{"throughput", "Throughput per strategy", "per second", thr, []string{"req/s", "ok/s"}},
-		{"latency", "Latency per strategy", "ms", lat, []string{"p50", "p99"}},
-	}
-	out := map[string][]byte{}
-	var keys []string
-	if len(names) == 0 {
-		return out, keys, nil
-	}
-	for _, s := range specs {
-		png, err := barChart(s.title, s.y, names, s.data, s.order)
-		if err != nil {
-			return nil, nil, err
+		flawed := !s.ExpectedCorrect
+		link := "#strategy-" + s.Strategy
+		over = append(over, chart.Bar{Label: s.Strategy, Value: s.Oversold.Median, Flawed: flawed, Link: link})
+		lost = append(lost, chart.Bar{Label: s.Strategy, Value: max(0, s.LostUpdates.Median), Flawed: flawed, Link: link})
+		okps = append(okps, chart.Bar{Label: s.Strategy, Value: s.OKPerSec.Median, Flawed: flawed, Link: link})
+		if s.Strategy == stock.SQLAtomic {
+			refLabel, refValue = fmt.Sprintf("sql-atomic %.0f/s", s.OKPerSec.Median), s.OKPerSec.Median
 		}
-		out[s.key] = png
-		keys = append(keys, s.key)
 	}
-	return out, keys, nil
+	// Outcomes and sales per instance add up every repeat of a strategy.
+	outcomes := map[string][]float64{}
+	sales := map[string]map[string]float64{}
+	insts := map[string]bool{}
+	firstRun := map[string]RunResult{}
+	for _, r := range rep.Runs {
+		if _, ok := outcomes[r.Strategy]; !ok {
+			outcomes[r.Strategy] = make([]float64, len(outcomeSeries))
+			sales[r.Strategy] = map[string]float64{}
+			firstRun[r.Strategy] = r
+		}
+		for i, o := range outcomeSeries {
+			outcomes[r.Strategy][i] += float64(r.Outcomes[o])
+		}
+		for inst, n := range r.SalesPerInstance {
+			sales[r.Strategy][inst] += float64(n)
+			insts[inst] = true
+		}
+	}
+	instNames := sortedKeys(insts)
+	var outStacks, saleStacks []chart.Stack
+	var lines []chart.Line
+	for _, s := range rep.Summary {
+		flawed := !s.ExpectedCorrect
+		outStacks = append(outStacks, chart.Stack{Label: s.Strategy, Parts: outcomes[s.Strategy], Flawed: flawed})
+		parts := make([]float64, len(instNames))
+		for i, in := range instNames {
+			parts[i] = sales[s.Strategy][in]
+		}
+		saleStacks = append(saleStacks, chart.Stack{Label: s.Strategy, Parts: parts, Flawed: flawed})
+		if cdf := firstRun[s.Strategy].LatencyCDF; len(cdf) > 0 {
+			l := chart.Line{Label: s.Strategy, Flawed: flawed}
+			for _, p := range cdf {
+				l.X, l.Y = append(l.X, p[0]), append(l.Y, p[1])
+			}
+			lines = append(lines, l)
+		}
+	}
+	per := "per run"
+	if len(rep.Runs) > len(rep.Summary) {
+		per = "all repeats added up"
+	}
+	out := []chartSVG{
+		{"Oversold units", inlineSVG(chart.BarChart("Oversold units (median of repeats); ✗ = flawed by design", "units", over, "", 0))},
+		{"Lost updates", inlineSVG(chart.BarChart("Lost updates: units sold that the stock column never lost (median)", "units", lost, "", 0))},
+		{"Throughput", inlineSVG(chart.BarChart("Successful purchases per second (median)", "ok/s", okps, refLabel, refValue))},
+		{"Outcomes", inlineSVG(chart.StackedBars("Answers per strategy ("+per+")", "requests", outcomeSeries, outcomeColours, outStacks))},
+		{"Sales per instance", inlineSVG(chart.StackedBars("Orders per instance ("+per+")", "orders", instNames, nil, saleStacks))},
+	}
+	if len(lines) > 0 {
+		out = append(out, chartSVG{"Latency", inlineSVG(chart.LineChart("Latency CDF (first repeat of each strategy)", "latency, ms (log scale)", "fraction of requests answered", lines, true))})
+	}
+	return out
 }
+
+// invariantCell is one strategy × invariant verdict of the report.
+type invariantCell struct {
+	Text, Class, Link string
+}
+
+type strategyEvidence struct {
+	Strategy string
+	Flawed   bool
+	Cells    []invariantCell
+	Timeline template.HTML // the first failing run's timeline, inline
+	Links    []failureLink
+}
+
+type failureLink struct{ Label, Href string }
+
+// evidenceRows gives, per strategy, each invariant's verdict over its
+// repeats (a failure links to its detail) and the first failing run's
+// timeline and porcupine view.
+func evidenceRows(rep *Report) []strategyEvidence {
+	var out []strategyEvidence
+	for _, s := range rep.Summary {
+		e := strategyEvidence{Strategy: s.Strategy, Flawed: !s.ExpectedCorrect}
+		for _, name := range evidenceInvariants {
+			fails, applicable, runs := 0, false, 0
+			anchor := ""
+			for _, r := range rep.Runs {
+				if r.Strategy != s.Strategy {
+					continue
+				}
+				for _, inv := range r.Invariants {
+					if inv.Name != name {
+						continue
+					}
+					runs++
+					applicable = applicable || inv.Applicable
+					if !inv.Pass {
+						fails++
+						if anchor == "" {
+							anchor = failureAnchor(r, name)
+						}
+					}
+				}
+			}
+			c := invariantCell{Text: "pass", Class: "pass"}
+			switch {
+			case runs == 0:
+				c = invariantCell{Text: "-", Class: "na"}
+			case fails > 0:
+				c = invariantCell{Text: fmt.Sprintf("FAIL %d/%d", fails, runs), Class: "fail", Link: "#" + anchor}
+			case !applicable:
+				c = invariantCell{Text: "n/a", Class: "na"}
+			}
+			e.Cells = append(e.Cells, c)
+		}
+		for _, r := range rep.Runs {
+			if r.Strategy != s.Strategy {
+				continue
+			}
+			if e.Timeline == "" && len(r.timelineSVG) > 0 {
+				e.Timeline = inlineSVG(r.timelineSVG)
+			}
+			if r.Timeline != "" {
+				e.Links = append(e.Links, failureLink{fmt.Sprintf("#%d timeline", r.Repeat), r.Timeline})
+			}
+			if r.HistoryView != "" {
+				e.Links = append(e.Links, failureLink{fmt.Sprintf("#%d porcupine view", r.Repeat), r.HistoryView})
+			}
+			if r.Events != "" && len(e.Links) < 8 {
+				e.Links = append(e.Links, failureLink{fmt.Sprintf("#%d events", r.Repeat), r.Events})
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func failureAnchor(r RunResult, inv string) string {
+	return fmt.Sprintf("fail-%s-%d-%s", r.Strategy, r.Repeat, inv)
+}
+
+type failureItem struct{ ID, Text string }
 
 var htmlTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.V.Title}} {{(index .V.Facts 0).Value}}</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.V.Title}} {{(index .V.Facts 0).Value}}</title>
 <style>
-body{font-family:sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;font-size:14px;margin-bottom:1em}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Noto Sans CJK SC",sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222;font-size:17px;line-height:1.4}
+h1{font-size:1.8em;margin-bottom:.3em} h2{font-size:1.4em;margin-top:1.6em;border-bottom:2px solid #ddd;padding-bottom:.2em}
+table{border-collapse:collapse;font-size:15px;margin-bottom:1em}
 th,td{border:1px solid #bbb;padding:4px 8px;text-align:right}
 th:first-child,td:first-child,td:nth-child(2){text-align:left}
+th{background:#f2f2f2}
 tr.bad td{background:#fde2e2}
-img{max-width:100%;display:block;margin:1em 0}
+td.pass{color:#1a7f37} td.fail{background:#d62728;color:#fff;font-weight:bold} td.fail a{color:#fff} td.na{color:#999}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:1.2em}
+.chart{border:1px solid #e3e3e3;border-radius:6px;padding:.5em;background:#fff}
+.chart svg,.timeline svg{width:100%;height:auto;display:block}
+.timeline{border:1px solid #f0b0b0;border-radius:6px;padding:.5em;margin:.5em 0 1em}
 code{background:#f3f3f3;padding:1px 4px}
+dl.glossary dt{font-weight:bold;margin-top:.4em} dl.glossary dd{margin-left:1.5em}
+li.failure{margin:.3em 0}
 </style></head><body>
 <h1>{{.V.Title}}</h1>
 <ul>{{range .V.Facts}}<li>{{.Label}}: {{if eq .Label "command"}}<code>{{.Value}}</code>{{else}}{{.Value}}{{end}}</li>
@@ -205,40 +303,53 @@ code{background:#f3f3f3;padding:1px 4px}
 {{end}}</table>{{end}}
 <h2>{{.V.Main.Title}}</h2>
 {{template "table" .V.Main}}
-{{range .Charts}}<h2>{{.Title}}</h2><img alt="{{.Title}}" src="{{.PNG}}">
-{{end}}
+<h2>Invariants per strategy</h2>
+<p>Each cell adds up the strategy's repeats; a failure links to its detail below. linearizable: the clients' history fits a sequential stock counter (porcupine). mutual_exclusion: no two purchases between their stock read and their COMMIT at once, from the instances' lock events; all instances run on this machine and stamp events with its one monotonic clock, so their times compare directly.</p>
+<table><tr><th>strategy</th>{{range .Invariants}}<th>{{.}}</th>{{end}}</tr>
+{{range .Evidence}}<tr id="strategy-{{.Strategy}}"><td>{{.Strategy}}{{if .Flawed}} ✗{{end}}</td>{{range .Cells}}<td class="{{.Class}}">{{if .Link}}<a href="{{.Link}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{end}}</table>
+<h2>Charts</h2>
+<div class="charts">{{range .Charts}}<div class="chart" data-chart="{{.Title}}">{{.SVG}}</div>
+{{end}}</div>
+{{range .Evidence}}{{if .Timeline}}<h2>The race: {{.Strategy}}</h2>
+<p>One lane per instance; each bar is one purchase's lock hold (from acquired to released, or its stock read to its commit when there is no lock), a tick marks its COMMIT, red bars took part in an overlap and the red bands are the overlapping intervals.</p>
+<div class="timeline">{{.Timeline}}</div>
+{{end}}{{if .Links}}<p>{{.Strategy}}: {{range .Links}}<a href="{{.Href}}">{{.Label}}</a> · {{end}}</p>{{end}}{{end}}
 {{range .V.Tables}}<h2>{{.Title}}</h2>
 {{template "table" .}}
 {{end}}
 {{range .V.Notes}}<p>{{.}}</p>{{end}}
-{{if .V.Failed}}<h2>Failed invariants</h2><ul>{{range .V.Failed}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .Failures}}<h2>Failed invariants</h2><ul>{{range .Failures}}<li class="failure" id="{{.ID}}">{{.Text}}</li>{{end}}</ul>{{end}}
+<h2>Glossary</h2>
+<dl class="glossary">{{range .Glossary}}<dt>{{index . 0}}</dt><dd>{{index . 1}}</dd>{{end}}</dl>
 </body></html>
 `))
 
-// HTML renders report.html from the same view as report.md:
-// self-contained, no external reference, the charts embedded as data: PNG
-// images.
+// HTML renders report.html from the same view as report.md, plus the
+// evidence and the charts: one self-contained file (inline SVG, no script,
+// no external reference) that scales to the window.
 func HTML(rep *Report) ([]byte, error) {
-	pngs, keys, err := Charts(rep)
-	if err != nil {
-		return nil, err
-	}
-	titles := map[string]string{"oversold": "Oversold units", "throughput": "Throughput", "latency": "Latency"}
-	type img struct {
-		Title string
-		PNG   template.URL
-	}
 	v := buildView(rep)
 	for i := range v.Facts {
 		v.Facts[i].Value = noScheme(v.Facts[i].Value)
 	}
-	data := struct {
-		V      view
-		Charts []img
-	}{V: v}
-	for _, k := range keys {
-		data.Charts = append(data.Charts, img{titles[k], template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(pngs[k]))})
+	var fails []failureItem
+	for _, r := range rep.Runs {
+		for _, inv := range r.Invariants {
+			if !inv.Pass {
+				fails = append(fails, failureItem{failureAnchor(r, inv.Name),
+					fmt.Sprintf("%s #%d: %s failed (count %d): %s", r.Strategy, r.Repeat, inv.Name, inv.Count, inv.Detail)})
+			}
+		}
 	}
+	data := struct {
+		V          view
+		Charts     []chartSVG
+		Invariants []string
+		Evidence   []strategyEvidence
+		Failures   []failureItem
+		Glossary   [][2]string
+	}{V: v, Charts: reportCharts(rep), Invariants: evidenceInvariants, Evidence: evidenceRows(rep), Failures: fails, Glossary: glossary}
 	var b bytes.Buffer
 	if err := htmlTmpl.Execute(&b, data); err != nil {
 		return nil, fmt.Errorf("render report.html: %w", err)
@@ -277,4 +388,15 @@ func WriteReports(dir string, rep *Report) error {
 		}
 	}
 	return nil
+}
+
+// inlineSVG makes an SVG document an HTML fragment: inline SVG needs no
+// namespace declaration, and report.html must hold no http(s):// string.
+func inlineSVG(svg []byte) template.HTML {
+	s := strings.Replace(string(svg), ` xmlns="http://www.w3.org/2000/svg"`, "", 1)
+	s = strings.Replace(s, ` xmlns:xlink="http://www.w3.org/1999/xlink"`, "", 1)
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:] // drop an XML declaration
+	}
+	return template.HTML(s)
 }

@@ -29,6 +29,9 @@ import (
 	"unicode/utf8"
 )
 
+// noStroke is SVG's "no paint" for a stroke.
+const noStroke = "transparent"
+
 // Layout constants, in viewBox units.
 const (
 	width      = 960.0 // viewBox width
@@ -383,7 +386,7 @@ func BarChart(title, yLabel string, bars []Bar, refLabel string, refValue float6
 			v = 0
 		}
 		h := max(bottom-y(v), 2)
-		fill, stroke := barColour, "none"
+		fill, stroke := barColour, noStroke
 		if b.Flawed {
 			fill, stroke = "url(#"+id+"-hatch)", greyColour
 		}

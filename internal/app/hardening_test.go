@@ -244,7 +244,11 @@ func TestSlowClientsAreCut(t *testing.T) {
 				break // answered (400 / 408): the server let go
 			}
 		}
-		if _, err := c.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
+		// Drain what is left of an answer (a partial read of a 408 left
+		// its tail here and counted an answered, closed connection as
+		// open: 19 of 20 in a CI run) until the server closes or 2 s pass.
+		_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, err := io.Copy(io.Discard, c); err == nil || !isTimeout(err) {
 			closed++
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // proxiedVars are the instance variables that hold server addresses.
@@ -171,7 +172,7 @@ func linkGroup(st *State, name string) []string {
 		} else {
 			return []string{"redis-1"}
 		}
-	case "redlock":
+	case stock.Redlock: // the five Redlock servers
 		kinds = []Kind{KindRedis}
 	case "etcd":
 		kinds = []Kind{KindEtcd, KindEtcdMember}
