@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -332,7 +333,10 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	}
 	var ec *eventCollector
 	var evErr error
-	if fleet.AdminToken != "" {
+	switch {
+	case o.NoEvents:
+		evErr = errors.New("--no-events")
+	case fleet.AdminToken != "":
 		ec, evErr = collectEvents(ctx, fleet, stock.LockKey(o.GoodsID))
 	}
 	struck := func() ([]Strike, error) { return nil, nil }

@@ -76,6 +76,10 @@ type Options struct {
 	// NoLocalQueue makes every waiter contend at the lock server (no
 	// two-level locking). Default false: the service's local queue is on.
 	NoLocalQueue bool
+	// NoEvents skips collecting the instances' lock events (and so the
+	// mutual-exclusion and release-after-commit checks, then "not
+	// applicable"), to measure a strategy without the event stream.
+	NoEvents bool
 	// NoLeaseCheck lets a holder whose lease was reported lost commit
 	// anyway. Default false: the service's lease check is on.
 	NoLeaseCheck bool

@@ -31,6 +31,7 @@ func runBench(ctx context.Context, args []string) error {
 	lockWait := fs.Duration("lock-wait", 0, "lock wait budget (0 = the service default)")
 	fencing := fs.Bool("fencing", false, "have the service check fencing tokens")
 	noWatchdog := fs.Bool("no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
+	noEvents := fs.Bool("no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
 	noQueue := fs.Bool("no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
 	noLeaseCheck := fs.Bool("no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
 	var faults faultFlags
@@ -78,7 +79,7 @@ func runBench(ctx context.Context, args []string) error {
 		Strategies: names, Stock: *stock, Requests: *requests, Concurrency: *concurrency, Qty: *qty,
 		Rate: *rate, Repeat: *repeat, Seed: *seed, GoodsID: *goods, Instances: *instances,
 		WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing, NoWatchdog: *noWatchdog,
-		NoLocalQueue: *noQueue, NoLeaseCheck: *noLeaseCheck, Faults: faults,
+		NoLocalQueue: *noQueue, NoEvents: *noEvents, NoLeaseCheck: *noLeaseCheck, Faults: faults,
 		RequestTimeout: *reqTimeout, RunTimeout: *runTimeout, CalibrateRequests: *calRequests,
 		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
 	}
