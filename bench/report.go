@@ -294,6 +294,7 @@ td.pass{color:#1a7f37} td.fail{background:#d62728;color:#fff;font-weight:bold} t
 code{background:#f3f3f3;padding:1px 4px}
 dl.glossary dt{font-weight:bold;margin-top:.4em} dl.glossary dd{margin-left:1.5em}
 li.failure{margin:.3em 0}
+.wide{overflow-x:auto} table.inv{width:100%;table-layout:fixed} table.inv th{font-size:13px;white-space:normal;overflow-wrap:anywhere} table.inv td{text-align:center}
 </style></head><body>
 <h1>{{.V.Title}}</h1>
 <ul>{{range .V.Facts}}<li>{{.Label}}: {{if eq .Label "command"}}<code>{{.Value}}</code>{{else}}{{.Value}}{{end}}</li>
@@ -305,9 +306,9 @@ li.failure{margin:.3em 0}
 {{template "table" .V.Main}}
 <h2>Invariants per strategy</h2>
 <p>Each cell adds up the strategy's repeats; a failure links to its detail below. linearizable: the clients' history fits a sequential stock counter (porcupine). mutual_exclusion: no two purchases between their stock read and their COMMIT at once, from the instances' lock events; all instances run on this machine and stamp events with its one monotonic clock, so their times compare directly.</p>
-<table><tr><th>strategy</th>{{range .Invariants}}<th>{{.}}</th>{{end}}</tr>
+<div class="wide"><table class="inv"><tr><th>strategy</th>{{range .Invariants}}<th>{{.}}</th>{{end}}</tr>
 {{range .Evidence}}<tr id="strategy-{{.Strategy}}"><td>{{.Strategy}}{{if .Flawed}} ✗{{end}}</td>{{range .Cells}}<td class="{{.Class}}">{{if .Link}}<a href="{{.Link}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
-{{end}}</table>
+{{end}}</table></div>
 <h2>Charts</h2>
 <div class="charts">{{range .Charts}}<div class="chart" data-chart="{{.Title}}">{{.SVG}}</div>
 {{end}}</div>
@@ -349,7 +350,7 @@ func HTML(rep *Report) ([]byte, error) {
 		Evidence   []strategyEvidence
 		Failures   []failureItem
 		Glossary   [][2]string
-	}{V: v, Charts: reportCharts(rep), Invariants: evidenceInvariants, Evidence: evidenceRows(rep), Failures: fails, Glossary: glossary}
+	}{V: v, Charts: reportCharts(rep), Invariants: invariantHeaders(), Evidence: evidenceRows(rep), Failures: fails, Glossary: glossary}
 	var b bytes.Buffer
 	if err := htmlTmpl.Execute(&b, data); err != nil {
 		return nil, fmt.Errorf("render report.html: %w", err)
@@ -372,6 +373,14 @@ func WriteReports(dir string, rep *Report) error {
 	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode report.json: %w", err)
+	}
+	// A report read back from report.json has its timelines on disk only.
+	for i := range rep.Runs {
+		if r := &rep.Runs[i]; r.Timeline != "" && len(r.timelineSVG) == 0 {
+			if b, err := os.ReadFile(filepath.Join(dir, r.Timeline)); err == nil {
+				r.timelineSVG = b
+			}
+		}
 	}
 	html, err := HTML(rep)
 	if err != nil {
@@ -399,4 +408,14 @@ func inlineSVG(svg []byte) template.HTML {
 		s = s[i:] // drop an XML declaration
 	}
 	return template.HTML(s)
+}
+
+// invariantHeaders are the invariant names with spaces, so the header
+// wraps and the table fits a projector's width.
+func invariantHeaders() []string {
+	out := make([]string, len(evidenceInvariants))
+	for i, n := range evidenceInvariants {
+		out[i] = strings.ReplaceAll(n, "_", " ")
+	}
+	return out
 }
