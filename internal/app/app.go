@@ -166,6 +166,10 @@ func openMySQL(ctx context.Context, dsn string, wait time.Duration) (*gorm.DB, e
 	mc.ParseTime = true
 	// utf8mb4 end to end (CJK, emoji); binary collation like the tables'.
 	mc.Collation = "utf8mb4_bin"
+	// Parameters interpolated on the client: one round trip per statement
+	// instead of prepare, execute and close (MariaDB counted 4 of each per
+	// purchase). Safe with utf8mb4, the only charset used.
+	mc.InterpolateParams = true
 	if mc.Timeout == 0 {
 		mc.Timeout = 2 * time.Second
 	}
