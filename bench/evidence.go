@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,7 +89,7 @@ func (c *eventCollector) stop() []stock.Event {
 	c.wg.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	slices.SortStableFunc(c.events, func(a, b stock.Event) int { return int(a.MonoNS - b.MonoNS) })
+	slices.SortStableFunc(c.events, func(a, b stock.Event) int { return cmp.Compare(a.MonoNS, b.MonoNS) })
 	return c.events
 }
 

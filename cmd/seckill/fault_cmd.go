@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -41,11 +40,9 @@ func runFault(ctx context.Context, args []string) error {
 		if err := parse(fs, tail); err != nil {
 			return err
 		}
-	} else {
-		fs = flag.NewFlagSet("", flag.ContinueOnError) // nothing left over
-	}
-	if fs.NArg() > 0 {
-		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q\n%s", fs.Arg(0), usage)}
+		if fs.NArg() > 0 {
+			return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q\n%s", fs.Arg(0), usage)}
+		}
 	}
 	if len(rest) == 0 {
 		return exitError{code: 2, msg: usage}

@@ -158,22 +158,17 @@ func Begin(ctx context.Context, dir string, f Fault) (did string, end func(conte
 			return "", nil, err
 		}
 		return fmt.Sprintf("clock jump +%s on %s, EMULATED (no clock changed): %d keys' TTL shortened, %d expired", f.Offset, f.Target, cut, gone), nil, nil
-	default:
-		if _, err := st.find(f.Target); err != nil {
+	case FaultRestart:
+		if err := Restart(ctx, dir, f.Target); err != nil {
 			return "", nil, err
 		}
-		switch f.Kind {
-		case FaultRestart:
-			if err := Restart(ctx, dir, f.Target); err != nil {
-				return "", nil, err
-			}
-			return "restart " + f.Target, nil, nil
-		case FaultPause:
-			err = Signal(dir, f.Target, syscall.SIGSTOP)
-		case FaultKill:
-			err = Signal(dir, f.Target, syscall.SIGKILL)
+		return "restart " + f.Target, nil, nil
+	case FaultPause, FaultKill:
+		sig := syscall.SIGSTOP
+		if f.Kind == FaultKill {
+			sig = syscall.SIGKILL
 		}
-		if err != nil {
+		if err := Signal(dir, f.Target, sig); err != nil {
 			return "", nil, err
 		}
 		did = f.Kind + " " + f.Target
@@ -246,6 +241,9 @@ func undo(ctx context.Context, dir string, f ActiveFault) error {
 // Heal undoes every fault that is on (resumes what is paused, starts what
 // was killed) and starts any component that is down.
 func Heal(ctx context.Context, dir string, out io.Writer) error {
+	if _, err := Load(dir); err != nil { // no stack: say so, not "open lock file"
+		return err
+	}
 	fs, err := ActiveFaults(dir)
 	if err != nil {
 		return err
