@@ -248,10 +248,22 @@ func (a *admin) orders(ctx context.Context, base string, goods int64) ([]string,
 type lockStats struct {
 	WaitSum, WaitCount float64
 	HoldSum, HoldCount float64
+	// Backend is seckill_lock_backend_events_total by event (Redlock's
+	// rounds).
+	Backend map[string]float64
 }
 
 func (s lockStats) sub(o lockStats) lockStats {
-	return lockStats{s.WaitSum - o.WaitSum, s.WaitCount - o.WaitCount, s.HoldSum - o.HoldSum, s.HoldCount - o.HoldCount}
+	d := lockStats{s.WaitSum - o.WaitSum, s.WaitCount - o.WaitCount, s.HoldSum - o.HoldSum, s.HoldCount - o.HoldCount, nil}
+	for k, v := range s.Backend {
+		if v -= o.Backend[k]; v > 0 {
+			if d.Backend == nil {
+				d.Backend = map[string]float64{}
+			}
+			d.Backend[k] = v
+		}
+	}
+	return d
 }
 
 // scrapeLocks sums seckill_lock_wait_seconds and seckill_lock_hold_seconds
@@ -269,6 +281,12 @@ func (a *admin) scrapeLocks(ctx context.Context, instances []string, strategy st
 		total.WaitCount += wc
 		total.HoldSum += hs
 		total.HoldCount += hc
+		for event, v := range countersFor(fams["seckill_lock_backend_events_total"], strategy, "event") {
+			if total.Backend == nil {
+				total.Backend = map[string]float64{}
+			}
+			total.Backend[event] += v
+		}
 	}
 	return total, nil
 }
@@ -300,6 +318,28 @@ func ParseMetrics(r io.Reader) (map[string]*dto.MetricFamily, error) {
 		return nil, fmt.Errorf("parse metrics: %w", err)
 	}
 	return fams, nil
+}
+
+// countersFor sums the counter series of fam whose strategy label is
+// strategy, by the value of label by.
+func countersFor(fam *dto.MetricFamily, strategy, by string) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range fam.GetMetric() {
+		var match bool
+		var key string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "strategy":
+				match = l.GetValue() == strategy
+			case by:
+				key = l.GetValue()
+			}
+		}
+		if match && m.GetCounter() != nil {
+			out[key] += m.GetCounter().GetValue()
+		}
+	}
+	return out
 }
 
 // histogramFor sums the sample sum and count of the histogram series of

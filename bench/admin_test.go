@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -40,10 +41,22 @@ seckill_purchases_total{outcome="ok",strategy="redis"} 4
 	if s, c := histogramFor(fams["seckill_lock_hold_seconds"], "redis"); s != 0 || c != 0 {
 		t.Errorf("missing family: %v %v", s, c)
 	}
-	before := lockStats{WaitSum: 1, WaitCount: 2, HoldSum: 3, HoldCount: 4}
-	after := lockStats{WaitSum: 2, WaitCount: 5, HoldSum: 3.5, HoldCount: 7}
-	if d := after.sub(before); d != (lockStats{1, 3, 0.5, 3}) {
-		t.Errorf("delta = %+v", d)
+	before := lockStats{WaitSum: 1, WaitCount: 2, HoldSum: 3, HoldCount: 4, Backend: map[string]float64{"round_split": 5, "round_taken": 1}}
+	after := lockStats{WaitSum: 2, WaitCount: 5, HoldSum: 3.5, HoldCount: 7, Backend: map[string]float64{"round_split": 9, "round_taken": 1, "round_acquired": 2}}
+	want := lockStats{1, 3, 0.5, 3, map[string]float64{"round_split": 4, "round_acquired": 2}}
+	if d := after.sub(before); !reflect.DeepEqual(d, want) {
+		t.Errorf("delta = %+v, want %+v", d, want)
+	}
+	counters := "# TYPE seckill_lock_backend_events_total counter\n" +
+		`seckill_lock_backend_events_total{event="round_split",strategy="redlock"} 7` + "\n" +
+		`seckill_lock_backend_events_total{event="round_taken",strategy="redlock"} 3` + "\n" +
+		`seckill_lock_backend_events_total{event="round_split",strategy="other"} 100` + "\n"
+	cf, err := ParseMetrics(strings.NewReader(counters))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := countersFor(cf["seckill_lock_backend_events_total"], "redlock", "event"); !reflect.DeepEqual(got, map[string]float64{"round_split": 7, "round_taken": 3}) {
+		t.Errorf("countersFor = %v", got)
 	}
 	if _, err := ParseMetrics(strings.NewReader("not metrics {{{")); err == nil {
 		t.Error("garbage parsed without error")

@@ -66,13 +66,17 @@ type RunResult struct {
 	// LockWaitMS is the mean lock wait per acquisition over the fleet
 	// (delta of seckill_lock_wait_seconds _sum/_count); nil when the
 	// strategy takes no lock or /metrics could not be read.
-	LockWaitMS       *float64    `json:"lock_wait_ms"`
-	LockHoldMS       *float64    `json:"lock_hold_ms"`
-	LockAcquisitions float64     `json:"lock_acquisitions"`
-	Invariants       []Invariant `json:"invariants"`
-	InvariantsPassed int         `json:"invariants_passed"`
-	InvariantsTotal  int         `json:"invariants_total"`
-	Raw              string      `json:"raw,omitempty"`
+	LockWaitMS       *float64 `json:"lock_wait_ms"`
+	LockHoldMS       *float64 `json:"lock_hold_ms"`
+	LockAcquisitions float64  `json:"lock_acquisitions"`
+	// BackendEvents are the lock backend's counts during the run, over the
+	// fleet (seckill_lock_backend_events_total; Redlock's acquisition
+	// rounds by outcome: round_split counts the failed quorum rounds).
+	BackendEvents    map[string]float64 `json:"backend_events,omitempty"`
+	Invariants       []Invariant        `json:"invariants"`
+	InvariantsPassed int                `json:"invariants_passed"`
+	InvariantsTotal  int                `json:"invariants_total"`
+	Raw              string             `json:"raw,omitempty"`
 	// Events is the run's lock events file (raw/NAME.events.jsonl), and
 	// HistoryView and Timeline the porcupine view of a history that is not
 	// linearizable and the SVG timeline of the first overlapping critical
@@ -117,11 +121,14 @@ type Report struct {
 	Calibration *Calibration `json:"calibration,omitempty"`
 	// CeilingRPS is the generator's ceiling (calibration); CeilingRatio is
 	// CeilingRPS over the best strategy's throughput (want >= 5).
-	CeilingRPS   float64     `json:"calibration_ceiling_rps"`
-	CeilingRatio float64     `json:"ceiling_ratio"`
-	WallS        float64     `json:"wall_s"`
-	Runs         []RunResult `json:"runs"`
-	Summary      []Summary   `json:"summary"`
+	CeilingRPS   float64 `json:"calibration_ceiling_rps"`
+	CeilingRatio float64 `json:"ceiling_ratio"`
+	// DBCeiling is the database's own limit for the purchase transaction
+	// (Options.DatabaseDSN; nil when not measured).
+	DBCeiling *DBCeiling  `json:"db_ceiling,omitempty"`
+	WallS     float64     `json:"wall_s"`
+	Runs      []RunResult `json:"runs"`
+	Summary   []Summary   `json:"summary"`
 }
 
 // Run benchmarks every strategy of o against the fleet and, when o.OutDir
@@ -177,6 +184,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Calibration = &c
 		rep.CeilingRPS = c.CeilingRPS
+		if o.DatabaseDSN != "" {
+			dc, err := CalibrateDatabase(ctx, o.DatabaseDSN, o.CalibrateRequests, o.Concurrency)
+			if err != nil {
+				return nil, err
+			}
+			rep.DBCeiling = &dc
+		}
 	}
 
 	var rawDir string
@@ -198,6 +212,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				if len(rep.Runs) > 0 && o.OutDir != "" {
 					// Keep what was measured before the failure.
 					rep.Summary = Summarize(rep.Runs)
+					setDBCeiling(rep.Summary, rep.DBCeiling)
 					rep.WallS = time.Since(began).Seconds()
 					if werr := WriteReports(o.OutDir, rep); werr == nil {
 						err = fmt.Errorf("%w (reports of the %d runs before it are in %s)", err, len(rep.Runs), o.OutDir)
@@ -209,6 +224,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	rep.Summary = Summarize(rep.Runs)
+	setDBCeiling(rep.Summary, rep.DBCeiling)
 	if best := bestThroughput(rep.Summary); best > 0 && rep.CeilingRPS > 0 {
 		rep.CeilingRatio = rep.CeilingRPS / best
 	}
@@ -392,6 +408,7 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 		if err == nil {
 			d := after.sub(before)
 			run.LockAcquisitions = d.WaitCount
+			run.BackendEvents = d.Backend
 			if d.WaitCount > 0 {
 				v := d.WaitSum / d.WaitCount * 1000
 				run.LockWaitMS = &v

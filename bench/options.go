@@ -101,8 +101,14 @@ type Options struct {
 	RequestTimeout    time.Duration // per request; 0 = DefaultRequestTimeout
 	RunTimeout        time.Duration // per run (one strategy, one repeat); 0 = DefaultRunTimeout
 	CalibrateRequests int           // requests of the automatic calibration; 0 = DefaultCalibrateRequests, <0 = skip
-	Progress          io.Writer     // live progress line (stderr); nil = none
-	CommandLine       []string      // recorded in the report
+	// DatabaseDSN is the fleet's MariaDB/MySQL (a go-sql-driver DSN). When
+	// set, the calibration also measures the database's own limit for the
+	// purchase transaction (CalibrateDatabase, CalibrateRequests
+	// transactions at Concurrency) and the report gives every strategy's
+	// sales per second as a fraction of it. Default "": not measured.
+	DatabaseDSN string
+	Progress    io.Writer // live progress line (stderr); nil = none
+	CommandLine []string  // recorded in the report
 }
 
 // ErrInvalidOptions wraps every option validation error.

@@ -17,7 +17,7 @@ import (
 
 // tableHeader are the columns of the comparison table.
 var tableHeader = []string{"strategy", "expected", "oversold", "lost", "ok", "final stock",
-	"req/s", "ok/s", "p50 ms", "p99 ms", "lock wait ms", "invariants"}
+	"req/s", "ok/s", "of DB", "p50 ms", "p99 ms", "lock wait ms", "invariants"}
 
 // tableRows renders one row per strategy.
 func tableRows(ss []Summary) [][]string {
@@ -39,6 +39,7 @@ func tableRows(ss []Summary) [][]string {
 			fmtStat(s.FinalStock, s.Repeats, "%.0f"),
 			fmtStat(s.ThroughputRPS, s.Repeats, "%.0f"),
 			fmtStat(s.OKPerSec, s.Repeats, "%.0f"),
+			ofDB(s),
 			fmtStat(s.P50MS, s.Repeats, "%.1f"),
 			fmtStat(s.P99MS, s.Repeats, "%.1f"),
 			wait,
@@ -46,6 +47,15 @@ func tableRows(ss []Summary) [][]string {
 		})
 	}
 	return rows
+}
+
+// ofDB prints a summary's sales per second as a fraction of the database
+// ceiling, "-" when there is none.
+func ofDB(s Summary) string {
+	if s.OfDBCeiling == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", *s.OfDBCeiling)
 }
 
 // WriteTable prints the comparison table (one row per strategy) to w.
@@ -63,6 +73,11 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
+	}
+	if c := rep.DBCeiling; c != nil {
+		if _, err := fmt.Fprintf(w, "\ndatabase ceiling %.0f purchase transactions/s (%s; \"of DB\" is ok/s over it)\n", c.TPS, c.describe()); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
 	}
 	if rep.CeilingRPS > 0 {
 		verdict := "ok"

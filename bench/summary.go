@@ -47,6 +47,10 @@ type Summary struct {
 	// ThroughputRatioSQLAtomic is the median throughput over sql-atomic's
 	// (nil when sql-atomic did not run).
 	ThroughputRatioSQLAtomic *float64 `json:"throughput_ratio_sql_atomic"`
+	// OfDBCeiling is the median sales per second over the database's own
+	// limit for the purchase transaction (Report.DBCeiling; nil when it
+	// was not measured).
+	OfDBCeiling *float64 `json:"of_db_ceiling,omitempty"`
 }
 
 // Summarize groups runs by strategy (in first-seen order).
@@ -107,6 +111,17 @@ func Summarize(runs []RunResult) []Summary {
 		}
 	}
 	return out
+}
+
+// setDBCeiling fills every summary's OfDBCeiling.
+func setDBCeiling(ss []Summary, c *DBCeiling) {
+	if c == nil || c.TPS <= 0 {
+		return
+	}
+	for i := range ss {
+		v := ss[i].OKPerSec.Median / c.TPS
+		ss[i].OfDBCeiling = &v
+	}
 }
 
 // bestThroughput is the highest median throughput of the summaries.

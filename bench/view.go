@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/seckill-lab/seckill/lockimpl"
 	"strings"
 )
 
@@ -45,6 +46,9 @@ func buildView(rep *Report) view {
 	if rep.CeilingRPS > 0 {
 		v.Facts = append(v.Facts, fact{"generator ceiling", fmt.Sprintf("%.0f req/s (%.1fx the best throughput; want >= %.0fx)", rep.CeilingRPS, rep.CeilingRatio, MinCeilingRatio)})
 	}
+	if c := rep.DBCeiling; c != nil {
+		v.Facts = append(v.Facts, fact{"database ceiling", fmt.Sprintf("%.0f purchase transactions/s (%s); the \"of DB\" column is each strategy's ok/s over it", c.TPS, c.describe())})
+	}
 	v.Facts = append(v.Facts, fact{"wall time", fmt.Sprintf("%.1f s", rep.WallS)})
 
 	v.Main = table{Title: "Comparison", Header: tableHeader, Rows: tableRows(rep.Summary)}
@@ -67,6 +71,10 @@ func buildView(rep *Report) view {
 		runs.Bad = append(runs.Bad, r.Oversold > 0)
 	}
 	v.Tables = append(v.Tables, runs)
+	if b := backendTable(rep.Runs); len(b.Rows) > 0 {
+		v.Tables = append(v.Tables, b)
+		v.Notes = append(v.Notes, "Redlock rounds: each acquisition round asks every master at once. A failed quorum round (split) won some masters but not a majority, gave them back and retried: the votes split between contenders. Taken: every master that answered was held by another owner.")
+	}
 	if w := windowsTable(rep.Runs); len(w.Rows) > 0 {
 		v.Tables = append(v.Tables, w)
 		v.Notes = append(v.Notes, "Fault windows count each purchase by the time its answer came back: before the first fault starts, while a fault lasts, and after the last one ends. ok/s is successful purchases per second of the window.")
@@ -138,4 +146,27 @@ func writeMDTable(b *strings.Builder, t table) {
 	for _, r := range t.Rows {
 		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
 	}
+}
+
+// backendTable lists the lock backends' counts per run (Redlock's rounds
+// by outcome), with the failed quorum rounds per sale.
+func backendTable(runs []RunResult) table {
+	t := table{Title: "Redlock rounds", Header: []string{"run", "rounds", "acquired", "taken", "failed quorum (split)", "unreachable", "split per sale"}}
+	for _, r := range runs {
+		e := r.BackendEvents
+		if len(e) == 0 {
+			continue
+		}
+		split := e[lockimpl.RoundSplit]
+		total := e[lockimpl.RoundAcquired] + e[lockimpl.RoundTaken] + split + e[lockimpl.RoundUnreachable]
+		per := "-"
+		if r.OK > 0 {
+			per = fmt.Sprintf("%.2f", split/float64(r.OK))
+		}
+		t.Rows = append(t.Rows, []string{fmt.Sprintf("%s #%d", r.Strategy, r.Repeat), fmt.Sprintf("%.0f", total),
+			fmt.Sprintf("%.0f", e[lockimpl.RoundAcquired]), fmt.Sprintf("%.0f", e[lockimpl.RoundTaken]), fmt.Sprintf("%.0f", split),
+			fmt.Sprintf("%.0f", e[lockimpl.RoundUnreachable]), per})
+		t.Bad = append(t.Bad, false)
+	}
+	return t
 }

@@ -72,6 +72,37 @@ type Options struct {
 	// "zookeeper_delete"). Default nil: such errors are dropped (the
 	// backend's TTL, lease or session removes what is left).
 	OnCleanupError func(op string, err error)
+	// Count is told a backend's notable occurrences by name, for the
+	// metrics: Redlock reports each acquisition round's outcome
+	// (RoundAcquired, RoundTaken, RoundSplit, RoundUnreachable). Default
+	// nil: not counted.
+	Count func(name string)
+}
+
+// Names given to Options.Count by Redlock, one per acquisition round.
+const (
+	// RoundAcquired: a quorum of masters granted the lock.
+	RoundAcquired = "round_acquired"
+	// RoundTaken: every master that answered was held by another owner:
+	// plain contention, nothing taken, nothing to give back.
+	RoundTaken = "round_taken"
+	// RoundSplit: a failed quorum round. The round won some masters but
+	// not a quorum (the votes split between contenders, or another owner
+	// was partway through its own round), or the quorum came too late for
+	// the validity time; it gives its masters back and retries. The lab's
+	// count of Redlock's split votes (脑裂 pressure).
+	RoundSplit = "round_split"
+	// RoundUnreachable: too many masters did not answer for any quorum.
+	RoundUnreachable = "round_unreachable"
+)
+
+// CountOrDrop returns o.Count, or a function that drops the name when it
+// is nil.
+func (o Options) CountOrDrop() func(name string) {
+	if o.Count == nil {
+		return func(string) {}
+	}
+	return o.Count
 }
 
 // CleanupErrorOrDrop returns o.OnCleanupError, or a function that drops

@@ -177,6 +177,15 @@ type Strategy struct {
 	Open func(ctx context.Context, c Clients) (LockBackend, error)
 }
 
+// Queued reports whether Config.LocalQueue applies to the strategy: the
+// locks held at a server (each instance then sends one waiter per goods to
+// the lock server) and mysql-optimistic (each instance then makes one
+// compare-and-swap attempt per goods at a time). In-process locks, row
+// locks and the lock-free strategies have nothing to queue for.
+func (s Strategy) Queued() bool {
+	return s.Kind == KindLocker && s.Server != ServerProcess || s.Name == MySQLOptimistic
+}
+
 // registry lists every strategy, in the order reports show them.
 var registry = []Strategy{
 	{

@@ -33,6 +33,9 @@ type Observer interface {
 	// clean-up operations of lockimpl.Options.OnCleanupError ("etcd
 	// revoke", "zookeeper delete", ...).
 	Error(kind string)
+	// Count counts a lock backend's notable occurrence (lockimpl.Options.
+	// Count: Redlock's rounds) under strategy.
+	Count(strategy, name string)
 }
 
 // Mirror is the Redis stock mirror used by redis-atomic.
@@ -171,7 +174,7 @@ func (s *Service) SetConfig(ctx context.Context, c Config) error {
 		key := lockerKey{c.Name, c.LockTTL, !c.Watchdog}
 		sl, ok := s.lockers[key]
 		if !ok {
-			l, err := b.NewLocker(ctx, c.lockOptions(s.cleanupError))
+			l, err := b.NewLocker(ctx, c.lockOptions(s.cleanupError, s.counter(c.Name)))
 			if err != nil {
 				return fmt.Errorf("strategy %s: %w: %w", c.Name, ErrBackendUnavailable, err)
 			}
@@ -271,8 +274,16 @@ func (s *Service) cleanupError(op string, _ error) {
 }
 
 // lockOptions are the lockimpl options of setting c.
-func (c Config) lockOptions(onCleanupError func(op string, err error)) lockimpl.Options {
-	return lockimpl.Options{TTL: c.LockTTL, NoRenew: !c.Watchdog, OnCleanupError: onCleanupError}
+func (c Config) lockOptions(onCleanupError func(op string, err error), count func(string)) lockimpl.Options {
+	return lockimpl.Options{TTL: c.LockTTL, NoRenew: !c.Watchdog, OnCleanupError: onCleanupError, Count: count}
+}
+
+// counter passes a backend's counts to the observer under strategy.
+func (s *Service) counter(strategy string) func(string) {
+	if s.opts.Observer == nil {
+		return nil
+	}
+	return func(name string) { s.opts.Observer.Count(strategy, name) }
 }
 
 // LockKey is the lock name guarding goods id.
@@ -392,6 +403,9 @@ func (s *Service) run(ctx context.Context, a *active, d Deduction) (Result, erro
 	case MySQLForUpdate:
 		return st.ForUpdate(ctx, d, cfg.LockWait)
 	case MySQLOptimistic:
+		if cfg.LocalQueue {
+			return s.optimisticQueued(ctx, d, cfg.LockWait)
+		}
 		return st.Optimistic(ctx, d, s.opts.OptimisticRetries, cfg.LockWait)
 	case SQLAtomic:
 		return st.Atomic(ctx, d)
@@ -515,7 +529,7 @@ func (s *Service) acquire(ctx context.Context, a *active, key string, tr trace) 
 // not when it is released: the queue orders contenders, it does not hold
 // the critical section.
 func (s *Service) queued(ctx context.Context, a *active, key string) (*lockimpl.Lease, error) {
-	if !a.cfg.LocalQueue || a.info.Server == ServerProcess {
+	if !a.cfg.LocalQueue || !a.info.Queued() {
 		return a.locker.Lock(ctx, key)
 	}
 	turn, err := s.queue.Lock(ctx, key)
@@ -524,6 +538,25 @@ func (s *Service) queued(ctx context.Context, a *active, key string) (*lockimpl.
 	}
 	defer turn.Unlock(context.WithoutCancel(ctx))
 	return a.locker.Lock(ctx, key)
+}
+
+// optimisticQueued runs mysql-optimistic after its turn in the instance's
+// queue for the goods, holding the turn until the purchase is done: the
+// instance makes one compare-and-swap attempt per goods at a time. The
+// wait for the turn and the retries share the lock_wait budget.
+func (s *Service) optimisticQueued(ctx context.Context, d Deduction, budget time.Duration) (Result, error) {
+	start := time.Now()
+	qctx, cancel := context.WithTimeout(ctx, budget)
+	turn, err := s.queue.Lock(qctx, LockKey(d.Order.GoodsID))
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return Result{}, fmt.Errorf("waited %s in the local queue: %w", budget, ErrLockTimeout)
+	}
+	defer turn.Unlock(context.WithoutCancel(ctx))
+	return s.opts.Store.Optimistic(ctx, d, s.opts.OptimisticRetries, max(budget-time.Since(start), time.Millisecond))
 }
 
 // pingBudget bounds the health probe that tells a dead backend from a busy

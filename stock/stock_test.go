@@ -213,3 +213,62 @@ func mysqlDSNFor(dsn, db string) (string, error) {
 	c.DBName = db
 	return c.FormatDSN(), nil
 }
+
+// TestStorePathsRemaining: every store path (the lean database/sql path)
+// reports the stock each purchase left, ids its orders, refuses a purchase
+// the stock does not cover without changing data, and tells a missing goods
+// from a sold-out one.
+func TestStorePathsRemaining(t *testing.T) {
+	st := testStore(t)
+	ctx := context.Background()
+	paths := []struct {
+		name string
+		run  func(Deduction) (Result, error)
+	}{
+		{SQLAtomic, func(d Deduction) (Result, error) { return st.Atomic(ctx, d) }},
+		{MySQLForUpdate, func(d Deduction) (Result, error) { return st.ForUpdate(ctx, d, time.Second) }},
+		{MySQLOptimistic, func(d Deduction) (Result, error) { return st.Optimistic(ctx, d, 3, time.Second) }},
+		{None, func(d Deduction) (Result, error) { return st.ReadModifyWrite(ctx, d, nil) }},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			goods := 2_000_000_000 + rand.Int64N(1_000_000_000)
+			if err := st.Reset(ctx, goods, 3); err != nil {
+				t.Fatal(err)
+			}
+			steps := []struct {
+				qty, remaining int64
+				want           error
+			}{{1, 2, nil}, {3, 0, ErrSoldOut}, {2, 0, nil}, {1, 0, ErrSoldOut}}
+			var ids []int64
+			for i, s := range steps {
+				o := order(goods, fmt.Sprintf("%s-%d-%d", p.name, goods, i))
+				o.Qty = s.qty
+				res, err := p.run(Deduction{Order: o})
+				if s.want != nil {
+					if !errors.Is(err, s.want) {
+						t.Fatalf("step %d: err %v, want %v", i, err, s.want)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				if res.Remaining != s.remaining || res.Order.ID == 0 {
+					t.Fatalf("step %d: remaining %d order id %d, want remaining %d and an id", i, res.Remaining, res.Order.ID, s.remaining)
+				}
+				ids = append(ids, res.Order.ID)
+			}
+			a, err := st.Audit(ctx, goods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Stock != 0 || a.Orders != 2 || a.SoldQty != 3 || ids[0] == ids[1] {
+				t.Fatalf("audit %+v, order ids %v", a, ids)
+			}
+			if _, err := p.run(Deduction{Order: order(goods+1_000_000_000_000, p.name+"-missing")}); !errors.Is(err, ErrGoodsNotFound) {
+				t.Fatalf("missing goods: %v, want ErrGoodsNotFound", err)
+			}
+		})
+	}
+}

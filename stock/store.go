@@ -18,6 +18,7 @@ import (
 // Store reads and writes goods and orders. It is safe for concurrent use.
 type Store struct {
 	db *gorm.DB
+	flavor
 }
 
 // NewStore wraps db.
@@ -242,13 +243,13 @@ type Result struct {
 // method returns (unlocks) while the transaction, and the order insert that
 // follows in it, have not committed yet.
 func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (release func(), err error)) (Result, error) {
-	var res Result
+	res := Result{Order: d.Order}
 	if d.Fence != 0 {
 		if err := s.claim(ctx, d.Order.GoodsID, d.Fence); err != nil {
 			return res, err
 		}
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		release := func() {}
 		if inside != nil {
 			r, err := inside(ctx)
@@ -259,35 +260,36 @@ func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(co
 			release = func() { once.Do(r) }
 			defer release()
 		}
-		var g Goods
-		if err := tx.Select("id", "stock").Take(&g, d.Order.GoodsID).Error; err != nil {
-			return goodsErr(d.Order.GoodsID, err)
+		stock, err := readStock(ctx, tx, d.Order.GoodsID, false)
+		if err != nil {
+			return err
 		}
-		d.trace(EventRead, g.Stock)
-		if g.Stock < d.Order.Qty {
+		d.trace(EventRead, stock)
+		if stock < d.Order.Qty {
 			return ErrSoldOut
 		}
 		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
 			return err
 		}
-		remaining := g.Stock - d.Order.Qty
+		remaining := stock - d.Order.Qty
+		var r sql.Result
 		if d.Fence == 0 {
-			if err := tx.Exec("UPDATE goods SET stock = ? WHERE id = ?", remaining, g.ID).Error; err != nil {
-				return fmt.Errorf("write stock: %w", err)
-			}
+			r, err = tx.ExecContext(ctx, sqlWriteStock, remaining, d.Order.GoodsID)
 		} else {
-			r := tx.Exec("UPDATE goods SET stock = ? WHERE id = ? AND fence = ?", remaining, g.ID, d.Fence)
-			if r.Error != nil {
-				return fmt.Errorf("write stock: %w", r.Error)
-			}
-			if r.RowsAffected == 0 {
-				return ErrStaleLock
-			}
+			r, err = tx.ExecContext(ctx, sqlWriteFenced, remaining, d.Order.GoodsID, d.Fence)
+		}
+		if err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		} else if n == 0 && d.Fence != 0 {
+			return ErrStaleLock
 		}
 		res.Remaining = remaining
 		d.trace(EventWritten, remaining)
 		release()
-		if err := insertOrder(tx, &d.Order); err != nil {
+		if err := insertOrderTx(ctx, tx, &res.Order); err != nil {
 			return err
 		}
 		if d.BeforeCommit != nil {
@@ -295,18 +297,23 @@ func (s *Store) ReadModifyWrite(ctx context.Context, d Deduction, inside func(co
 		}
 		return nil
 	})
-	res.Order = d.Order
 	return res, err
 }
 
 // claim marks goods id as being worked on by the holder of token, unless
 // a holder with a token at least as new already claimed it.
 func (s *Store) claim(ctx context.Context, id int64, token uint64) error {
-	r := s.db.WithContext(ctx).Exec("UPDATE goods SET fence = ? WHERE id = ? AND fence < ?", token, id, token)
-	if r.Error != nil {
-		return fmt.Errorf("claim goods %d with token %d: %w", id, token, r.Error)
+	db, err := s.sqlDB()
+	if err != nil {
+		return err
 	}
-	if r.RowsAffected == 0 {
+	r, err := db.ExecContext(ctx, sqlClaim, token, id, token)
+	if err != nil {
+		return fmt.Errorf("claim goods %d with token %d: %w", id, token, err)
+	}
+	if n, err := r.RowsAffected(); err != nil {
+		return fmt.Errorf("claim goods %d with token %d: %w", id, token, err)
+	} else if n == 0 {
 		if _, err := s.Goods(ctx, id); err != nil {
 			return err
 		}
@@ -318,33 +325,31 @@ func (s *Store) claim(ctx context.Context, id int64, token uint64) error {
 // ForUpdate runs the unit with SELECT ... FOR UPDATE: the row lock is the
 // lock. lockWait bounds the row-lock wait (InnoDB counts whole seconds).
 func (s *Store) ForUpdate(ctx context.Context, d Deduction, lockWait time.Duration) (Result, error) {
-	var res Result
-	secs := int(lockWait.Round(time.Second) / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Exec("SET SESSION innodb_lock_wait_timeout = ?", secs).Error; err != nil {
-			return fmt.Errorf("set lock wait: %w", err)
+	res := Result{Order: d.Order}
+	secs := max(int(lockWait.Round(time.Second)/time.Second), 1)
+	prefix, perTx := s.lockWaitPrefix(ctx, secs)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if perTx {
+			if _, err := tx.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = ?", secs); err != nil {
+				return fmt.Errorf("set lock wait: %w", err)
+			}
 		}
-		var g Goods
-		err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id", "stock").Take(&g, d.Order.GoodsID).Error
-		if err != nil {
+		var stock int64
+		if err := tx.QueryRowContext(ctx, prefix+sqlReadStockLocked, d.Order.GoodsID).Scan(&stock); err != nil {
 			return goodsErr(d.Order.GoodsID, err)
 		}
-		if g.Stock < d.Order.Qty {
+		if stock < d.Order.Qty {
 			return ErrSoldOut
 		}
 		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
 			return err
 		}
-		res.Remaining = g.Stock - d.Order.Qty
-		if err := tx.Exec("UPDATE goods SET stock = ? WHERE id = ?", res.Remaining, g.ID).Error; err != nil {
+		res.Remaining = stock - d.Order.Qty
+		if _, err := tx.ExecContext(ctx, sqlWriteStock, res.Remaining, d.Order.GoodsID); err != nil {
 			return fmt.Errorf("write stock: %w", err)
 		}
-		return insertOrder(tx, &d.Order)
+		return insertOrderTx(ctx, tx, &res.Order)
 	})
-	res.Order = d.Order
 	return res, classifyLockWait(err)
 }
 
@@ -372,62 +377,64 @@ func (s *Store) Optimistic(ctx context.Context, d Deduction, maxRetries int, bud
 var errVersionConflict = errors.New("version conflict")
 
 func (s *Store) optimisticOnce(ctx context.Context, d Deduction) (Result, error) {
-	var res Result
-	var g Goods
-	db := s.db.WithContext(ctx)
-	if err := db.Select("id", "stock", "version").Take(&g, d.Order.GoodsID).Error; err != nil {
+	res := Result{Order: d.Order}
+	db, err := s.sqlDB()
+	if err != nil {
+		return res, err
+	}
+	var stock, version int64
+	if err := db.QueryRowContext(ctx, sqlReadVersioned, d.Order.GoodsID).Scan(&stock, &version); err != nil {
 		return res, goodsErr(d.Order.GoodsID, err)
 	}
-	if g.Stock < d.Order.Qty {
+	if stock < d.Order.Qty {
 		return res, ErrSoldOut
 	}
 	if err := sleepCtx(ctx, d.WorkDelay); err != nil {
 		return res, err
 	}
-	err := db.Transaction(func(tx *gorm.DB) error {
-		r := tx.Exec("UPDATE goods SET stock = ?, version = version + 1 WHERE id = ? AND version = ?", g.Stock-d.Order.Qty, g.ID, g.Version)
-		if r.Error != nil {
-			return fmt.Errorf("write stock: %w", r.Error)
+	res.Remaining = stock - d.Order.Qty
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, sqlWriteVersioned, res.Remaining, d.Order.GoodsID, version)
+		if err != nil {
+			return fmt.Errorf("write stock: %w", err)
 		}
-		if r.RowsAffected == 0 {
+		if n, err := r.RowsAffected(); err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		} else if n == 0 {
 			return errVersionConflict
 		}
-		return insertOrder(tx, &d.Order)
+		return insertOrderTx(ctx, tx, &res.Order)
 	})
-	res.Order, res.Remaining = d.Order, g.Stock-d.Order.Qty
 	return res, err
 }
 
 // Atomic runs the lock-free deduction: one conditional UPDATE
-// `stock = stock - qty WHERE stock >= qty`, then the order, in one
-// transaction. It is the sql-atomic strategy and the MySQL half of
+// `stock = stock - qty WHERE stock >= qty` (SQLDeduct, which also returns
+// the new stock), then the order, in one transaction: BEGIN, two
+// statements, COMMIT. It is the sql-atomic strategy and the MySQL half of
 // redis-atomic.
 func (s *Store) Atomic(ctx context.Context, d Deduction) (Result, error) {
-	var res Result
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	res := Result{Order: d.Order}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
 			return err
 		}
-		r := tx.Exec("UPDATE goods SET stock = stock - ? WHERE id = ? AND stock >= ?", d.Order.Qty, d.Order.GoodsID, d.Order.Qty)
-		if r.Error != nil {
-			return fmt.Errorf("deduct stock: %w", r.Error)
+		r, err := tx.ExecContext(ctx, SQLDeduct, d.Order.Qty, d.Order.GoodsID, d.Order.Qty)
+		if err != nil {
+			return fmt.Errorf("deduct stock: %w", err)
 		}
-		if r.RowsAffected == 0 {
-			var n int64
-			if err := tx.Model(&Goods{}).Where("id = ?", d.Order.GoodsID).Count(&n).Error; err != nil {
-				return fmt.Errorf("check goods: %w", err)
-			}
-			if n == 0 {
-				return fmt.Errorf("goods %d: %w", d.Order.GoodsID, ErrGoodsNotFound)
-			}
-			return ErrSoldOut
+		n, err := r.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("deduct stock: %w", err)
 		}
-		if err := tx.Model(&Goods{}).Select("stock").Where("id = ?", d.Order.GoodsID).Scan(&res.Remaining).Error; err != nil {
-			return fmt.Errorf("read stock: %w", err)
+		if n == 0 {
+			return soldOutOrMissing(ctx, tx, d.Order.GoodsID)
 		}
-		return insertOrder(tx, &d.Order)
+		if res.Remaining, err = r.LastInsertId(); err != nil {
+			return fmt.Errorf("deduct stock: %w", err)
+		}
+		return insertOrderTx(ctx, tx, &res.Order)
 	})
-	res.Order = d.Order
 	return res, err
 }
 
@@ -439,13 +446,6 @@ func insertOrder(tx *gorm.DB, o *Order) error {
 		return fmt.Errorf("insert order: %w", err)
 	}
 	return nil
-}
-
-func goodsErr(id int64, err error) error {
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return fmt.Errorf("goods %d: %w", id, ErrGoodsNotFound)
-	}
-	return fmt.Errorf("read goods %d: %w", id, err)
 }
 
 func classifyLockWait(err error) error {

@@ -50,8 +50,12 @@ type Config struct {
 	// waiter per instance and goods polls or watches the lock server:
 	// two-level locking. Without it, every waiter contends at once; after
 	// a fault the backlog of waiters can keep a polling lock (Redlock,
-	// mysql-unique) failing for as long as the load lasts. Default true.
-	// It does not apply to in-process locks and lock-free strategies.
+	// mysql-unique) failing for as long as the load lasts. For
+	// mysql-optimistic the turn lasts the whole purchase: one
+	// compare-and-swap attempt per instance and goods at a time, instead
+	// of every client retrying against every other. Default true. It does
+	// not apply to in-process locks, row locks and lock-free strategies
+	// (Strategy.Queued).
 	LocalQueue bool
 	// LeaseCheck makes a holder whose lease the backend reported lost
 	// (TTL expired, session ended, node deleted) roll back before COMMIT,

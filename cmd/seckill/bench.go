@@ -44,7 +44,8 @@ func runBench(ctx context.Context, args []string) error {
 	instanceURLs := fs.String("instance-urls", "", "comma-separated base URLs of every instance of that fleet (admin API)")
 	adminToken := fs.String("admin-token", "", "admin token of that fleet (default $SECKILL_ADMIN_TOKEN)")
 	out := fs.String("out", "", "report directory (default results/<timestamp>/)")
-	calibrate := fs.Bool("calibrate", false, "only measure the load generator's ceiling against an in-process null handler")
+	calibrate := fs.Bool("calibrate", false, "only measure the ceilings: the load generator's (an in-process null handler) and the database's (the purchase transaction straight at MariaDB, with the local stack or --database-dsn)")
+	dbDSN := fs.String("database-dsn", "", "DSN of the fleet's database for its ceiling (default: the local stack's; with --target, none unless given)")
 	calRequests := fs.Int("calibrate-requests", bench.DefaultCalibrateRequests, "requests of the calibration (also run, short, before every bench; <0 skips it there)")
 	reqTimeout := fs.Duration("timeout", bench.DefaultRequestTimeout, "per-request timeout")
 	runTimeout := fs.Duration("run-timeout", bench.DefaultRunTimeout, "timeout of one run (one strategy, one repeat)")
@@ -68,6 +69,22 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		fmt.Printf("generator ceiling: %.0f req/s (%d requests, concurrency %d, %.2fs, p50 %.2fms, p99 %.2fms)\n",
 			c.CeilingRPS, c.Requests, c.Concurrency, c.DurationSecs, c.P50MS, c.P99MS)
+		dsn := *dbDSN
+		if dsn == "" && *target == "" {
+			if st, err := stack.Load(*dir); err == nil {
+				dsn = st.MySQLDSN()
+			}
+		}
+		if dsn == "" {
+			fmt.Println("database ceiling: not measured (no local stack in " + *dir + "; pass --database-dsn)")
+			return nil
+		}
+		dc, err := bench.CalibrateDatabase(ctx, dsn, *calRequests, *concurrency)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("database ceiling: %.0f purchase transactions/s (%d transactions, concurrency %d, %.2fs, p50 %.2fms, p99 %.2fms)\n",
+			dc.TPS, dc.Transactions, dc.Concurrency, dc.DurationSecs, dc.P50MS, dc.P99MS)
 		return nil
 	}
 
@@ -104,6 +121,7 @@ func runBench(ctx context.Context, args []string) error {
 			return fmt.Errorf("load the stack in %s: %w", *dir, err)
 		}
 		o.Fleet = fleetOf(st)
+		o.DatabaseDSN = st.MySQLDSN()
 		o.Faulter = stackFaulter{dir: st.Dir}
 		if *adminToken != "" {
 			o.Fleet.AdminToken = *adminToken
@@ -120,6 +138,9 @@ func runBench(ctx context.Context, args []string) error {
 			}
 			return f, nil
 		})
+	}
+	if *dbDSN != "" {
+		o.DatabaseDSN = *dbDSN
 	}
 	if *out == "" {
 		*out = filepath.Join("results", time.Now().Format("20060102-150405"))

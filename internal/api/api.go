@@ -13,7 +13,9 @@ import (
 	"log"
 	"mime"
 	"net/http"
+	"net/http/pprof"
 	"os"
+	rpprof "runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,7 +97,24 @@ func New(opts Options) http.Handler {
 	admin.GET("/audit", h.audit)
 	admin.GET("/orders", h.orders)
 	admin.GET("/events", h.events)
+	admin.GET("/debug/pprof/:profile", profile)
 	return r
+}
+
+// profile serves the runtime's profiles behind the admin token, to see
+// where an instance spends its time under load: /admin/debug/pprof/profile
+// (CPU, ?seconds=N) and the named ones (heap, allocs, goroutine, block,
+// mutex, threadcreate), as `go tool pprof` reads them.
+func profile(c *gin.Context) {
+	name := c.Param("profile")
+	switch {
+	case name == "profile":
+		pprof.Profile(c.Writer, c.Request)
+	case rpprof.Lookup(name) != nil:
+		pprof.Handler(name).ServeHTTP(c.Writer, c.Request)
+	default:
+		fail(c, http.StatusNotFound, "not_found", "no profile "+strconv.Quote(name)+"; try profile, heap, allocs, goroutine, block, mutex")
+	}
 }
 
 func (h *handler) instanceHeader(c *gin.Context) {

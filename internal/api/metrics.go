@@ -13,6 +13,7 @@ type Metrics struct {
 	lockWait  *prometheus.HistogramVec
 	lockHold  *prometheus.HistogramVec
 	errors    *prometheus.CounterVec
+	backend   *prometheus.CounterVec
 }
 
 // NewMetrics registers the series on reg.
@@ -31,8 +32,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_errors_total", Help: "Errors by kind.",
 		}, []string{"kind"}),
+		backend: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_lock_backend_events_total", Help: "A lock backend's notable occurrences by strategy and event (Redlock: round_acquired, round_taken, round_split, round_unreachable).",
+		}, []string{"strategy", "event"}),
 	}
-	reg.MustRegister(m.purchases, m.lockWait, m.lockHold, m.errors)
+	reg.MustRegister(m.purchases, m.lockWait, m.lockHold, m.errors, m.backend)
 	return m
 }
 
@@ -53,3 +57,6 @@ func (m *Metrics) LockHold(strategy string, d time.Duration) {
 
 // Error counts an error of kind.
 func (m *Metrics) Error(kind string) { m.errors.WithLabelValues(kind).Inc() }
+
+// Count counts a lock backend's occurrence name under strategy.
+func (m *Metrics) Count(strategy, name string) { m.backend.WithLabelValues(strategy, name).Inc() }

@@ -46,7 +46,7 @@ const FenceTable = "seckill_lock_fences"
 
 const (
 	backoffMin = 2 * time.Millisecond
-	backoffMax = 50 * time.Millisecond
+	backoffMax = 16 * time.Millisecond
 )
 
 // EnsureSchema creates the lock table if it does not exist.

@@ -30,8 +30,11 @@ import (
 // DefaultPrefix namespaces the Redis keys when Options.Prefix is empty.
 const DefaultPrefix = "seckill:redlock:"
 
-// backoff is the pause between two acquisition rounds: 5-10ms, jittered.
-var backoff = lockimpl.Backoff{Base: 10 * time.Millisecond}
+// backoff is the pause between two acquisition rounds: 1-2ms at first,
+// doubling to at most 8-16ms, jittered. Short first pauses hand a released
+// lock on quickly (with the service's local queue at most one waiter per
+// instance polls); the cap bounds the rounds of a long wait.
+var backoff = lockimpl.Backoff{Base: 2 * time.Millisecond, Max: 16 * time.Millisecond}
 
 // attemptTimeout bounds one acquisition attempt across the masters.
 const attemptTimeout = 2 * time.Second
@@ -44,6 +47,7 @@ type Locker struct {
 	ttl     time.Duration
 	prefix  string
 	noRenew bool
+	count   func(name string)
 }
 
 var _ lockimpl.Locker = (*Locker)(nil)
@@ -56,7 +60,7 @@ func New(clients []redis.UniversalClient, opts lockimpl.Options) *Locker {
 	for _, c := range clients {
 		pools = append(pools, goredis.NewPool(c))
 	}
-	return &Locker{rs: redsync.New(pools...), pools: pools, ttl: opts.TTLOrDefault(), prefix: opts.PrefixOr(DefaultPrefix), noRenew: opts.NoRenew}
+	return &Locker{rs: redsync.New(pools...), pools: pools, ttl: opts.TTLOrDefault(), prefix: opts.PrefixOr(DefaultPrefix), noRenew: opts.NoRenew, count: opts.CountOrDrop()}
 }
 
 // Key returns the Redis key (on every master) of the lock named key.
@@ -70,13 +74,21 @@ func (l *Locker) attempt(ctx context.Context, key string) (*redsync.Mutex, error
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), attemptTimeout)
 	defer cancel()
 	if err := m.TryLockContext(actx); err != nil {
-		if down := unreachable(err); down > len(l.pools)-quorum(len(l.pools)) {
+		down := unreachable(err)
+		if down > len(l.pools)-quorum(len(l.pools)) {
+			l.count(lockimpl.RoundUnreachable)
 			return nil, fmt.Errorf("redlock: trylock %q: %d of %d servers unreachable, no quorum possible: %w", key, down, len(l.pools), err)
+		}
+		if down+taken(err) >= len(l.pools) {
+			l.count(lockimpl.RoundTaken)
+		} else {
+			l.count(lockimpl.RoundSplit)
 		}
 		// Not enough votes, but a quorum of servers answered: others hold
 		// the lock, or the votes split. Retry.
 		return nil, fmt.Errorf("redlock: trylock %q: %w (%v)", key, lockimpl.ErrLocked, err)
 	}
+	l.count(lockimpl.RoundAcquired)
 	return m, nil
 }
 
@@ -103,6 +115,26 @@ func unreachable(err error) int {
 		return 0
 	}
 	return 1
+}
+
+// taken counts the masters another owner held in a failed round's error.
+func taken(err error) int {
+	var all *redsync.ErrTaken
+	if errors.As(err, &all) {
+		return len(all.Nodes)
+	}
+	n := 0
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			n += taken(e)
+		}
+		return n
+	}
+	var one *redsync.ErrNodeTaken
+	if errors.As(err, &one) {
+		return 1
+	}
+	return 0
 }
 
 // TryLock makes one attempt on all masters and returns lockimpl.ErrLocked

@@ -153,3 +153,58 @@ func TestQuorum(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundsCounted: each TryLock round is counted by its outcome, with
+// other owners' keys placed by hand on chosen masters: none (acquired), a
+// every master held by another owner (taken), and the round winning some
+// masters but not a quorum (split: a failed quorum round), whether one
+// other owner holds the rest or two others split them.
+func TestRoundsCounted(t *testing.T) {
+	cs := clients(t)
+	if len(cs) < 5 {
+		t.Fatalf("need 5 Redis masters, have %d", len(cs))
+	}
+	cases := []struct {
+		name   string
+		owners []string // per master: "" free, else the value another owner set
+		want   string
+	}{
+		{"free", []string{"", "", "", "", ""}, lockimpl.RoundAcquired},
+		{"two held", []string{"x", "x", "", "", ""}, lockimpl.RoundAcquired},
+		{"all held", []string{"x", "x", "x", "x", "x"}, lockimpl.RoundTaken},
+		{"quorum held", []string{"x", "x", "x", "", ""}, lockimpl.RoundSplit},
+		{"votes split", []string{"x", "x", "y", "", ""}, lockimpl.RoundSplit},
+	}
+	ctx := context.Background()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			counts := map[string]int{}
+			l := redlock.New(cs, lockimpl.Options{TTL: 5 * time.Second, Count: func(n string) { counts[n]++ }})
+			key := locktest.Key(t)
+			for i, v := range tc.owners {
+				if v != "" {
+					if err := cs[i].Set(ctx, l.Key(key), v, 5*time.Second).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			t.Cleanup(func() {
+				for _, c := range cs {
+					c.Del(ctx, l.Key(key))
+				}
+			})
+			lease, err := l.TryLock(ctx, key)
+			if tc.want == lockimpl.RoundAcquired {
+				if err != nil {
+					t.Fatalf("TryLock: %v", err)
+				}
+				_ = lease.Unlock(ctx)
+			} else if !errors.Is(err, lockimpl.ErrLocked) {
+				t.Fatalf("TryLock: %v, want ErrLocked", err)
+			}
+			if counts[tc.want] != 1 || len(counts) != 1 {
+				t.Fatalf("counts %v, want one %s", counts, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,149 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// DBCeiling is the database's own limit for the purchase transaction: a Go
+// client on this machine running exactly the instances' purchase
+// transaction (BEGIN; stock.SQLDeduct; stock.SQLInsertOrder; COMMIT) with
+// the run's concurrency, straight at MariaDB/MySQL, no HTTP, no lock. It
+// is the most any strategy could sell per second on this box.
+type DBCeiling struct {
+	Transactions int     `json:"transactions"`
+	Concurrency  int     `json:"concurrency"`
+	TPS          float64 `json:"tps"`
+	DurationSecs float64 `json:"duration_s"`
+	P50MS        float64 `json:"p50_ms"`
+	P99MS        float64 `json:"p99_ms"`
+}
+
+// DBCeilingGoodsID is the goods the ceiling sells (reset before and
+// cleared after), apart from any goods a bench sells.
+const DBCeilingGoodsID = 999_999_001
+
+// CalibrateDatabase measures DBCeiling: n purchase transactions by
+// concurrency clients on their own connections, with parameters
+// interpolated as the instances send them. The goods DBCeilingGoodsID is
+// set to n units first; its orders are deleted after.
+func CalibrateDatabase(ctx context.Context, dsn string, n, concurrency int) (DBCeiling, error) {
+	if n <= 0 || concurrency <= 0 {
+		return DBCeiling{}, fmt.Errorf("%w: the database ceiling needs transactions > 0 and concurrency > 0", ErrInvalidOptions)
+	}
+	mc, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return DBCeiling{}, fmt.Errorf("%w: database DSN: %w", ErrInvalidOptions, err)
+	}
+	mc.InterpolateParams = true
+	mc.ParseTime = true
+	if mc.Timeout == 0 {
+		mc.Timeout = 2 * time.Second
+	}
+	conn, err := mysql.NewConnector(mc)
+	if err != nil {
+		return DBCeiling{}, fmt.Errorf("database DSN: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	db.SetMaxOpenConns(concurrency)
+	db.SetMaxIdleConns(concurrency)
+
+	prep := func(stockN int) error {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err := db.ExecContext(cctx, "DELETE FROM orders WHERE goods_id = ?", DBCeilingGoodsID); err != nil {
+			return fmt.Errorf("database ceiling: clear its orders: %w", err)
+		}
+		_, err := db.ExecContext(cctx, "INSERT INTO goods (id, name, stock, initial_stock, version, fence) VALUES (?, 'db-ceiling', ?, ?, 0, 0) "+
+			"ON DUPLICATE KEY UPDATE stock = VALUES(stock), initial_stock = VALUES(initial_stock)", DBCeilingGoodsID, stockN, stockN)
+		if err != nil {
+			return fmt.Errorf("database ceiling: set its goods: %w", err)
+		}
+		return nil
+	}
+	if err := prep(n); err != nil {
+		return DBCeiling{}, err
+	}
+	defer func() { _ = prep(0) }()
+	// Open the connections first: dialling is not the transaction's cost.
+	var warm sync.WaitGroup
+	for range concurrency {
+		warm.Go(func() { _ = db.PingContext(ctx) })
+	}
+	warm.Wait()
+
+	tx := func(i int) error {
+		t, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = t.Rollback() }()
+		r, err := t.ExecContext(ctx, stock.SQLDeduct, 1, DBCeilingGoodsID, 1)
+		if err != nil {
+			return err
+		}
+		if k, err := r.RowsAffected(); err != nil || k != 1 {
+			return fmt.Errorf("deduct matched %d rows (%v)", k, err)
+		}
+		if _, err := r.LastInsertId(); err != nil {
+			return err
+		}
+		if _, err := t.ExecContext(ctx, stock.SQLInsertOrder, DBCeilingGoodsID, 1, "ceiling", fmt.Sprintf("db-ceiling-%d", i),
+			"bench", "db-ceiling", 0, time.Now()); err != nil {
+			return err
+		}
+		return t.Commit()
+	}
+	var next atomic.Int64
+	lat := make([][]time.Duration, concurrency)
+	errs := make([]error, concurrency)
+	var wg sync.WaitGroup
+	began := time.Now()
+	for w := range concurrency {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1))
+				if i > n || ctx.Err() != nil {
+					return
+				}
+				t0 := time.Now()
+				if err := tx(i); err != nil {
+					errs[w] = fmt.Errorf("transaction %d: %w", i, err)
+					return
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(began)
+	if err := errors.Join(errs...); err != nil {
+		return DBCeiling{}, fmt.Errorf("database ceiling: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return DBCeiling{}, err
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	c := DBCeiling{Transactions: len(all), Concurrency: concurrency, DurationSecs: wall.Seconds()}
+	if len(all) > 0 {
+		c.P50MS, c.P99MS = ms(all[len(all)/2]), ms(all[len(all)*99/100])
+		c.TPS = float64(len(all)) / wall.Seconds()
+	}
+	return c, nil
+}
+
+func (c DBCeiling) describe() string {
+	return fmt.Sprintf("%d transactions by %d clients straight at the database, p50 %.2f ms, p99 %.2f ms", c.Transactions, c.Concurrency, c.P50MS, c.P99MS)
+}
