@@ -156,10 +156,10 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.Stock, DefaultStock)
 	def(&o.Requests, DefaultRequests)
 	if len(o.Sweep) > 0 && o.Concurrency != 0 {
-		return o, fmt.Errorf("%w: Sweep sets the concurrency of each point; drop Concurrency (--concurrency) or drop Sweep (--sweep)", ErrInvalidOptions)
+		return o, fmt.Errorf("%w: Sweep sets the concurrency of each point; drop Concurrency or drop Sweep", ErrInvalidOptions)
 	}
 	if len(o.Sweep) > 0 && o.Rate != 0 {
-		return o, fmt.Errorf("%w: Sweep is a closed-model sweep of concurrency; drop Rate (--rate) or drop Sweep (--sweep)", ErrInvalidOptions)
+		return o, fmt.Errorf("%w: Sweep is a closed-model sweep of concurrency; drop Rate or drop Sweep", ErrInvalidOptions)
 	}
 	def(&o.Concurrency, DefaultConcurrency)
 	def(&o.Qty, DefaultQty)
@@ -198,7 +198,7 @@ func (o Options) withDefaults() (Options, error) {
 		{o.LockWait >= 0, "LockWait must be >= 0"},
 		{o.RequestTimeout > 0, "RequestTimeout must be > 0"},
 		{o.RunTimeout > 0, "RunTimeout must be > 0"},
-		{!o.CompareQueue || !o.NoLocalQueue, "CompareQueue runs each queued strategy with and without the local queue; drop NoLocalQueue (--no-local-queue)"},
+		{!o.CompareQueue || !o.NoLocalQueue, "CompareQueue runs each queued strategy with and without the local queue; drop NoLocalQueue"},
 		{!o.CompareQueue || slices.ContainsFunc(o.Strategies, func(s string) bool { return slices.Contains(Queued(), s) }),
 			"CompareQueue: none of the strategies uses the local queue; add one of " + strings.Join(Queued(), ", ")},
 		{len(o.Faults) == 0 || o.Faulter != nil, "Faults need a Faulter (the local stack); this fleet has none"},

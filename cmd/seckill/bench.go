@@ -95,6 +95,12 @@ func runBench(ctx context.Context, args []string) error {
 			conc = *concurrency
 		}
 	})
+	if conc != 0 && len(points) > 0 {
+		return exitError{code: 2, msg: "bench: --sweep sets the clients of each point; drop --concurrency (or drop --sweep)"}
+	}
+	if *compareQueue && *noQueue {
+		return exitError{code: 2, msg: "bench: --compare-queue runs each distributed lock with and without the local queue; drop --no-local-queue"}
+	}
 	if conc == 0 && len(points) == 0 {
 		conc = *concurrency
 	}
