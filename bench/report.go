@@ -61,6 +61,16 @@ func WriteTable(w io.Writer, rep *Report) error {
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
 	}
+	extra := sweepTables(rep.Sweep)
+	if q := queueTable(rep.Summary); len(q.Rows) > 0 {
+		extra = append(extra, q)
+	}
+	for _, t := range extra {
+		fmt.Fprintf(tw, "\n%s:\n%s\n", strings.ToLower(t.Title[:1])+t.Title[1:], strings.Join(t.Header, "\t"))
+		for _, r := range t.Rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
