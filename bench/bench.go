@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -27,21 +28,30 @@ type Latency struct {
 
 // RunResult is the record of one strategy, one repeat.
 type RunResult struct {
-	Strategy        string `json:"strategy"`
-	Repeat          int    `json:"repeat"`
-	ExpectedCorrect bool   `json:"expected_correct"`
-	Instances       int    `json:"instances"`
-	InitialStock    int    `json:"initial_stock"`
-	Requests        int    `json:"requests"`
-	Concurrency     int    `json:"concurrency"`
-	Qty             int    `json:"qty"`
-	Rate            int    `json:"rate"`
-	WorkDelay       string `json:"work_delay"`
-	LockTTL         string `json:"lock_ttl"`
-	LockWait        string `json:"lock_wait"`
-	Fencing         bool   `json:"fencing"`
-	NoWatchdog      bool   `json:"no_watchdog"`
-	Seed            int64  `json:"seed"`
+	Strategy string `json:"strategy"`
+	// Variant sets the run apart from the strategy's usual setting:
+	// VariantNoQueue (Options.CompareQueue) or "".
+	Variant string `json:"variant,omitempty"`
+	// Name is the run's id: the stem of its raw files and its anchor.
+	Name string `json:"name,omitempty"`
+	// Repeat is the round the run belongs to (1-based).
+	Repeat          int  `json:"repeat"`
+	ExpectedCorrect bool `json:"expected_correct"`
+	// Warmup is the purchases fired, uncounted, on a separate goods just
+	// before this run (the strategy's first run only; 0 = none).
+	Warmup       int    `json:"warmup,omitempty"`
+	Instances    int    `json:"instances"`
+	InitialStock int    `json:"initial_stock"`
+	Requests     int    `json:"requests"`
+	Concurrency  int    `json:"concurrency"`
+	Qty          int    `json:"qty"`
+	Rate         int    `json:"rate"`
+	WorkDelay    string `json:"work_delay"`
+	LockTTL      string `json:"lock_ttl"`
+	LockWait     string `json:"lock_wait"`
+	Fencing      bool   `json:"fencing"`
+	NoWatchdog   bool   `json:"no_watchdog"`
+	Seed         int64  `json:"seed"`
 	// Service is the strategy configuration the fleet reported after the
 	// switch (effective TTL and wait budget).
 	Service     StrategyConfig `json:"service_config"`
@@ -125,10 +135,104 @@ type Report struct {
 	CeilingRatio float64 `json:"ceiling_ratio"`
 	// DBCeiling is the database's own limit for the purchase transaction
 	// (Options.DatabaseDSN; nil when not measured).
-	DBCeiling *DBCeiling  `json:"db_ceiling,omitempty"`
-	WallS     float64     `json:"wall_s"`
-	Runs      []RunResult `json:"runs"`
-	Summary   []Summary   `json:"summary"`
+	DBCeiling *DBCeiling `json:"db_ceiling,omitempty"`
+	WallS     float64    `json:"wall_s"`
+	// Order is, per round, the order its runs went in (run labels, see
+	// RunResult.Label): round 1 as given, later rounds shuffled from the
+	// seed, so every strategy runs early and late.
+	Order [][]string `json:"order"`
+	// Warmup is the purchases fired before each strategy's first run
+	// (0 = none).
+	Warmup  int         `json:"warmup"`
+	Runs    []RunResult `json:"runs"`
+	Summary []Summary   `json:"summary"`
+	// Sweep is the concurrency sweep (Options.Sweep); nil without one.
+	Sweep *Sweep `json:"sweep,omitempty"`
+}
+
+// VariantNoQueue labels the runs of Options.CompareQueue made without the
+// service's local queue.
+const VariantNoQueue = "no queue"
+
+// Label is the run's strategy as the summary and the report show it:
+// "NAME", or "NAME (variant)".
+func (r RunResult) Label() string { return labelOf(r.Strategy, r.Variant) }
+
+func labelOf(strategy, variant string) string {
+	if variant == "" {
+		return strategy
+	}
+	return strategy + " (" + variant + ")"
+}
+
+// unit is one entry of a round: a strategy, with or without the local
+// queue.
+type unit struct {
+	Strategy string
+	NoQueue  bool
+}
+
+func (u unit) variant() string {
+	if u.NoQueue {
+		return VariantNoQueue
+	}
+	return ""
+}
+
+// units are the entries of every round, in the given order: each
+// strategy, and with CompareQueue each queued one again without its queue.
+func units(o Options) []unit {
+	var out []unit
+	for _, s := range o.Strategies {
+		out = append(out, unit{Strategy: s})
+		if o.CompareQueue && slices.Contains(Queued(), s) {
+			out = append(out, unit{Strategy: s, NoQueue: true})
+		}
+	}
+	return out
+}
+
+// roundOrder is the order of n units in round (1-based): round 1 as
+// given, every later round shuffled by a generator seeded from seed and
+// the round, and (for n > 1) never the same order as the round before.
+func roundOrder(n int, seed int64, round int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	if round <= 1 || n < 2 {
+		return idx
+	}
+	prev := roundOrder(n, seed, round-1)
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(round)))
+	for try := 0; try < 64; try++ {
+		rng.Shuffle(n, func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+		if !slices.Equal(idx, prev) {
+			break
+		}
+	}
+	return idx
+}
+
+// runSpec is what one run measures.
+type runSpec struct {
+	unit
+	Repeat      int
+	Concurrency int
+	Sweep       bool // part of a sweep: the concurrency goes into the name
+	Warm        bool // warm up first
+}
+
+// name is the run's id, the stem of its raw files.
+func (rs runSpec) name() string {
+	n := rs.Strategy
+	if rs.NoQueue {
+		n += "-noqueue"
+	}
+	if rs.Sweep {
+		n += fmt.Sprintf("-c%d", rs.Concurrency)
+	}
+	return fmt.Sprintf("%s-%d", n, rs.Repeat)
 }
 
 // Run benchmarks every strategy of o against the fleet and, when o.OutDir
@@ -200,31 +304,54 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, fmt.Errorf("create output directory: %w", err)
 		}
 	}
-	total := len(o.Strategies) * o.Repeat
+	us := units(o)
+	points := o.Sweep
+	if len(points) == 0 {
+		points = []int{o.Concurrency}
+	}
+	rep.Warmup = max(o.Warmup, 0)
+	total := len(us) * len(points) * o.Repeat
 	n := 0
-	for _, s := range o.Strategies {
-		for rep1 := 1; rep1 <= o.Repeat; rep1++ {
-			n++
-			label := fmt.Sprintf("[%d/%d] %-16s #%d", n, total, s, rep1)
-			r, err := runOne(ctx, o, fleet, adm, s, rep1, label, rawDir)
-			if err != nil {
-				err = fmt.Errorf("%s (repeat %d): %w", s, rep1, err)
-				if len(rep.Runs) > 0 && o.OutDir != "" {
-					// Keep what was measured before the failure.
-					rep.Summary = Summarize(rep.Runs)
-					setDBCeiling(rep.Summary, rep.DBCeiling)
-					rep.WallS = time.Since(began).Seconds()
-					if werr := WriteReports(o.OutDir, rep); werr == nil {
-						err = fmt.Errorf("%w (reports of the %d runs before it are in %s)", err, len(rep.Runs), o.OutDir)
-					}
+	warmed := map[unit]bool{}
+	for round := 1; round <= o.Repeat; round++ {
+		order := roundOrder(len(us), o.Seed, round)
+		labels := make([]string, len(order))
+		for i, k := range order {
+			labels[i] = labelOf(us[k].Strategy, us[k].variant())
+		}
+		rep.Order = append(rep.Order, labels)
+		for _, k := range order {
+			u := us[k]
+			for _, c := range points {
+				n++
+				rs := runSpec{unit: u, Repeat: round, Concurrency: c, Sweep: len(o.Sweep) > 0, Warm: o.Warmup > 0 && !warmed[u]}
+				warmed[u] = true
+				label := fmt.Sprintf("[%d/%d] %-16s #%d", n, total, labelOf(u.Strategy, u.variant()), round)
+				if rs.Sweep {
+					label += fmt.Sprintf(" %4d clients", c)
 				}
-				return rep, err
+				r, err := runOne(ctx, o, fleet, adm, rs, label, rawDir)
+				if err != nil {
+					err = fmt.Errorf("%s (repeat %d, %d clients): %w", labelOf(u.Strategy, u.variant()), round, c, err)
+					if len(rep.Runs) > 0 && o.OutDir != "" {
+						// Keep what was measured before the failure.
+						rep.Summary = Summarize(rep.Runs)
+						setDBCeiling(rep.Summary, rep.DBCeiling)
+						rep.Sweep = sweepOf(rep.Summary, o.Sweep)
+						rep.WallS = time.Since(began).Seconds()
+						if werr := WriteReports(o.OutDir, rep); werr == nil {
+							err = fmt.Errorf("%w (reports of the %d runs before it are in %s)", err, len(rep.Runs), o.OutDir)
+						}
+					}
+					return rep, err
+				}
+				rep.Runs = append(rep.Runs, r)
 			}
-			rep.Runs = append(rep.Runs, r)
 		}
 	}
 	rep.Summary = Summarize(rep.Runs)
 	setDBCeiling(rep.Summary, rep.DBCeiling)
+	rep.Sweep = sweepOf(rep.Summary, o.Sweep)
 	if best := bestThroughput(rep.Summary); best > 0 && rep.CeilingRPS > 0 {
 		rep.CeilingRatio = rep.CeilingRPS / best
 	}
@@ -270,16 +397,43 @@ func durString(d time.Duration) string {
 	return d.String()
 }
 
-// runOne is one strategy, one repeat: switch, reset, attack, audit.
-func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy string, repeat int, label, rawDir string) (RunResult, error) {
+// warmup fires o.Warmup purchases under the strategy in force on a goods
+// of its own (GoodsID + warmupGoodsOffset), counted nowhere, so the
+// measured run does not pay for cold connections, sessions and caches. A
+// warm-up longer than warmupTimeout (a long WorkDelay) is cut short.
+func warmup(ctx context.Context, o Options, fleet Fleet, adm *admin, name string, concurrency int) error {
+	goods := o.GoodsID + warmupGoodsOffset
+	if err := adm.reset(ctx, fleet.Instances[0], goods, o.Warmup*o.Qty); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, warmupTimeout)
+	defer cancel()
+	wname := name + "-warmup"
+	_, err := attack(wctx, attackSpec{
+		Name: wname, Requests: o.Warmup, Concurrency: max(1, min(concurrency, o.Warmup)), Timeout: o.RequestTimeout,
+		Targeter: purchaseTargeter(fleet.Target, goods, o.Qty, o.Warmup, o.Seed, wname),
+	})
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil // cut short on purpose
+	}
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	return nil
+}
+
+// runOne is one strategy, one repeat, one concurrency: switch, (warm up,)
+// reset, attack, audit.
+func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec, label, rawDir string) (RunResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
 	defer cancel()
+	strategy, repeat := rs.Strategy, rs.Repeat
 	cfg := StrategyConfig{Name: strategy, WorkDelay: o.WorkDelay.String(), LockTTL: durString(o.LockTTL),
 		LockWait: durString(o.LockWait), Fencing: o.Fencing}
 	if o.NoWatchdog {
 		cfg.Watchdog = new(bool)
 	}
-	if o.NoLocalQueue {
+	if o.NoLocalQueue || rs.NoQueue {
 		cfg.LocalQueue = new(bool)
 	}
 	if o.NoLeaseCheck {
@@ -293,22 +447,29 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	if err != nil {
 		ttl = o.LockTTL
 	}
+	name := rs.name()
+	warmed := 0
+	if rs.Warm {
+		if err := warmup(ctx, o, fleet, adm, name, rs.Concurrency); err != nil {
+			return RunResult{}, err
+		}
+		warmed = o.Warmup
+	}
 	if err := adm.reset(ctx, fleet.Instances[0], o.GoodsID, o.Stock); err != nil {
 		return RunResult{}, err
 	}
 	before, lockErr := adm.scrapeLocks(ctx, fleet.Instances, strategy)
 
 	run := RunResult{
-		Strategy: strategy, Repeat: repeat,
+		Strategy: strategy, Variant: rs.variant(), Name: name, Repeat: repeat, Warmup: warmed,
 		ExpectedCorrect: ExpectedCorrect(strategy, Setting{Instances: len(fleet.Instances), Work: o.WorkDelay, TTL: ttl,
 			NoWatchdog: o.NoWatchdog, Fencing: o.Fencing}),
 		Instances: len(fleet.Instances), InitialStock: o.Stock, Requests: o.Requests,
-		Concurrency: o.Concurrency, Qty: o.Qty, Rate: o.Rate, WorkDelay: o.WorkDelay.String(),
+		Concurrency: rs.Concurrency, Qty: o.Qty, Rate: o.Rate, WorkDelay: o.WorkDelay.String(),
 		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, NoWatchdog: o.NoWatchdog, Seed: o.Seed,
 		Service:            eff,
 		AnswersPerInstance: map[string]int{},
 	}
-	name := fmt.Sprintf("%s-%d", strategy, repeat)
 	if eff.LockTTL != "" {
 		run.LockTTL = eff.LockTTL
 	}
@@ -317,7 +478,7 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	}
 	var raw *os.File
 	spec := attackSpec{
-		Name: name, Requests: o.Requests, Concurrency: o.Concurrency, Rate: o.Rate, Timeout: o.RequestTimeout,
+		Name: name, Requests: o.Requests, Concurrency: rs.Concurrency, Rate: o.Rate, Timeout: o.RequestTimeout,
 		Targeter: purchaseTargeter(fleet.Target, o.GoodsID, o.Qty, o.Requests, o.Seed, name),
 	}
 	if rawDir != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/stock"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -255,5 +257,69 @@ func TestIntegrationFlawedAndCorrect(t *testing.T) {
 			}
 			checkOutputs(t, o.OutDir, r)
 		})
+	}
+}
+
+// TestIntegrationSweep sweeps two strategies over 1 and 4 clients on the
+// test stack's fleet, redis with and without its local queue: every
+// series has both points, with sales.
+func TestIntegrationSweep(t *testing.T) {
+	fleet, _ := fleetFromEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := bench.Options{Fleet: fleet, Strategies: []string{stock.Redis, stock.SQLAtomic}, Sweep: []int{4, 1},
+		CompareQueue: true, Stock: 20, Requests: 20, Warmup: 5, Seed: 5, CalibrateRequests: -1, RunTimeout: time.Minute,
+		OutDir: filepath.Join(t.TempDir(), "out")}
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("bench --sweep: %v", err)
+	}
+	if rep.Sweep == nil || !slices.Equal(rep.Sweep.Clients, []int{1, 4}) {
+		t.Fatalf("sweep %+v, want clients 1 and 4", rep.Sweep)
+	}
+	if len(rep.Runs) != 6 || len(rep.Order) != 1 || rep.Warmup != 5 {
+		t.Errorf("%d runs, order %v, warm-up %d; want 6 runs (3 series x 2 points), one round, warm-up 5", len(rep.Runs), rep.Order, rep.Warmup)
+	}
+	tests := []struct {
+		label   string
+		scaling bool // an expected-correct locker gets a scaling ratio
+	}{
+		{stock.Redis, true},
+		{stock.Redis + " (" + bench.VariantNoQueue + ")", true},
+		{stock.SQLAtomic, false},
+	}
+	if len(rep.Sweep.Series) != len(tests) {
+		t.Fatalf("%d series, want %d", len(rep.Sweep.Series), len(tests))
+	}
+	for i, tt := range tests {
+		s := rep.Sweep.Series[i]
+		if s.Label != tt.label {
+			t.Errorf("series %d is %q, want %q", i, s.Label, tt.label)
+		}
+		for j, c := range rep.Sweep.Clients {
+			if s.OKPerSec[j] == nil || s.OKPerSec[j].Median <= 0 {
+				t.Errorf("%s at %d clients: ok/s %v, want > 0", s.Label, c, s.OKPerSec[j])
+			}
+		}
+		if (s.ScalingRatio != nil) != tt.scaling {
+			t.Errorf("%s: scaling ratio %v, want one: %v", s.Label, s.ScalingRatio, tt.scaling)
+		}
+	}
+	for _, r := range rep.Runs {
+		if r.Oversold != 0 || r.InvariantsPassed != r.InvariantsTotal {
+			t.Errorf("%s", describe(r))
+		}
+		if want := r.Concurrency == 1; (r.Warmup == 5) != want {
+			t.Errorf("%s at %d clients: warm-up %d; want it before the first point only", r.Label(), r.Concurrency, r.Warmup)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(o.OutDir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Sweep: successful purchases per second by clients", "## Local queue on and off", "- order: round 1: redis, redis (no queue), sql-atomic"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -44,6 +45,16 @@ const (
 	DefaultRequestTimeout    = 30 * time.Second
 	DefaultRunTimeout        = 10 * time.Minute
 	DefaultCalibrateRequests = 2000
+	// DefaultWarmup is the purchases fired, uncounted, on a separate goods
+	// before each strategy's first measured run.
+	DefaultWarmup = 50
+	// MaxSweepPoints is the most concurrency points a Sweep may have.
+	MaxSweepPoints = 10
+	// warmupGoodsOffset puts the warm-up goods far from any goods a bench
+	// or scenario sells: GoodsID + warmupGoodsOffset.
+	warmupGoodsOffset = 900_000_000
+	// warmupTimeout caps a warm-up: with a long WorkDelay it stops early.
+	warmupTimeout = 5 * time.Second
 	// MinCeilingRatio is the least ratio of the generator's ceiling to the
 	// best measured throughput for the figures to measure the fleet rather
 	// than the load generator.
@@ -60,7 +71,7 @@ type Options struct {
 	Concurrency int      // closed model: this many workers; open model: worker cap; 0 = DefaultConcurrency
 	Qty         int      // units per purchase; 0 = DefaultQty
 	Rate        int      // requests per second; 0 = closed model (as fast as the workers go)
-	Repeat      int      // runs per strategy; 0 = 1
+	Repeat      int      // runs per strategy; 0 = 1. Each repeat is a round over all strategies, in an order shuffled per round from Seed (round 1 keeps the given order)
 	Seed        int64    // seeds request ids and user ids; 0 = derived from the clock (recorded)
 	GoodsID     int64    // goods to sell; 0 = DefaultGoodsID
 
@@ -76,6 +87,21 @@ type Options struct {
 	// NoLocalQueue makes every waiter contend at the lock server (no
 	// two-level locking). Default false: the service's local queue is on.
 	NoLocalQueue bool
+	// CompareQueue runs every strategy the local queue applies to (a
+	// distributed lock, see Queued) twice per round: with the local queue
+	// and without it, the second labelled "NAME (no queue)". It cannot be
+	// combined with NoLocalQueue. Default false.
+	CompareQueue bool
+	// Sweep runs each strategy at each of these concurrencies (closed
+	// model, Requests per point, Repeat rounds as usual); at most
+	// MaxSweepPoints values >= 1, sorted and deduplicated here. It replaces
+	// Concurrency, which must then be 0. Default none: one run at
+	// Concurrency.
+	Sweep []int
+	// Warmup is the purchases fired before each strategy's first measured
+	// run, under that strategy, on a separate goods (GoodsID + 900000000),
+	// counted nowhere; at most 5 s of them. 0 = DefaultWarmup, <0 = none.
+	Warmup int
 	// NoEvents skips collecting the instances' lock events (and so the
 	// mutual-exclusion and release-after-commit checks, then "not
 	// applicable"), to measure a strategy without the event stream.
@@ -135,10 +161,20 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	def(&o.Stock, DefaultStock)
 	def(&o.Requests, DefaultRequests)
+	if len(o.Sweep) > 0 && o.Concurrency != 0 {
+		return o, fmt.Errorf("%w: Sweep sets the concurrency of each point; drop Concurrency or drop Sweep", ErrInvalidOptions)
+	}
+	if len(o.Sweep) > 0 && o.Rate != 0 {
+		return o, fmt.Errorf("%w: Sweep is a closed-model sweep of concurrency; drop Rate or drop Sweep", ErrInvalidOptions)
+	}
 	def(&o.Concurrency, DefaultConcurrency)
 	def(&o.Qty, DefaultQty)
 	def(&o.Repeat, 1)
 	def(&o.CalibrateRequests, DefaultCalibrateRequests)
+	def(&o.Warmup, DefaultWarmup)
+	if err := o.normalizeSweep(); err != nil {
+		return o, err
+	}
 	if o.GoodsID == 0 {
 		o.GoodsID = DefaultGoodsID
 	}
@@ -168,6 +204,9 @@ func (o Options) withDefaults() (Options, error) {
 		{o.LockWait >= 0, "LockWait must be >= 0"},
 		{o.RequestTimeout > 0, "RequestTimeout must be > 0"},
 		{o.RunTimeout > 0, "RunTimeout must be > 0"},
+		{!o.CompareQueue || !o.NoLocalQueue, "CompareQueue runs each queued strategy with and without the local queue; drop NoLocalQueue"},
+		{!o.CompareQueue || slices.ContainsFunc(o.Strategies, func(s string) bool { return slices.Contains(Queued(), s) }),
+			"CompareQueue: none of the strategies uses the local queue; add one of " + strings.Join(Queued(), ", ")},
 		{len(o.Faults) == 0 || o.Faulter != nil, "Faults need a Faulter (the local stack); this fleet has none"},
 		{len(o.Faults) == 0 || o.Rate > 0, "Faults need an open-model Rate: with a closed model the load itself stops when the fleet does, and before/during/after compare nothing"},
 	}
@@ -186,4 +225,48 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// normalizeSweep checks o.Sweep and sorts and deduplicates it; with a
+// sweep, Concurrency becomes its largest point (for the calibration).
+func (o *Options) normalizeSweep() error {
+	if len(o.Sweep) == 0 {
+		o.Sweep = nil
+		return nil
+	}
+	for _, c := range o.Sweep {
+		if c < 1 || c > 10_000 {
+			return fmt.Errorf("%w: Sweep: %d clients is out of range; every point must be between 1 and 10000", ErrInvalidOptions, c)
+		}
+	}
+	s := slices.Clone(o.Sweep)
+	slices.Sort(s)
+	s = slices.Compact(s)
+	if len(s) > MaxSweepPoints {
+		return fmt.Errorf("%w: Sweep has %d points; at most %d (e.g. 1,10,50,200)", ErrInvalidOptions, len(s), MaxSweepPoints)
+	}
+	o.Sweep = s
+	o.Concurrency = s[len(s)-1]
+	return nil
+}
+
+// ParseSweep reads a --sweep value: comma-separated client counts such as
+// "1,10,50,200". Options validates the values.
+func ParseSweep(v string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		c, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, fmt.Errorf("sweep: %q is not a number of clients; give comma-separated integers such as 1,10,50,200", p)
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("sweep: no client counts given; give comma-separated integers such as 1,10,50,200")
+	}
+	return out, nil
 }

@@ -32,7 +32,7 @@ func tableRows(ss []Summary) [][]string {
 			wait = fmtStat(*s.LockWaitMS, s.Repeats, "%.2f")
 		}
 		rows = append(rows, []string{
-			s.Strategy, exp,
+			s.Name, exp,
 			fmtStat(s.Oversold, s.Repeats, "%.0f"),
 			fmtStat(s.LostUpdates, s.Repeats, "%.0f"),
 			fmtStat(s.OK, s.Repeats, "%.0f"),
@@ -68,6 +68,16 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if w := windowsTable(rep.Runs); len(w.Rows) > 0 {
 		fmt.Fprintf(tw, "\n%s\n%s\n", strings.ToLower(w.Title[:1])+w.Title[1:]+" (answers counted by the time they came back):", strings.Join(w.Header, "\t"))
 		for _, r := range w.Rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+	}
+	extra := sweepTables(rep.Sweep)
+	if q := queueTable(rep.Summary); len(q.Rows) > 0 {
+		extra = append(extra, q)
+	}
+	for _, t := range extra {
+		fmt.Fprintf(tw, "\n%s:\n%s\n", strings.ToLower(t.Title[:1])+t.Title[1:], strings.Join(t.Header, "\t"))
+		for _, r := range t.Rows {
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
 	}
@@ -145,30 +155,32 @@ func reportCharts(rep *Report) []chartSVG {
 	refLabel, refValue := "", 0.0
 	for _, s := range rep.Summary {
 		flawed := !s.ExpectedCorrect
-		link := "#strategy-" + s.Strategy
-		over = append(over, chart.Bar{Label: s.Strategy, Value: s.Oversold.Median, Flawed: flawed, Link: link})
-		lost = append(lost, chart.Bar{Label: s.Strategy, Value: max(0, s.LostUpdates.Median), Flawed: flawed, Link: link})
-		okps = append(okps, chart.Bar{Label: s.Strategy, Value: s.OKPerSec.Median, Flawed: flawed, Link: link})
-		if s.Strategy == stock.SQLAtomic {
-			refLabel, refValue = fmt.Sprintf("sql-atomic %.0f/s", s.OKPerSec.Median), s.OKPerSec.Median
+		link := "#" + strategyAnchor(s.Name)
+		over = append(over, chart.Bar{Label: s.Name, Value: s.Oversold.Median, Flawed: flawed, Link: link})
+		lost = append(lost, chart.Bar{Label: s.Name, Value: max(0, s.LostUpdates.Median), Flawed: flawed, Link: link})
+		okps = append(okps, chart.Bar{Label: s.Name, Value: s.OKPerSec.Median, Flawed: flawed, Link: link})
+		if s.Strategy == stock.SQLAtomic && s.Variant == "" && refLabel == "" {
+			refLabel, refValue = fmt.Sprintf("%s %.0f/s", s.Name, s.OKPerSec.Median), s.OKPerSec.Median
 		}
 	}
+	nameOf := runNamer(rep.Runs)
 	// Outcomes and sales per instance add up every repeat of a strategy.
 	outcomes := map[string][]float64{}
 	sales := map[string]map[string]float64{}
 	insts := map[string]bool{}
 	firstRun := map[string]RunResult{}
 	for _, r := range rep.Runs {
-		if _, ok := outcomes[r.Strategy]; !ok {
-			outcomes[r.Strategy] = make([]float64, len(outcomeSeries))
-			sales[r.Strategy] = map[string]float64{}
-			firstRun[r.Strategy] = r
+		k := nameOf(r)
+		if _, ok := outcomes[k]; !ok {
+			outcomes[k] = make([]float64, len(outcomeSeries))
+			sales[k] = map[string]float64{}
+			firstRun[k] = r
 		}
 		for i, o := range outcomeSeries {
-			outcomes[r.Strategy][i] += float64(r.Outcomes[o])
+			outcomes[k][i] += float64(r.Outcomes[o])
 		}
 		for inst, n := range r.SalesPerInstance {
-			sales[r.Strategy][inst] += float64(n)
+			sales[k][inst] += float64(n)
 			insts[inst] = true
 		}
 	}
@@ -177,14 +189,14 @@ func reportCharts(rep *Report) []chartSVG {
 	var lines []chart.Line
 	for _, s := range rep.Summary {
 		flawed := !s.ExpectedCorrect
-		outStacks = append(outStacks, chart.Stack{Label: s.Strategy, Parts: outcomes[s.Strategy], Flawed: flawed})
+		outStacks = append(outStacks, chart.Stack{Label: s.Name, Parts: outcomes[s.Name], Flawed: flawed})
 		parts := make([]float64, len(instNames))
 		for i, in := range instNames {
-			parts[i] = sales[s.Strategy][in]
+			parts[i] = sales[s.Name][in]
 		}
-		saleStacks = append(saleStacks, chart.Stack{Label: s.Strategy, Parts: parts, Flawed: flawed})
-		if cdf := firstRun[s.Strategy].LatencyCDF; len(cdf) > 0 {
-			l := chart.Line{Label: s.Strategy, Flawed: flawed}
+		saleStacks = append(saleStacks, chart.Stack{Label: s.Name, Parts: parts, Flawed: flawed})
+		if cdf := firstRun[s.Name].LatencyCDF; len(cdf) > 0 {
+			l := chart.Line{Label: s.Name, Flawed: flawed}
 			for _, p := range cdf {
 				l.X, l.Y = append(l.X, p[0]), append(l.Y, p[1])
 			}
@@ -205,7 +217,7 @@ func reportCharts(rep *Report) []chartSVG {
 	if len(lines) > 0 {
 		out = append(out, chartSVG{"Latency", inlineSVG(chart.LineChart("Latency CDF (first repeat of each strategy)", "latency, ms (log scale)", "fraction of requests answered", lines, true))})
 	}
-	return out
+	return append(out, sweepCharts(rep.Sweep)...)
 }
 
 // invariantCell is one strategy × invariant verdict of the report.
@@ -214,7 +226,8 @@ type invariantCell struct {
 }
 
 type strategyEvidence struct {
-	Strategy string
+	Strategy string // the summary row's name
+	Anchor   string
 	Flawed   bool
 	Cells    []invariantCell
 	Timeline template.HTML // the first failing run's timeline, inline
@@ -228,13 +241,14 @@ type failureLink struct{ Label, Href string }
 // timeline and porcupine view.
 func evidenceRows(rep *Report) []strategyEvidence {
 	var out []strategyEvidence
+	nameOf := runNamer(rep.Runs)
 	for _, s := range rep.Summary {
-		e := strategyEvidence{Strategy: s.Strategy, Flawed: !s.ExpectedCorrect}
+		e := strategyEvidence{Strategy: s.Name, Anchor: strategyAnchor(s.Name), Flawed: !s.ExpectedCorrect}
 		for _, name := range evidenceInvariants {
 			fails, applicable, runs := 0, false, 0
 			anchor := ""
 			for _, r := range rep.Runs {
-				if r.Strategy != s.Strategy {
+				if nameOf(r) != s.Name {
 					continue
 				}
 				for _, inv := range r.Invariants {
@@ -263,7 +277,7 @@ func evidenceRows(rep *Report) []strategyEvidence {
 			e.Cells = append(e.Cells, c)
 		}
 		for _, r := range rep.Runs {
-			if r.Strategy != s.Strategy {
+			if nameOf(r) != s.Name {
 				continue
 			}
 			if e.Timeline == "" && len(r.timelineSVG) > 0 {
@@ -285,7 +299,21 @@ func evidenceRows(rep *Report) []strategyEvidence {
 }
 
 func failureAnchor(r RunResult, inv string) string {
+	if r.Name != "" {
+		return "fail-" + r.Name + "-" + inv
+	}
 	return fmt.Sprintf("fail-%s-%d-%s", r.Strategy, r.Repeat, inv)
+}
+
+// strategyAnchor is the HTML id of a summary row's evidence: "strategy-"
+// and the name with every character but letters, digits and "-" made "-".
+func strategyAnchor(name string) string {
+	return "strategy-" + strings.Map(func(c rune) rune {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' {
+			return c
+		}
+		return '-'
+	}, name)
 }
 
 type failureItem struct{ ID, Text string }
@@ -322,7 +350,7 @@ li.failure{margin:.3em 0}
 <h2>Invariants per strategy</h2>
 <p>Each cell adds up the strategy's repeats; a failure links to its detail below. linearizable: the clients' history fits a sequential stock counter (porcupine). mutual_exclusion: no two purchases between their stock read and their COMMIT at once, from the instances' lock events; all instances run on this machine and stamp events with its one monotonic clock, so their times compare directly.</p>
 <div class="wide"><table class="inv"><tr><th>strategy</th>{{range .Invariants}}<th>{{.}}</th>{{end}}</tr>
-{{range .Evidence}}<tr id="strategy-{{.Strategy}}"><td>{{.Strategy}}{{if .Flawed}} ✗{{end}}</td>{{range .Cells}}<td class="{{.Class}}">{{if .Link}}<a href="{{.Link}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{range .Evidence}}<tr id="{{.Anchor}}"><td>{{.Strategy}}{{if .Flawed}} ✗{{end}}</td>{{range .Cells}}<td class="{{.Class}}">{{if .Link}}<a href="{{.Link}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</table></div>
 <h2>Charts</h2>
 <div class="charts">{{range .Charts}}<div class="chart" data-chart="{{.Title}}">{{.SVG}}</div>
@@ -350,11 +378,12 @@ func HTML(rep *Report) ([]byte, error) {
 		v.Facts[i].Value = noScheme(v.Facts[i].Value)
 	}
 	var fails []failureItem
+	nameOf := runNamer(rep.Runs)
 	for _, r := range rep.Runs {
 		for _, inv := range r.Invariants {
 			if !inv.Pass {
 				fails = append(fails, failureItem{failureAnchor(r, inv.Name),
-					fmt.Sprintf("%s #%d: %s failed (count %d): %s", r.Strategy, r.Repeat, inv.Name, inv.Count, inv.Detail)})
+					fmt.Sprintf("%s #%d: %s failed (count %d): %s", nameOf(r), r.Repeat, inv.Name, inv.Count, inv.Detail)})
 			}
 		}
 	}

@@ -72,3 +72,17 @@ func ParseStrategies(v string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Queued lists the strategies the service's local queue applies to
+// (Options.CompareQueue): the distributed locks, i.e. lockers whose lock
+// is not in the instance's own memory (stock.Service.queued).
+func Queued() []string {
+	return stock.Names(stock.Strategy.Queued)
+}
+
+// Locker reports whether s protects its read-modify-write with a lock
+// (stock.KindLocker), the strategies a sweep gives a scaling ratio.
+func Locker(s string) bool {
+	info, ok := stock.Lookup(s)
+	return ok && info.Kind == stock.KindLocker
+}

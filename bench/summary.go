@@ -27,9 +27,15 @@ func statOf(vs []float64) Stat {
 	return Stat{Median: m, Min: s[0], Max: s[len(s)-1]}
 }
 
-// Summary sums up one strategy over its repeats.
+// Summary sums up one strategy over its repeats: one strategy, variant
+// and concurrency.
 type Summary struct {
+	// Name is the row's name: the run label (RunResult.Label), followed
+	// in a sweep by " @N" clients.
+	Name            string `json:"name"`
 	Strategy        string `json:"strategy"`
+	Variant         string `json:"variant,omitempty"`
+	Concurrency     int    `json:"concurrency"`
 	Repeats         int    `json:"repeats"`
 	ExpectedCorrect bool   `json:"expected_correct"`
 	Oversold        Stat   `json:"oversold"`
@@ -45,7 +51,7 @@ type Summary struct {
 	InvariantsPassed int `json:"invariants_passed"`
 	InvariantsTotal  int `json:"invariants_total"`
 	// ThroughputRatioSQLAtomic is the median throughput over sql-atomic's
-	// (nil when sql-atomic did not run).
+	// at the same concurrency (nil when sql-atomic did not run).
 	ThroughputRatioSQLAtomic *float64 `json:"throughput_ratio_sql_atomic"`
 	// OfDBCeiling is the median sales per second over the database's own
 	// limit for the purchase transaction (Report.DBCeiling; nil when it
@@ -53,19 +59,37 @@ type Summary struct {
 	OfDBCeiling *float64 `json:"of_db_ceiling,omitempty"`
 }
 
-// Summarize groups runs by strategy (in first-seen order).
+// runNamer returns the function that names a run's summary row: its
+// label, and " @N" when the runs went at more than one concurrency.
+func runNamer(runs []RunResult) func(RunResult) string {
+	multi := false
+	for _, r := range runs {
+		multi = multi || r.Concurrency != runs[0].Concurrency
+	}
+	return func(r RunResult) string {
+		if multi {
+			return fmt.Sprintf("%s @%d", r.Label(), r.Concurrency)
+		}
+		return r.Label()
+	}
+}
+
+// Summarize groups runs by strategy, variant and concurrency (in
+// first-seen order).
 func Summarize(runs []RunResult) []Summary {
+	nameOf := runNamer(runs)
 	var order []string
 	by := map[string][]RunResult{}
 	for _, r := range runs {
-		if _, ok := by[r.Strategy]; !ok {
-			order = append(order, r.Strategy)
+		k := nameOf(r)
+		if _, ok := by[k]; !ok {
+			order = append(order, k)
 		}
-		by[r.Strategy] = append(by[r.Strategy], r)
+		by[k] = append(by[k], r)
 	}
 	out := make([]Summary, 0, len(order))
-	for _, s := range order {
-		rs := by[s]
+	for _, name := range order {
+		rs := by[name]
 		get := func(f func(RunResult) float64) Stat {
 			vs := make([]float64, len(rs))
 			for i, r := range rs {
@@ -74,7 +98,8 @@ func Summarize(runs []RunResult) []Summary {
 			return statOf(vs)
 		}
 		sm := Summary{
-			Strategy: s, Repeats: len(rs), ExpectedCorrect: rs[0].ExpectedCorrect,
+			Name: name, Strategy: rs[0].Strategy, Variant: rs[0].Variant, Concurrency: rs[0].Concurrency,
+			Repeats: len(rs), ExpectedCorrect: rs[0].ExpectedCorrect,
 			Oversold:      get(func(r RunResult) float64 { return float64(r.Oversold) }),
 			LostUpdates:   get(func(r RunResult) float64 { return float64(r.LostUpdates) }),
 			OK:            get(func(r RunResult) float64 { return float64(r.OK) }),
@@ -98,15 +123,15 @@ func Summarize(runs []RunResult) []Summary {
 		}
 		out = append(out, sm)
 	}
-	var base float64
+	base := map[int]float64{}
 	for _, s := range out {
-		if s.Strategy == stock.SQLAtomic {
-			base = s.ThroughputRPS.Median
+		if s.Strategy == stock.SQLAtomic && s.Variant == "" {
+			base[s.Concurrency] = s.ThroughputRPS.Median
 		}
 	}
-	if base > 0 {
-		for i := range out {
-			v := out[i].ThroughputRPS.Median / base
+	for i := range out {
+		if b := base[out[i].Concurrency]; b > 0 {
+			v := out[i].ThroughputRPS.Median / b
 			out[i].ThroughputRatioSQLAtomic = &v
 		}
 	}

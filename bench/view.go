@@ -37,8 +37,16 @@ func buildView(rep *Report) view {
 		fact{"fleet", fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)})
 	if len(rep.Runs) > 0 {
 		r := rep.Runs[0]
-		v.Facts = append(v.Facts, fact{"load", fmt.Sprintf("%d requests of qty %d on a stock of %d, concurrency %d, rate %s, work delay %s, lock TTL %s, fencing %v, seed %d",
-			r.Requests, r.Qty, r.InitialStock, r.Concurrency, rateString(r.Rate), r.WorkDelay, r.LockTTL, r.Fencing, r.Seed)})
+		conc := fmt.Sprintf("concurrency %d", r.Concurrency)
+		if rep.Sweep != nil {
+			cs := make([]string, len(rep.Sweep.Clients))
+			for i, c := range rep.Sweep.Clients {
+				cs[i] = fmt.Sprint(c)
+			}
+			conc = "concurrency swept over " + strings.Join(cs, ", ") + " clients"
+		}
+		v.Facts = append(v.Facts, fact{"load", fmt.Sprintf("%d requests of qty %d on a stock of %d, %s, rate %s, work delay %s, lock TTL %s, fencing %v, seed %d",
+			r.Requests, r.Qty, r.InitialStock, conc, rateString(r.Rate), r.WorkDelay, r.LockTTL, r.Fencing, r.Seed)})
 		if len(r.Faults) > 0 {
 			v.Facts = append(v.Facts, fact{"faults", strings.Join(r.Faults, ", ")})
 		}
@@ -49,6 +57,12 @@ func buildView(rep *Report) view {
 	if c := rep.DBCeiling; c != nil {
 		v.Facts = append(v.Facts, fact{"database ceiling", fmt.Sprintf("%.0f purchase transactions/s (%s); the \"of DB\" column is each strategy's ok/s over it", c.TPS, c.describe())})
 	}
+	if len(rep.Order) > 0 {
+		v.Facts = append(v.Facts, fact{"order", orderFact(rep.Order)})
+	}
+	if rep.Warmup > 0 {
+		v.Facts = append(v.Facts, fact{"warm-up", fmt.Sprintf("%d purchases on a goods of their own before each strategy's first run, counted nowhere", rep.Warmup)})
+	}
 	v.Facts = append(v.Facts, fact{"wall time", fmt.Sprintf("%.1f s", rep.WallS)})
 
 	v.Main = table{Title: "Comparison", Header: tableHeader, Rows: tableRows(rep.Summary)}
@@ -56,6 +70,24 @@ func buildView(rep *Report) view {
 		v.Main.Bad = append(v.Main.Bad, s.InvariantsPassed < s.InvariantsTotal || s.Oversold.Max > 0)
 	}
 
+	repeats := 0
+	for _, s := range rep.Summary {
+		repeats = max(repeats, s.Repeats)
+	}
+	if repeats > 1 {
+		v.Notes = append(v.Notes, fmt.Sprintf("Figures over repeats are the median of the %d rounds with min–max in parentheses.", repeats))
+	}
+	v.Tables = append(v.Tables, sweepTables(rep.Sweep)...)
+	if rep.Sweep != nil {
+		v.Notes = append(v.Notes, fmt.Sprintf("The sweep runs each strategy at %s clients in turn (closed model, the same requests at every point). The scaling ratio is a correct lock's ok/s at the most clients over its ok/s at the fewest; the target is >= %.1f.",
+			strings.Trim(strings.Join(strings.Fields(fmt.Sprint(rep.Sweep.Clients)), ", "), "[]"), rep.Sweep.TargetRatio))
+	}
+	if q := queueTable(rep.Summary); len(q.Rows) > 0 {
+		v.Tables = append(v.Tables, q)
+		v.Notes = append(v.Notes, "Local queue on and off: each distributed lock ran in every round with the service's in-process queue in front of the lock server (the default) and without it (\"NAME (no queue)\"), where every waiter contends at the server.")
+	}
+
+	nameOf := runNamer(rep.Runs)
 	runs := table{Title: "Runs", Header: []string{"run", "ok", "sold_out", "lock_timeout", "stale_lock", "lease_lost", "errors",
 		"orders", "sold", "final", "oversold", "lost", "sales per instance", "p90 ms", "max ms", "s"}}
 	for _, r := range rep.Runs {
@@ -63,7 +95,7 @@ func buildView(rep *Report) view {
 		for _, k := range sortedKeys(r.SalesPerInstance) {
 			sales = append(sales, fmt.Sprintf("%s=%d", k, r.SalesPerInstance[k]))
 		}
-		runs.Rows = append(runs.Rows, []string{fmt.Sprintf("%s #%d", r.Strategy, r.Repeat),
+		runs.Rows = append(runs.Rows, []string{fmt.Sprintf("%s #%d", nameOf(r), r.Repeat),
 			fmt.Sprint(r.OK), fmt.Sprint(r.Outcomes[OutcomeSoldOut]), fmt.Sprint(r.Outcomes[OutcomeLockTimeout]),
 			fmt.Sprint(r.Outcomes[OutcomeStaleLock]), fmt.Sprint(r.Outcomes[OutcomeLeaseLost]), fmt.Sprint(r.Outcomes[OutcomeError]),
 			fmt.Sprint(r.Orders), fmt.Sprint(r.SoldQty), fmt.Sprint(r.FinalStock), fmt.Sprint(r.Oversold), fmt.Sprint(r.LostUpdates),
@@ -82,7 +114,7 @@ func buildView(rep *Report) view {
 	for _, r := range rep.Runs {
 		for _, inv := range r.Invariants {
 			if !inv.Pass {
-				v.Failed = append(v.Failed, fmt.Sprintf("%s #%d: %s failed (count %d): %s", r.Strategy, r.Repeat, inv.Name, inv.Count, inv.Detail))
+				v.Failed = append(v.Failed, fmt.Sprintf("%s #%d: %s failed (count %d): %s", nameOf(r), r.Repeat, inv.Name, inv.Count, inv.Detail))
 			}
 		}
 	}

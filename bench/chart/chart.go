@@ -14,7 +14,8 @@
 // per bar), "value" (value labels), "flawed" (the "✗ flawed" marker), "ref"
 // (the reference line), "part" (one rect per non-zero stacked part), "zero"
 // (the 2-unit marker of an all-zero stack), "legend", "line" (one path per
-// line), "tick" and "grid".
+// line), "dot" (one circle per point of a line with Points, or of a
+// one-point line), "tick" and "grid".
 package chart
 
 import (
@@ -81,6 +82,7 @@ type Line struct {
 	Label  string
 	X, Y   []float64
 	Flawed bool // drawn dashed
+	Points bool // a dot on every point (for a few measured points, as a sweep has)
 }
 
 // ---------------------------------------------------------------- helpers
@@ -773,9 +775,11 @@ func LineChart(title, xLabel, yLabel string, lines []Line, logX bool) []byte {
 		}
 		s.f(`<path class="line" d="%s" fill="none" stroke="%s" stroke-width="3" stroke-linejoin="round"%s><title>%s</title></path>`+"\n",
 			d.String(), c, dash, esc(l.Label))
-		if len(pts[i]) == 1 {
-			p := pts[i][0]
-			s.f(`<circle class="dot" cx="%s" cy="%s" r="5" fill="%s"/>`+"\n", n(xpos(p.x)), n(ypos(p.y)), c)
+		if len(pts[i]) == 1 || l.Points {
+			for _, p := range pts[i] {
+				s.f(`<circle class="dot" cx="%s" cy="%s" r="5" fill="%s"><title>%s: %s, %s</title></circle>`+"\n",
+					n(xpos(p.x)), n(ypos(p.y)), c, esc(l.Label), esc(FormatValue(p.x)), esc(FormatValue(p.y)))
+			}
 		}
 	}
 

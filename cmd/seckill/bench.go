@@ -33,10 +33,13 @@ func runBench(ctx context.Context, args []string) error {
 	noWatchdog := fs.Bool("no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
 	noEvents := fs.Bool("no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
 	noQueue := fs.Bool("no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
+	sweep := fs.String("sweep", "", "run each strategy at each of these client counts, e.g. 1,10,50,200 (at most 10; replaces --concurrency); the report adds throughput and p99 by clients and the locks' scaling ratio")
+	compareQueue := fs.Bool("compare-queue", false, "run each distributed lock ("+strings.Join(bench.Queued(), ", ")+") with and without the local queue, the second as \"NAME (no queue)\"")
+	warmup := fs.Int("warmup", bench.DefaultWarmup, "purchases fired, uncounted, on a separate goods before each strategy's first run; 0 = no warm-up")
 	noLeaseCheck := fs.Bool("no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
 	var faults faultFlags
 	fs.Var(&faults, "fault", "inject KIND:COMPONENT@START+DURATION into every run, e.g. pause:inst-2@5s+5s or kill:redis-1@5s+5s (repeatable; needs --rate and the local stack)")
-	repeat := fs.Int("repeat", 1, "runs per strategy (the table shows median and min–max)")
+	repeat := fs.Int("repeat", 1, "rounds over all strategies, each in an order shuffled from --seed (the table shows median and min–max)")
 	seed := fs.Int64("seed", 0, "seed of request and user ids (0 = from the clock; recorded in the report)")
 	goods := fs.Int64("goods", bench.DefaultGoodsID, "goods id to sell")
 	dir := fs.String("dir", stack.DefaultDir, "run directory of the local stack (ignored with --target)")
@@ -92,8 +95,35 @@ func runBench(ctx context.Context, args []string) error {
 	if err != nil {
 		return exitError{code: 2, msg: err.Error()}
 	}
+	var points []int
+	if *sweep != "" {
+		if points, err = bench.ParseSweep(*sweep); err != nil {
+			return exitError{code: 2, msg: "bench: " + err.Error()}
+		}
+	}
+	if *warmup < 0 {
+		return exitError{code: 2, msg: "bench: --warmup must be >= 0 (0 = no warm-up)"}
+	}
+	// Only a --concurrency given on the command line conflicts with
+	// --sweep; bench.Options rejects the pair with the fix.
+	conc := 0
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "concurrency" {
+			conc = *concurrency
+		}
+	})
+	if conc != 0 && len(points) > 0 {
+		return exitError{code: 2, msg: "bench: --sweep sets the clients of each point; drop --concurrency (or drop --sweep)"}
+	}
+	if *compareQueue && *noQueue {
+		return exitError{code: 2, msg: "bench: --compare-queue runs each distributed lock with and without the local queue; drop --no-local-queue"}
+	}
+	if conc == 0 && len(points) == 0 {
+		conc = *concurrency
+	}
 	o := bench.Options{
-		Strategies: names, Stock: *stock, Requests: *requests, Concurrency: *concurrency, Qty: *qty,
+		Strategies: names, Stock: *stock, Requests: *requests, Concurrency: conc, Qty: *qty, Sweep: points,
+		CompareQueue: *compareQueue, Warmup: *warmup,
 		Rate: *rate, Repeat: *repeat, Seed: *seed, GoodsID: *goods, Instances: *instances,
 		WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing, NoWatchdog: *noWatchdog,
 		NoLocalQueue: *noQueue, NoEvents: *noEvents, NoLeaseCheck: *noLeaseCheck, Faults: faults,
@@ -102,6 +132,9 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if o.CalibrateRequests == 0 {
 		o.CalibrateRequests = -1
+	}
+	if o.Warmup == 0 {
+		o.Warmup = -1 // bench.Options: 0 is the default, <0 none
 	}
 	if *target != "" {
 		tok := *adminToken

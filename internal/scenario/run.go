@@ -121,6 +121,8 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 					WorkDelay: load.WorkDelay, LockTTL: load.LockTTL, LockWait: load.LockWait, NoWatchdog: load.NoWatchdog,
 					Fencing: p == ProtectFencing, NoLeaseCheck: p != ProtectLeaseCheck,
 					Seed: o.Seed + int64(r), GoodsID: goods, Fleet: o.Fleet, CalibrateRequests: -1,
+					// A scenario measures correctness under a strike, not speed: no warm-up.
+					Warmup:  -1,
 					Striker: sc.Strike(o.Dir, info, goods), Progress: o.Progress,
 					CommandLine: []string{"seckill", "scenario", "run", sc.Name},
 				}
