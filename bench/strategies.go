@@ -74,8 +74,8 @@ func ParseStrategies(v string) ([]string, error) {
 }
 
 // Queued lists the strategies the service's local queue applies to
-// (Options.CompareQueue): the distributed locks, i.e. lockers whose lock
-// is not in the instance's own memory (stock.Service.queued).
+// (Options.CompareQueue): stock.Strategy.Queued, the locks held at a
+// server and mysql-optimistic.
 func Queued() []string {
 	return stock.Names(stock.Strategy.Queued)
 }
