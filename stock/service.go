@@ -33,6 +33,10 @@ type Observer interface {
 	// clean-up operations of lockimpl.Options.OnCleanupError ("etcd
 	// revoke", "zookeeper delete", ...).
 	Error(kind string)
+	// WatchEvent counts one watch event a waiter for strategy's lock
+	// received (lockimpl.Options.OnWatchEvent): per acquisition, 1 for the
+	// ZooKeeper recipe, about N/2 with N waiters for its herd variant.
+	WatchEvent(strategy string)
 }
 
 // Mirror is the Redis stock mirror used by redis-atomic.
@@ -128,9 +132,15 @@ type active struct {
 // lockerKey identifies the Locker of a setting: settings that differ only
 // in knobs the lock does not see (work delay, lock wait, fencing) share one.
 type lockerKey struct {
-	name    string
-	ttl     time.Duration
-	noRenew bool
+	name         string
+	ttl          time.Duration
+	noRenew      bool
+	releasePause time.Duration
+}
+
+// lockerKey returns the key of c's Locker.
+func (c Config) lockerKey() lockerKey {
+	return lockerKey{c.Name, c.LockTTL, !c.Watchdog, c.ReleasePause}
 }
 
 // sharedLocker is a Locker used by one or more actives (the current one
@@ -168,10 +178,10 @@ func (s *Service) SetConfig(ctx context.Context, c Config) error {
 			return fmt.Errorf("strategy %s needs %s: %w", c.Name, info.Server, ErrNotConfigured)
 		}
 		a.backend = b
-		key := lockerKey{c.Name, c.LockTTL, !c.Watchdog}
+		key := c.lockerKey()
 		sl, ok := s.lockers[key]
 		if !ok {
-			l, err := b.NewLocker(ctx, c.lockOptions(s.cleanupError))
+			l, err := b.NewLocker(ctx, c.lockOptions(s.cleanupError, s.watchEvent(c.Name)))
 			if err != nil {
 				return fmt.Errorf("strategy %s: %w: %w", c.Name, ErrBackendUnavailable, err)
 			}
@@ -226,7 +236,7 @@ func (s *Service) letGo(c Config, sl *sharedLocker) {
 	sl.users--
 	last := sl.users == 0
 	if last {
-		delete(s.lockers, lockerKey{c.Name, c.LockTTL, !c.Watchdog})
+		delete(s.lockers, c.lockerKey())
 	}
 	s.mu.Unlock()
 	if !last {
@@ -270,9 +280,19 @@ func (s *Service) cleanupError(op string, _ error) {
 	}
 }
 
+// watchEvent counts strategy's watch events at the Observer (nil without
+// one).
+func (s *Service) watchEvent(strategy string) func() {
+	if s.opts.Observer == nil {
+		return nil
+	}
+	return func() { s.opts.Observer.WatchEvent(strategy) }
+}
+
 // lockOptions are the lockimpl options of setting c.
-func (c Config) lockOptions(onCleanupError func(op string, err error)) lockimpl.Options {
-	return lockimpl.Options{TTL: c.LockTTL, NoRenew: !c.Watchdog, OnCleanupError: onCleanupError}
+func (c Config) lockOptions(onCleanupError func(op string, err error), onWatchEvent func()) lockimpl.Options {
+	return lockimpl.Options{TTL: c.LockTTL, NoRenew: !c.Watchdog, OnCleanupError: onCleanupError,
+		ReleasePause: c.ReleasePause, OnWatchEvent: onWatchEvent}
 }
 
 // LockKey is the lock name guarding goods id.

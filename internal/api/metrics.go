@@ -13,6 +13,7 @@ type Metrics struct {
 	lockWait  *prometheus.HistogramVec
 	lockHold  *prometheus.HistogramVec
 	errors    *prometheus.CounterVec
+	watch     *prometheus.CounterVec
 }
 
 // NewMetrics registers the series on reg.
@@ -31,8 +32,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_errors_total", Help: "Errors by kind.",
 		}, []string{"kind"}),
+		watch: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_lock_watch_events_total",
+			Help: "Watch events delivered to lock waiters (ZooKeeper); per acquisition, against seckill_lock_wait_seconds_count: 1 for the recipe, ~N/2 with N waiters for the herd.",
+		}, []string{"strategy"}),
 	}
-	reg.MustRegister(m.purchases, m.lockWait, m.lockHold, m.errors)
+	reg.MustRegister(m.purchases, m.lockWait, m.lockHold, m.errors, m.watch)
 	return m
 }
 
@@ -53,3 +58,7 @@ func (m *Metrics) LockHold(strategy string, d time.Duration) {
 
 // Error counts an error of kind.
 func (m *Metrics) Error(kind string) { m.errors.WithLabelValues(kind).Inc() }
+
+// WatchEvent counts one watch event delivered to a waiter for strategy's
+// lock.
+func (m *Metrics) WatchEvent(strategy string) { m.watch.WithLabelValues(strategy).Inc() }
