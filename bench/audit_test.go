@@ -216,7 +216,7 @@ func TestExpectedCorrect(t *testing.T) {
 		{"mutex-prototype", Setting{Instances: 1}, false},
 		{"redis-owner", Setting{Instances: 3, TTL: ms(100)}, true},
 		{"redis-owner", Setting{Instances: 3, Work: ms(20), TTL: ms(100), ReleasePause: ms(90)}, false}, // work + pause >= TTL
-		{"redis", Setting{Instances: 3, Work: ms(20), TTL: ms(100), ReleasePause: ms(90)}, true},         // no pause in its release
+		{"redis", Setting{Instances: 3, Work: ms(20), TTL: ms(100), ReleasePause: ms(90)}, true},        // no pause in its release
 		{"zookeeper-herd", Setting{Instances: 3}, true},
 		{"bogus", Setting{Instances: 3}, false},
 	}
