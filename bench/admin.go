@@ -54,10 +54,13 @@ type StrategyConfig struct {
 	Fencing   bool   `json:"fencing"`
 	// Watchdog, LocalQueue and LeaseCheck are nil to keep the service
 	// default (on).
-	Watchdog   *bool  `json:"watchdog,omitempty"`
-	LocalQueue *bool  `json:"local_queue,omitempty"`
-	LeaseCheck *bool  `json:"lease_check,omitempty"`
-	Instance   string `json:"instance,omitempty"`
+	Watchdog   *bool `json:"watchdog,omitempty"`
+	LocalQueue *bool `json:"local_queue,omitempty"`
+	LeaseCheck *bool `json:"lease_check,omitempty"`
+	// ReleasePause is the pause inside a two-command release (only the
+	// strategies whose registry entry has ReleasePause).
+	ReleasePause string `json:"release_pause,omitempty"`
+	Instance     string `json:"instance,omitempty"`
 }
 
 // AuditReply is the answer of GET /admin/audit.

@@ -187,8 +187,8 @@ func TestParseStrategies(t *testing.T) {
 			t.Errorf("ParseStrategies(%q) = %v, %v; want %d names, err %v", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
-	if len(Strategies()) != 14 {
-		t.Errorf("got %d strategies, want 14: %v", len(Strategies()), Strategies())
+	if len(Strategies()) != 17 {
+		t.Errorf("got %d strategies, want 17: %v", len(Strategies()), Strategies())
 	}
 }
 
@@ -213,6 +213,11 @@ func TestExpectedCorrect(t *testing.T) {
 		{"redlock", Setting{Instances: 3, Work: ms(100), TTL: ms(10), NoWatchdog: true, Fencing: true}, false},
 		{"mysql-unique", Setting{Instances: 3, Work: ms(100), TTL: ms(10), NoWatchdog: true}, false},
 		{"sql-atomic", Setting{Instances: 3}, true},
+		{"mutex-prototype", Setting{Instances: 1}, false},
+		{"redis-owner", Setting{Instances: 3, TTL: ms(100)}, true},
+		{"redis-owner", Setting{Instances: 3, Work: ms(20), TTL: ms(100), ReleasePause: ms(90)}, false}, // work + pause >= TTL
+		{"redis", Setting{Instances: 3, Work: ms(20), TTL: ms(100), ReleasePause: ms(90)}, true},        // no pause in its release
+		{"zookeeper-herd", Setting{Instances: 3}, true},
 		{"bogus", Setting{Instances: 3}, false},
 	}
 	for _, tt := range tests {
@@ -239,6 +244,9 @@ func TestOptionsValidation(t *testing.T) {
 		{"negative work delay", func(o *Options) { o.WorkDelay = -1 }, false},
 		{"no watchdog on all strategies", func(o *Options) { o.NoWatchdog = true }, false},
 		{"no watchdog on a strategy without one", func(o *Options) { o.NoWatchdog = true; o.Strategies = []string{"redis", "etcd"} }, false},
+		{"release pause on redis-owner", func(o *Options) { o.ReleasePause = time.Second; o.Strategies = []string{"redis-owner"} }, true},
+		{"release pause on a one-step release", func(o *Options) { o.ReleasePause = time.Second; o.Strategies = []string{"redis-owner", "redis"} }, false},
+		{"negative release pause", func(o *Options) { o.ReleasePause = -1; o.Strategies = []string{"redis-owner"} }, false},
 		{"fault without a faulter", func(o *Options) { o.Rate, o.Faults = 100, []Fault{fault} }, false},
 		{"fault without a rate", func(o *Options) { o.Faults, o.Faulter = []Fault{fault}, recorder(nil) }, false},
 		{"fault past the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 100, []Fault{fault}, recorder(nil) }, false},

@@ -51,6 +51,7 @@ type RunResult struct {
 	LockWait     string `json:"lock_wait"`
 	Fencing      bool   `json:"fencing"`
 	NoWatchdog   bool   `json:"no_watchdog"`
+	ReleasePause string `json:"release_pause,omitempty"`
 	Seed         int64  `json:"seed"`
 	// Service is the strategy configuration the fleet reported after the
 	// switch (effective TTL and wait budget).
@@ -429,7 +430,7 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 	defer cancel()
 	strategy, repeat := rs.Strategy, rs.Repeat
 	cfg := StrategyConfig{Name: strategy, WorkDelay: o.WorkDelay.String(), LockTTL: durString(o.LockTTL),
-		LockWait: durString(o.LockWait), Fencing: o.Fencing}
+		LockWait: durString(o.LockWait), Fencing: o.Fencing, ReleasePause: durString(o.ReleasePause)}
 	if o.NoWatchdog {
 		cfg.Watchdog = new(bool)
 	}
@@ -463,10 +464,10 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 	run := RunResult{
 		Strategy: strategy, Variant: rs.variant(), Name: name, Repeat: repeat, Warmup: warmed,
 		ExpectedCorrect: ExpectedCorrect(strategy, Setting{Instances: len(fleet.Instances), Work: o.WorkDelay, TTL: ttl,
-			NoWatchdog: o.NoWatchdog, Fencing: o.Fencing}),
+			NoWatchdog: o.NoWatchdog, Fencing: o.Fencing, ReleasePause: o.ReleasePause}),
 		Instances: len(fleet.Instances), InitialStock: o.Stock, Requests: o.Requests,
 		Concurrency: rs.Concurrency, Qty: o.Qty, Rate: o.Rate, WorkDelay: o.WorkDelay.String(),
-		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, NoWatchdog: o.NoWatchdog, Seed: o.Seed,
+		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, NoWatchdog: o.NoWatchdog, ReleasePause: durString(o.ReleasePause), Seed: o.Seed,
 		Service:            eff,
 		AnswersPerInstance: map[string]int{},
 	}

@@ -109,6 +109,11 @@ type Options struct {
 	// NoLeaseCheck lets a holder whose lease was reported lost commit
 	// anyway. Default false: the service's lease check is on.
 	NoLeaseCheck bool
+	// ReleasePause pauses the release of the locks that release in two
+	// commands (Pausing(): redis-owner) between the owner check and the
+	// delete; longer than what is left of LockTTL, it deletes the next
+	// holder's lock. Default 0.
+	ReleasePause time.Duration
 	// Faults are injected at fixed times of every run through Faulter; the
 	// run then reports throughput before, during and after them. They need
 	// an open-model Rate. Default none.
@@ -152,6 +157,9 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		if o.NoWatchdog && !slices.Contains(Renewing(), s) {
 			return o, fmt.Errorf("%w: NoWatchdog applies to %s only, not %s", ErrInvalidOptions, strings.Join(Renewing(), ", "), s)
+		}
+		if o.ReleasePause != 0 && !slices.Contains(Pausing(), s) {
+			return o, fmt.Errorf("%w: ReleasePause applies to %s only, not %s", ErrInvalidOptions, strings.Join(Pausing(), ", "), s)
 		}
 	}
 	def := func(v *int, d int) {
@@ -202,6 +210,7 @@ func (o Options) withDefaults() (Options, error) {
 		{o.WorkDelay >= 0, "WorkDelay must be >= 0"},
 		{o.LockTTL >= 0, "LockTTL must be >= 0"},
 		{o.LockWait >= 0, "LockWait must be >= 0"},
+		{o.ReleasePause >= 0, "ReleasePause must be >= 0"},
 		{o.RequestTimeout > 0, "RequestTimeout must be > 0"},
 		{o.RunTimeout > 0, "RunTimeout must be > 0"},
 		{!o.CompareQueue || !o.NoLocalQueue, "CompareQueue runs each queued strategy with and without the local queue; drop NoLocalQueue"},

@@ -18,6 +18,10 @@ func Strategies() []string { return stock.StrategyNames() }
 // can be told not to (NoWatchdog).
 func Renewing() []string { return stock.Names(func(s stock.Strategy) bool { return s.Renews }) }
 
+// Pausing lists the strategies whose release is two commands with
+// Options.ReleasePause between them.
+func Pausing() []string { return stock.Names(func(s stock.Strategy) bool { return s.ReleasePause }) }
+
 // Setting is what decides whether a strategy is expected to be correct.
 type Setting struct {
 	Instances int           // instances of the fleet
@@ -26,6 +30,9 @@ type Setting struct {
 	// NoWatchdog: the lock is not renewed while held.
 	NoWatchdog bool
 	Fencing    bool
+	// ReleasePause inside the release of a lock that releases in two
+	// commands; it lengthens the hold like the work does.
+	ReleasePause time.Duration
 }
 
 // ExpectedCorrect reports whether strategy s is expected never to oversell
@@ -36,9 +43,13 @@ func ExpectedCorrect(s string, st Setting) bool {
 	if !ok {
 		return false
 	}
+	var pause time.Duration
+	if info.ReleasePause {
+		pause = st.ReleasePause
+	}
 	return info.ExpectedCorrect(stock.Setting{
 		Instances:       st.Instances,
-		WorkOutlastsTTL: st.TTL > 0 && st.Work >= st.TTL,
+		WorkOutlastsTTL: st.TTL > 0 && st.Work+pause >= st.TTL,
 		NoWatchdog:      st.NoWatchdog,
 		Fencing:         st.Fencing,
 	})

@@ -72,6 +72,18 @@ type Options struct {
 	// "zookeeper_delete"). Default nil: such errors are dropped (the
 	// backend's TTL, lease or session removes what is left).
 	OnCleanupError func(op string, err error)
+	// ReleasePause is a pause between the owner check and the delete of a
+	// lock whose release is two separate commands (redisnaive's Owner, the
+	// deliberately flawed `redis-owner`): the window in which the key can
+	// expire, be taken by the next holder, and then be deleted under it.
+	// Other backends ignore it. Default 0.
+	ReleasePause time.Duration
+	// OnWatchEvent, when set, is called once per watch event a waiter
+	// receives while it waits for the lock (zklock): a waiter of the
+	// predecessor recipe gets one per acquisition, a waiter of the herd
+	// variant one per change of the lock's children. Backends that do not
+	// watch never call it. Default nil.
+	OnWatchEvent func()
 	// Count is told a backend's notable occurrences by name, for the
 	// metrics: Redlock reports each acquisition round's outcome
 	// (RoundAcquired, RoundTaken, RoundSplit, RoundUnreachable). Default
@@ -103,6 +115,15 @@ func (o Options) CountOrDrop() func(name string) {
 		return func(string) {}
 	}
 	return o.Count
+}
+
+// WatchEventOrDrop returns o.OnWatchEvent, or a function that does
+// nothing when it is nil.
+func (o Options) WatchEventOrDrop() func() {
+	if o.OnWatchEvent == nil {
+		return func() {}
+	}
+	return o.OnWatchEvent
 }
 
 // CleanupErrorOrDrop returns o.OnCleanupError, or a function that drops

@@ -28,11 +28,14 @@ const (
 	None            = "none"
 	Mutex           = "mutex"
 	MutexTx         = "mutex-tx"
+	MutexPrototype  = "mutex-prototype"
 	RedisSpin       = "redis-spin"
 	RedisTTL        = "redis-ttl"
+	RedisOwner      = "redis-owner"
 	Redis           = "redis"
 	Redlock         = "redlock"
 	ZooKeeper       = "zookeeper"
+	ZooKeeperHerd   = "zookeeper-herd"
 	Etcd            = "etcd"
 	MySQLUnique     = "mysql-unique"
 	MySQLForUpdate  = "mysql-forupdate"
@@ -100,8 +103,8 @@ const (
 	// (an in-process lock).
 	BreaksMultiInstance
 	// BreaksWorkOutlastsTTL: oversells when the work inside the critical
-	// section outlasts the lock's TTL (a TTL lock with no renewal and no
-	// owner check).
+	// section (plus, for a lock with ReleasePause, the pause inside its
+	// release) outlasts the lock's TTL (a TTL lock with no renewal).
 	BreaksWorkOutlastsTTL
 )
 
@@ -165,6 +168,9 @@ type Strategy struct {
 	// released after the stock write, before the order insert and COMMIT
 	// (seed 003's "transaction mode").
 	ReleaseBeforeCommit bool
+	// ReleasePause: the lock's release is two commands (check the owner,
+	// then delete), and Config.ReleasePause pauses between them.
+	ReleasePause bool
 	// Server is what the strategy needs besides the goods row.
 	Server Server
 	// Summary is one line for tables and help texts.
@@ -205,6 +211,14 @@ var registry = []Strategy{
 		Seed:    "003 transaction mode (@Transactional around synchronized)",
 		Open:    openMutex,
 	},
+	// Deliberately wrong: a new lock object per request, so every request
+	// locks its own mutex and nothing is excluded, even on one instance.
+	{
+		Name: MutexPrototype, Kind: KindLocker, Flawed: true, Breaks: BreaksAlways, Server: ServerProcess,
+		Summary: "a new in-process mutex per request (a prototype-scoped bean): excludes nobody",
+		Seed:    "003 多例模式 (@Scope prototype)",
+		Open:    func(context.Context, Clients) (LockBackend, error) { return mutexlock.NewPrototypeBackend(), nil },
+	},
 	{
 		Name: RedisSpin, Kind: KindLocker, Flawed: true, Breaks: BreaksNever, Server: ServerRedis,
 		Summary: "SETNX busy loop, no TTL, plain DEL",
@@ -216,6 +230,16 @@ var registry = []Strategy{
 		Summary: "SET NX PX + sleep-retry, DEL without owner check",
 		Seed:    "003 steps 1-2 (expiry, 锁被误删)",
 		Open:    onRedis(func(c redis.UniversalClient) LockBackend { return redisnaive.NewTTLBackend(c) }),
+	},
+	// Deliberately wrong: the owner check (GET, compare in the client) and
+	// the DEL are two commands, not one Lua script, so a key that expires
+	// between them (release_pause widens the gap) is taken by the next
+	// holder and then deleted under it.
+	{
+		Name: RedisOwner, Kind: KindLocker, Flawed: true, Breaks: BreaksWorkOutlastsTTL, ReleasePause: true, Server: ServerRedis,
+		Summary: "SET NX PX with an owner value, released by GET, compare, then DEL (no Lua; release_pause widens the gap)",
+		Seed:    "003 锁被误删 (owner check before the Lua step)",
+		Open:    onRedis(func(c redis.UniversalClient) LockBackend { return redisnaive.NewOwnerBackend(c) }),
 	},
 	{
 		Name: Redis, Kind: KindLocker, Tokens: true, Renews: true, Server: ServerRedis,
@@ -243,6 +267,20 @@ var registry = []Strategy{
 				return nil, notConfigured(ServerZooKeeper)
 			}
 			return zklock.NewBackend(c.ZooKeeper), nil
+		},
+	},
+	// Deliberately wasteful, not unsafe: every waiter watches the lock's
+	// parent and re-lists its children on every change (the herd effect),
+	// so each release wakes all waiters instead of the next one.
+	{
+		Name: ZooKeeperHerd, Kind: KindLocker, Tokens: true, Server: ServerZooKeeper,
+		Summary: "ephemeral sequential znodes, every waiter watches the parent's children (correct, slow: herd)",
+		Seed:    "003 羊群效应; 000, 002 herd effect",
+		Open: func(_ context.Context, c Clients) (LockBackend, error) {
+			if len(c.ZooKeeper) == 0 {
+				return nil, notConfigured(ServerZooKeeper)
+			}
+			return zklock.NewHerdBackend(c.ZooKeeper), nil
 		},
 	},
 	{
@@ -351,8 +389,9 @@ var ErrUnknownStrategy = errors.New("unknown strategy")
 type Setting struct {
 	// Instances of the fleet.
 	Instances int
-	// WorkOutlastsTTL: the work inside the critical section is at least
-	// the lock's TTL.
+	// WorkOutlastsTTL: the work inside the critical section (plus the
+	// release pause of a lock with ReleasePause) is at least the lock's
+	// TTL.
 	WorkOutlastsTTL bool
 	// NoWatchdog: the lock is not renewed while held.
 	NoWatchdog bool

@@ -16,7 +16,8 @@ import (
 // TestRegistryNames pins the names users type: a rename is a breaking
 // change of the API, the CLI and every report.
 func TestRegistryNames(t *testing.T) {
-	want := []string{"none", "mutex", "mutex-tx", "redis-spin", "redis-ttl", "redis", "redlock", "zookeeper", "etcd",
+	want := []string{"none", "mutex", "mutex-tx", "mutex-prototype", "redis-spin", "redis-ttl", "redis-owner", "redis", "redlock",
+		"zookeeper", "zookeeper-herd", "etcd",
 		"mysql-unique", "mysql-forupdate", "mysql-optimistic", "sql-atomic", "redis-atomic"}
 	if got := StrategyNames(); !slices.Equal(got, want) {
 		t.Fatalf("StrategyNames() = %v, want %v", got, want)
@@ -38,7 +39,7 @@ func TestRegistryConsistent(t *testing.T) {
 			if (s.Kind == KindLocker) != (s.Open != nil) {
 				t.Errorf("kind %s with Open set = %v: a locker, and only a locker, opens a lock backend", s.Kind, s.Open != nil)
 			}
-			if (s.Tokens || s.Renews || s.ReleaseBeforeCommit) && s.Kind != KindLocker {
+			if (s.Tokens || s.Renews || s.ReleaseBeforeCommit || s.ReleasePause) && s.Kind != KindLocker {
 				t.Errorf("tokens, renewal or lock placement on a %s strategy", s.Kind)
 			}
 			if !s.Flawed && s.Breaks != BreaksNever {
@@ -69,6 +70,10 @@ func TestExpectedCorrect(t *testing.T) {
 		{MutexTx, one, false},
 		{Mutex, one, true},
 		{Mutex, three, false},
+		{MutexPrototype, one, false}, // a new mutex per request
+		{RedisOwner, three, true},
+		{RedisOwner, Setting{Instances: 3, WorkOutlastsTTL: true}, false}, // work + release pause >= TTL
+		{ZooKeeperHerd, stale, true},                                      // slow, not unsafe
 		{RedisTTL, three, true},
 		{RedisTTL, Setting{Instances: 3, WorkOutlastsTTL: true}, false},
 		{RedisSpin, Setting{Instances: 3, WorkOutlastsTTL: true}, true},

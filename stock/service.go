@@ -36,6 +36,10 @@ type Observer interface {
 	// Count counts a lock backend's notable occurrence (lockimpl.Options.
 	// Count: Redlock's rounds) under strategy.
 	Count(strategy, name string)
+	// WatchEvent counts one watch event a waiter for strategy's lock
+	// received (lockimpl.Options.OnWatchEvent): per acquisition, 1 for the
+	// ZooKeeper recipe, about N/2 with N waiters for its herd variant.
+	WatchEvent(strategy string)
 }
 
 // Mirror is the Redis stock mirror used by redis-atomic.
@@ -131,9 +135,15 @@ type active struct {
 // lockerKey identifies the Locker of a setting: settings that differ only
 // in knobs the lock does not see (work delay, lock wait, fencing) share one.
 type lockerKey struct {
-	name    string
-	ttl     time.Duration
-	noRenew bool
+	name         string
+	ttl          time.Duration
+	noRenew      bool
+	releasePause time.Duration
+}
+
+// lockerKey returns the key of c's Locker.
+func (c Config) lockerKey() lockerKey {
+	return lockerKey{c.Name, c.LockTTL, !c.Watchdog, c.ReleasePause}
 }
 
 // sharedLocker is a Locker used by one or more actives (the current one
@@ -171,10 +181,10 @@ func (s *Service) SetConfig(ctx context.Context, c Config) error {
 			return fmt.Errorf("strategy %s needs %s: %w", c.Name, info.Server, ErrNotConfigured)
 		}
 		a.backend = b
-		key := lockerKey{c.Name, c.LockTTL, !c.Watchdog}
+		key := c.lockerKey()
 		sl, ok := s.lockers[key]
 		if !ok {
-			l, err := b.NewLocker(ctx, c.lockOptions(s.cleanupError, s.counter(c.Name)))
+			l, err := b.NewLocker(ctx, c.lockOptions(s.cleanupError, s.counter(c.Name), s.watchEvent(c.Name)))
 			if err != nil {
 				return fmt.Errorf("strategy %s: %w: %w", c.Name, ErrBackendUnavailable, err)
 			}
@@ -229,7 +239,7 @@ func (s *Service) letGo(c Config, sl *sharedLocker) {
 	sl.users--
 	last := sl.users == 0
 	if last {
-		delete(s.lockers, lockerKey{c.Name, c.LockTTL, !c.Watchdog})
+		delete(s.lockers, c.lockerKey())
 	}
 	s.mu.Unlock()
 	if !last {
@@ -273,9 +283,19 @@ func (s *Service) cleanupError(op string, _ error) {
 	}
 }
 
+// watchEvent counts strategy's watch events at the Observer (nil without
+// one).
+func (s *Service) watchEvent(strategy string) func() {
+	if s.opts.Observer == nil {
+		return nil
+	}
+	return func() { s.opts.Observer.WatchEvent(strategy) }
+}
+
 // lockOptions are the lockimpl options of setting c.
-func (c Config) lockOptions(onCleanupError func(op string, err error), count func(string)) lockimpl.Options {
-	return lockimpl.Options{TTL: c.LockTTL, NoRenew: !c.Watchdog, OnCleanupError: onCleanupError, Count: count}
+func (c Config) lockOptions(onCleanupError func(op string, err error), count func(string), onWatchEvent func()) lockimpl.Options {
+	return lockimpl.Options{TTL: c.LockTTL, NoRenew: !c.Watchdog, OnCleanupError: onCleanupError, Count: count,
+		ReleasePause: c.ReleasePause, OnWatchEvent: onWatchEvent}
 }
 
 // counter passes a backend's counts to the observer under strategy.

@@ -58,6 +58,11 @@ func TestConfigJSONAndValidate(t *testing.T) {
 		{`{"name":"redis","work_delay":"-1s"}`, "work_delay", Config{}},
 		{`{"name":"redlock","fencing":true}`, "fencing", Config{}},
 		{`{"name":"redis","lock_ttl":"ten"}`, "not a Go duration", Config{}},
+		{`{"name":"redis-owner","release_pause":"300ms","lock_ttl":"100ms"}`, "", Config{Name: RedisOwner, LockTTL: 100 * time.Millisecond, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true, LeaseCheck: true, ReleasePause: 300 * time.Millisecond}},
+		{`{"name":"redis","release_pause":"300ms"}`, "release_pause applies only to redis-owner", Config{}},
+		{`{"name":"redis-owner","release_pause":"5s"}`, "release_pause 5s out of range", Config{}},
+		{`{"name":"redis-owner","release_pause":"-1ms"}`, "release_pause -1ms out of range", Config{}},
+		{`{"name":"redis-owner","release_pause":"soon"}`, "release_pause: \"soon\" is not a Go duration", Config{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {
@@ -82,8 +87,8 @@ func TestConfigJSONAndValidate(t *testing.T) {
 			}
 		})
 	}
-	if len(StrategyNames()) != 14 {
-		t.Fatalf("catalogue has %d strategies, want the 14 of STRATEGIES.md", len(StrategyNames()))
+	if len(StrategyNames()) != 17 {
+		t.Fatalf("catalogue has %d strategies, want the 17 of STRATEGIES.md", len(StrategyNames()))
 	}
 }
 

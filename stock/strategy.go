@@ -16,6 +16,8 @@ const (
 	MinLockTTL      = 100 * time.Millisecond
 	MaxLockTTL      = 10 * time.Minute
 	MaxLockWait     = 2 * time.Minute
+	// MaxReleasePause stays below the service's 3s bound on an unlock.
+	MaxReleasePause = 2 * time.Second
 )
 
 // Config is the runtime deduction setting of one instance.
@@ -63,6 +65,12 @@ type Config struct {
 	// cannot close it: a pause between the check and the COMMIT still
 	// lets a stale holder write. Only fencing closes it.
 	LeaseCheck bool
+	// ReleasePause pauses the release of a lock whose release is two
+	// commands (the registry's ReleasePause: `redis-owner`) between its
+	// owner check and its delete: a pause longer than what is left of the
+	// TTL lets the key expire, the next holder take it, and the delete
+	// remove that holder's lock. Only those strategies accept it. Default 0.
+	ReleasePause time.Duration
 }
 
 // DefaultConfig returns the defaults for strategy name.
@@ -78,6 +86,7 @@ func (c Config) Validate() error {
 	}
 	tokens := func(s Strategy) bool { return s.Tokens }
 	renews := func(s Strategy) bool { return s.Renews }
+	pauses := func(s Strategy) bool { return s.ReleasePause }
 	switch {
 	case c.WorkDelay < 0 || c.WorkDelay > MaxWorkDelay:
 		return fmt.Errorf("work_delay %s out of range [0, %s]", c.WorkDelay, MaxWorkDelay)
@@ -89,6 +98,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fencing needs a lock that supplies tokens; %s does not (use %s)", c.Name, strings.Join(Names(tokens), ", "))
 	case !c.Watchdog && !info.Renews:
 		return fmt.Errorf("watchdog can be turned off only for %s; %s has none to turn off or keeps its session alive on its own", strings.Join(Names(renews), ", "), c.Name)
+	case c.ReleasePause < 0 || c.ReleasePause > MaxReleasePause:
+		return fmt.Errorf("release_pause %s out of range [0, %s]", c.ReleasePause, MaxReleasePause)
+	case c.ReleasePause > 0 && !info.ReleasePause:
+		return fmt.Errorf("release_pause applies only to %s (a release in two commands); %s releases in one step", strings.Join(Names(pauses), ", "), c.Name)
 	}
 	return nil
 }
@@ -103,6 +116,8 @@ type configJSON struct {
 	Watchdog   *bool  `json:"watchdog,omitempty"`
 	LocalQueue *bool  `json:"local_queue,omitempty"`
 	LeaseCheck *bool  `json:"lease_check,omitempty"`
+	// ReleasePause is last: older clients do not send it.
+	ReleasePause string `json:"release_pause,omitempty"`
 }
 
 // ConfigFields are the JSON fields of a setting (PUT /admin/strategy).
@@ -118,7 +133,7 @@ func ConfigFields() []string {
 
 // MarshalJSON writes durations as Go duration strings ("250ms").
 func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog, &c.LocalQueue, &c.LeaseCheck})
+	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog, &c.LocalQueue, &c.LeaseCheck, c.ReleasePause.String()})
 }
 
 // UnmarshalJSON reads durations as Go duration strings. Omitted fields
@@ -143,7 +158,8 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		field string
 		raw   string
 		dst   *time.Duration
-	}{{"work_delay", w.WorkDelay, &out.WorkDelay}, {"lock_ttl", w.LockTTL, &out.LockTTL}, {"lock_wait", w.LockWait, &out.LockWait}} {
+	}{{"work_delay", w.WorkDelay, &out.WorkDelay}, {"lock_ttl", w.LockTTL, &out.LockTTL}, {"lock_wait", w.LockWait, &out.LockWait},
+		{"release_pause", w.ReleasePause, &out.ReleasePause}} {
 		if f.raw == "" {
 			continue
 		}

@@ -14,6 +14,7 @@ type Metrics struct {
 	lockHold  *prometheus.HistogramVec
 	errors    *prometheus.CounterVec
 	backend   *prometheus.CounterVec
+	watch     *prometheus.CounterVec
 }
 
 // NewMetrics registers the series on reg.
@@ -35,8 +36,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		backend: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_lock_backend_events_total", Help: "A lock backend's notable occurrences by strategy and event (Redlock: round_acquired, round_taken, round_split, round_unreachable).",
 		}, []string{"strategy", "event"}),
+		watch: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_lock_watch_events_total",
+			Help: "Watch events delivered to lock waiters (ZooKeeper); per acquisition, against seckill_lock_wait_seconds_count: 1 for the recipe, ~N/2 with N waiters for the herd.",
+		}, []string{"strategy"}),
 	}
-	reg.MustRegister(m.purchases, m.lockWait, m.lockHold, m.errors, m.backend)
+	reg.MustRegister(m.purchases, m.lockWait, m.lockHold, m.errors, m.backend, m.watch)
 	return m
 }
 
@@ -60,3 +65,7 @@ func (m *Metrics) Error(kind string) { m.errors.WithLabelValues(kind).Inc() }
 
 // Count counts a lock backend's occurrence name under strategy.
 func (m *Metrics) Count(strategy, name string) { m.backend.WithLabelValues(strategy, name).Inc() }
+
+// WatchEvent counts one watch event delivered to a waiter for strategy's
+// lock.
+func (m *Metrics) WatchEvent(strategy string) { m.watch.WithLabelValues(strategy).Inc() }

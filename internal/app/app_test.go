@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -190,6 +191,8 @@ func TestCorrectStrategiesSellExactlyTheStock(t *testing.T) {
 		{stock.RedisAtomic, "2ms"},
 		{stock.RedisSpin, "2ms"},
 		{stock.RedisTTL, "2ms"},
+		{stock.RedisOwner, "2ms"},    // no release pause: correct
+		{stock.ZooKeeperHerd, "2ms"}, // wasteful, not unsafe
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,17 +226,24 @@ func TestMutexCorrectWithOneInstance(t *testing.T) {
 	}
 }
 
-// TestFlawedStrategiesOversell: none (2 instances) and mutex-tx (even with
-// 1 instance) oversell in at least one of a few seeded runs.
+// TestFlawedStrategiesOversell: none (2 instances), mutex-tx and
+// mutex-prototype (even with 1 instance), and redis-owner with a release
+// pause longer than its TTL (1 instance) oversell in at least one of a few
+// seeded runs.
 func TestFlawedStrategiesOversell(t *testing.T) {
 	two := fleet(t, 2, nil)
 	cases := []struct {
 		name      string
 		instances []instance
 		workDelay string
+		extra     map[string]any
 	}{
-		{stock.None, two, "5ms"},
-		{stock.MutexTx, two[:1], "1ms"},
+		{stock.None, two, "5ms", nil},
+		{stock.MutexTx, two[:1], "1ms", nil},
+		{stock.MutexPrototype, two[:1], "1ms", nil},
+		// A's key expires in the pause between its GET and its DEL, B
+		// takes the lock, A's DEL removes B's key, C gets in while B works.
+		{stock.RedisOwner, two[:1], "80ms", map[string]any{"lock_ttl": "100ms", "release_pause": "300ms"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,7 +251,9 @@ func TestFlawedStrategiesOversell(t *testing.T) {
 			var last stock.Audit
 			for attempt := 0; attempt < attempts; attempt++ {
 				goods := goodsID()
-				setStrategy(t, tc.instances, map[string]any{"name": tc.name, "work_delay": tc.workDelay})
+				cfg := map[string]any{"name": tc.name, "work_delay": tc.workDelay}
+				maps.Copy(cfg, tc.extra)
+				setStrategy(t, tc.instances, cfg)
 				reset(t, tc.instances[0], goods, 30)
 				storm(t, tc.instances, goods, 120, 24)
 				last = audit(t, tc.instances[0], goods)
@@ -304,6 +316,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown strategy", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"magic"}`, admin, 400, "unknown_strategy"},
 		{"bad duration", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"redis","lock_ttl":"ten"}`, admin, 400, "invalid_field"},
 		{"fencing without tokens", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"redlock","fencing":true}`, admin, 400, "invalid_strategy_config"},
+		{"release pause on a one-step release", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"redis","release_pause":"300ms"}`, admin, 400, "invalid_strategy_config"},
+		{"release pause out of range", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"redis-owner","release_pause":"1h"}`, admin, 400, "invalid_strategy_config"},
 		{"missing admin token", "POST", in.url + "/admin/reset", "application/json", fmt.Sprintf(`{"goods_id":%d,"stock":1}`, goods), nil, 401, "unauthorized"},
 		{"wrong admin token", "POST", in.url + "/admin/reset", "application/json", fmt.Sprintf(`{"goods_id":%d,"stock":1}`, goods), map[string]string{"Authorization": "Bearer nope"}, 401, "unauthorized"},
 		{"wrong admin token on strategy", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"none"}`, map[string]string{"Authorization": "Bearer nope"}, 401, "unauthorized"},

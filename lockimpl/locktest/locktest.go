@@ -44,6 +44,11 @@ type Capabilities struct {
 	// NoRenew: the backend honours Options.NoRenew, so without renewal a
 	// held lock expires after its TTL and another instance gets it.
 	NoRenew bool
+	// NoExclusion: the lock deliberately excludes nobody (the flawed
+	// `mutex-prototype`). The cases that need exclusion (MutualExclusion,
+	// TryLockWhileHeld, CancelWhileWaiting) do not apply; DoesNotExclude
+	// runs instead and shows the flaw: a second holder gets in at once.
+	NoExclusion bool
 }
 
 // Factory builds Locker instances of one backend for the suite.
@@ -106,10 +111,14 @@ func mustUnlock(t testing.TB, lease *lockimpl.Lease) {
 
 // Run runs the conformance cases against f.
 func Run(t *testing.T, f Factory) {
-	t.Run("MutualExclusion", func(t *testing.T) { t.Parallel(); mutualExclusion(t, f) })
-	t.Run("TryLockWhileHeld", func(t *testing.T) { t.Parallel(); tryLockWhileHeld(t, f) })
+	if f.Caps.NoExclusion {
+		t.Run("DoesNotExclude", func(t *testing.T) { t.Parallel(); doesNotExclude(t, f) })
+	} else {
+		t.Run("MutualExclusion", func(t *testing.T) { t.Parallel(); mutualExclusion(t, f) })
+		t.Run("TryLockWhileHeld", func(t *testing.T) { t.Parallel(); tryLockWhileHeld(t, f) })
+		t.Run("CancelWhileWaiting", func(t *testing.T) { t.Parallel(); cancelWhileWaiting(t, f) })
+	}
 	t.Run("DoubleUnlock", func(t *testing.T) { t.Parallel(); doubleUnlock(t, f) })
-	t.Run("CancelWhileWaiting", func(t *testing.T) { t.Parallel(); cancelWhileWaiting(t, f) })
 	if f.Caps.Tokens {
 		t.Run("TokensIncrease", func(t *testing.T) { t.Parallel(); tokensIncrease(t, f) })
 	}
@@ -206,6 +215,33 @@ func mutualExclusion(t *testing.T, f Factory) {
 	}
 	if f.AssertClean != nil {
 		f.AssertClean(t, lockers[0], key)
+	}
+}
+
+// doesNotExclude: for a lock that deliberately excludes nobody, a second
+// Lock and TryLock of a held key, on the holder's own instance, succeed at
+// once.
+func doesNotExclude(t *testing.T, f Factory) {
+	a := f.New(t, f.opts())
+	key := Key(t)
+	ctx := ctxT(t, 30*time.Second)
+	first, err := a.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("first Lock: %v", err)
+	}
+	second, err := a.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("second Lock while held: %v; want success (the lock excludes nobody)", err)
+	}
+	third, err := a.TryLock(ctx, key)
+	if err != nil {
+		t.Fatalf("TryLock while held twice: %v; want success (the lock excludes nobody)", err)
+	}
+	for _, l := range []*lockimpl.Lease{first, second, third} {
+		mustUnlock(t, l)
+	}
+	if f.AssertClean != nil {
+		f.AssertClean(t, a, key)
 	}
 }
 

@@ -124,3 +124,42 @@ func (b *Backend) Clear(context.Context, string) error { return nil }
 
 // Close does nothing.
 func (b *Backend) Close() error { return nil }
+
+// Prototype is the DELIBERATELY FLAWED `mutex-prototype` lock (seed 003,
+// "多例模式"): a prototype-scoped Spring bean, so every request gets a new
+// lock object and locks its own, fresh mutex. Nothing is ever excluded,
+// not even within one instance. Do not use it to protect anything.
+type Prototype struct{}
+
+var _ lockimpl.Locker = Prototype{}
+
+// Lock locks a new Locker of its own: it never waits for anyone.
+func (Prototype) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	return New(lockimpl.Options{}).Lock(ctx, key)
+}
+
+// TryLock tries a new Locker of its own: it always succeeds (unless ctx
+// is done).
+func (Prototype) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	return New(lockimpl.Options{}).TryLock(ctx, key)
+}
+
+// PrototypeBackend serves the Prototype lock: no server, no state.
+type PrototypeBackend struct{}
+
+// NewPrototypeBackend returns the backend of the Prototype lock.
+func NewPrototypeBackend() PrototypeBackend { return PrototypeBackend{} }
+
+// NewLocker returns the Prototype lock (options do not apply to it).
+func (PrototypeBackend) NewLocker(context.Context, lockimpl.Options) (lockimpl.Locker, error) {
+	return Prototype{}, nil
+}
+
+// Ping always succeeds: the lock lives in this process.
+func (PrototypeBackend) Ping(context.Context) error { return nil }
+
+// Clear does nothing: a Prototype lock leaves no state.
+func (PrototypeBackend) Clear(context.Context, string) error { return nil }
+
+// Close does nothing.
+func (PrototypeBackend) Close() error { return nil }

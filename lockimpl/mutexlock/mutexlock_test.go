@@ -43,3 +43,13 @@ func TestInstancesDoNotExclude(t *testing.T) {
 		}
 	}
 }
+
+// TestPrototypeConformance runs the suite on the flawed Prototype lock: the
+// exclusion cases do not apply (it excludes nobody by design); the suite's
+// DoesNotExclude shows that, and the rest (double unlock) must hold.
+func TestPrototypeConformance(t *testing.T) {
+	locktest.Run(t, locktest.Factory{
+		New:  func(testing.TB, lockimpl.Options) lockimpl.Locker { return mutexlock.Prototype{} },
+		Caps: locktest.Capabilities{NoExclusion: true},
+	})
+}

@@ -10,8 +10,17 @@
 //     is shorter than the TTL; when the work takes longer, the key expires, a
 //     second holder gets in while the first still works, and the first's DEL
 //     then removes the second holder's lock.
+//   - Owner (`redis-owner`): SET NX PX ttl with a unique owner value, the
+//     same sleep-retry, released by GET, a compare in the client, then DEL:
+//     two commands, no Lua (seed 003 "锁被误删", before the Lua step). The
+//     owner check stops a late holder from deleting a lock it sees is not
+//     its own, but not one that becomes someone else's between the GET and
+//     the DEL: when the key expires in that window (Options.ReleasePause
+//     widens it), the next holder takes it and the DEL removes that
+//     holder's lock, letting a third in while the second still works.
 //
-// Both hand out token 0, have no watchdog and never report a lost lease.
+// All three hand out token 0, have no watchdog and never report a lost
+// lease.
 // The key is "<prefix><key>" with the default prefix "seckill:naive:".
 // NewSpinBackend and NewTTLBackend give the service what it needs of each:
 // a Locker per setting, a Ping of the server and a Clear of a key.
@@ -19,9 +28,11 @@ package redisnaive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/lockimpl"
@@ -132,6 +143,80 @@ func (s *TTL) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	return lease, err
 }
 
+// Owner is the SET NX PX lock with an owner value, released by GET, a
+// client-side compare and DEL, without Lua. Safe for concurrent use.
+type Owner struct {
+	client redis.UniversalClient
+	prefix string
+	ttl    time.Duration
+	pause  time.Duration
+}
+
+var _ lockimpl.Locker = (*Owner)(nil)
+
+// NewOwner returns the owner-checked lock over client (owned by the
+// caller). Options.TTL (default lockimpl.DefaultTTL) is the key's PX,
+// never renewed; Options.ReleasePause is slept between the GET and the
+// DEL of every release. Prefix defaults to DefaultPrefix.
+func NewOwner(client redis.UniversalClient, opts lockimpl.Options) *Owner {
+	return &Owner{client: client, prefix: opts.PrefixOr(DefaultPrefix), ttl: opts.TTLOrDefault(), pause: opts.ReleasePause}
+}
+
+// Key returns the Redis key that backs the lock named key.
+func (o *Owner) Key(key string) string { return o.prefix + key }
+
+// TryLock makes one SET key owner NX PX ttl.
+func (o *Owner) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	full := o.Key(key)
+	owner := uuid.NewString()
+	ok, err := o.client.SetNX(ctx, full, owner, o.ttl).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisnaive: set nx px %q: %w", full, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("redisnaive: trylock %q: %w", key, lockimpl.ErrLocked)
+	}
+	return lockimpl.NewLease(key, 0, o.release(full, key, owner)), nil
+}
+
+// Lock repeats TryLock with a 5-10ms sleep between attempts until it
+// succeeds or ctx is done.
+func (o *Owner) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
+	lease, err := lockimpl.Poll(ctx, ttlBackoff, func(ctx context.Context) (*lockimpl.Lease, error) { return o.TryLock(ctx, key) })
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("redisnaive: lock %q: %w", key, ctx.Err())
+	}
+	return lease, err
+}
+
+// release is the flawed unlock: GET, compare in the client, (pause,) DEL.
+// The check and the delete are two commands, so the DEL can remove a key
+// that became another owner's after the GET.
+func (o *Owner) release(full, key, owner string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		v, err := o.client.Get(ctx, full).Result()
+		if errors.Is(err, redis.Nil) || err == nil && v != owner {
+			return fmt.Errorf("redisnaive: unlock %q: %w", key, lockimpl.ErrNotHeld)
+		}
+		if err != nil {
+			return fmt.Errorf("redisnaive: get %q: %w", full, err)
+		}
+		if o.pause > 0 {
+			t := time.NewTimer(o.pause)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return fmt.Errorf("redisnaive: unlock %q: pause before DEL: %w", key, ctx.Err())
+			}
+		}
+		if err := o.client.Del(ctx, full).Err(); err != nil {
+			return fmt.Errorf("redisnaive: del %q: %w", full, err)
+		}
+		return nil
+	}
+}
+
 // Backend is what the service needs of one of these locks on its Redis
 // server: a Locker per setting, Ping and Clear.
 type Backend struct {
@@ -149,6 +234,12 @@ func NewSpinBackend(client redis.UniversalClient) *Backend {
 // (owned by the caller).
 func NewTTLBackend(client redis.UniversalClient) *Backend {
 	return &Backend{client: client, build: func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return NewTTL(c, o) }}
+}
+
+// NewOwnerBackend returns the backend of the owner-checked lock over
+// client (owned by the caller).
+func NewOwnerBackend(client redis.UniversalClient) *Backend {
+	return &Backend{client: client, build: func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return NewOwner(c, o) }}
 }
 
 // NewLocker returns the lock for opts (the default prefix).

@@ -2,6 +2,7 @@ package redisnaive_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
+	"github.com/seckill-lab/seckill/lockimpl/redislock"
 	"github.com/seckill-lab/seckill/lockimpl/redisnaive"
 )
 
@@ -36,6 +38,11 @@ func TestConformance(t *testing.T) {
 		}},
 		{"TTL", func(tb testing.TB, opts lockimpl.Options) lockimpl.Locker {
 			return redisnaive.NewTTL(client(tb), opts)
+		}},
+		// Owner without a release pause: correct while the work and the
+		// release stay within the TTL (TestOwnerReleasePause shows the flaw).
+		{"Owner", func(tb testing.TB, opts lockimpl.Options) lockimpl.Locker {
+			return redisnaive.NewOwner(client(tb), opts)
 		}},
 	}
 	for _, tc := range tests {
@@ -117,4 +124,93 @@ func TestSpinNeverExpires(t *testing.T) {
 		t.Fatalf("PTTL = %v, want no expiry (-1)", ttl)
 	}
 	_ = crashed.Unlock(ctx)
+}
+
+// TestOwnerReleasePause reproduces the seed's 锁被误删 story for the
+// owner-checked lock without Lua: holder A's GET still sees its own value,
+// A pauses before its DEL, its key expires in the pause, B takes the lock,
+// and A's DEL deletes B's key, so C gets in while B still holds. Without
+// the pause (the release comes after B got in), the owner check holds; and
+// the Lua compare-and-delete of the `redis` lock keeps B's key however late
+// A's release comes.
+func TestOwnerReleasePause(t *testing.T) {
+	const ttl = 400 * time.Millisecond
+	tests := []struct {
+		name string
+		new  func(tb testing.TB) lockimpl.Locker
+		// early: A's release starts right after it took the lock, before
+		// its key expires; otherwise after B got the lock.
+		early       bool
+		wantDeleted bool
+	}{
+		{"owner/GET-pause-DEL", func(tb testing.TB) lockimpl.Locker {
+			return redisnaive.NewOwner(client(tb), lockimpl.Options{TTL: ttl, ReleasePause: 4 * ttl})
+		}, true, true},
+		{"owner/late-release", func(tb testing.TB) lockimpl.Locker {
+			return redisnaive.NewOwner(client(tb), lockimpl.Options{TTL: ttl})
+		}, false, false},
+		{"redis-lua/late-release", func(tb testing.TB) lockimpl.Locker {
+			return redislock.New(client(tb), lockimpl.Options{TTL: ttl, NoRenew: true})
+		}, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			a, b, c := tc.new(t), tc.new(t), tc.new(t)
+			key := locktest.Key(t)
+			full := a.(keyer).Key(key)
+
+			first, err := a.Lock(ctx, key)
+			if err != nil {
+				t.Fatalf("A: Lock: %v", err)
+			}
+			released := make(chan error, 1)
+			release := func() { released <- first.Unlock(ctx) }
+			if tc.early {
+				go release() // GET now, then the pause, then DEL
+			}
+			// B gets in only once A's key expired (A never released it in
+			// time).
+			second, err := b.Lock(ctx, key)
+			if err != nil {
+				t.Fatalf("B: Lock after A's TTL: %v", err)
+			}
+			defer func() { _ = second.Unlock(ctx) }()
+			if !tc.early {
+				go release()
+			}
+			err = <-released
+			n, xerr := client(t).Exists(ctx, full).Result()
+			if xerr != nil {
+				t.Fatalf("EXISTS %s: %v", full, xerr)
+			}
+			third, terr := c.TryLock(ctx, key)
+			if terr == nil {
+				defer func() { _ = third.Unlock(ctx) }()
+			}
+			if tc.wantDeleted {
+				if err != nil {
+					t.Errorf("A's release: %v; want its DEL to succeed (on B's key)", err)
+				}
+				if n != 0 {
+					t.Errorf("B's lock key still exists after A's DEL; want it deleted (the flaw)")
+				}
+				if terr != nil {
+					t.Errorf("C: TryLock while B holds: %v; want success (the flaw)", terr)
+				}
+				return
+			}
+			if !errors.Is(err, lockimpl.ErrNotHeld) {
+				t.Errorf("A's late release: %v; want ErrNotHeld", err)
+			}
+			if n != 1 {
+				t.Errorf("B's lock key is gone after A's late release; want it kept")
+			}
+			if !errors.Is(terr, lockimpl.ErrLocked) {
+				t.Errorf("C: TryLock while B holds: %v; want ErrLocked", terr)
+			}
+		})
+	}
 }

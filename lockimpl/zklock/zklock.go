@@ -18,6 +18,16 @@
 //   - while held, the node is watched: its deletion, or the session's
 //     expiry (the watch ends with EventNotWatching), marks the lease lost.
 //
+// NewHerd (the `zookeeper-herd` strategy) is the same lock with the waiting
+// done the way the seeds warn against (羊群效应, the herd effect): every
+// waiter watches the lock's PARENT (getChildren with a watch) and re-lists
+// the children on every change, instead of watching its predecessor. It is
+// still correct (the lowest sequence holds the lock) but wasteful: each
+// release, and each new waiter's create, wakes every waiter, about N/2
+// watch events per acquisition with N waiters instead of 1.
+// Options.OnWatchEvent counts the watch events a waiter receives, in both
+// variants.
+//
 // The lock lives as long as the ZooKeeper session, so the TTL is the
 // session timeout: Dial connects with sessionTimeout = Options.TTL (the
 // server clamps it to [2, 20] x tickTime). A holder that goes silent loses
@@ -59,6 +69,9 @@ type Locker struct {
 	ttl    time.Duration
 	acl    []zk.ACL
 	onErr  func(op string, err error)
+	// herd: waiters watch the parent's children, not their predecessor.
+	herd    bool
+	onWatch func()
 
 	mu      sync.Mutex
 	parents map[string]bool // key directories known to exist
@@ -75,7 +88,17 @@ func New(conn *zk.Conn, opts lockimpl.Options) *Locker {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	return &Locker{conn: conn, prefix: prefix, ttl: opts.TTLOrDefault(), acl: zk.WorldACL(zk.PermAll), onErr: opts.CleanupErrorOrDrop(), parents: make(map[string]bool)}
+	return &Locker{conn: conn, prefix: prefix, ttl: opts.TTLOrDefault(), acl: zk.WorldACL(zk.PermAll), onErr: opts.CleanupErrorOrDrop(),
+		onWatch: opts.WatchEventOrDrop(), parents: make(map[string]bool)}
+}
+
+// NewHerd returns the herd-effect variant over conn (see the package
+// comment): every waiter watches the lock's children and re-checks on
+// every change. Correct but wasteful. Options as for New.
+func NewHerd(conn *zk.Conn, opts lockimpl.Options) *Locker {
+	l := New(conn, opts)
+	l.herd = true
+	return l
 }
 
 // Close closes the connection when the Locker owns it (one built by a
@@ -280,6 +303,12 @@ func (l *Locker) predecessor(ctx context.Context, dir, node string) (string, err
 	if err != nil {
 		return "", fmt.Errorf("zklock: children of %s: %w", dir, err)
 	}
+	return predecessorIn(children, dir, node)
+}
+
+// predecessorIn returns the node of children just before ours ("" when
+// ours is first).
+func predecessorIn(children []string, dir, node string) (string, error) {
 	sort.Slice(children, func(i, j int) bool { return seq(children[i]) < seq(children[j]) })
 	me := path.Base(node)
 	for i, c := range children {
@@ -338,28 +367,24 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 	if err != nil {
 		return nil, err
 	}
+	next := l.watchPredecessor
+	if l.herd {
+		next = l.watchChildren
+	}
 	for {
-		pred, err := l.predecessor(ctx, dir, node)
-		if err != nil {
-			l.remove(node)
-			return nil, err
-		}
-		if pred == "" {
-			return l.hold(key, node, czxid, watch), nil
-		}
-		ch, err := call(ctx, func() (<-chan zk.Event, error) {
-			_, _, ch, err := l.conn.GetW(pred)
-			return ch, err
-		}, nil)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // gone already: look again
-		}
+		first, ch, err := next(ctx, dir, node)
 		if err != nil {
 			l.remove(node)
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return nil, fmt.Errorf("zklock: lock %q: %w", key, ctxErr)
 			}
-			return nil, fmt.Errorf("zklock: watch %s: %w", pred, err)
+			return nil, err
+		}
+		if first {
+			return l.hold(key, node, czxid, watch), nil
+		}
+		if ch == nil {
+			continue // the predecessor is gone already: look again
 		}
 		select {
 		case ev := <-ch:
@@ -367,11 +392,55 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 				l.remove(node)
 				return nil, fmt.Errorf("zklock: lock %q: watch ended: %w", key, ev.Err)
 			}
+			l.onWatch()
 		case <-ctx.Done():
 			l.remove(node)
 			return nil, fmt.Errorf("zklock: lock %q: %w", key, ctx.Err())
 		}
 	}
+}
+
+// watchPredecessor is the recipe's wait step: it reports whether node is
+// first, and otherwise watches only its predecessor (nil channel when the
+// predecessor went away before the watch was set).
+func (l *Locker) watchPredecessor(ctx context.Context, dir, node string) (bool, <-chan zk.Event, error) {
+	pred, err := l.predecessor(ctx, dir, node)
+	if err != nil || pred == "" {
+		return err == nil, nil, err
+	}
+	ch, err := call(ctx, func() (<-chan zk.Event, error) {
+		_, _, ch, err := l.conn.GetW(pred)
+		return ch, err
+	}, nil)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return false, nil, nil
+	case err != nil:
+		return false, nil, fmt.Errorf("zklock: watch %s: %w", pred, err)
+	}
+	return false, ch, nil
+}
+
+// watchChildren is the herd variant's wait step: it lists the children
+// with a watch on the parent, so any create or delete under the lock wakes
+// this waiter, and reports whether node is first. DELIBERATELY wasteful.
+func (l *Locker) watchChildren(ctx context.Context, dir, node string) (bool, <-chan zk.Event, error) {
+	type listing struct {
+		children []string
+		ch       <-chan zk.Event
+	}
+	r, err := call(ctx, func() (listing, error) {
+		c, _, ch, err := l.conn.ChildrenW(dir)
+		return listing{c, ch}, err
+	}, nil)
+	if err != nil {
+		return false, nil, fmt.Errorf("zklock: watch children of %s: %w", dir, err)
+	}
+	pred, err := predecessorIn(r.children, dir, node)
+	if err != nil {
+		return false, nil, err
+	}
+	return pred == "", r.ch, nil
 }
 
 // hold builds the lease and watches our node while it is held, starting
@@ -465,6 +534,7 @@ func (l *Locker) hold(key, node string, czxid int64, watch <-chan zk.Event) *loc
 // (ZooKeeper fixes the timeout per session), a Ping and Clear.
 type Backend struct {
 	servers []string
+	herd    bool // build NewHerd Lockers
 
 	mu     sync.Mutex
 	health *zk.Conn // the Ping's own session, opened on first use
@@ -472,6 +542,10 @@ type Backend struct {
 
 // NewBackend returns the backend for servers. It connects nothing yet.
 func NewBackend(servers []string) *Backend { return &Backend{servers: servers} }
+
+// NewHerdBackend returns the backend of the herd variant (NewHerd) for
+// servers. It connects nothing yet.
+func NewHerdBackend(servers []string) *Backend { return &Backend{servers: servers, herd: true} }
 
 // quiet drops go-zookeeper's log lines: failures reach the user as errors.
 type quiet struct{}
@@ -496,6 +570,7 @@ func (b *Backend) NewLocker(_ context.Context, opts lockimpl.Options) (lockimpl.
 		return nil, err
 	}
 	l := New(conn, opts)
+	l.herd = b.herd
 	l.owned = true
 	return l, nil
 }

@@ -2,6 +2,8 @@ package zklock_test
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,10 +38,28 @@ func children(tb testing.TB, l lockimpl.Locker, key string) []string {
 	return kids
 }
 
+// variants are the predecessor recipe and the herd variant: both correct.
+var variants = []struct {
+	name string
+	new  func(*zk.Conn, lockimpl.Options) *zklock.Locker
+}{
+	{"recipe", zklock.New},
+	{"herd", zklock.NewHerd},
+}
+
 func TestConformance(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			conformance(t, v.new)
+		})
+	}
+}
+
+func conformance(t *testing.T, build func(*zk.Conn, lockimpl.Options) *zklock.Locker) {
 	locktest.Run(t, locktest.Factory{
 		New: func(tb testing.TB, opts lockimpl.Options) lockimpl.Locker {
-			return zklock.New(conn(tb, opts), opts)
+			return build(conn(tb, opts), opts)
 		},
 		Caps: locktest.Capabilities{Distributed: true, Tokens: true, Watchdog: true, LostLease: true},
 		Break: func(tb testing.TB, l lockimpl.Locker, lease *lockimpl.Lease) {
@@ -98,4 +118,83 @@ func BenchmarkZKHandoff(b *testing.B) {
 	a := zklock.New(conn(b, lockimpl.Options{}), lockimpl.Options{})
 	w := zklock.New(conn(b, lockimpl.Options{}), lockimpl.Options{})
 	locktest.Handoff(b, a, w)
+}
+
+// TestHerdWatchEvents counts the watch events delivered to waiters per
+// acquisition with N waiters queued behind a holder (each its own
+// session, as separate instances): the recipe wakes only the next waiter
+// (at most 1 event per acquisition), the herd variant wakes every waiter on
+// every change (about N/2). A count, not a timing.
+func TestHerdWatchEvents(t *testing.T) {
+	const waiters = 8
+	perAcq := map[string]float64{}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			perAcq[v.name] = watchEventsPerAcquisition(t, v.new, waiters)
+			t.Logf("%s: %.2f watch events per acquisition with %d waiters", v.name, perAcq[v.name], waiters)
+		})
+	}
+	recipe, herd := perAcq["recipe"], perAcq["herd"]
+	if recipe > 1 {
+		t.Errorf("recipe: %.2f watch events per acquisition, want at most 1 (only the predecessor is watched)", recipe)
+	}
+	if herd <= recipe {
+		t.Errorf("herd: %.2f watch events per acquisition, want more than the recipe's %.2f", herd, recipe)
+	}
+}
+
+func watchEventsPerAcquisition(t *testing.T, build func(*zk.Conn, lockimpl.Options) *zklock.Locker, waiters int) float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var events atomic.Int64
+	opts := lockimpl.Options{OnWatchEvent: func() { events.Add(1) }}
+	key := locktest.Key(t)
+	gate := build(conn(t, opts), opts)
+	held, err := gate.Lock(ctx, key)
+	if err != nil {
+		t.Fatalf("gate: Lock: %v", err)
+	}
+	var (
+		wg       sync.WaitGroup
+		acquired atomic.Int64
+		errs     = make(chan error, waiters)
+	)
+	for range waiters {
+		l := build(conn(t, opts), opts)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lease, err := l.Lock(ctx, key)
+			if err != nil {
+				errs <- err
+				return
+			}
+			acquired.Add(1)
+			errs <- lease.Unlock(ctx)
+		}()
+	}
+	// Release the gate only once every waiter queued its node.
+	for len(children(t, gate, key)) < waiters+1 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiters did not queue: %v", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	before := events.Load() // the herd already woke on the others' creates
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatalf("gate: Unlock: %v", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+	}
+	if n := acquired.Load(); n != int64(waiters) {
+		t.Fatalf("%d of %d waiters acquired", n, waiters)
+	}
+	t.Logf("%d watch events while queuing, %d after the gate's release", before, events.Load()-before)
+	return float64(events.Load()) / float64(waiters)
 }
