@@ -126,7 +126,7 @@ func TestReportHTMLOffline(t *testing.T) {
 func TestReportMarkdownAndTable(t *testing.T) {
 	rep := craftedReport()
 	md := string(Markdown(rep))
-	header := "| strategy | expected | oversold | lost | ok | final stock | req/s | ok/s | p50 ms | p99 ms | lock wait ms | invariants |"
+	header := "| strategy | expected | oversold | lost | ok | final stock | req/s | ok/s | of DB | p50 ms | p99 ms | lock wait ms | invariants |"
 	if !strings.Contains(md, header) {
 		t.Errorf("report.md lacks the table header:\n%s", md)
 	}

@@ -91,9 +91,12 @@ func TestUnits(t *testing.T) {
 	}
 	for _, s := range Queued() {
 		info, _ := stock.Lookup(s)
-		if info.Kind != stock.KindLocker || info.Server == stock.ServerProcess {
+		if (info.Kind != stock.KindLocker || info.Server == stock.ServerProcess) && s != stock.MySQLOptimistic {
 			t.Errorf("Queued() holds %s (kind %s, server %q): the local queue does not apply to it", s, info.Kind, info.Server)
 		}
+	}
+	if !slices.Contains(Queued(), stock.MySQLOptimistic) || slices.Contains(Queued(), stock.Mutex) || slices.Contains(Queued(), stock.SQLAtomic) {
+		t.Errorf("Queued() = %v: want mysql-optimistic in, the in-process and lock-free strategies out", Queued())
 	}
 }
 
