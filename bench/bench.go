@@ -96,6 +96,9 @@ type RunResult struct {
 	// consecutive sales as the clients saw them answered: the outage a
 	// buyer saw.
 	LongestGapS float64 `json:"longest_gap_without_sale_s,omitempty"`
+	// Warnings are what the run went on despite: the reset before it
+	// skipped a dead backend that this strategy does not use.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Environment describes where the bench ran.
@@ -277,8 +280,18 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	if err != nil {
 		ttl = o.LockTTL
 	}
-	if err := adm.reset(ctx, fleet.Instances[0], o.GoodsID, o.Stock); err != nil {
+	skipped, err := adm.reset(ctx, fleet.Instances[0], o.GoodsID, o.Stock)
+	if err != nil {
 		return RunResult{}, err
+	}
+	warnings, err := checkReset(strategy, skipped)
+	if err != nil {
+		return RunResult{}, fmt.Errorf("%s: %w", strategy, err)
+	}
+	if o.Progress != nil {
+		for _, w := range warnings {
+			fmt.Fprintf(o.Progress, "warning: %s: %s\n", label, w)
+		}
 	}
 	before, lockErr := adm.scrapeLocks(ctx, fleet.Instances, strategy)
 
@@ -291,6 +304,7 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, NoWatchdog: o.NoWatchdog, Seed: o.Seed,
 		Service:            eff,
 		AnswersPerInstance: map[string]int{},
+		Warnings:           warnings,
 	}
 	name := fmt.Sprintf("%s-%d", strategy, repeat)
 	if eff.LockTTL != "" {
