@@ -224,7 +224,9 @@ type ResetSkip struct {
 	Reason   string `json:"reason"`
 }
 
-func (s ResetSkip) String() string { return fmt.Sprintf("%s (on %s): %s", s.Strategy, s.Server, s.Reason) }
+func (s ResetSkip) String() string {
+	return fmt.Sprintf("%s (on %s): %s", s.Strategy, s.Server, s.Reason)
+}
 
 // ErrResetSkipped: the reset before a run could not clear the lock state
 // of the strategy the run is for.
