@@ -254,8 +254,23 @@ func checkReset(strategy string, skipped []ResetSkip) (warnings []string, err er
 			return nil, fmt.Errorf("%w: %s; bring %s back (seckill status, seckill restart) and run again", ErrResetSkipped, sk, sk.Server)
 		}
 	}
+	// One warning per server: its strategies and the first reason.
+	var servers []string
+	byServer := map[string][]ResetSkip{}
 	for _, sk := range skipped {
-		warnings = append(warnings, fmt.Sprintf("reset skipped %s; %s does not use it, the run goes on", sk, strategy))
+		if _, ok := byServer[sk.Server]; !ok {
+			servers = append(servers, sk.Server)
+		}
+		byServer[sk.Server] = append(byServer[sk.Server], sk)
+	}
+	for _, srv := range servers {
+		sks := byServer[srv]
+		names := make([]string, len(sks))
+		for i, sk := range sks {
+			names[i] = sk.Strategy
+		}
+		warnings = append(warnings, fmt.Sprintf("reset skipped %s (on %s: %s); %s does not use it, the run goes on",
+			strings.Join(names, ", "), srv, sks[0].Reason, strategy))
 	}
 	return warnings, nil
 }
