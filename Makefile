@@ -18,25 +18,58 @@ TOPOLOGY  ?= single
 # latency faults; the partition-holder and slow-db scenarios).
 PROXY     ?=
 
-# Debian packages of the servers and tools, and a binary each provides.
-DEB_PKGS := redis-server etcd-server etcd-client zookeeper mariadb-server nginx-light wrk docker-compose chromium
-DEB_BINS := redis-server etcd etcdctl /usr/share/java/zookeeper.jar mariadbd mysql_install_db nginx wrk docker-compose java chromium
-SUDO     := $(if $(filter 0,$(shell id -u)),,sudo)
+# Packages of the servers and tools per package manager (`make deps` uses
+# the first of apt-get, dnf and brew it finds), and the binaries whose
+# presence skips the install. A|B: either name will do; "zookeeper": the
+# Debian jar or a zkServer.sh install (see `seckill doctor`, which checks
+# the same servers with their versions).
+DEB_PKGS  := redis-server etcd-server etcd-client zookeeper mariadb-server nginx-light wrk docker-compose chromium
+DEB_BINS  := redis-server etcd etcdctl zookeeper mariadbd mysql_install_db nginx wrk docker-compose java chromium
+# Fedora: mariadbd lives in /usr/libexec; ZooKeeper is not packaged in
+# every release (then unpack the Apache tarball and set ZOOKEEPER_HOME).
+RPM_PKGS  := redis etcd zookeeper java-21-openjdk-headless mariadb-server nginx wrk chromium
+RPM_BINS  := redis-server etcd etcdctl zookeeper mariadbd mariadb-install-db|mysql_install_db nginx wrk java
+# Homebrew (macOS, arm or intel): mariadb and openjdk are keg-only, found
+# under $(brew --prefix)/opt/*/bin. No chromium formula: report-shot needs
+# a Chromium you install yourself.
+BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
+BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
+SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps build up down status test demo bench lint clean proxy-cost report-shot
+.PHONY: all deps build up down status test demo bench lint clean proxy-cost report-shot doctor
 
 all: build
 
-# deps installs the servers with apt, skipped entirely when all are there.
+# deps installs the servers with apt-get, dnf or brew (whichever exists),
+# skipped entirely when all are there.
 deps:
-	@missing=""; for b in $(DEB_BINS); do \
-	  case $$b in /*) [ -e $$b ] || missing="$$missing $$b";; \
-	  *) command -v $$b >/dev/null 2>&1 || [ -x /usr/sbin/$$b ] || missing="$$missing $$b";; esac; \
-	done; \
+	@if command -v apt-get >/dev/null 2>&1; then pm=apt-get; bins="$(DEB_BINS)"; \
+	elif command -v dnf >/dev/null 2>&1; then pm=dnf; bins="$(RPM_BINS)"; \
+	elif command -v brew >/dev/null 2>&1; then pm=brew; bins="$(BREW_BINS)"; \
+	else echo "deps: no apt-get, dnf or brew found; install redis, etcd, zookeeper (and java), mariadb and nginx yourself (seckill doctor checks them)"; exit 1; fi; \
+	have() { for n in $${1//|/ }; do \
+	  if [ "$$n" = zookeeper ]; then \
+	    for z in /usr/share/java/zookeeper.jar $${ZOOKEEPER_HOME:+$$ZOOKEEPER_HOME/bin/zkServer.sh} /usr/share/zookeeper/lib /opt/zookeeper/bin/zkServer.sh \
+	      /opt/homebrew/opt/zookeeper/libexec/bin/zkServer.sh /usr/local/opt/zookeeper/libexec/bin/zkServer.sh; do [ -e "$$z" ] && return 0; done; \
+	    continue; fi; \
+	  command -v $$n >/dev/null 2>&1 && return 0; \
+	  for d in /usr/sbin /sbin /usr/libexec /opt/homebrew/bin /opt/homebrew/opt/*/bin /usr/local/bin /usr/local/opt/*/bin; do [ -x "$$d/$$n" ] && return 0; done; \
+	done; return 1; }; \
+	missing=""; for b in $$bins; do have "$$b" || missing="$$missing $$b"; done; \
 	if [ -z "$$missing" ]; then echo "deps: all present"; exit 0; fi; \
-	echo "deps: missing$$missing; installing $(DEB_PKGS)"; \
-	$(SUDO) apt-get update -q && \
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEB_PKGS)
+	case $$pm in \
+	apt-get) echo "deps: missing$$missing; installing $(DEB_PKGS)"; \
+	  $(SUDO) apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEB_PKGS);; \
+	dnf) echo "deps: missing$$missing; installing $(RPM_PKGS)"; \
+	  $(SUDO) dnf install -y $(RPM_PKGS);; \
+	brew) echo "deps: missing$$missing; installing $(BREW_PKGS)"; \
+	  brew install $(BREW_PKGS);; \
+	esac
+
+# doctor: what `seckill up` needs, found or missing, and how to install it.
+doctor: build
+	$(BIN) doctor --dir $(DIR)
 
 build:
 	$(GO) build -o $(BIN) ./cmd/seckill

@@ -218,13 +218,64 @@ func (a *admin) verifyStrategy(ctx context.Context, instances []string, name str
 	return first, nil
 }
 
-// reset sets the goods' stock and deletes its orders.
-func (a *admin) reset(ctx context.Context, base string, goods int64, stock int) error {
+// ResetSkip is a strategy whose lock state (or stock mirror) a reset could
+// not clear because its server did not answer: the "skipped" entries of
+// POST /admin/reset.
+type ResetSkip struct {
+	Strategy string `json:"strategy"`
+	Server   string `json:"server"`
+	Reason   string `json:"reason"`
+}
+
+func (s ResetSkip) String() string {
+	return fmt.Sprintf("%s (on %s): %s", s.Strategy, s.Server, s.Reason)
+}
+
+// ErrResetSkipped: the reset before a run could not clear the lock state
+// of the strategy the run is for.
+var ErrResetSkipped = errors.New("the reset could not clear the lock state of the strategy to run")
+
+// reset sets the goods' stock, deletes its orders and clears the lock
+// state; it returns the strategies whose backend was down and skipped.
+func (a *admin) reset(ctx context.Context, base string, goods int64, stock int) ([]ResetSkip, error) {
 	in := map[string]any{"goods_id": goods, "stock": stock}
-	if err := a.do(ctx, http.MethodPost, base, "/admin/reset", in, nil); err != nil {
-		return fmt.Errorf("reset goods %d: %w", goods, err)
+	var out struct {
+		Skipped []ResetSkip `json:"skipped"`
 	}
-	return nil
+	if err := a.do(ctx, http.MethodPost, base, "/admin/reset", in, &out); err != nil {
+		return nil, fmt.Errorf("reset goods %d: %w", goods, err)
+	}
+	return out.Skipped, nil
+}
+
+// checkReset fails with ErrResetSkipped when the reset skipped strategy's
+// backend, and otherwise returns one warning per skipped backend (for the
+// progress output and the run's record).
+func checkReset(strategy string, skipped []ResetSkip) (warnings []string, err error) {
+	for _, sk := range skipped {
+		if sk.Strategy == strategy {
+			return nil, fmt.Errorf("%w: %s; bring %s back (seckill status, seckill restart) and run again", ErrResetSkipped, sk, sk.Server)
+		}
+	}
+	// One warning per server: its strategies and the first reason.
+	var servers []string
+	byServer := map[string][]ResetSkip{}
+	for _, sk := range skipped {
+		if _, ok := byServer[sk.Server]; !ok {
+			servers = append(servers, sk.Server)
+		}
+		byServer[sk.Server] = append(byServer[sk.Server], sk)
+	}
+	for _, srv := range servers {
+		sks := byServer[srv]
+		names := make([]string, len(sks))
+		for i, sk := range sks {
+			names[i] = sk.Strategy
+		}
+		warnings = append(warnings, fmt.Sprintf("reset skipped %s (on %s: %s); %s does not use it, the run goes on",
+			strings.Join(names, ", "), srv, sks[0].Reason, strategy))
+	}
+	return warnings, nil
 }
 
 // audit reads the goods' audit.

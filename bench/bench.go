@@ -111,6 +111,9 @@ type RunResult struct {
 	// consecutive sales as the clients saw them answered: the outage a
 	// buyer saw.
 	LongestGapS float64 `json:"longest_gap_without_sale_s,omitempty"`
+	// Warnings are what the run went on despite: the reset before it
+	// skipped a dead backend that this strategy does not use.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Environment describes where the bench ran.
@@ -404,7 +407,7 @@ func durString(d time.Duration) string {
 // warm-up longer than warmupTimeout (a long WorkDelay) is cut short.
 func warmup(ctx context.Context, o Options, fleet Fleet, adm *admin, name string, concurrency int) error {
 	goods := o.GoodsID + warmupGoodsOffset
-	if err := adm.reset(ctx, fleet.Instances[0], goods, o.Warmup*o.Qty); err != nil {
+	if _, err := adm.reset(ctx, fleet.Instances[0], goods, o.Warmup*o.Qty); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, warmupTimeout)
@@ -456,8 +459,18 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 		}
 		warmed = o.Warmup
 	}
-	if err := adm.reset(ctx, fleet.Instances[0], o.GoodsID, o.Stock); err != nil {
+	skipped, err := adm.reset(ctx, fleet.Instances[0], o.GoodsID, o.Stock)
+	if err != nil {
 		return RunResult{}, err
+	}
+	warnings, err := checkReset(strategy, skipped)
+	if err != nil {
+		return RunResult{}, fmt.Errorf("%s: %w", strategy, err)
+	}
+	if o.Progress != nil {
+		for _, w := range warnings {
+			fmt.Fprintf(o.Progress, "warning: %s: %s\n", label, w)
+		}
 	}
 	before, lockErr := adm.scrapeLocks(ctx, fleet.Instances, strategy)
 
@@ -470,6 +483,7 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, NoWatchdog: o.NoWatchdog, ReleasePause: durString(o.ReleasePause), Seed: o.Seed,
 		Service:            eff,
 		AnswersPerInstance: map[string]int{},
+		Warnings:           warnings,
 	}
 	if eff.LockTTL != "" {
 		run.LockTTL = eff.LockTTL

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -655,32 +656,88 @@ func (s *Service) classify(ctx context.Context, err error) error {
 	return fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
 }
 
-// Reset sets goods id's stock, deletes its orders, clears its lock state at
-// every lock backend (lock keys, fencing counters, lock rows) and re-seeds
-// the Redis mirror.
-func (s *Service) Reset(ctx context.Context, goodsID, stock int64) error {
+// SkippedBackend is a lock backend Reset could not clear: it did not
+// answer (or failed) within resetClearTimeout.
+type SkippedBackend struct {
+	// Strategy is the strategy whose lock state (or, for redis-atomic,
+	// stock mirror) was not cleared.
+	Strategy string `json:"strategy"`
+	// Server is the server it lives on.
+	Server string `json:"server"`
+	Reason string `json:"reason"`
+}
+
+// ResetReport says what Reset could not clear.
+type ResetReport struct {
+	// Skipped are the strategies whose lock state or mirror was left as
+	// it was, sorted by strategy name: they must not run on this goods
+	// until a reset clears them.
+	Skipped []SkippedBackend `json:"skipped,omitempty"`
+}
+
+// SkippedStrategy returns the skip of strategy name, if any.
+func (r ResetReport) SkippedStrategy(name string) (SkippedBackend, bool) {
+	for _, sk := range r.Skipped {
+		if sk.Strategy == name {
+			return sk, true
+		}
+	}
+	return SkippedBackend{}, false
+}
+
+// resetClearTimeout bounds the clearing at one backend: a server that is
+// down (or hangs) is skipped after it, not waited for.
+const resetClearTimeout = 3 * time.Second
+
+// Reset sets goods id's stock and deletes its orders (MySQL: an error
+// when that fails), then clears its lock state at every lock backend (lock
+// keys, fencing counters, lock rows) and re-seeds the Redis mirror,
+// concurrently, each within resetClearTimeout. A backend that is down does
+// not fail the reset: it is skipped and listed in the report with the
+// reason, so a dead server blocks only the strategies that use it.
+func (s *Service) Reset(ctx context.Context, goodsID, stock int64) (ResetReport, error) {
 	if goodsID <= 0 || stock < 0 {
-		return fmt.Errorf("%w: goods_id must be positive and stock not negative", ErrInvalid)
+		return ResetReport{}, fmt.Errorf("%w: goods_id must be positive and stock not negative", ErrInvalid)
 	}
 	if err := s.opts.Store.Reset(ctx, goodsID, stock); err != nil {
-		return fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
+		return ResetReport{}, fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
 	}
 	key := LockKey(goodsID)
-	var errs []error
+	type clear struct {
+		strategy string
+		run      func(ctx context.Context) error
+	}
+	var clears []clear
 	for _, name := range slices.Sorted(maps.Keys(s.opts.Backends)) {
-		if err := s.opts.Backends[name].Clear(ctx, key); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		b := s.opts.Backends[name]
+		clears = append(clears, clear{name, func(ctx context.Context) error { return b.Clear(ctx, key) }})
+	}
+	if m := s.opts.Mirror; m != nil {
+		clears = append(clears, clear{RedisAtomic, func(ctx context.Context) error { return m.Set(ctx, goodsID, stock) }})
+	}
+	errs := make([]error, len(clears))
+	var wg sync.WaitGroup
+	for i, c := range clears {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, resetClearTimeout)
+			defer cancel()
+			errs[i] = c.run(cctx)
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return ResetReport{}, fmt.Errorf("reset goods %d: %w", goodsID, err)
+	}
+	var rep ResetReport
+	for i, c := range clears {
+		if errs[i] == nil {
+			continue
 		}
+		info, _ := Lookup(c.strategy)
+		rep.Skipped = append(rep.Skipped, SkippedBackend{Strategy: c.strategy, Server: string(info.Server), Reason: errs[i].Error()})
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: clear locks: %w", ErrBackendUnavailable, err)
-	}
-	if s.opts.Mirror != nil {
-		if err := s.opts.Mirror.Set(ctx, goodsID, stock); err != nil {
-			return fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
-		}
-	}
-	return nil
+	slices.SortFunc(rep.Skipped, func(a, b SkippedBackend) int { return strings.Compare(a.Strategy, b.Strategy) })
+	return rep, nil
 }
 
 // Audit returns goods id's safety summary.

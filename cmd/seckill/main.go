@@ -25,6 +25,7 @@ var commands = map[string]command{
 	"serve":      {"run one stock service instance (Gin HTTP API)", runServe},
 	"up":         {"start the local lab stack (servers, instances, nginx)", runUp},
 	"down":       {"stop everything `up` started", runDown},
+	"doctor":     {"check that the servers `up` runs are installed, and say how to install the rest", runDoctor},
 	"status":     {"show the stack's components and their health", runStatus},
 	"logs":       {"show a component's log", runLogs},
 	"env":        {"print the stack's addresses as shell exports", runEnv},

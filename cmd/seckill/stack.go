@@ -48,15 +48,21 @@ func runUp(ctx context.Context, args []string) error {
 		"ha: redis-primary B+6, redis-replica B+7, sentinel-1..3 B+8..B+10, etcd-K B+20+2K (client)/B+21+2K (peer),\n"+
 		"zookeeper-K B+28+3K (client)/B+29+3K (peer)/B+30+3K (election), i.e. B+31..B+39")
 	binary := fs.String("binary", "", "seckill binary the instances run (default: this one)")
+	backendList := fs.String("backends", "", "comma-separated servers to start: redis, etcd, zookeeper, mysql (mysql always; default all);\n"+
+		"the strategies of the others answer 503 backend_unavailable")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	backends, err := stack.ParseBackends(*backendList)
+	if err != nil {
+		return exitError{code: 2, msg: err.Error()}
+	}
 	st, err := stack.Up(ctx, stack.Options{
 		Dir: *dir, BasePort: *basePort, Topology: *topology, Proxy: *proxy, Instances: *instances, Strategy: *strategy,
-		Binary: *binary, Out: os.Stdout,
+		Binary: *binary, Out: os.Stdout, Backends: backends,
 	})
 	if errors.Is(err, stack.ErrAlreadyRunning) {
 		fmt.Printf("the stack in %s is already running (topology %s, base port %d, %d instances); nothing changed\n",

@@ -356,12 +356,23 @@ func (h *handler) reset(c *gin.Context) {
 	if !h.bindJSON(c, &b, "goods_id", "stock") || missing(c, namedField{"goods_id", b.GoodsID == nil}, namedField{"stock", b.Stock == nil}) {
 		return
 	}
-	if err := h.Service.Reset(c.Request.Context(), *b.GoodsID, *b.Stock); err != nil {
+	rep, err := h.Service.Reset(c.Request.Context(), *b.GoodsID, *b.Stock)
+	if err != nil {
 		status, code := outcome(err)
 		h.writeErr(c, status, code, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"goods_id": *b.GoodsID, "stock": *b.Stock})
+	// skipped lists the strategies whose lock state (or mirror) a dead
+	// backend kept from being cleared: they must not run until a reset
+	// clears them; the others can.
+	skipped := rep.Skipped
+	if skipped == nil {
+		skipped = []stock.SkippedBackend{}
+	}
+	for _, sk := range skipped {
+		h.Log.Printf("reset goods %d: skipped %s (%s): %s", *b.GoodsID, sk.Strategy, sk.Server, sk.Reason)
+	}
+	c.JSON(http.StatusOK, gin.H{"goods_id": *b.GoodsID, "stock": *b.Stock, "skipped": skipped})
 }
 
 func (h *handler) strategyBody() gin.H {

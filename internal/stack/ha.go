@@ -111,7 +111,7 @@ func (s *State) HA() bool { return s.Topology == TopologyHA }
 // SentinelAddrs returns the Sentinels' addresses (none in the single
 // topology).
 func (s *State) SentinelAddrs() []string {
-	if !s.HA() {
+	if !s.HA() || !s.Has(BackendRedis) {
 		return nil
 	}
 	out := make([]string, 0, HAMembers)
@@ -122,20 +122,29 @@ func (s *State) SentinelAddrs() []string {
 }
 
 // startHAServers starts the ha topology's own servers concurrently in g.
-func (r *runner) startHAServers(ctx context.Context, g *errgroup.Group, o Options, paths map[string]string) {
-	g.Go(func() error { return r.startRedisHA(ctx, o, paths, redisPrimaryName, offRedisPrimary, nil) })
-	primary := r.st.port(offRedisPrimary)
-	g.Go(func() error {
-		return r.startRedisHA(ctx, o, paths, redisReplicaName, offRedisReplica, []string{"--replicaof", "127.0.0.1", itoa(primary)})
-	})
+func (r *runner) startHAServers(ctx context.Context, g *errgroup.Group, o Options, paths Tools) {
+	st := r.st
+	if st.Has(BackendRedis) {
+		g.Go(func() error { return r.startRedisHA(ctx, o, paths, redisPrimaryName, offRedisPrimary, nil) })
+		primary := st.port(offRedisPrimary)
+		g.Go(func() error {
+			return r.startRedisHA(ctx, o, paths, redisReplicaName, offRedisReplica, []string{"--replicaof", "127.0.0.1", itoa(primary)})
+		})
+	}
 	for k := 1; k <= HAMembers; k++ {
-		g.Go(func() error { return r.startSentinel(ctx, o, paths, k) })
-		g.Go(func() error { return r.startEtcdMember(ctx, o, paths, k) })
-		g.Go(func() error { return r.startZKMember(ctx, o, paths, k) })
+		if st.Has(BackendRedis) {
+			g.Go(func() error { return r.startSentinel(ctx, o, paths, k) })
+		}
+		if st.Has(BackendEtcd) {
+			g.Go(func() error { return r.startEtcdMember(ctx, o, paths, k) })
+		}
+		if st.Has(BackendZooKeeper) {
+			g.Go(func() error { return r.startZKMember(ctx, o, paths, k) })
+		}
 	}
 }
 
-func (r *runner) startRedisHA(ctx context.Context, o Options, paths map[string]string, name string, off int, extra []string) error {
+func (r *runner) startRedisHA(ctx context.Context, o Options, paths Tools, name string, off int, extra []string) error {
 	port := r.st.port(off)
 	dataDir := filepath.Join(o.Dir, name)
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
@@ -143,13 +152,13 @@ func (r *runner) startRedisHA(ctx context.Context, o Options, paths map[string]s
 	}
 	args := append([]string{"--port", itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dataDir, "--daemonize", "no", "--logfile", "", "--maxclients", "10000"}, extra...)
-	return r.launch(ctx, o, name, KindRedisHA, addr(port), paths["redis-server"], args, nil,
+	return r.launch(ctx, o, name, KindRedisHA, addr(port), paths.Bin["redis-server"], args, nil,
 		func(ctx context.Context, c Component) error { return checkRedisHA(ctx, c.Addr) })
 }
 
 // startSentinel writes a fresh sentinel.conf (Sentinel rewrites it with
 // what it learns: a restart keeps that) and runs redis-server --sentinel.
-func (r *runner) startSentinel(ctx context.Context, o Options, paths map[string]string, k int) error {
+func (r *runner) startSentinel(ctx context.Context, o Options, paths Tools, k int) error {
 	name := sentinelName(k)
 	port := r.st.port(offSentinel + k)
 	dir := filepath.Join(o.Dir, name)
@@ -171,11 +180,11 @@ func (r *runner) startSentinel(ctx context.Context, o Options, paths map[string]
 	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		return fmt.Errorf("%s: write config: %w", name, err)
 	}
-	return r.launch(ctx, o, name, KindSentinel, addr(port), paths["redis-server"], []string{conf, "--sentinel"}, nil,
+	return r.launch(ctx, o, name, KindSentinel, addr(port), paths.Bin["redis-server"], []string{conf, "--sentinel"}, nil,
 		func(ctx context.Context, c Component) error { return checkSentinel(ctx, c.Addr) })
 }
 
-func (r *runner) startEtcdMember(ctx context.Context, o Options, paths map[string]string, k int) error {
+func (r *runner) startEtcdMember(ctx context.Context, o Options, paths Tools, k int) error {
 	name := etcdMemberName(k)
 	base := r.st.BasePort
 	var cluster []string
@@ -194,11 +203,11 @@ func (r *runner) startEtcdMember(ctx context.Context, o Options, paths map[strin
 		"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
 		"--initial-cluster", strings.Join(cluster, ","), "--initial-cluster-state", "new",
 		"--initial-cluster-token", "seckill-" + itoa(base)}
-	return r.launch(ctx, o, name, KindEtcdMember, client, paths["etcd"], args, cleanEnv("ETCD_"),
+	return r.launch(ctx, o, name, KindEtcdMember, client, paths.Bin["etcd"], args, cleanEnv("ETCD_"),
 		func(ctx context.Context, c Component) error { return checkEtcd(ctx, c.Addr) })
 }
 
-func (r *runner) startZKMember(ctx context.Context, o Options, paths map[string]string, k int) error {
+func (r *runner) startZKMember(ctx context.Context, o Options, paths Tools, k int) error {
 	name := zkMemberName(k)
 	base := r.st.BasePort
 	dir := filepath.Join(o.Dir, name)
@@ -227,11 +236,8 @@ func (r *runner) startZKMember(ctx context.Context, o Options, paths map[string]
 	if err := os.WriteFile(cfg, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		return fmt.Errorf("%s: write config: %w", name, err)
 	}
-	args := []string{"-Xmx256m", "-cp", zkConfDir + ":" + paths["zookeeper.jar"],
-		"-Dzookeeper.log.dir=" + dir, "-Dzookeeper.root.logger=INFO,CONSOLE",
-		"-Dlog4j.configuration=file:" + zkLog4jProp,
-		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg}
-	return r.launch(ctx, o, name, KindZKMember, addr(zkMemberClient(base, k)), paths["java"], args, nil,
+	args := zkArgs(paths.ZK, dir, cfg)
+	return r.launch(ctx, o, name, KindZKMember, addr(zkMemberClient(base, k)), paths.Bin["java"], args, nil,
 		func(ctx context.Context, c Component) error { return checkZKMember(ctx, c.Addr) })
 }
 

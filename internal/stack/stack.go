@@ -103,6 +103,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -202,8 +203,27 @@ type State struct {
 	NginxAccessLog string `json:"nginx_access_log"`
 	// Proxy is set when the instances reach the servers through the fault
 	// proxy (Options.Proxy).
-	Proxy      bool        `json:"proxy,omitempty"`
+	Proxy bool `json:"proxy,omitempty"`
+	// Backends are the server groups `up --backends` started; empty (a
+	// state written by an older seckill) means all. The addresses of the
+	// others are empty in env.sh and in the instances' environment.
+	Backends   []Backend   `json:"backends,omitempty"`
 	Components []Component `json:"components"`
+}
+
+// Has reports whether the stack runs backend b.
+func (s *State) Has(b Backend) bool { return len(s.Backends) == 0 || slices.Contains(s.Backends, b) }
+
+// Absent returns the backends `up --backends` left out, in AllBackends
+// order.
+func (s *State) Absent() []Backend {
+	var out []Backend
+	for _, b := range AllBackends {
+		if !s.Has(b) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // Port returns the port of the given offset from the base port.
@@ -213,6 +233,9 @@ func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 // RedisAddrs returns the five redis addresses; the first is the primary.
 func (s *State) RedisAddrs() []string {
+	if !s.Has(BackendRedis) {
+		return nil
+	}
 	out := make([]string, 0, RedisCount)
 	for k := 1; k <= RedisCount; k++ {
 		out = append(out, addr(s.port(offRedis+k)))
@@ -223,6 +246,9 @@ func (s *State) RedisAddrs() []string {
 // EtcdEndpoints returns the etcd client endpoints (host:port): the
 // single member, or the three members of the ha topology.
 func (s *State) EtcdEndpoints() []string {
+	if !s.Has(BackendEtcd) {
+		return nil
+	}
 	if !s.HA() {
 		return []string{addr(s.port(offEtcdClient))}
 	}
@@ -236,6 +262,9 @@ func (s *State) EtcdEndpoints() []string {
 // ZKServers returns the ZooKeeper servers (host:port): the standalone
 // server, or the three members of the ha topology.
 func (s *State) ZKServers() []string {
+	if !s.Has(BackendZooKeeper) {
+		return nil
+	}
 	if !s.HA() {
 		return []string{addr(s.port(offZooKeeper))}
 	}
@@ -325,7 +354,7 @@ func (s *State) serveEnv() map[string]string {
 		config.EnvAdminToken:    s.AdminToken,
 		config.EnvStrategy:      s.Strategy,
 	}
-	if s.HA() {
+	if s.HA() && s.Has(BackendRedis) {
 		env[config.EnvSentinels] = strings.Join(s.SentinelAddrs(), ",")
 		env[config.EnvRedisMaster] = SentinelMaster
 	}

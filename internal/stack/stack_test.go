@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 // requireTools fails (CI) or skips the test when a server binary is missing.
 func requireTools(t *testing.T) {
 	t.Helper()
-	if _, err := findTools(); err != nil {
+	if _, err := findTools(AllBackends); err != nil {
 		if testenv.InCI() {
 			t.Fatalf("%v (CI=true: a missing server is a failure)", err)
 		}
@@ -58,7 +58,7 @@ func requireTools(t *testing.T) {
 
 func requireCommand(t *testing.T, name string) string {
 	t.Helper()
-	p, err := lookTool(name)
+	p, err := SystemFinder().Command(name)
 	if err != nil {
 		if testenv.InCI() {
 			t.Fatalf("%v (CI=true: a missing tool is a failure)", err)

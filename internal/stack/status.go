@@ -92,6 +92,9 @@ func WriteTable(w io.Writer, st *State, cs []ComponentStatus) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", c.Name, c.Kind, c.Addr, c.Pid, health, c.Role, fmtBytes(c.RSSBytes), relPath(c.Log))
 	}
+	for _, b := range st.Absent() {
+		fmt.Fprintf(tw, "%s\t%s\t-\t-\tnot started (up --backends)\t\t-\t\n", b, b)
+	}
 	fmt.Fprintf(tw, "total\t\t\t\t\t\t%s\t\n", fmtBytes(total))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // Options configure Up.
@@ -50,6 +52,11 @@ type Options struct {
 	// the instances and the servers, for the partition and latency faults.
 	// Off by default: the quick demo measures the locks, not a proxy.
 	Proxy bool
+	// Backends are the server groups to start (default AllBackends; see
+	// ParseBackends). The instances start without the others' addresses:
+	// the strategies that need them answer 503 backend_unavailable.
+	// BackendMySQL is always needed.
+	Backends []Backend
 }
 
 func (o Options) normalize() (Options, error) {
@@ -75,6 +82,16 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.Strategy == "" {
 		o.Strategy = DefaultStrategy
+	}
+	if len(o.Backends) == 0 {
+		o.Backends = slices.Clone(AllBackends)
+	}
+	if o.Backends, err = ParseBackends(joinBackends(o.Backends)); err != nil {
+		return o, err
+	}
+	if b := strategyBackend(o.Strategy); b != "" && !slices.Contains(o.Backends, b) {
+		return o, fmt.Errorf("--strategy %s needs the %s backend, which --backends %s leaves out: add it or pick another strategy",
+			o.Strategy, b, joinBackends(o.Backends))
 	}
 	if o.Binary == "" {
 		exe, err := os.Executable()
@@ -141,6 +158,48 @@ func stackPorts(topology string, base, instances int, proxy bool) []portUse {
 		ps = append(ps, portUse{base + offInstance + k, instName(k)})
 	}
 	return ps
+}
+
+// nameBackend is the backend a server component or port (by its name)
+// belongs to; "" for the instances, nginx and the proxy.
+func nameBackend(name string) Backend {
+	switch {
+	case strings.HasPrefix(name, "redis-"), strings.HasPrefix(name, "sentinel-"):
+		return BackendRedis
+	case strings.HasPrefix(name, "etcd"):
+		return BackendEtcd
+	case strings.HasPrefix(name, "zookeeper"):
+		return BackendZooKeeper
+	case strings.HasPrefix(name, "mariadb"):
+		return BackendMySQL
+	}
+	return ""
+}
+
+// portsOf keeps the ports of the given backends (and those of no backend).
+func portsOf(ps []portUse, backends []Backend) []portUse {
+	var out []portUse
+	for _, p := range ps {
+		if b := nameBackend(p.name); b == "" || slices.Contains(backends, b) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// strategyBackend is the backend strategy name needs besides MySQL ("" for
+// none or an unknown name, which the instances reject themselves).
+func strategyBackend(name string) Backend {
+	s, _ := stock.Lookup(name)
+	switch s.Server {
+	case stock.ServerRedis, stock.ServerRedlock:
+		return BackendRedis
+	case stock.ServerEtcd:
+		return BackendEtcd
+	case stock.ServerZooKeeper:
+		return BackendZooKeeper
+	}
+	return ""
 }
 
 func instName(k int) string { return "inst-" + itoa(k) }
@@ -316,11 +375,11 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		return nil, err
 	}
 
-	paths, err := findTools()
+	paths, err := findTools(o.Backends)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPorts(stackPorts(o.Topology, o.BasePort, o.Instances, o.Proxy)); err != nil {
+	if err := checkPorts(portsOf(stackPorts(o.Topology, o.BasePort, o.Instances, o.Proxy), o.Backends)); err != nil {
 		return nil, err
 	}
 	tokPath, tokSource, tok, err := adminToken(o.Dir, o.AdminToken)
@@ -330,14 +389,15 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	st := &State{
 		Dir: o.Dir, BasePort: o.BasePort, Topology: o.Topology, Strategy: o.Strategy, Binary: o.Binary,
 		StartedAt: time.Now().UTC(), AdminTokenFile: tokPath, AdminTokenSource: tokSource, AdminToken: tok,
-		NginxAccessLog: nginxPaths(&State{Dir: o.Dir}).accessLog, Proxy: o.Proxy,
+		NginxAccessLog: nginxPaths(&State{Dir: o.Dir}).accessLog, Proxy: o.Proxy, Backends: o.Backends,
 	}
 	r := &runner{st: st, out: o.Out, t0: time.Now(), procs: map[string]*proc{}}
 	if lo, hi, ok := ephemeralPorts(); ok && o.BasePort+offInstance+o.Instances >= lo && o.BasePort <= hi {
 		fmt.Fprintf(o.Out, "warning: ports %d..%d overlap the ephemeral port range %d-%d: client connections may take them; prefer a --base-port below %d\n",
 			o.BasePort, o.BasePort+offInstance+o.Instances, lo, hi, lo-offInstance-MaxInstances)
 	}
-	fmt.Fprintf(o.Out, "starting the stack in %s (topology %s, base port %d, %d instances, strategy %s)\n", o.Dir, o.Topology, o.BasePort, o.Instances, o.Strategy)
+	fmt.Fprintf(o.Out, "starting the stack in %s (topology %s, base port %d, %d instances, strategy %s, backends %s)\n",
+		o.Dir, o.Topology, o.BasePort, o.Instances, o.Strategy, joinBackends(o.Backends))
 	if err := r.up(ctx, o, paths); err != nil {
 		r.mu.Lock()
 		started := append([]Component(nil), st.Components...)
@@ -363,18 +423,24 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	return st, nil
 }
 
-func (r *runner) up(ctx context.Context, o Options, paths map[string]string) error {
+func (r *runner) up(ctx context.Context, o Options, paths Tools) error {
 	st := r.st
 	// The servers start together; the first failure cancels the others.
 	g, gctx := errgroup.WithContext(ctx)
-	for k := 1; k <= RedisCount; k++ {
-		g.Go(func() error { return r.startRedis(gctx, o, paths, k) })
+	if st.Has(BackendRedis) {
+		for k := 1; k <= RedisCount; k++ {
+			g.Go(func() error { return r.startRedis(gctx, o, paths, k) })
+		}
 	}
 	if st.HA() {
 		r.startHAServers(gctx, g, o, paths)
 	} else {
-		g.Go(func() error { return r.startEtcd(gctx, o, paths) })
-		g.Go(func() error { return r.startZooKeeper(gctx, o, paths) })
+		if st.Has(BackendEtcd) {
+			g.Go(func() error { return r.startEtcd(gctx, o, paths) })
+		}
+		if st.Has(BackendZooKeeper) {
+			g.Go(func() error { return r.startZooKeeper(gctx, o, paths) })
+		}
 	}
 	g.Go(func() error { return r.startMariaDB(gctx, o, paths) })
 	if err := g.Wait(); err != nil {
@@ -401,7 +467,7 @@ func (r *runner) up(ctx context.Context, o Options, paths map[string]string) err
 	return r.startNginx(ctx, o, paths)
 }
 
-func (r *runner) startRedis(ctx context.Context, o Options, paths map[string]string, k int) error {
+func (r *runner) startRedis(ctx context.Context, o Options, paths Tools, k int) error {
 	name := "redis-" + itoa(k)
 	port := r.st.port(offRedis + k)
 	dataDir := filepath.Join(o.Dir, name)
@@ -410,11 +476,11 @@ func (r *runner) startRedis(ctx context.Context, o Options, paths map[string]str
 	}
 	args := []string{"--port", itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dataDir, "--daemonize", "no", "--logfile", "", "--maxclients", "10000"}
-	return r.launch(ctx, o, name, KindRedis, addr(port), paths["redis-server"], args, nil,
+	return r.launch(ctx, o, name, KindRedis, addr(port), paths.Bin["redis-server"], args, nil,
 		func(ctx context.Context, c Component) error { return checkRedis(ctx, c.Addr) })
 }
 
-func (r *runner) startEtcd(ctx context.Context, o Options, paths map[string]string) error {
+func (r *runner) startEtcd(ctx context.Context, o Options, paths Tools) error {
 	const name = "etcd"
 	client, peer := addr(r.st.port(offEtcdClient)), addr(r.st.port(offEtcdPeer))
 	dataDir := filepath.Join(o.Dir, "etcd")
@@ -425,11 +491,11 @@ func (r *runner) startEtcd(ctx context.Context, o Options, paths map[string]stri
 		"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
 		"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
 		"--initial-cluster", "seckill=http://" + peer}
-	return r.launch(ctx, o, name, KindEtcd, client, paths["etcd"], args, cleanEnv("ETCD_"),
+	return r.launch(ctx, o, name, KindEtcd, client, paths.Bin["etcd"], args, cleanEnv("ETCD_"),
 		func(ctx context.Context, c Component) error { return checkEtcd(ctx, c.Addr) })
 }
 
-func (r *runner) startZooKeeper(ctx context.Context, o Options, paths map[string]string) error {
+func (r *runner) startZooKeeper(ctx context.Context, o Options, paths Tools) error {
 	const name = "zookeeper"
 	port := r.st.port(offZooKeeper)
 	base := filepath.Join(o.Dir, "zookeeper")
@@ -452,11 +518,8 @@ func (r *runner) startZooKeeper(ctx context.Context, o Options, paths map[string
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		return fmt.Errorf("zookeeper: write config: %w", err)
 	}
-	args := []string{"-Xmx256m", "-cp", zkConfDir + ":" + paths["zookeeper.jar"],
-		"-Dzookeeper.log.dir=" + base, "-Dzookeeper.root.logger=INFO,CONSOLE",
-		"-Dlog4j.configuration=file:" + zkLog4jProp,
-		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg}
-	return r.launch(ctx, o, name, KindZooKeeper, addr(port), paths["java"], args, nil,
+	args := zkArgs(paths.ZK, base, cfg)
+	return r.launch(ctx, o, name, KindZooKeeper, addr(port), paths.Bin["java"], args, nil,
 		func(ctx context.Context, c Component) error { return checkZooKeeper(ctx, c.Addr) })
 }
 
@@ -476,14 +539,14 @@ func hashString(s string) uint32 {
 	return h.Sum32()
 }
 
-func (r *runner) startMariaDB(ctx context.Context, o Options, paths map[string]string) error {
+func (r *runner) startMariaDB(ctx context.Context, o Options, paths Tools) error {
 	const name = "mariadb"
 	port := r.st.port(offMySQL)
 	base := filepath.Join(o.Dir, "mariadb")
 	dataDir := filepath.Join(base, "data")
 	root := os.Geteuid() == 0
 	if _, err := os.Stat(filepath.Join(dataDir, "mysql")); errors.Is(err, fs.ErrNotExist) {
-		if err := installMariaDB(ctx, paths["mysql_install_db"], base, dataDir, root); err != nil {
+		if err := installMariaDB(ctx, paths.Bin["mysql_install_db"], base, dataDir, root); err != nil {
 			return err
 		}
 		r.logf("  %-13s datadir initialised at %5.1fs\n", name, time.Since(r.t0).Seconds())
@@ -500,7 +563,7 @@ func (r *runner) startMariaDB(ctx context.Context, o Options, paths map[string]s
 		"--socket="+mysqlSocket(base), "--pid-file="+filepath.Join(base, "mariadb.pid"),
 		"--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=128M",
 		"--log-error="+filepath.Join(o.Dir, "logs", name+".log"))
-	return r.launch(ctx, o, name, KindMySQL, addr(port), paths["mariadbd"], args, nil,
+	return r.launch(ctx, o, name, KindMySQL, addr(port), paths.Bin["mariadbd"], args, nil,
 		func(ctx context.Context, c Component) error {
 			if err := createDatabase(ctx, c.Addr); err != nil {
 				return err
@@ -625,13 +688,13 @@ func (r *runner) startInstances(ctx context.Context, o Options, insts []Componen
 	return g.Wait()
 }
 
-func (r *runner) startNginx(ctx context.Context, o Options, paths map[string]string) error {
+func (r *runner) startNginx(ctx context.Context, o Options, paths Tools) error {
 	const name = "nginx"
 	f, err := writeNginxConf(r.st)
 	if err != nil {
 		return err
 	}
 	names := r.st.InstanceNames()
-	return r.launch(ctx, o, name, KindNginx, addr(r.st.port(offNginx)), paths["nginx"], nginxArgs(f), nil,
+	return r.launch(ctx, o, name, KindNginx, addr(r.st.port(offNginx)), paths.Bin["nginx"], nginxArgs(f), nil,
 		func(ctx context.Context, c Component) error { return checkNginx(ctx, c.URL(), names) })
 }

@@ -1,0 +1,117 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// TestIntegrationDeadRedisBlocksOnlyItsStrategies kills redis-1 of the
+// stack in $SECKILL_STACK_DIR (the one env.sh of `seckill up` names: run it
+// against a stack of your own, it stops one of its servers) and starts it
+// again at the end. With redis-1 down, POST /admin/reset still answers 200
+// and lists the Redis strategies it could not clear; a sql-atomic bench
+// warns and runs; a redis bench fails at the reset, saying why.
+func TestIntegrationDeadRedisBlocksOnlyItsStrategies(t *testing.T) {
+	fleet, dir := fleetFromEnv(t)
+	st, err := stack.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Component("redis-1"); !ok {
+		t.Skip("the stack has no redis-1 (up --backends without redis)")
+	}
+	if err := stack.Signal(dir, "redis-1", syscall.SIGKILL); err != nil {
+		t.Fatalf("kill redis-1: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := stack.Start(ctx, dir, "redis-1"); err != nil {
+			t.Errorf("start redis-1 again: %v", err)
+		}
+	})
+
+	t.Run("admin reset lists the skipped backends", func(t *testing.T) {
+		body, _ := json.Marshal(map[string]any{"goods_id": 4242, "stock": 5})
+		req, err := http.NewRequest(http.MethodPost, fleet.Instances[0]+"/admin/reset", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+fleet.AdminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got struct {
+			Stock   int64             `json:"stock"`
+			Skipped []bench.ResetSkip `json:"skipped"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST /admin/reset: %s, %v", resp.Status, err)
+		}
+		skipped := map[string]bench.ResetSkip{}
+		for _, sk := range got.Skipped {
+			skipped[sk.Strategy] = sk
+		}
+		for _, s := range []string{stock.Redis, stock.RedisSpin, stock.RedisTTL, stock.RedisAtomic} {
+			if sk, ok := skipped[s]; !ok || sk.Server != string(stock.ServerRedis) || sk.Reason == "" {
+				t.Errorf("%s: skip %+v, want one on redis with a reason; got %v", s, sk, got.Skipped)
+			}
+		}
+		// Redlock keeps a quorum (4 of 5); the others do not use redis-1.
+		for _, s := range []string{stock.Redlock, stock.Etcd, stock.ZooKeeper, stock.MySQLUnique} {
+			if sk, ok := skipped[s]; ok {
+				t.Errorf("%s skipped: %+v", s, sk)
+			}
+		}
+	})
+
+	tests := []struct {
+		strategy string
+		wantErr  error // nil: the run goes on with a warning
+	}{
+		{stock.SQLAtomic, nil},
+		{stock.Redis, bench.ErrResetSkipped},
+	}
+	for _, tc := range tests {
+		t.Run(tc.strategy, func(t *testing.T) {
+			var progress bytes.Buffer
+			o := bench.Options{Fleet: fleet, Strategies: []string{tc.strategy}, Seed: 5, Progress: &progress}
+			if tc.wantErr == nil {
+				r := runOne(t, o)
+				t.Log(describe(r))
+				if r.Oversold != 0 || r.FinalStock != 0 || r.OK == 0 {
+					t.Errorf("want sales, oversold 0, final stock 0; got %s", describe(r))
+				}
+				if len(r.Warnings) == 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "reset skipped "+stock.Redis) {
+					t.Errorf("run warnings %q: want the skipped redis reset", r.Warnings)
+				}
+				if !strings.Contains(progress.String(), "warning:") {
+					t.Errorf("progress output lacks the warning:\n%s", progress.String())
+				}
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			o.CalibrateRequests, o.Requests, o.Stock = -1, 10, 5
+			_, err := bench.Run(ctx, o)
+			if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), "redis") {
+				t.Fatalf("bench %s: %v, want %v naming redis", tc.strategy, err, tc.wantErr)
+			}
+			t.Log(err)
+		})
+	}
+}

@@ -1,0 +1,84 @@
+package stock
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/internal/testenv"
+)
+
+// TestResetSkipsDeadBackends resets with lock backends opened by the
+// registry over a real Redis and over an address where nothing listens (a
+// Redis that is down): the reset succeeds, clears what answers and lists
+// the strategies of the dead one with the reason.
+func TestResetSkipsDeadBackends(t *testing.T) {
+	st := testStore(t)
+	ctx := context.Background()
+	live := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
+	t.Cleanup(func() { live.Close() })
+	if err := live.Ping(ctx).Err(); err != nil {
+		testenv.Unavailable(t, "Redis", err)
+	}
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t)), MaxRetries: -1})
+	t.Cleanup(func() { dead.Close() })
+
+	sqlHandle, err := st.DB().DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name        string
+		redis       redis.UniversalClient
+		wantSkipped []string
+	}{
+		{"every backend answers", live, nil},
+		{"redis is down", dead, []string{Redis, RedisAtomic, RedisSpin, RedisTTL}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clients := Clients{Redis: tc.redis, MySQL: sqlHandle}
+			backends := map[string]LockBackend{}
+			for _, name := range []string{Redis, RedisSpin, RedisTTL, MySQLUnique} {
+				s, _ := Lookup(name)
+				b, err := s.Open(ctx, clients)
+				if err != nil {
+					t.Fatalf("open %s: %v", name, err)
+				}
+				backends[name] = b
+			}
+			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: backends, Mirror: NewRedisMirror(tc.redis)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { svc.Close() })
+			goods := 2_000_000_000 + rand.Int64N(1_000_000_000)
+			rep, err := svc.Reset(ctx, goods, 7)
+			if err != nil {
+				t.Fatalf("Reset: %v", err)
+			}
+			var got []string
+			for _, sk := range rep.Skipped {
+				got = append(got, sk.Strategy)
+				if sk.Server != string(ServerRedis) || sk.Reason == "" {
+					t.Errorf("skip %+v: want server redis and a reason", sk)
+				}
+			}
+			if !slices.Equal(got, tc.wantSkipped) {
+				t.Errorf("skipped %v, want %v", got, tc.wantSkipped)
+			}
+			if _, ok := rep.SkippedStrategy(MySQLUnique); ok {
+				t.Error("mysql-unique skipped, but MySQL answers")
+			}
+			g, err := st.Goods(ctx, goods)
+			if err != nil || g.Stock != 7 {
+				t.Fatalf("goods after reset: %+v, %v; want stock 7", g, err)
+			}
+		})
+	}
+}
