@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // ok, soldOut, ... build crafted responses.
@@ -239,6 +241,11 @@ func TestOptionsValidation(t *testing.T) {
 		{"negative work delay", func(o *Options) { o.WorkDelay = -1 }, false},
 		{"no watchdog on all strategies", func(o *Options) { o.NoWatchdog = true }, false},
 		{"no watchdog on a strategy without one", func(o *Options) { o.NoWatchdog = true; o.Strategies = []string{"redis", "etcd"} }, false},
+		{"fencing on a lock without tokens", func(o *Options) { o.Fencing = true; o.Strategies = []string{stock.Redis, stock.Redlock} }, false},
+		{"fencing on a lock with tokens", func(o *Options) { o.Fencing = true; o.Strategies = []string{stock.Redis} }, true},
+		{"lock TTL below the service's minimum", func(o *Options) { o.LockTTL = stock.MinLockTTL - 1 }, false},
+		{"work delay above the service's maximum", func(o *Options) { o.WorkDelay = stock.MaxWorkDelay + 1 }, false},
+		{"lock wait above the service's maximum", func(o *Options) { o.LockWait = stock.MaxLockWait + 1 }, false},
 		{"fault without a faulter", func(o *Options) { o.Rate, o.Faults = 100, []Fault{fault} }, false},
 		{"fault without a rate", func(o *Options) { o.Faults, o.Faulter = []Fault{fault}, recorder(nil) }, false},
 		{"fault past the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 100, []Fault{fault}, recorder(nil) }, false},
