@@ -26,6 +26,10 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// cmdName is the subcommand's name for messages ("bench"; main prefixes
+// "seckill: ").
+func cmdName(fs *flag.FlagSet) string { return strings.TrimPrefix(fs.Name(), "seckill ") }
+
 // setFlags returns the names of the flags given on the command line.
 func setFlags(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
@@ -63,7 +67,7 @@ func checkBounds(fs *flag.FlagSet, bs ...bound) error {
 		if b.max != nil {
 			want = fmt.Sprintf("%v..%v", b.min, b.max)
 		}
-		msg := fmt.Sprintf("%s: --%s %v: want %s", fs.Name(), b.name, v, want)
+		msg := fmt.Sprintf("%s: --%s %v: want %s", cmdName(fs), b.name, v, want)
 		if b.omit != "" {
 			msg += " (leave --" + b.name + " out for " + b.omit + ")"
 		}
@@ -112,7 +116,7 @@ func (a aliasFlag) get(fs *flag.FlagSet) (string, error) {
 	set := setFlags(fs)
 	switch {
 	case set[a.name] && set[a.alias] && *a.byName != *a.byAlias:
-		return "", exitError{code: 2, msg: fmt.Sprintf("%s: --%s %q and --%s %q: they are one flag; give it once", fs.Name(), a.name, *a.byName, a.alias, *a.byAlias)}
+		return "", exitError{code: 2, msg: fmt.Sprintf("%s: --%s %q and --%s %q: they are one flag; give it once", cmdName(fs), a.name, *a.byName, a.alias, *a.byAlias)}
 	case set[a.alias]:
 		return strings.TrimSpace(*a.byAlias), nil
 	}
