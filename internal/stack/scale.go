@@ -31,8 +31,11 @@ func Rescale(ctx context.Context, dir string, n int, notice io.Writer) (*State, 
 		return nil, err
 	}
 	if notice != nil && was != n {
-		fmt.Fprintf(notice, "seckill: re-scaled the stack in %s from %d to %d instances (it stays so; 'seckill up --dir %s' restores %d)\n",
-			st.Dir, was, n, st.Dir, DefaultInstances)
+		hint := ""
+		if n != DefaultInstances {
+			hint = fmt.Sprintf(" (it stays so; 'seckill up --dir %s' restores %d)", st.Dir, DefaultInstances)
+		}
+		fmt.Fprintf(notice, "seckill: re-scaled the stack in %s from %d to %d instances%s\n", st.Dir, was, n, hint)
 	}
 	return st, nil
 }
