@@ -75,6 +75,31 @@ type AuditReply struct {
 	PerInstance  map[string]int `json:"per_instance"`
 }
 
+// Admin is a client of the instances' admin API for tools besides the
+// bench (the CLI's demo commands), with the bench's errors: ErrUnreachable,
+// ErrUnauthorized, ErrNoToken, an *AdminError for any other answer but 200.
+type Admin struct{ a *admin }
+
+// NewAdmin returns a client that sends token as the bearer token.
+func NewAdmin(token string) *Admin { return &Admin{newAdmin(token)} }
+
+// Do sends one request to base+path, in (when not nil) as the JSON body,
+// and decodes a 200 answer into out (when not nil).
+func (c *Admin) Do(ctx context.Context, method, base, path string, in, out any) error {
+	return c.a.do(ctx, method, base, path, in, out)
+}
+
+// Reset sets the goods' stock and deletes its orders (POST /admin/reset).
+// It returns the lock backends the reset skipped because they were down.
+func (c *Admin) Reset(ctx context.Context, base string, goods int64, stock int) ([]ResetSkip, error) {
+	return c.a.reset(ctx, base, goods, stock)
+}
+
+// Audit reads the goods' audit (GET /admin/audit).
+func (c *Admin) Audit(ctx context.Context, base string, goods int64) (AuditReply, error) {
+	return c.a.audit(ctx, base, goods)
+}
+
 // admin talks to the admin API of the instances.
 type admin struct {
 	client *http.Client

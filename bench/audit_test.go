@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // ok, soldOut, ... build crafted responses.
@@ -247,6 +249,11 @@ func TestOptionsValidation(t *testing.T) {
 		{"release pause on redis-owner", func(o *Options) { o.ReleasePause = time.Second; o.Strategies = []string{"redis-owner"} }, true},
 		{"release pause on a one-step release", func(o *Options) { o.ReleasePause = time.Second; o.Strategies = []string{"redis-owner", "redis"} }, false},
 		{"negative release pause", func(o *Options) { o.ReleasePause = -1; o.Strategies = []string{"redis-owner"} }, false},
+		{"fencing on a lock without tokens", func(o *Options) { o.Fencing = true; o.Strategies = []string{stock.Redis, stock.Redlock} }, false},
+		{"fencing on a lock with tokens", func(o *Options) { o.Fencing = true; o.Strategies = []string{stock.Redis} }, true},
+		{"lock TTL below the service's minimum", func(o *Options) { o.LockTTL = stock.MinLockTTL - 1 }, false},
+		{"work delay above the service's maximum", func(o *Options) { o.WorkDelay = stock.MaxWorkDelay + 1 }, false},
+		{"lock wait above the service's maximum", func(o *Options) { o.LockWait = stock.MaxLockWait + 1 }, false},
 		{"fault without a faulter", func(o *Options) { o.Rate, o.Faults = 100, []Fault{fault} }, false},
 		{"fault without a rate", func(o *Options) { o.Faults, o.Faulter = []Fault{fault}, recorder(nil) }, false},
 		{"fault past the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 100, []Fault{fault}, recorder(nil) }, false},

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // Fleet is where a bench fires: Target is the load balancer (nginx) every
@@ -142,6 +144,21 @@ type Options struct {
 	CommandLine []string  // recorded in the report
 }
 
+// serviceConfig is the setting the instances get for strategy name: the
+// service's defaults with o's knobs.
+func (o Options) serviceConfig(name string) stock.Config {
+	c := stock.DefaultConfig(name)
+	c.WorkDelay, c.Fencing = o.WorkDelay, o.Fencing
+	if o.LockTTL > 0 {
+		c.LockTTL = o.LockTTL
+	}
+	if o.LockWait > 0 {
+		c.LockWait = o.LockWait
+	}
+	c.Watchdog, c.LocalQueue, c.LeaseCheck = !o.NoWatchdog, !o.NoLocalQueue, !o.NoLeaseCheck
+	return c
+}
+
 // ErrInvalidOptions wraps every option validation error.
 var ErrInvalidOptions = errors.New("invalid options")
 
@@ -222,6 +239,13 @@ func (o Options) withDefaults() (Options, error) {
 	for _, c := range checks {
 		if !c.ok {
 			return o, fmt.Errorf("%w: %s", ErrInvalidOptions, c.msg)
+		}
+	}
+	// The setting of every strategy, as the instances will check it, before
+	// anything is sent: a bad knob stops the bench, not its fifth run.
+	for _, s := range o.Strategies {
+		if err := o.serviceConfig(s).Validate(); err != nil {
+			return o, fmt.Errorf("%w: %s: %v", ErrInvalidOptions, s, err)
 		}
 	}
 	if o.Rate > 0 {

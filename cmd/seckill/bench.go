@@ -3,32 +3,32 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // runBench maps the flags of `seckill bench` to bench.Options; the logic
 // lives in package bench.
 func runBench(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("seckill bench", flag.ContinueOnError)
-	strategies := fs.String("strategies", "all", "strategies to run: all, or a comma-separated list of "+strings.Join(bench.Strategies(), ", "))
-	stock := fs.Int("stock", bench.DefaultStock, "initial stock of the goods")
+	fs := newFlagSet("bench")
+	strategies := newAliasFlag(fs, "strategies", "strategy", "all", "strategies to run: all, or a comma-separated list of "+strings.Join(bench.Strategies(), ", "))
+	initial := fs.Int("stock", bench.DefaultStock, "initial stock of the goods")
 	requests := fs.Int("requests", bench.DefaultRequests, "purchases per run")
 	concurrency := fs.Int("concurrency", bench.DefaultConcurrency, "concurrent workers (closed model) or worker cap (with --rate)")
 	qty := fs.Int("qty", bench.DefaultQty, "units per purchase")
 	rate := fs.Int("rate", 0, "requests per second; 0 = closed model, --concurrency workers as fast as they go")
-	instances := fs.Int("instances", 0, "re-scale the local stack to this many instances first (0 = as it is)")
-	workDelay := fs.Duration("work-delay", 0, "simulated work inside the critical section")
-	lockTTL := fs.Duration("lock-ttl", 0, "lock TTL (0 = the service default)")
-	lockWait := fs.Duration("lock-wait", 0, "lock wait budget (0 = the service default)")
+	instances := fs.Int("instances", 0, "re-scale the local stack to this many instances first, 1.."+strconv.Itoa(stack.MaxInstances)+"; it stays so (default: as it is)")
+	workDelay := fs.Duration("work-delay", 0, "simulated work inside the critical section, up to "+stock.MaxWorkDelay.String())
+	lockTTL := fs.Duration("lock-ttl", 0, "lock TTL, "+stock.MinLockTTL.String()+".."+stock.MaxLockTTL.String()+" (default: the service's, "+stock.DefaultLockTTL.String()+")")
+	lockWait := fs.Duration("lock-wait", 0, "lock wait budget, up to "+stock.MaxLockWait.String()+" (default: the service's, "+stock.DefaultLockWait.String()+")")
 	fencing := fs.Bool("fencing", false, "have the service check fencing tokens")
 	noWatchdog := fs.Bool("no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
 	noEvents := fs.Bool("no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
@@ -47,20 +47,35 @@ func runBench(ctx context.Context, args []string) error {
 	target := fs.String("target", "", "URL of a fleet's load balancer started elsewhere (e.g. docker compose); needs --instance-urls")
 	instanceURLs := fs.String("instance-urls", "", "comma-separated base URLs of every instance of that fleet (admin API)")
 	adminToken := fs.String("admin-token", "", "admin token of that fleet (default $SECKILL_ADMIN_TOKEN)")
-	out := fs.String("out", "", "report directory (default results/<timestamp>/)")
+	out := fs.String("out", "", "report directory (default: a new results/<timestamp>/)")
 	calibrate := fs.Bool("calibrate", false, "only measure the ceilings: the load generator's (an in-process null handler) and the database's (the purchase transaction straight at MariaDB, with the local stack or --database-dsn)")
 	dbDSN := fs.String("database-dsn", "", "DSN of the fleet's database for its ceiling (default: the local stack's; with --target, none unless given)")
 	calRequests := fs.Int("calibrate-requests", bench.DefaultCalibrateRequests, "requests of the calibration (also run, short, before every bench; <0 skips it there)")
 	reqTimeout := fs.Duration("timeout", bench.DefaultRequestTimeout, "per-request timeout")
 	runTimeout := fs.Duration("run-timeout", bench.DefaultRunTimeout, "timeout of one run (one strategy, one repeat)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return exitError{code: 2, msg: err.Error()}
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return exitError{code: 2, msg: fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
+	}
+	// Explicit values the options would read as "default" are errors.
+	if err := checkBounds(fs,
+		bound{name: "stock", min: 1, omit: strconv.Itoa(bench.DefaultStock)},
+		bound{name: "requests", min: 1, max: 10_000_000, omit: strconv.Itoa(bench.DefaultRequests)},
+		bound{name: "concurrency", min: 1, max: 10_000, omit: strconv.Itoa(bench.DefaultConcurrency)},
+		bound{name: "qty", min: 1, omit: strconv.Itoa(bench.DefaultQty)},
+		bound{name: "rate", min: 0},
+		bound{name: "instances", min: 1, max: stack.MaxInstances, omit: "the fleet as it is"},
+		bound{name: "repeat", min: 1, max: 100, omit: "1"},
+		bound{name: "goods", min: int64(1), omit: strconv.Itoa(bench.DefaultGoodsID)},
+		bound{name: "work-delay", min: time.Duration(0), max: stock.MaxWorkDelay},
+		bound{name: "lock-ttl", min: stock.MinLockTTL, max: stock.MaxLockTTL, omit: "the service default"},
+		bound{name: "lock-wait", min: time.Millisecond, max: stock.MaxLockWait, omit: "the service default"},
+		bound{name: "timeout", min: time.Millisecond, omit: bench.DefaultRequestTimeout.String()},
+		bound{name: "run-timeout", min: time.Second, omit: bench.DefaultRunTimeout.String()},
+	); err != nil {
+		return err
 	}
 
 	if *calibrate {
@@ -92,7 +107,11 @@ func runBench(ctx context.Context, args []string) error {
 		return nil
 	}
 
-	names, err := bench.ParseStrategies(*strategies)
+	list, err := strategies.get(fs)
+	if err != nil {
+		return err
+	}
+	names, err := bench.ParseStrategies(list)
 	if err != nil {
 		return exitError{code: 2, msg: err.Error()}
 	}
@@ -108,11 +127,9 @@ func runBench(ctx context.Context, args []string) error {
 	// Only a --concurrency given on the command line conflicts with
 	// --sweep; bench.Options rejects the pair with the fix.
 	conc := 0
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "concurrency" {
-			conc = *concurrency
-		}
-	})
+	if setFlags(fs)["concurrency"] {
+		conc = *concurrency
+	}
 	if conc != 0 && len(points) > 0 {
 		return exitError{code: 2, msg: "bench: --sweep sets the clients of each point; drop --concurrency (or drop --sweep)"}
 	}
@@ -123,7 +140,7 @@ func runBench(ctx context.Context, args []string) error {
 		conc = *concurrency
 	}
 	o := bench.Options{
-		Strategies: names, Stock: *stock, Requests: *requests, Concurrency: conc, Qty: *qty, Sweep: points,
+		Strategies: names, Stock: *initial, Requests: *requests, Concurrency: conc, Qty: *qty, Sweep: points,
 		CompareQueue: *compareQueue, Warmup: *warmup,
 		Rate: *rate, Repeat: *repeat, Seed: *seed, GoodsID: *goods, Instances: *instances,
 		WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing, NoWatchdog: *noWatchdog,
@@ -162,7 +179,7 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		stackDir := st.Dir
 		o.Scaler = bench.ScalerFunc(func(ctx context.Context, n int) (bench.Fleet, error) {
-			st, err := stack.Scale(ctx, stackDir, n)
+			st, err := stack.Rescale(ctx, stackDir, n, os.Stderr)
 			if err != nil {
 				return bench.Fleet{}, err
 			}
@@ -176,12 +193,17 @@ func runBench(ctx context.Context, args []string) error {
 	if *dbDSN != "" {
 		o.DatabaseDSN = *dbDSN
 	}
-	if *out == "" {
-		*out = filepath.Join("results", time.Now().Format("20060102-150405"))
-	}
 	o.OutDir = *out
+	if o.OutDir == "" {
+		if o.OutDir, err = bench.NewOutDir("results", "", time.Now()); err != nil {
+			return err
+		}
+	}
 
 	rep, err := bench.Run(ctx, o)
+	if rep == nil && *out == "" {
+		_ = os.Remove(o.OutDir) // the new directory, when nothing was written to it
+	}
 	if errors.Is(err, bench.ErrInvalidOptions) {
 		return exitError{code: 2, msg: "bench: " + err.Error()}
 	}

@@ -15,7 +15,7 @@ import (
 // [--offset D]` to stack.Inject.
 func runFault(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("fault")
-	d := fs.Duration("for", 0, "undo the fault after this long (0: leave it on until `seckill fault heal` or `seckill down`)")
+	d := fs.Duration("for", 0, "undo the fault after this long (0: leave it on until 'seckill fault heal' or 'seckill down')")
 	delay := fs.Duration("delay", stack.DefaultDelay, "latency: the delay added to every answer")
 	offset := fs.Duration("offset", stack.DefaultOffset, "clock: how far the node's clock jumps forward")
 	usage := "usage: seckill fault [--dir DIR] [--for D] [--delay D] [--offset D] KIND TARGET\n" +

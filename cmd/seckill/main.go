@@ -1,7 +1,8 @@
 // Command seckill is the flash-sale oversell lab: it serves the stock API
-// (serve), runs the local stack (up, down, status, logs, env) and drives the
-// benchmark harness (bench). Each subcommand only maps flags to the options
-// of a package that holds the logic.
+// (serve), runs the local stack (up, down, status, logs, env), drives the
+// benchmark harness (bench) and the fleet by hand (buy, strategy, reset,
+// events). Each subcommand only maps flags to the options of a package
+// that holds the logic.
 package main
 
 import (
@@ -35,6 +36,10 @@ var commands = map[string]command{
 	"restart":    {"stop one component of the stack and start it again", runRestart},
 	"bench":      {"fire purchases at the fleet, strategy by strategy, and report", runBench},
 	"strategies": {"list the strategies from the registry (--markdown: the README table)", runStrategies},
+	"buy":        {"one purchase through nginx; prints the order or the error", runBuy},
+	"strategy":   {"show every instance's strategy, or switch them all (strategy NAME [knobs])", runStrategy},
+	"reset":      {"reset a goods' stock and orders, then print its audit", runReset},
+	"events":     {"the instances' lock events as text, merged (-f: follow)", runEvents},
 }
 
 func main() {

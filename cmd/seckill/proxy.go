@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"os"
 	"runtime"
 
@@ -12,7 +11,7 @@ import (
 // runProxy maps `seckill proxy --listen ADDR --config FILE` to
 // netfault.Serve: the stack's fault proxy (`seckill up --proxy` starts it).
 func runProxy(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("seckill proxy", flag.ContinueOnError)
+	fs := newFlagSet("proxy")
 	listen := fs.String("listen", "127.0.0.1:17090", "address of the Toxiproxy HTTP API")
 	config := fs.String("config", "", "JSON file of the proxies, in Toxiproxy's format (required)")
 	procs := fs.Int("procs", 1, "GOMAXPROCS of the proxy (1: the lowest added latency per round trip)")

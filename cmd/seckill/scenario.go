@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -37,7 +36,7 @@ func runScenario(ctx context.Context, args []string) error {
 	default:
 		return exitError{code: 2, msg: fmt.Sprintf("unknown scenario command %q; %s", args[0], usage)}
 	}
-	fs := flag.NewFlagSet("seckill scenario run", flag.ContinueOnError)
+	fs := newFlagSet("scenario run")
 	strategies := fs.String("strategies", "", "strategies to run (default: the scenario's)")
 	protections := fs.String("protections", "all", "unprotected, lease-check, fencing, or all")
 	fencing := fs.String("fencing", "", "off, on, or off,on: shorthand for --protections unprotected / fencing")
@@ -104,10 +103,12 @@ func runScenario(ctx context.Context, args []string) error {
 		return exitError{code: 2, msg: err.Error()}
 	}
 	o.Dir, o.Fleet = st.Dir, fleetOf(st)
-	if *out == "" {
-		*out = filepath.Join("results", fmt.Sprintf("scenario-%s-%s", sc.Name, time.Now().Format("20060102-150405.000")))
-	}
 	o.OutDir = *out
+	if o.OutDir == "" {
+		if o.OutDir, err = bench.NewOutDir("results", "scenario-"+sc.Name+"-", time.Now()); err != nil {
+			return err
+		}
+	}
 	res, err := scenario.Run(ctx, sc, o)
 	if res != nil {
 		fmt.Fprintln(os.Stderr)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -19,7 +18,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fs := flag.NewFlagSet("seckill serve", flag.ContinueOnError)
+	fs := newFlagSet("serve")
 	cfg.BindFlags(fs)
 	wait := fs.Duration("start-timeout", 20*time.Second, "how long to wait for MySQL at start-up")
 	if err := fs.Parse(args); err != nil {

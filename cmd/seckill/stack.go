@@ -6,17 +6,20 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // The local stack commands: flags map to internal/stack; the logic lives
 // there.
 
 func stackFlags(name string) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet("seckill "+name, flag.ContinueOnError)
+	fs := newFlagSet(name)
 	dir := fs.String("dir", stack.DefaultDir, "run directory of the stack")
 	return fs, dir
 }
@@ -40,9 +43,10 @@ func parse(fs *flag.FlagSet, args []string) error {
 
 func runUp(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("up")
-	instances := fs.Int("instances", stack.DefaultInstances, "number of `seckill serve` instances behind nginx")
-	strategy := fs.String("strategy", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+")")
-	proxy := fs.Bool("proxy", false, "put the fault proxy (Toxiproxy) between the instances and the servers, for `seckill fault partition|latency`")
+	instances := fs.Int("instances", stack.DefaultInstances, "number of 'seckill serve' instances behind nginx, 1.."+strconv.Itoa(stack.MaxInstances)+
+		"; a running stack is re-scaled to it (without the flag: back to the default)")
+	strategy := newAliasFlag(fs, "strategy", "strategies", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+"), one of "+strings.Join(stock.StrategyNames(), ", "))
+	proxy := fs.Bool("proxy", false, "put the fault proxy (Toxiproxy) between the instances and the servers, for 'seckill fault partition|latency'")
 	topology := fs.String("topology", stack.DefaultTopology, "single: one etcd, one ZooKeeper; ha: also a Redis primary+replica under 3 Sentinels, 3 etcd members, 3 ZooKeeper members")
 	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port: redis B+1..B+5, etcd B+20/B+21, zookeeper B+30, mariadb B+40, nginx B+80, instances B+101..;\n"+
 		"ha: redis-primary B+6, redis-replica B+7, sentinel-1..3 B+8..B+10, etcd-K B+20+2K (client)/B+21+2K (peer),\n"+
@@ -60,10 +64,28 @@ func runUp(ctx context.Context, args []string) error {
 	if err != nil {
 		return exitError{code: 2, msg: err.Error()}
 	}
-	st, err := stack.Up(ctx, stack.Options{
-		Dir: *dir, BasePort: *basePort, Topology: *topology, Proxy: *proxy, Instances: *instances, Strategy: *strategy,
+	if err := checkBounds(fs,
+		bound{name: "instances", min: 1, max: stack.MaxInstances, omit: strconv.Itoa(stack.DefaultInstances)},
+		bound{name: "base-port", min: stack.MinBasePort, max: stack.MaxBasePort, omit: strconv.Itoa(stack.DefaultBasePort)},
+	); err != nil {
+		return err
+	}
+	name, err := strategy.get(fs)
+	if err != nil {
+		return err
+	}
+	// Checked here too so a bad name stops before any server starts.
+	if err := stock.DefaultConfig(name).Validate(); err != nil {
+		return exitError{code: 2, msg: fmt.Sprintf("up: --strategy: %v", err)}
+	}
+	o := stack.Options{
+		Dir: *dir, BasePort: *basePort, Topology: *topology, Proxy: *proxy, Strategy: name,
 		Binary: *binary, Out: os.Stdout, Backends: backends,
-	})
+	}
+	if setFlags(fs)["instances"] {
+		o.Instances = *instances
+	}
+	st, err := stack.Ensure(ctx, o, os.Stderr)
 	if errors.Is(err, stack.ErrAlreadyRunning) {
 		fmt.Printf("the stack in %s is already running (topology %s, base port %d, %d instances); nothing changed\n",
 			st.Dir, st.Topology, st.BasePort, len(st.Instances()))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -13,7 +12,7 @@ import (
 // runStrategies prints the strategy registry: a table for people, or with
 // --markdown the README's table.
 func runStrategies(_ context.Context, args []string) error {
-	fs := flag.NewFlagSet("seckill strategies", flag.ContinueOnError)
+	fs := newFlagSet("strategies")
 	markdown := fs.Bool("markdown", false, "print the README's Markdown table")
 	if err := fs.Parse(args); err != nil {
 		return err

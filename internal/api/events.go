@@ -13,10 +13,15 @@ import (
 // so proxies and clients see it alive.
 const eventsKeepAlive = 15 * time.Second
 
+// ReplayedComment is the comment line that ends the replayed events of
+// GET /admin/events?replay=true: what follows is live.
+const ReplayedComment = ": replayed"
+
 // events streams the instance's lock events as server-sent events
 // (GET /admin/events): one `event: lock` with the Event as JSON per step,
 // oldest first. With ?replay=true the events the instance kept are sent
-// first. The stream ends when the client goes away.
+// first, then the line ReplayedComment. The stream ends when the client
+// goes away.
 func (h *handler) events(c *gin.Context) {
 	if h.Events == nil {
 		fail(c, http.StatusNotFound, "not_found", "this instance records no events")
@@ -42,6 +47,13 @@ func (h *handler) events(c *gin.Context) {
 	}
 	for _, ev := range past {
 		if !send(ev) {
+			return
+		}
+	}
+	if c.Query("replay") == "true" {
+		// A comment line (clients skip it): what follows is live. A
+		// reader that wants only the past stops here.
+		if _, err := fmt.Fprint(w, ReplayedComment+"\n\n"); err != nil {
 			return
 		}
 	}

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"syscall"
@@ -17,40 +18,84 @@ const reloadTimeout = 20 * time.Second
 // nginx and waits until nginx routes to exactly the n instances. It
 // returns the new state.
 func Scale(ctx context.Context, dir string, n int) (*State, error) {
+	st, _, err := scale(ctx, dir, n)
+	return st, err
+}
+
+// Rescale is Scale that, when the number of instances changed, says so
+// on notice: a bench's --instances or `up` leaves the stack re-scaled for
+// every later command, and the user should know.
+func Rescale(ctx context.Context, dir string, n int, notice io.Writer) (*State, error) {
+	st, was, err := scale(ctx, dir, n)
+	if err != nil {
+		return nil, err
+	}
+	if notice != nil && was != n {
+		hint := ""
+		if n != DefaultInstances {
+			hint = fmt.Sprintf(" (it stays so; 'seckill up --dir %s' restores %d)", st.Dir, DefaultInstances)
+		}
+		fmt.Fprintf(notice, "seckill: re-scaled the stack in %s from %d to %d instances%s\n", st.Dir, was, n, hint)
+	}
+	return st, nil
+}
+
+// Ensure is Up, except that a stack already running with another number
+// of instances than opts asks (opts.Instances, DefaultInstances when 0) is
+// re-scaled to it (Rescale, which says so on notice) instead of left as
+// it is. It returns ErrAlreadyRunning, with the state, only when nothing
+// changed.
+func Ensure(ctx context.Context, opts Options, notice io.Writer) (*State, error) {
+	st, err := Up(ctx, opts)
+	if !errors.Is(err, ErrAlreadyRunning) {
+		return st, err
+	}
+	want := opts.Instances
+	if want == 0 {
+		want = DefaultInstances
+	}
+	if len(st.Instances()) == want {
+		return st, err
+	}
+	return Rescale(ctx, st.Dir, want, notice)
+}
+
+// scale does Scale and also returns the number of instances before.
+func scale(ctx context.Context, dir string, n int) (*State, int, error) {
 	if n < 1 || n > MaxInstances {
-		return nil, fmt.Errorf("scale to %d instances: want 1..%d", n, MaxInstances)
+		return nil, 0, fmt.Errorf("scale to %d instances: want 1..%d", n, MaxInstances)
 	}
 	d, err := absDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	st, err := Load(d)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	unlock, err := lockDir(ctx, d)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer unlock()
 	if st, err = Load(d); err != nil { // again, under the lock
-		return nil, err
+		return nil, 0, err
 	}
 	if !st.Ready {
-		return nil, fmt.Errorf("stack in %s is not ready (run `seckill status --dir %s`)", d, d)
+		return nil, 0, fmt.Errorf("stack in %s is not ready (run `seckill status --dir %s`)", d, d)
 	}
 	for _, c := range st.Components {
 		if !alive(c) {
-			return nil, fmt.Errorf("scale: %s is not running; restart the stack (`seckill down` then `seckill up`)", c.Name)
+			return nil, 0, fmt.Errorf("scale: %s is not running; restart the stack (`seckill down` then `seckill up`)", c.Name)
 		}
 	}
 	cur := st.Instances()
 	if n == len(cur) {
-		return st, nil
+		return st, n, nil
 	}
 	nginx, ok := st.Component("nginx")
 	if !ok {
-		return nil, fmt.Errorf("scale: the stack has no nginx")
+		return nil, 0, fmt.Errorf("scale: the stack has no nginx")
 	}
 
 	var removed []Component
@@ -63,10 +108,10 @@ func Scale(ctx context.Context, dir string, n int) (*State, error) {
 			ps = append(ps, portUse{st.port(offInstance + k), c.Name})
 		}
 		if err := checkPorts(ps); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if err := syncProxies(st, n); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		r := &runner{st: st, out: io.Discard, t0: time.Now(), procs: map[string]*proc{}}
 		if err := r.startInstances(ctx, Options{Binary: st.Binary, StartTimeout: 60 * time.Second}, add); err != nil {
@@ -81,7 +126,7 @@ func Scale(ctx context.Context, dir string, n int) (*State, error) {
 			r.mu.Unlock()
 			_ = stopAll(started)
 			_ = st.save()
-			return nil, fmt.Errorf("scale to %d: %w", n, err)
+			return nil, 0, fmt.Errorf("scale to %d: %w", n, err)
 		}
 	} else {
 		removed = append(removed, cur[n:]...)
@@ -90,37 +135,37 @@ func Scale(ctx context.Context, dir string, n int) (*State, error) {
 	sortComponents(st.Components)
 
 	if _, err := writeNginxConf(st); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	oldWorkers := groupMembers(nginx.Pid)
 	if err := syscall.Kill(nginx.Pid, syscall.SIGHUP); err != nil {
-		return nil, fmt.Errorf("reload nginx (pid %d): %w", nginx.Pid, err)
+		return nil, 0, fmt.Errorf("reload nginx (pid %d): %w", nginx.Pid, err)
 	}
 	names := st.InstanceNames()
 	if err := waitHealthy(ctx, "nginx after reload", nil, nginx.Log, reloadTimeout, func(ctx context.Context) error {
 		return checkNginx(ctx, nginx.URL(), names)
 	}); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// Old workers keep serving their open client connections with the old
 	// upstream list; stopping removed instances before they exit would
 	// answer those requests with 502.
 	waitWorkersGone(ctx, nginx.Pid, oldWorkers, reloadTimeout)
 	if err := stopAll(removed); err != nil {
-		return nil, fmt.Errorf("scale: stop instances: %w", err)
+		return nil, 0, fmt.Errorf("scale: stop instances: %w", err)
 	}
 	if len(removed) > 0 {
 		if err := syncProxies(st, n); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if err := st.save(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := st.writeEnv(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return st, nil
+	return st, len(cur), nil
 }
 
 // withoutInstancesAbove drops the instances numbered above n.

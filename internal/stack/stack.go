@@ -120,6 +120,10 @@ const (
 	DefaultStrategy  = stock.None
 	// MaxInstances bounds --instances (their ports are B+101..B+100+N).
 	MaxInstances = 50
+	// MinBasePort and MaxBasePort bound --base-port (every port must fit
+	// below 65536).
+	MinBasePort = 1024
+	MaxBasePort = 65535 - offInstance - MaxInstances
 	// RedisCount is the number of redis-server processes (the Redlock set).
 	RedisCount = 5
 )

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // ComponentStatus is a component with its health and memory.
@@ -28,6 +31,10 @@ type ComponentStatus struct {
 	// empty for the others and when it could not be read.
 	Role     string
 	RSSBytes int64
+	// Strategy is, for a running instance, the strategy it runs now (GET
+	// /admin/strategy; it may have been switched since it started), as
+	// DescribeStrategy writes it, or why it could not be read.
+	Strategy string
 }
 
 // Status loads the stack in dir and checks every component (concurrently,
@@ -60,6 +67,15 @@ func Status(ctx context.Context, dir string) (*State, []ComponentStatus, error) 
 				rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 				cs.Role, _ = componentRole(rctx, c) // unknown role: empty
 				cancel()
+				if c.Kind == KindInstance {
+					sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+					cfg, err := InstanceStrategy(sctx, c.URL(), st.AdminToken)
+					cancel()
+					cs.Strategy = DescribeStrategy(cfg)
+					if err != nil {
+						cs.Strategy = "unknown: " + err.Error()
+					}
+				}
 			}
 			out[i] = cs
 		}()
@@ -82,7 +98,7 @@ func AllHealthy(cs []ComponentStatus) bool {
 // total, and where the logs and the admin token are.
 func WriteTable(w io.Writer, st *State, cs []ComponentStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMPONENT\tKIND\tADDRESS\tPID\tHEALTH\tROLE\tRSS\tLOG")
+	fmt.Fprintln(tw, "COMPONENT\tKIND\tADDRESS\tPID\tHEALTH\tROLE\tSTRATEGY\tRSS\tLOG")
 	var total int64
 	for _, c := range cs {
 		total += c.RSSBytes
@@ -90,18 +106,22 @@ func WriteTable(w io.Writer, st *State, cs []ComponentStatus) error {
 		if len(health) > 60 {
 			health = health[:60] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", c.Name, c.Kind, c.Addr, c.Pid, health, c.Role, fmtBytes(c.RSSBytes), relPath(c.Log))
+		strategy := c.Strategy
+		if len(strategy) > 60 {
+			strategy = strategy[:60] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Kind, c.Addr, c.Pid, health, c.Role, strategy, fmtBytes(c.RSSBytes), relPath(c.Log))
 	}
 	for _, b := range st.Absent() {
-		fmt.Fprintf(tw, "%s\t%s\t-\t-\tnot started (up --backends)\t\t-\t\n", b, b)
+		fmt.Fprintf(tw, "%s\t%s\t-\t-\tnot started (up --backends)\t\t\t-\t\n", b, b)
 	}
-	fmt.Fprintf(tw, "total\t\t\t\t\t\t%s\t\n", fmtBytes(total))
+	fmt.Fprintf(tw, "total\t\t\t\t\t\t\t%s\t\n", fmtBytes(total))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
 	fmt.Fprintf(w, "\ntopology:    %s\n", st.Topology)
 	fmt.Fprintf(w, "nginx:       %s (access log %s)\n", st.NginxURL(), relPath(st.NginxAccessLog))
-	fmt.Fprintf(w, "strategy:    %s (new instances)\n", st.Strategy)
+	fmt.Fprintf(w, "strategy:    %s (new instances start with it; STRATEGY is what each instance runs now)\n", st.Strategy)
 	fmt.Fprintf(w, "admin token: %s, in %s\n", st.AdminTokenSource, relPath(st.AdminTokenFile))
 	fmt.Fprintf(w, "environment: source %s   (or: seckill env --dir %s)\n", relPath(filepath.Join(st.Dir, envFile)), relPath(st.Dir))
 	if fs, _ := ActiveFaults(st.Dir); len(fs) > 0 {
@@ -128,6 +148,7 @@ type statusJSON struct {
 	Role     string `json:"role"`
 	RSSBytes int64  `json:"rss_bytes"`
 	Log      string `json:"log"`
+	Strategy string `json:"strategy,omitempty"`
 }
 
 // WriteJSON prints the statuses as a JSON array.
@@ -135,7 +156,7 @@ func WriteJSON(w io.Writer, cs []ComponentStatus) error {
 	out := make([]statusJSON, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, statusJSON{Name: c.Name, Kind: c.Kind, Address: c.Addr, Pid: c.Pid,
-			Health: c.Health, Healthy: c.Healthy, Role: c.Role, RSSBytes: c.RSSBytes, Log: c.Log})
+			Health: c.Health, Healthy: c.Healthy, Role: c.Role, RSSBytes: c.RSSBytes, Log: c.Log, Strategy: c.Strategy})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -143,6 +164,65 @@ func WriteJSON(w io.Writer, cs []ComponentStatus) error {
 		return fmt.Errorf("write json: %w", err)
 	}
 	return nil
+}
+
+// InstanceStrategy reads the strategy setting the instance at base runs
+// now (GET /admin/strategy with the admin token).
+func InstanceStrategy(ctx context.Context, base, token string) (stock.Config, error) {
+	var cfg stock.Config
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/admin/strategy", nil)
+	if err != nil {
+		return cfg, fmt.Errorf("strategy of %s: %w", base, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return cfg, fmt.Errorf("GET %s/admin/strategy: %w", base, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		return cfg, fmt.Errorf("GET %s/admin/strategy: %s: %s", base, resp.Status, firstLine(string(body)))
+	}
+	if err := json.Unmarshal(body, &cfg); err != nil {
+		return cfg, fmt.Errorf("GET %s/admin/strategy: decode: %w", base, err)
+	}
+	return cfg, nil
+}
+
+// DescribeStrategy writes a setting as its name and what differs from
+// the name's defaults: "redis (work 250ms, ttl 100ms, no watchdog)".
+func DescribeStrategy(c stock.Config) string {
+	if c.Name == "" {
+		return ""
+	}
+	d := stock.DefaultConfig(c.Name)
+	var knobs []string
+	if c.WorkDelay != d.WorkDelay {
+		knobs = append(knobs, "work "+c.WorkDelay.String())
+	}
+	if c.LockTTL != d.LockTTL {
+		knobs = append(knobs, "ttl "+c.LockTTL.String())
+	}
+	if c.LockWait != d.LockWait {
+		knobs = append(knobs, "wait "+c.LockWait.String())
+	}
+	for _, k := range []struct {
+		on, def bool
+		name    string
+	}{{c.Fencing, d.Fencing, "fencing"}, {c.Watchdog, d.Watchdog, "watchdog"}, {c.LocalQueue, d.LocalQueue, "local queue"}, {c.LeaseCheck, d.LeaseCheck, "lease check"}} {
+		switch {
+		case k.on == k.def:
+		case k.on:
+			knobs = append(knobs, k.name)
+		default:
+			knobs = append(knobs, "no "+k.name)
+		}
+	}
+	if len(knobs) == 0 {
+		return c.Name
+	}
+	return c.Name + " (" + strings.Join(knobs, ", ") + ")"
 }
 
 func fmtBytes(b int64) string {

@@ -77,11 +77,14 @@ func (o Options) normalize() (Options, error) {
 	if o.Instances < 1 || o.Instances > MaxInstances {
 		return o, fmt.Errorf("--instances %d: want 1..%d", o.Instances, MaxInstances)
 	}
-	if o.BasePort < 1024 || o.BasePort+offInstance+MaxInstances > 65535 {
-		return o, fmt.Errorf("--base-port %d: want 1024..%d", o.BasePort, 65535-offInstance-MaxInstances)
+	if o.BasePort < MinBasePort || o.BasePort > MaxBasePort {
+		return o, fmt.Errorf("--base-port %d: want %d..%d", o.BasePort, MinBasePort, MaxBasePort)
 	}
 	if o.Strategy == "" {
 		o.Strategy = DefaultStrategy
+	}
+	if err := stock.DefaultConfig(o.Strategy).Validate(); err != nil {
+		return o, fmt.Errorf("--strategy: %w", err)
 	}
 	if len(o.Backends) == 0 {
 		o.Backends = slices.Clone(AllBackends)

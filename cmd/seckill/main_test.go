@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// TestFlagUsages runs every command's -h and checks that no flag takes its
+// value name from backquotes in its usage: "number of `seckill serve`
+// instances" printed as "-instances seckill serve".
+func TestFlagUsages(t *testing.T) {
+	var sets []*flag.FlagSet
+	onFlagSet = func(fs *flag.FlagSet) {
+		fs.SetOutput(io.Discard)
+		sets = append(sets, fs)
+	}
+	t.Cleanup(func() { onFlagSet = nil })
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		args := []string{"-h"}
+		if name == "scenario" {
+			args = []string{"run", "-h"}
+		}
+		before := len(sets)
+		if err := commands[name].run(context.Background(), args); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("seckill %s %v: err = %v, want flag.ErrHelp", name, args, err)
+		}
+		if len(sets) == before {
+			t.Errorf("seckill %s: no FlagSet through newFlagSet", name)
+		}
+	}
+	typeNames := []string{"", "value", "string", "int", "uint", "float", "duration"}
+	for _, fs := range sets {
+		fs.VisitAll(func(f *flag.Flag) {
+			if strings.Contains(f.Usage, "`") {
+				t.Errorf("%s -%s: usage has a backquote: %q", fs.Name(), f.Name, f.Usage)
+			}
+			if vn, _ := flag.UnquoteUsage(f); !slices.Contains(typeNames, vn) {
+				t.Errorf("%s -%s: value name %q comes from the usage text", fs.Name(), f.Name, vn)
+			}
+		})
+	}
+}
+
+// TestUsageErrors: bad flags stop a command with exit 2 and a message
+// naming the fix, before anything starts or is sent.
+func TestUsageErrors(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run") // never created
+	out := t.TempDir()
+	// A fleet that does not exist: validation must fail before any request.
+	fleet := []string{"--target", "http://127.0.0.1:1", "--instance-urls", "http://127.0.0.1:1", "--out", out, "--calibrate-requests", "-1"}
+	tests := []struct {
+		name string
+		args []string
+		want []string // substrings of the message
+	}{
+		{"up --instances 0", []string{"up", "--dir", dir, "--instances", "0"}, []string{"--instances 0", "want 1..50"}},
+		{"up --instances 51", []string{"up", "--dir", dir, "--instances", "51"}, []string{"want 1..50"}},
+		{"up --base-port 0", []string{"up", "--dir", dir, "--base-port", "0"}, []string{"--base-port 0", "want 1024.."}},
+		{"up unknown strategy", []string{"up", "--dir", dir, "--strategy", "nope"}, []string{"nope", stock.SQLAtomic}},
+		{"up --strategies alias, unknown", []string{"up", "--dir", dir, "--strategies", "nope"}, []string{"nope"}},
+		{"up a list", []string{"up", "--dir", dir, "--strategies", stock.Redis + "," + stock.Etcd}, []string{"valid names"}},
+		{"up both spellings", []string{"up", "--dir", dir, "--strategy", stock.Redis, "--strategies", stock.Etcd}, []string{"give it once"}},
+		{"bench --qty 0", []string{"bench", "--dir", dir, "--qty", "0"}, []string{"--qty 0", "want >= 1", "leave --qty out"}},
+		{"bench --instances 0", []string{"bench", "--dir", dir, "--instances", "0"}, []string{"--instances 0", "want 1..50", "as it is"}},
+		{"bench --stock 0", []string{"bench", "--dir", dir, "--stock", "0"}, []string{"--stock 0"}},
+		{"bench --requests 0", []string{"bench", "--dir", dir, "--requests", "0"}, []string{"--requests 0"}},
+		{"bench --concurrency 0", []string{"bench", "--dir", dir, "--concurrency", "0"}, []string{"--concurrency 0"}},
+		{"bench --repeat 0", []string{"bench", "--dir", dir, "--repeat", "0"}, []string{"--repeat 0", "1..100"}},
+		{"bench --goods 0", []string{"bench", "--dir", dir, "--goods", "0"}, []string{"--goods 0"}},
+		{"bench --lock-ttl 0", []string{"bench", "--dir", dir, "--lock-ttl", "0"}, []string{"--lock-ttl 0s", "100ms..10m0s"}},
+		{"bench --lock-wait 0", []string{"bench", "--dir", dir, "--lock-wait", "0"}, []string{"--lock-wait 0s"}},
+		{"bench --timeout 0", []string{"bench", "--dir", dir, "--timeout", "0"}, []string{"--timeout 0s"}},
+		{"bench --strategy alias, unknown", []string{"bench", "--dir", dir, "--strategy", "nope"}, []string{"unknown strategy \"nope\""}},
+		{"bench both spellings", []string{"bench", "--dir", dir, "--strategy", stock.Redis, "--strategies", stock.Etcd}, []string{"give it once"}},
+		{"bench fencing without tokens", append([]string{"bench", "--strategy", stock.Redlock, "--fencing"}, fleet...), []string{"fencing needs a lock that supplies tokens"}},
+		{"bench no watchdog without one", append([]string{"bench", "--strategies", stock.Etcd, "--no-watchdog"}, fleet...), []string{"NoWatchdog"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := run(context.Background(), tt.args)
+			var ee exitError
+			if !errors.As(err, &ee) || ee.code != 2 {
+				t.Fatalf("err = %v, want a usage error (exit 2)", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(ee.msg, w) {
+					t.Errorf("message %q lacks %q", ee.msg, w)
+				}
+			}
+			if _, err := os.Stat(dir); err == nil {
+				t.Errorf("%s was created", dir)
+			}
+			if es, _ := os.ReadDir(out); len(es) > 0 {
+				t.Errorf("the bench wrote to %s: %v", out, es)
+			}
+		})
+	}
+}
