@@ -46,8 +46,9 @@ func runUp(ctx context.Context, args []string) error {
 	topology := fs.String("topology", stack.DefaultTopology, "single: one etcd, one ZooKeeper; ha: also a Redis primary+replica under 3 Sentinels, 3 etcd members, 3 ZooKeeper members")
 	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port: redis B+1..B+5, etcd B+20/B+21, zookeeper B+30, mariadb B+40, nginx B+80, instances B+101..;\n"+
 		"ha: redis-primary B+6, redis-replica B+7, sentinel-1..3 B+8..B+10, etcd-K B+20+2K (client)/B+21+2K (peer),\n"+
-		"zookeeper-K B+28+3K (client)/B+29+3K (peer)/B+30+3K (election), i.e. B+31..B+39")
+		"zookeeper-K B+28+3K (client)/B+29+3K (peer)/B+30+3K (election), i.e. B+31..B+39; dashboard B+88")
 	binary := fs.String("binary", "", "seckill binary the instances run (default: this one)")
+	dashboard := fs.Bool("dashboard", true, "start the live dashboard (component \"dashboard\", http://127.0.0.1:B+88; --dashboard=false: none)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -56,7 +57,7 @@ func runUp(ctx context.Context, args []string) error {
 	}
 	st, err := stack.Up(ctx, stack.Options{
 		Dir: *dir, BasePort: *basePort, Topology: *topology, Proxy: *proxy, Instances: *instances, Strategy: *strategy,
-		Binary: *binary, Out: os.Stdout,
+		Binary: *binary, Dashboard: *dashboard, Out: os.Stdout,
 	})
 	if errors.Is(err, stack.ErrAlreadyRunning) {
 		fmt.Printf("the stack in %s is already running (topology %s, base port %d, %d instances); nothing changed\n",
