@@ -21,6 +21,10 @@ import (
 	"github.com/seckill-lab/seckill/stock"
 )
 
+// errGoodsNotFound: the instances do not know the dashboard's goods (no
+// reset created it yet).
+var errGoodsNotFound = errors.New("goods not found")
+
 // eventsKeepAlive is how often an idle /events stream sends a comment.
 const eventsKeepAlive = 15 * time.Second
 
@@ -78,24 +82,26 @@ type sample struct {
 
 // Snapshot is what the page draws, sent every poll.
 type Snapshot struct {
-	At         time.Time           `json:"at"`
-	GoodsID    int64               `json:"goods_id"`
-	Stack      string              `json:"stack"`
-	Nginx      string              `json:"nginx"`
-	Proxy      bool                `json:"proxy"`
-	Audit      *stock.Audit        `json:"audit"` // nil when no instance answered
-	SalesPerS  float64             `json:"sales_per_s"`
-	Rates      []float64           `json:"rates"` // sales per second, one per poll, oldest first
-	Instances  []InstanceView      `json:"instances"`
-	Strategy   *StrategyView       `json:"strategy"` // the first answering instance's
-	Disagree   bool                `json:"disagree"`
-	Lock       LockView            `json:"lock"`
-	Timeline   TimelineView        `json:"timeline"`
-	Faults     []stack.ActiveFault `json:"faults"`
-	Targets    []string            `json:"targets"` // components a pause can take
-	Strategies []StrategyInfo      `json:"strategies"`
-	Burst      *burstStatus        `json:"burst,omitempty"`
-	Errors     []string            `json:"errors"`
+	At      time.Time    `json:"at"`
+	GoodsID int64        `json:"goods_id"`
+	Stack   string       `json:"stack"`
+	Nginx   string       `json:"nginx"`
+	Proxy   bool         `json:"proxy"`
+	Audit   *stock.Audit `json:"audit"` // nil when no instance answered
+	// GoodsMissing: the instances answered that the goods does not exist.
+	GoodsMissing bool                `json:"goods_missing"`
+	SalesPerS    float64             `json:"sales_per_s"`
+	Rates        []float64           `json:"rates"` // sales per second, one per poll, oldest first
+	Instances    []InstanceView      `json:"instances"`
+	Strategy     *StrategyView       `json:"strategy"` // the first answering instance's
+	Disagree     bool                `json:"disagree"`
+	Lock         LockView            `json:"lock"`
+	Timeline     TimelineView        `json:"timeline"`
+	Faults       []stack.ActiveFault `json:"faults"`
+	Targets      []string            `json:"targets"` // components a pause can take
+	Strategies   []StrategyInfo      `json:"strategies"`
+	Burst        *burstStatus        `json:"burst,omitempty"`
+	Errors       []string            `json:"errors"`
 }
 
 // InstanceView is one instance as the dashboard saw it this poll.
@@ -174,7 +180,8 @@ type TimelineView struct {
 	Lanes    []string      `json:"lanes"`
 	Sections []SectionView `json:"sections"`
 	Overlaps [][2]float64  `json:"overlaps"` // overlapping intervals
-	// Overlapping counts the sections of the window that overlap another.
+	// Overlapping counts the sections of the window that overlap another;
+	// Overlaps are the merged intervals where they do.
 	Overlapping int `json:"overlapping"`
 }
 
@@ -365,6 +372,9 @@ func (s *Server) adminGet(ctx context.Context, base, path, token string, out any
 	if err != nil {
 		return nil, fmt.Errorf("GET %s%s: %w", base, path, err)
 	}
+	if resp.StatusCode == http.StatusNotFound && strings.Contains(string(b), `"goods_not_found"`) {
+		return nil, errGoodsNotFound
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s%s: %s %s", base, path, resp.Status, firstLine(string(b)))
 	}
@@ -439,7 +449,7 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 	}
 
 	insts := st.Instances()
-	pctx, cancel := context.WithTimeout(ctx, max(s.opts.Poll, time.Second))
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	polls := make([]poll, len(insts))
 	var wg sync.WaitGroup
@@ -470,12 +480,20 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 		snap.Instances = append(snap.Instances, iv)
 	}
 	// The audit from the first instance that answered.
+	actx, acancel := context.WithTimeout(ctx, time.Second)
+	defer acancel()
 	for i, c := range insts {
 		if polls[i].err != nil {
 			continue
 		}
 		var a stock.Audit
-		if _, err := s.adminGet(pctx, c.URL(), "/admin/audit?goods_id="+itoa(s.opts.GoodsID), st.AdminToken, &a); err != nil {
+		_, err := s.adminGet(actx, c.URL(), "/admin/audit?goods_id="+itoa(s.opts.GoodsID), st.AdminToken, &a)
+		if errors.Is(err, errGoodsNotFound) {
+			snap.GoodsMissing = true
+			snap.Errors = append(snap.Errors, fmt.Sprintf("goods %d does not exist yet: press Reset to create it", s.opts.GoodsID))
+			break
+		}
+		if err != nil {
 			snap.Errors = append(snap.Errors, "audit: "+err.Error())
 			continue
 		}
@@ -486,12 +504,12 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 		}
 		break
 	}
-	if snap.Audit == nil && len(insts) > 0 {
+	if snap.Audit == nil && !snap.GoodsMissing && len(insts) > 0 {
 		snap.Errors = append(snap.Errors, "no instance answered: the stock figures are not current")
 	}
 
 	s.mu.Lock()
-	snap.Burst = s.burst
+	snap.Burst = s.burst.clone()
 	if snap.Audit != nil {
 		s.rates(&snap, total)
 	}
@@ -577,10 +595,21 @@ func timeline(evs []stock.Event, lanes []string, nowNS int64) TimelineView {
 	tv := TimelineView{WindowMS: float64(Window.Milliseconds()), Lanes: slices.Clone(lanes), Sections: []SectionView{}, Overlaps: [][2]float64{}}
 	secs := lockcheck.Sections(evs)
 	red := map[[2]string]bool{}
+	var spans [][2]int64
 	for _, o := range lockcheck.Overlaps(secs) {
 		red[[2]string{o.A.Instance, o.A.Purchase}] = true
 		red[[2]string{o.B.Instance, o.B.Purchase}] = true
-		tv.Overlaps = append(tv.Overlaps, [2]float64{rel(o.FromNS, nowNS), rel(o.ToNS, nowNS)})
+		spans = append(spans, [2]int64{o.FromNS, o.ToNS})
+	}
+	// The overlapping intervals merged (n racing purchases make up to
+	// n² pairs).
+	slices.SortFunc(spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	for _, sp := range spans {
+		if n := len(tv.Overlaps); n > 0 && rel(sp[0], nowNS) <= tv.Overlaps[n-1][1] {
+			tv.Overlaps[n-1][1] = max(tv.Overlaps[n-1][1], rel(sp[1], nowNS))
+			continue
+		}
+		tv.Overlaps = append(tv.Overlaps, [2]float64{rel(sp[0], nowNS), rel(sp[1], nowNS)})
 	}
 	lane := map[string]int{}
 	for i, n := range tv.Lanes {
@@ -606,8 +635,14 @@ func timeline(evs []stock.Event, lanes []string, nowNS int64) TimelineView {
 		tv.Sections = append(tv.Sections, SectionView{Lane: l, A: relp(sec.AcquiredNS, nowNS), R: relp(sec.ReadNS, nowNS),
 			E: relp(sec.EndNS, nowNS), L: relp(sec.ReleasedNS, nowNS), OK: sec.Committed, Red: r})
 	}
+	if n := len(tv.Sections); n > maxSections { // the latest ones
+		tv.Sections = tv.Sections[n-maxSections:]
+	}
 	return tv
 }
+
+// maxSections bounds the sections a snapshot carries.
+const maxSections = 2000
 
 // rel is t relative to now in ms, rounded to 10 µs.
 func rel(t, now int64) float64 { return math.Round(float64(t-now)/1e4) / 100 }

@@ -206,6 +206,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.method(w, r, http.MethodGet) {
 			writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "stack": s.opts.Dir, "goods_id": s.opts.GoodsID})
 		}
+	case "/favicon.ico":
+		w.WriteHeader(http.StatusNoContent)
 	case "/events":
 		if s.method(w, r, http.MethodGet) {
 			s.serveEvents(w, r)
