@@ -50,10 +50,11 @@ func runUp(ctx context.Context, args []string) error {
 	topology := fs.String("topology", stack.DefaultTopology, "single: one etcd, one ZooKeeper; ha: also a Redis primary+replica under 3 Sentinels, 3 etcd members, 3 ZooKeeper members")
 	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port: redis B+1..B+5, etcd B+20/B+21, zookeeper B+30, mariadb B+40, nginx B+80, instances B+101..;\n"+
 		"ha: redis-primary B+6, redis-replica B+7, sentinel-1..3 B+8..B+10, etcd-K B+20+2K (client)/B+21+2K (peer),\n"+
-		"zookeeper-K B+28+3K (client)/B+29+3K (peer)/B+30+3K (election), i.e. B+31..B+39")
+		"zookeeper-K B+28+3K (client)/B+29+3K (peer)/B+30+3K (election), i.e. B+31..B+39; dashboard B+88")
 	binary := fs.String("binary", "", "seckill binary the instances run (default: this one)")
 	backendList := fs.String("backends", "", "comma-separated servers to start: redis, etcd, zookeeper, mysql (mysql always; default all);\n"+
 		"the strategies of the others answer 503 backend_unavailable")
+	dashboard := fs.Bool("dashboard", true, "start the live dashboard (component \"dashboard\", http://127.0.0.1:B+88; --dashboard=false: none)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func runUp(ctx context.Context, args []string) error {
 	}
 	o := stack.Options{
 		Dir: *dir, BasePort: *basePort, Topology: *topology, Proxy: *proxy, Strategy: name,
-		Binary: *binary, Out: os.Stdout, Backends: backends,
+		Binary: *binary, Dashboard: *dashboard, Out: os.Stdout, Backends: backends,
 	}
 	if setFlags(fs)["instances"] {
 		o.Instances = *instances

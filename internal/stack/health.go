@@ -222,6 +222,8 @@ func checkComponent(ctx context.Context, st *State, c Component) error {
 		return checkInstance(ctx, c)
 	case KindNginx:
 		return checkNginx(ctx, c.URL(), st.InstanceNames())
+	case KindDashboard:
+		return checkDashboard(ctx, c.URL())
 	case KindProxy:
 		return checkProxy(c.Addr, len(proxyConfig(st, len(st.Instances()))))
 	}

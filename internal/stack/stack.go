@@ -44,6 +44,7 @@
 //	zookeeper          B+30                                  single only
 //	mariadb            B+40
 //	nginx              B+80
+//	dashboard          B+88   (Options.Dashboard; `seckill up` starts it)
 //	inst-1..inst-N     B+101 .. B+100+N   (N <= MaxInstances)
 //
 // and in the ha topology:
@@ -136,6 +137,7 @@ const (
 	offZooKeeper  = 30
 	offMySQL      = 40
 	offNginx      = 80
+	offDashboard  = 88  // the live dashboard (`seckill dashboard`)
 	offInstance   = 100 // inst-K listens on B+100+K
 )
 
@@ -153,6 +155,7 @@ const (
 	KindMySQL     Kind = "mysql"
 	KindInstance  Kind = "instance"
 	KindNginx     Kind = "nginx"
+	KindDashboard Kind = "dashboard"
 )
 
 // Sentinel errors.

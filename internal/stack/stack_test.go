@@ -386,7 +386,7 @@ func TestStackPorts(t *testing.T) {
 		{TopologyHA, RedisCount + 2 + HAMembers + 2*HAMembers + 3*HAMembers + 2 + 3},
 	} {
 		t.Run(tc.topology, func(t *testing.T) {
-			ps := stackPorts(tc.topology, base, 3, false)
+			ps := stackPorts(tc.topology, base, 3, false, false)
 			if len(ps) != tc.count {
 				t.Errorf("%d ports, want %d: %v", len(ps), tc.count, ps)
 			}
@@ -444,7 +444,7 @@ func TestShellQuote(t *testing.T) {
 func portsInUse(base, instances int) []int {
 	var out []int
 	seen := map[int]bool{}
-	for _, p := range append(stackPorts(TopologySingle, base, instances, true), stackPorts(TopologyHA, base, instances, true)...) {
+	for _, p := range append(stackPorts(TopologySingle, base, instances, true, true), stackPorts(TopologyHA, base, instances, true, true)...) {
 		if seen[p.port] {
 			continue
 		}

@@ -277,8 +277,8 @@ func Logs(w io.Writer, dir, name string, n int) error {
 	return err
 }
 
-// Down stops every component of the stack in dir (nginx, then the
-// instances, then the servers), by process group, and removes state.json and
+// Down stops every component of the stack in dir (the dashboard, nginx
+// and the instances, then the servers), by process group, and removes state.json and
 // env.sh. A stack that is not running is not an error: it says so on out.
 func Down(ctx context.Context, dir string, out io.Writer) error {
 	if out == nil {
@@ -311,7 +311,7 @@ func Down(ctx context.Context, dir string, out io.Writer) error {
 		if alive(c) {
 			running++
 		}
-		if c.Kind == KindNginx || c.Kind == KindInstance {
+		if c.Kind == KindNginx || c.Kind == KindInstance || c.Kind == KindDashboard {
 			front = append(front, c)
 		} else {
 			back = append(back, c)

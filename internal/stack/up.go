@@ -57,6 +57,10 @@ type Options struct {
 	// the strategies that need them answer 503 backend_unavailable.
 	// BackendMySQL is always needed.
 	Backends []Backend
+	// Dashboard starts the live dashboard (component "dashboard", `seckill
+	// dashboard`) on B+88 after nginx. `seckill up` turns it on; it is
+	// idle (polls nothing) while no browser watches it.
+	Dashboard bool
 }
 
 func (o Options) normalize() (Options, error) {
@@ -137,10 +141,13 @@ type portUse struct {
 }
 
 // stackPorts lists the ports of the stack of the given topology.
-func stackPorts(topology string, base, instances int, proxy bool) []portUse {
+func stackPorts(topology string, base, instances int, proxy, dashboard bool) []portUse {
 	var ps []portUse
 	if proxy {
 		ps = append(ps, portUse{base + offProxy, "proxy API"})
+	}
+	if dashboard {
+		ps = append(ps, portUse{base + offDashboard, DashboardName})
 	}
 	for k := 1; k <= RedisCount; k++ {
 		ps = append(ps, portUse{base + offRedis + k, "redis-" + itoa(k)})
@@ -305,7 +312,7 @@ func (r *runner) healthy(name string) {
 // nginx last), then by number.
 func componentRank(c Component) (int, int) {
 	ranks := map[Kind]int{KindRedis: 0, KindRedisHA: 1, KindSentinel: 2, KindEtcd: 3, KindEtcdMember: 3,
-		KindZooKeeper: 4, KindZKMember: 4, KindMySQL: 5, KindProxy: 6, KindInstance: 7, KindNginx: 8}
+		KindZooKeeper: 4, KindZKMember: 4, KindMySQL: 5, KindProxy: 6, KindInstance: 7, KindNginx: 8, KindDashboard: 9}
 	if c.Name == redisReplicaName {
 		return ranks[c.Kind], 1
 	}
@@ -382,7 +389,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPorts(portsOf(stackPorts(o.Topology, o.BasePort, o.Instances, o.Proxy), o.Backends)); err != nil {
+	if err := checkPorts(portsOf(stackPorts(o.Topology, o.BasePort, o.Instances, o.Proxy, o.Dashboard), o.Backends)); err != nil {
 		return nil, err
 	}
 	tokPath, tokSource, tok, err := adminToken(o.Dir, o.AdminToken)
@@ -467,7 +474,13 @@ func (r *runner) up(ctx context.Context, o Options, paths Tools) error {
 	if err := r.startInstances(ctx, o, insts[1:]); err != nil {
 		return err
 	}
-	return r.startNginx(ctx, o, paths)
+	if err := r.startNginx(ctx, o, paths); err != nil {
+		return err
+	}
+	if o.Dashboard {
+		return r.startDashboard(ctx, o)
+	}
+	return nil
 }
 
 func (r *runner) startRedis(ctx context.Context, o Options, paths Tools, k int) error {

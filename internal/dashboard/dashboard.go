@@ -1,0 +1,345 @@
+// Package dashboard is the lab's live dashboard for workshops (`seckill
+// dashboard`, started by `seckill up` as the stack component "dashboard").
+//
+// It serves one HTML page, every asset embedded (plain JS, inline SVG and
+// CSS, no external URL), fed by server-sent events from GET /events. While
+// at least one browser watches, the server subscribes to every instance's
+// lock events (GET /admin/events) and every Poll it reads each instance's
+// /metrics and GET /admin/strategy and the goods' audit, and sends one
+// snapshot: stock left, sold, sales per second, the oversold counter, sales
+// per instance, lock wait and hold, a race timeline of the last few seconds
+// of critical sections (bench/lockcheck's sections and overlaps) and the
+// strategy of each instance. Without a watcher it polls nothing.
+//
+// The instructor's buttons are POST endpoints taking JSON; each validates
+// its input and answers errors as a status and {"error", "detail"}:
+//
+//	POST /api/strategy {name, work_delay, lock_ttl, lock_wait, fencing, watchdog, local_queue, lease_check}
+//	                   PUT to every instance, then read back and compared
+//	POST /api/reset    {stock}: resets the goods (orders deleted, locks cleared)
+//	POST /api/burst    {requests, concurrency, qty}: purchases fired at nginx,
+//	                   each with a fresh Idempotency-Key, bounded in time
+//	POST /api/fault    {kind: pause|partition|heal, target, for}: internal/stack's faults
+//
+// The instances, nginx and the admin token come from the run directory
+// (internal/stack's Load), read again at every poll so a re-scaled fleet is
+// followed.
+package dashboard
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// Defaults of Options.
+const (
+	DefaultGoodsID = 1
+	DefaultPoll    = 500 * time.Millisecond
+	// Window is how far back the race timeline and the lock figures look.
+	Window = 5 * time.Second
+)
+
+// Limits of the buttons' input.
+const (
+	MaxStock       = 1_000_000
+	MaxBurst       = 5000
+	MaxConcurrency = 200
+	MaxQty         = 100
+	MaxFaultFor    = 30 * time.Second
+	// BurstTimeout bounds a whole burst; the purchases still in flight
+	// then are cancelled and counted as "timeout".
+	BurstTimeout = 30 * time.Second
+	maxBody      = 4 << 10
+)
+
+// ErrInvalidOption is returned by New for options that cannot work.
+var ErrInvalidOption = errors.New("invalid dashboard option")
+
+//go:embed page.html
+var page []byte
+
+// Options configure the dashboard.
+type Options struct {
+	// Dir is the stack's run directory (default stack.DefaultDir).
+	Dir string
+	// Addr is the listen address of Serve (default 127.0.0.1:B+88).
+	Addr string
+	// GoodsID is the goods shown, reset and bought (default 1).
+	GoodsID int64
+	// Poll is the polling period while a browser watches (default 500 ms).
+	Poll time.Duration
+	// Out receives the server's log lines (default stderr).
+	Out io.Writer
+}
+
+// Server is the dashboard: an http.Handler plus the collector that Run
+// drives.
+type Server struct {
+	opts   Options
+	log    *log.Logger
+	client *http.Client // polls and admin calls: bounded
+	buyer  *http.Client // the burst's purchases
+
+	mu      sync.Mutex
+	st      *stack.State
+	clients map[chan []byte]struct{}
+	last    []byte // the latest snapshot, sent to a new client first
+	wake    chan struct{}
+	events  *eventLog
+	subs    map[string]context.CancelFunc // instance URL -> its event stream
+	hist    []sample                      // recent polls, for the rates
+	rate    []float64                     // sales per second, one per poll (sparkline)
+	burst   *burstStatus
+	faults  map[string]time.Time // dashboard faults on: "kind target" -> end
+
+	bursting atomic.Bool
+	baseCtx  context.Context
+	ending   sync.WaitGroup // faults waiting to be ended
+}
+
+// New checks opts and loads the stack's state from opts.Dir.
+func New(opts Options) (*Server, error) {
+	if opts.Dir == "" {
+		opts.Dir = stack.DefaultDir
+	}
+	if opts.GoodsID == 0 {
+		opts.GoodsID = DefaultGoodsID
+	}
+	if opts.GoodsID < 0 {
+		return nil, fmt.Errorf("%w: --goods %d: want a positive goods id", ErrInvalidOption, opts.GoodsID)
+	}
+	if opts.Poll == 0 {
+		opts.Poll = DefaultPoll
+	}
+	if opts.Poll < 50*time.Millisecond || opts.Poll > 10*time.Second {
+		return nil, fmt.Errorf("%w: --poll %s: want 50ms..10s", ErrInvalidOption, opts.Poll)
+	}
+	if opts.Out == nil {
+		opts.Out = os.Stderr
+	}
+	st, err := stack.Load(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	opts.Dir = st.Dir
+	if opts.Addr == "" {
+		opts.Addr = st.DashboardAddr()
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = MaxConcurrency
+	return &Server{
+		opts:    opts,
+		log:     log.New(opts.Out, "dashboard: ", log.LstdFlags),
+		client:  &http.Client{Timeout: 2 * time.Second},
+		buyer:   &http.Client{Transport: tr, Timeout: 15 * time.Second},
+		st:      st,
+		clients: map[chan []byte]struct{}{},
+		wake:    make(chan struct{}, 1),
+		events:  newEventLog(2 * Window),
+		subs:    map[string]context.CancelFunc{},
+		faults:  map[string]time.Time{},
+		baseCtx: context.Background(),
+	}, nil
+}
+
+// Addr is the address Serve listens on.
+func (s *Server) Addr() string { return s.opts.Addr }
+
+// Serve runs the dashboard of the stack in opts.Dir on opts.Addr until ctx
+// is done.
+func Serve(ctx context.Context, opts Options) error {
+	s, err := New(opts)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("dashboard: listen on %s (pass --addr to move it): %w", s.opts.Addr, err)
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
+	s.mu.Lock()
+	s.baseCtx = ctx
+	s.mu.Unlock()
+	go s.Run(ctx)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	s.log.Printf("serving the stack in %s on http://%s/ (goods %d)", s.opts.Dir, ln.Addr(), s.opts.GoodsID)
+	err = srv.Serve(ln)
+	s.ending.Wait() // a fault it made ends before it exits
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("dashboard: serve: %w", err)
+	}
+	return nil
+}
+
+// ServeHTTP routes the dashboard's endpoints.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/":
+		if s.method(w, r, http.MethodGet) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			_, _ = w.Write(page)
+		}
+	case "/healthz":
+		if s.method(w, r, http.MethodGet) {
+			writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "stack": s.opts.Dir, "goods_id": s.opts.GoodsID})
+		}
+	case "/favicon.ico":
+		w.WriteHeader(http.StatusNoContent)
+	case "/events":
+		if s.method(w, r, http.MethodGet) {
+			s.serveEvents(w, r)
+		}
+	case "/api/snapshot":
+		if s.method(w, r, http.MethodGet) {
+			s.mu.Lock()
+			b := s.last
+			s.mu.Unlock()
+			if b == nil {
+				b = s.snapshot(r.Context())
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(b)
+		}
+	case "/api/strategy":
+		s.post(w, r, s.handleStrategy)
+	case "/api/reset":
+		s.post(w, r, s.handleReset)
+	case "/api/burst":
+		s.post(w, r, s.handleBurst)
+	case "/api/fault":
+		s.post(w, r, s.handleFault)
+	default:
+		fail(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
+	}
+}
+
+// method answers 405 unless r uses want.
+func (s *Server) method(w http.ResponseWriter, r *http.Request, want string) bool {
+	if r.Method == want || (want == http.MethodGet && r.Method == http.MethodHead) {
+		return true
+	}
+	w.Header().Set("Allow", want)
+	fail(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed here; use "+want)
+	return false
+}
+
+// post checks what every button's request has in common (POST, same
+// origin, a JSON body of at most 4 KiB) and calls h with the body.
+func (s *Server) post(w http.ResponseWriter, r *http.Request, h func(w http.ResponseWriter, r *http.Request, body []byte)) {
+	if !s.method(w, r, http.MethodPost) {
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		if u, err := url.Parse(o); err != nil || u.Host != r.Host {
+			fail(w, http.StatusForbidden, "cross_origin", "the dashboard's buttons only answer its own page")
+			return
+		}
+	}
+	ct := r.Header.Get("Content-Type")
+	if mt, _, _ := strings.Cut(ct, ";"); strings.TrimSpace(strings.ToLower(mt)) != "application/json" {
+		fail(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "send Content-Type: application/json")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		fail(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body must be at most %d bytes", maxBody))
+		return
+	}
+	if err != nil {
+		fail(w, http.StatusBadRequest, "invalid_json", "reading the body: "+err.Error())
+		return
+	}
+	h(w, r, body)
+}
+
+// decode reads body, a JSON object whose keys are all among fields, into
+// dst (a struct of pointer fields), and answers 400 otherwise.
+func decode(w http.ResponseWriter, body []byte, dst any, fields ...string) bool {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		fail(w, http.StatusBadRequest, "invalid_json", "the body must be a JSON object")
+		return false
+	}
+	for k := range raw {
+		if !contains(fields, k) {
+			fail(w, http.StatusBadRequest, "invalid_field", fmt.Sprintf("unknown field %q; the fields are %s", k, strings.Join(fields, ", ")))
+			return false
+		}
+	}
+	if err := json.Unmarshal(body, dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			fail(w, http.StatusBadRequest, "invalid_field", fmt.Sprintf("field %q must be a %s", te.Field, te.Type))
+			return false
+		}
+		fail(w, http.StatusBadRequest, "invalid_json", strings.TrimPrefix(err.Error(), "json: "))
+		return false
+	}
+	return true
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// fail writes a JSON error.
+func fail(w http.ResponseWriter, status int, code, detail string) {
+	body := map[string]any{"error": code}
+	if detail != "" {
+		body["detail"] = detail
+	}
+	writeJSON(w, status, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// state returns the stack's state, read again from the run directory (the
+// fleet may have been re-scaled); on a read error the last good one.
+func (s *Server) state() (*stack.State, error) {
+	st, err := stack.Load(s.opts.Dir)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		return s.st, err
+	}
+	s.st = st
+	return st, nil
+}
+
+// goodsKey is the lock key of the dashboard's goods.
+func (s *Server) goodsKey() string { return stock.LockKey(s.opts.GoodsID) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
