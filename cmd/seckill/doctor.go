@@ -11,7 +11,7 @@ import (
 // the stack needs is missing.
 func runDoctor(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("doctor")
-	backendList := fs.String("backends", "", "the servers `up --backends` would start (default all): only their tools must be there")
+	backendList := fs.String("backends", "", "the servers up --backends would start (default all): only their tools must be there")
 	noVersions := fs.Bool("no-versions", false, "do not run each program for its version")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -15,10 +15,8 @@ import (
 	"github.com/seckill-lab/seckill/stock"
 )
 
-// These tests use the stack of SECKILL_STACK_DIR (`seckill up --dir
-// .seckill-cli --base-port 18000`, then source its env.sh); they re-scale
-// it and switch its strategy, and put both back. Run them alone (-p 1):
-// they change the fleet other packages' tests use.
+// These tests use the package's own stack (TestMain); they re-scale it and
+// switch its strategy, and put both back.
 
 func testStack(t *testing.T) (string, democli.Fleet) {
 	t.Helper()
@@ -37,14 +35,14 @@ func TestStatusShowsCurrentStrategy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	t.Cleanup(func() { _, _ = f.SetStrategy(context.Background(), stock.DefaultConfig(stock.None)) })
-	fenced := stock.DefaultConfig(stock.Etcd)
+	fenced := stock.DefaultConfig(stock.Redis)
 	fenced.Fencing = true
 	tests := []struct {
 		cfg  stock.Config
 		want string
 	}{
 		{stock.DefaultConfig(stock.SQLAtomic), stock.SQLAtomic},
-		{fenced, stock.Etcd + " (fencing)"},
+		{fenced, stock.Redis + " (fencing)"},
 	}
 	for _, tt := range tests {
 		if _, err := f.SetStrategy(ctx, tt.cfg); err != nil {

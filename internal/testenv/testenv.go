@@ -46,6 +46,12 @@ const (
 	AdminToken    = config.EnvAdminToken
 )
 
+// Variables are the names of every variable above.
+func Variables() []string {
+	return []string{RedisAddrs, EtcdEndpoints, ZKServers, MySQLDSN, NginxURL, InstanceURLs, StackDir, AdminToken,
+		config.EnvSentinels, config.EnvRedisMaster}
+}
+
 // InCI reports whether the tests run under CI (CI=true), where a missing
 // server is a failure, never a skip.
 func InCI() bool {
