@@ -664,7 +664,11 @@ type SkippedBackend struct {
 	Strategy string `json:"strategy"`
 	// Server is the server it lives on.
 	Server string `json:"server"`
+	// Reason says what happened in words a client may see; Detail is the
+	// backend's own error, for the instance's log only (it carries
+	// addresses).
 	Reason string `json:"reason"`
+	Detail string `json:"-"`
 }
 
 // ResetReport says what Reset could not clear.
@@ -734,7 +738,11 @@ func (s *Service) Reset(ctx context.Context, goodsID, stock int64) (ResetReport,
 			continue
 		}
 		info, _ := Lookup(c.strategy)
-		rep.Skipped = append(rep.Skipped, SkippedBackend{Strategy: c.strategy, Server: string(info.Server), Reason: errs[i].Error()})
+		reason := "the server refused or failed (the instance log has the error)"
+		if errors.Is(errs[i], context.DeadlineExceeded) {
+			reason = fmt.Sprintf("the server did not answer within %s", resetClearTimeout)
+		}
+		rep.Skipped = append(rep.Skipped, SkippedBackend{Strategy: c.strategy, Server: string(info.Server), Reason: reason, Detail: errs[i].Error()})
 	}
 	slices.SortFunc(rep.Skipped, func(a, b SkippedBackend) int { return strings.Compare(a.Strategy, b.Strategy) })
 	return rep, nil

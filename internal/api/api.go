@@ -370,7 +370,7 @@ func (h *handler) reset(c *gin.Context) {
 		skipped = []stock.SkippedBackend{}
 	}
 	for _, sk := range skipped {
-		h.Log.Printf("reset goods %d: skipped %s (%s): %s", *b.GoodsID, sk.Strategy, sk.Server, sk.Reason)
+		h.Log.Printf("reset goods %d: skipped %s (%s): %s", *b.GoodsID, sk.Strategy, sk.Server, sk.Detail)
 	}
 	c.JSON(http.StatusOK, gin.H{"goods_id": *b.GoodsID, "stock": *b.Stock, "skipped": skipped})
 }

@@ -20,7 +20,9 @@ import (
 
 	"golang.org/x/net/websocket"
 
+	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // browserGoods is the browser test's own goods: the other packages' tests
@@ -33,8 +35,8 @@ const browserGoods = 4242
 // must show the new stock, "Burst" must move the stock and sales counters
 // and draw the race timeline, and the page must log no error. It saves
 // screenshots (1280x720) in the test's temp dir and as
-// /tmp/dash-shot-*.png. It does not switch the fleet's strategy (other
-// tests use the stack); it buys under whatever strategy runs.
+// /tmp/dash-shot-*.png. It runs on the package's own stack (TestMain),
+// set to redis, so every purchase records lock events for the timeline.
 func TestDashboardInBrowser(t *testing.T) {
 	dir := testenv.Get(t, testenv.StackDir)
 	bin := testenv.Binary(t, "chromium")
@@ -52,6 +54,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	defer srv.CloseClientConnections() // the page's event stream
 
 	tmp := t.TempDir()
+	f, err := democli.FromStack(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.SetStrategy(ctx, stock.DefaultConfig(stock.Redis)); err != nil {
+		t.Fatal(err)
+	}
 	b := startBrowser(t, ctx, bin, tmp)
 	b.call(t, "Page.enable", nil)
 	b.call(t, "Runtime.enable", nil)

@@ -61,6 +61,9 @@ type Options struct {
 	// dashboard`) on B+88 after nginx. `seckill up` turns it on; it is
 	// idle (polls nothing) while no browser watches it.
 	Dashboard bool
+	// Finder is where the servers are looked for. Default nil: this
+	// machine (SystemFinder: $PATH, then the packages' known places).
+	Finder *Finder
 }
 
 func (o Options) normalize() (Options, error) {
@@ -385,7 +388,11 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		return nil, err
 	}
 
-	paths, err := findTools(o.Backends)
+	finder := SystemFinder()
+	if o.Finder != nil {
+		finder = *o.Finder
+	}
+	paths, err := finder.Find(o.Backends)
 	if err != nil {
 		return nil, err
 	}
