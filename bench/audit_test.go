@@ -182,11 +182,22 @@ func TestParseStrategies(t *testing.T) {
 		{"nope", 0, true},
 		{"all,redis", 0, true},
 		{",", 0, true},
+		{"correct", len(Strategies()) - 7, false},
+		{"flawed", 7, false},
 	}
 	for _, tt := range tests {
 		got, err := ParseStrategies(tt.in)
 		if (err != nil) != tt.wantErr || len(got) != tt.want {
 			t.Errorf("ParseStrategies(%q) = %v, %v; want %d names, err %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+	for _, group := range []string{"correct", "flawed"} {
+		names, _ := ParseStrategies(group)
+		for _, n := range names {
+			info, _ := stock.Lookup(n)
+			if info.Flawed != (group == "flawed") {
+				t.Errorf("group %s holds %s (flawed %v)", group, n, info.Flawed)
+			}
 		}
 	}
 	if len(Strategies()) != 17 {

@@ -57,10 +57,13 @@ func ExpectedCorrect(s string, st Setting) bool {
 
 // ParseStrategies turns a strategies list ("all" or a comma-separated
 // list) into a list of known names, in the order given, without duplicates.
-func ParseStrategies(v string) ([]string, error) {
+func ParseStrategies(v string) ([]string, error) { // groups: see strategyGroups
 	v = strings.TrimSpace(v)
 	if v == "" || v == "all" {
 		return Strategies(), nil
+	}
+	if g, ok := strategyGroups[v]; ok {
+		return g(), nil
 	}
 	var out []string
 	for _, p := range strings.Split(v, ",") {
@@ -72,7 +75,7 @@ func ParseStrategies(v string) ([]string, error) {
 			return nil, fmt.Errorf("strategies: \"all\" cannot be combined with other names")
 		}
 		if !slices.Contains(Strategies(), p) {
-			return nil, fmt.Errorf("unknown strategy %q; valid: all, %s", p, strings.Join(Strategies(), ", "))
+			return nil, fmt.Errorf("unknown strategy %q; valid: all, correct, flawed, or %s", p, strings.Join(Strategies(), ", "))
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
@@ -96,4 +99,11 @@ func Queued() []string {
 func Locker(s string) bool {
 	info, ok := stock.Lookup(s)
 	return ok && info.Kind == stock.KindLocker
+}
+
+// strategyGroups are the names --strategies takes for a group: "correct"
+// (every strategy that is not deliberately flawed) and "flawed".
+var strategyGroups = map[string]func() []string{
+	"correct": func() []string { return stock.Names(func(s stock.Strategy) bool { return !s.Flawed }) },
+	"flawed":  func() []string { return stock.Names(func(s stock.Strategy) bool { return s.Flawed }) },
 }

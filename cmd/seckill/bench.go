@@ -19,7 +19,7 @@ import (
 // lives in package bench.
 func runBench(ctx context.Context, args []string) error {
 	fs := newFlagSet("bench")
-	strategies := newAliasFlag(fs, "strategies", "strategy", "all", "strategies to run: all, or a comma-separated list of "+strings.Join(bench.Strategies(), ", "))
+	strategies := newAliasFlag(fs, "strategies", "strategy", "all", "strategies to run: all, correct (the ones not deliberately flawed), flawed, or a comma-separated list of "+strings.Join(bench.Strategies(), ", "))
 	initial := fs.Int("stock", bench.DefaultStock, "initial stock of the goods")
 	requests := fs.Int("requests", bench.DefaultRequests, "purchases per run")
 	concurrency := fs.Int("concurrency", bench.DefaultConcurrency, "concurrent workers (closed model) or worker cap (with --rate)")
