@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# perf (`make perf`): the README's performance section from one command,
+# against the local stack (`make up`; DIR=.seckill):
+#   1. the database ceiling (the purchase transaction straight at MariaDB)
+#      and every correct strategy's sales per second as a fraction of it,
+#      each distributed lock with and without the local queue, at 50
+#      clients, in crossed rounds;
+#   2. the scaling sweep 1, 10, 50, 200 clients of the locks and sql-atomic;
+#   3. batching: redis with B = 1, 4, 16, 64 purchases per lock hold against
+#      sql-atomic, at 200 clients.
+# Each step is one `seckill bench`; their tables go to the README block
+# "perf" (scripts/readme-block.sh) and the reports stay under results/perf-*/.
+#   make perf [DIR=.seckill] [REPEAT=2] [SEED=7]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${DIR:-.seckill}
+REPEAT=${REPEAT:-2}
+SEED=${SEED:-7}
+BIN=bin/seckill
+OUT=results/perf-$(date +%Y%m%d-%H%M%S)
+mkdir -p "$OUT"
+block="$OUT/readme-perf.md"
+began=$(date +%s)
+
+bench() { # NAME ARGS... : one bench into $OUT/NAME, its table into $OUT/NAME.txt
+	local name=$1; shift
+	echo "perf: $name: $BIN bench $*" >&2
+	"$BIN" bench --dir "$DIR" --seed "$SEED" --out "$OUT/$name" "$@" > "$OUT/$name.txt"
+}
+locks=sql-atomic,mysql-forupdate,mysql-optimistic,mysql-unique,redis,redlock,zookeeper,etcd
+bench compare --strategies correct --compare-queue --repeat "$REPEAT"
+bench sweep --strategies "$locks" --sweep 1,10,50,200 --requests 400 --stock 400
+for b in 1 4 16 64; do
+	bench "batch-$b" --strategies sql-atomic,redis --batch "$b" --concurrency 200 --requests 2000 --stock 2000
+done
+python3 - "$OUT" > "$OUT/batch.txt" <<'PY'
+import json, sys
+out = sys.argv[1]
+print("B    redis ok/s  sql-atomic ok/s  redis / sql-atomic")
+for b in (1, 4, 16, 64):
+    s = {x["strategy"]: x["ok_per_s"]["median"] for x in json.load(open(f"{out}/batch-{b}/report.json"))["summary"]}
+    print(f"{b:<4} {s['redis']:>10.0f}  {s['sql-atomic']:>15.0f}  {s['redis'] / s['sql-atomic']:>18.2f}")
+PY
+wall=$(( $(date +%s) - began ))
+{
+	echo "Measured by \`make perf\` on $(date -u +%Y-%m-%d) ($(nproc) CPUs, $wall s for the three steps; reports in \`$OUT/\`)."
+	echo
+	echo "**1. The ceiling, each correct strategy's fraction of it, and the local queue** (\`seckill bench --strategies correct --compare-queue --repeat $REPEAT --seed $SEED\`: 500 purchases on a stock of 300, 50 clients, rounds in crossed order; medians, min–max in parentheses):"
+	echo
+	echo '```'
+	cat "$OUT/compare.txt"
+	echo '```'
+	echo
+	echo "**2. Scaling** (\`seckill bench --strategies $locks --sweep 1,10,50,200 --requests 400 --stock 400 --seed $SEED\`):"
+	echo
+	echo '```'
+	cat "$OUT/sweep.txt"
+	echo '```'
+	echo
+	echo "**3. Batching** (\`seckill bench --strategies sql-atomic,redis --batch B --concurrency 200 --requests 2000 --stock 2000 --seed $SEED\`, one bench per B, the ratio within each):"
+	echo
+	echo '```'
+	cat "$OUT/batch.txt"
+	echo '```'
+} > "$block"
+scripts/readme-block.sh perf "$block"
