@@ -54,10 +54,12 @@ type StrategyConfig struct {
 	Fencing   bool   `json:"fencing"`
 	// Watchdog, LocalQueue and LeaseCheck are nil to keep the service
 	// default (on).
-	Watchdog   *bool  `json:"watchdog,omitempty"`
-	LocalQueue *bool  `json:"local_queue,omitempty"`
-	LeaseCheck *bool  `json:"lease_check,omitempty"`
-	Instance   string `json:"instance,omitempty"`
+	Watchdog   *bool `json:"watchdog,omitempty"`
+	LocalQueue *bool `json:"local_queue,omitempty"`
+	LeaseCheck *bool `json:"lease_check,omitempty"`
+	// Batch is the most purchases one lock holder sells at once; 0 = off.
+	Batch    int    `json:"batch,omitempty"`
+	Instance string `json:"instance,omitempty"`
 }
 
 // AuditReply is the answer of GET /admin/audit.

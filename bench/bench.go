@@ -41,7 +41,11 @@ type RunResult struct {
 	LockWait        string `json:"lock_wait"`
 	Fencing         bool   `json:"fencing"`
 	NoWatchdog      bool   `json:"no_watchdog"`
-	Seed            int64  `json:"seed"`
+	// Batch is the batch size the run's strategy was set to (0 = off:
+	// the option was not given, or the strategy has no lock holder to
+	// batch; see Options.Batch).
+	Batch int   `json:"batch,omitempty"`
+	Seed  int64 `json:"seed"`
 	// Service is the strategy configuration the fleet reported after the
 	// switch (effective TTL and wait budget).
 	Service     StrategyConfig `json:"service_config"`
@@ -269,6 +273,9 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 	if o.NoLeaseCheck {
 		cfg.LeaseCheck = new(bool)
 	}
+	if o.Batch > 0 && slices.Contains(Batching(), strategy) {
+		cfg.Batch = o.Batch
+	}
 	eff, err := adm.setStrategy(ctx, fleet.Instances, cfg)
 	if err != nil {
 		return RunResult{}, err
@@ -289,7 +296,7 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, strategy st
 		Instances: len(fleet.Instances), InitialStock: o.Stock, Requests: o.Requests,
 		Concurrency: o.Concurrency, Qty: o.Qty, Rate: o.Rate, WorkDelay: o.WorkDelay.String(),
 		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, NoWatchdog: o.NoWatchdog, Seed: o.Seed,
-		Service:            eff,
+		Batch: eff.Batch, Service: eff,
 		AnswersPerInstance: map[string]int{},
 	}
 	name := fmt.Sprintf("%s-%d", strategy, repeat)

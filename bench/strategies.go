@@ -18,6 +18,13 @@ func Strategies() []string { return stock.StrategyNames() }
 // can be told not to (NoWatchdog).
 func Renewing() []string { return stock.Names(func(s stock.Strategy) bool { return s.Renews }) }
 
+// MaxBatch is the largest Options.Batch.
+const MaxBatch = stock.MaxBatch
+
+// Batching lists the strategies a lock holder of which can sell a batch of
+// purchases (Options.Batch).
+func Batching() []string { return stock.Names(stock.Strategy.Batches) }
+
 // Setting is what decides whether a strategy is expected to be correct.
 type Setting struct {
 	Instances int           // instances of the fleet

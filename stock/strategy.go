@@ -16,6 +16,7 @@ const (
 	MinLockTTL      = 100 * time.Millisecond
 	MaxLockTTL      = 10 * time.Minute
 	MaxLockWait     = 2 * time.Minute
+	MaxBatch        = 256
 )
 
 // Config is the runtime deduction setting of one instance.
@@ -59,6 +60,13 @@ type Config struct {
 	// cannot close it: a pause between the check and the COMMIT still
 	// lets a stale holder write. Only fencing closes it.
 	LeaseCheck bool
+	// Batch is the most purchases one lock holder sells in one critical
+	// section and one transaction: purchases of one goods queue up in the
+	// instance, and whoever takes the lock drains up to Batch of them, in
+	// arrival order, reads the stock once and writes it once. 0 or 1 = off.
+	// Default 0. At most MaxBatch; more than 1 only for the locker
+	// strategies that release after the commit.
+	Batch int
 }
 
 // DefaultConfig returns the defaults for strategy name.
@@ -85,6 +93,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fencing needs a lock that supplies tokens; %s does not (use %s)", c.Name, strings.Join(Names(tokens), ", "))
 	case !c.Watchdog && !info.Renews:
 		return fmt.Errorf("watchdog can be turned off only for %s; %s has none to turn off or keeps its session alive on its own", strings.Join(Names(renews), ", "), c.Name)
+	case c.Batch < 0 || c.Batch > MaxBatch:
+		return fmt.Errorf("batch %d out of range [0, %d] (0 or 1 = off)", c.Batch, MaxBatch)
+	case c.Batch > 1 && !info.Batches():
+		return fmt.Errorf("batch applies only to %s; %s has no lock holder to drain a queue (use batch 0)", strings.Join(Names(Strategy.Batches), ", "), c.Name)
 	}
 	return nil
 }
@@ -99,6 +111,7 @@ type configJSON struct {
 	Watchdog   *bool  `json:"watchdog,omitempty"`
 	LocalQueue *bool  `json:"local_queue,omitempty"`
 	LeaseCheck *bool  `json:"lease_check,omitempty"`
+	Batch      int    `json:"batch,omitempty"`
 }
 
 // ConfigFields are the JSON fields of a setting (PUT /admin/strategy).
@@ -114,7 +127,7 @@ func ConfigFields() []string {
 
 // MarshalJSON writes durations as Go duration strings ("250ms").
 func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog, &c.LocalQueue, &c.LeaseCheck})
+	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog, &c.LocalQueue, &c.LeaseCheck, c.Batch})
 }
 
 // UnmarshalJSON reads durations as Go duration strings. Omitted fields
@@ -125,7 +138,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	out := DefaultConfig(w.Name)
-	out.Fencing = w.Fencing
+	out.Fencing, out.Batch = w.Fencing, w.Batch
 	if w.Watchdog != nil {
 		out.Watchdog = *w.Watchdog
 	}

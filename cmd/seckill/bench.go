@@ -33,6 +33,7 @@ func runBench(ctx context.Context, args []string) error {
 	noWatchdog := fs.Bool("no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
 	noEvents := fs.Bool("no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
 	noQueue := fs.Bool("no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
+	batch := fs.Int("batch", 0, fmt.Sprintf("a lock holder sells up to B queued purchases in one critical section and one transaction (0 = off, at most %d); applies to %s, the other strategies run unbatched", bench.MaxBatch, strings.Join(bench.Batching(), ", ")))
 	noLeaseCheck := fs.Bool("no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
 	var faults faultFlags
 	fs.Var(&faults, "fault", "inject KIND:COMPONENT@START+DURATION into every run, e.g. pause:inst-2@5s+5s or kill:redis-1@5s+5s (repeatable; needs --rate and the local stack)")
@@ -79,7 +80,7 @@ func runBench(ctx context.Context, args []string) error {
 		Strategies: names, Stock: *stock, Requests: *requests, Concurrency: *concurrency, Qty: *qty,
 		Rate: *rate, Repeat: *repeat, Seed: *seed, GoodsID: *goods, Instances: *instances,
 		WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing, NoWatchdog: *noWatchdog,
-		NoLocalQueue: *noQueue, NoEvents: *noEvents, NoLeaseCheck: *noLeaseCheck, Faults: faults,
+		NoLocalQueue: *noQueue, NoEvents: *noEvents, NoLeaseCheck: *noLeaseCheck, Batch: *batch, Faults: faults,
 		RequestTimeout: *reqTimeout, RunTimeout: *runTimeout, CalibrateRequests: *calRequests,
 		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
 	}
