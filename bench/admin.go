@@ -60,7 +60,9 @@ type StrategyConfig struct {
 	// ReleasePause is the pause inside a two-command release (only the
 	// strategies whose registry entry has ReleasePause).
 	ReleasePause string `json:"release_pause,omitempty"`
-	Instance     string `json:"instance,omitempty"`
+	// Batch is the most purchases one lock holder sells at once; 0 = off.
+	Batch    int    `json:"batch,omitempty"`
+	Instance string `json:"instance,omitempty"`
 }
 
 // AuditReply is the answer of GET /admin/audit.

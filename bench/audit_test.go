@@ -268,6 +268,10 @@ func TestOptionsValidation(t *testing.T) {
 		{"fault without a faulter", func(o *Options) { o.Rate, o.Faults = 100, []Fault{fault} }, false},
 		{"fault without a rate", func(o *Options) { o.Faults, o.Faulter = []Fault{fault}, recorder(nil) }, false},
 		{"fault past the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 100, []Fault{fault}, recorder(nil) }, false},
+		{"batch on every strategy: applied where it can be", func(o *Options) { o.Batch = 16 }, true},
+		{"batch at its maximum", func(o *Options) { o.Batch = MaxBatch }, true},
+		{"batch too large", func(o *Options) { o.Batch = MaxBatch + 1 }, false},
+		{"negative batch", func(o *Options) { o.Batch = -1 }, false},
 		{"fault inside the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 300, []Fault{fault}, recorder(nil) }, true},
 	}
 	for _, tt := range tests {

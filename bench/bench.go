@@ -53,6 +53,10 @@ type RunResult struct {
 	NoWatchdog   bool   `json:"no_watchdog"`
 	ReleasePause string `json:"release_pause,omitempty"`
 	Seed         int64  `json:"seed"`
+	// Batch is the batch size the run's strategy was set to (0 = off:
+	// the option was not given, or the strategy has no lock holder to
+	// batch; see Options.Batch).
+	Batch int `json:"batch,omitempty"`
 	// Service is the strategy configuration the fleet reported after the
 	// switch (effective TTL and wait budget).
 	Service     StrategyConfig `json:"service_config"`
@@ -443,6 +447,9 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 	if o.NoLeaseCheck {
 		cfg.LeaseCheck = new(bool)
 	}
+	if o.Batch > 0 && slices.Contains(Batching(), strategy) {
+		cfg.Batch = o.Batch
+	}
 	eff, err := adm.setStrategy(ctx, fleet.Instances, cfg)
 	if err != nil {
 		return RunResult{}, err
@@ -481,7 +488,7 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 		Instances: len(fleet.Instances), InitialStock: o.Stock, Requests: o.Requests,
 		Concurrency: rs.Concurrency, Qty: o.Qty, Rate: o.Rate, WorkDelay: o.WorkDelay.String(),
 		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, NoWatchdog: o.NoWatchdog, ReleasePause: durString(o.ReleasePause), Seed: o.Seed,
-		Service:            eff,
+		Batch: eff.Batch, Service: eff,
 		AnswersPerInstance: map[string]int{},
 		Warnings:           warnings,
 	}

@@ -116,6 +116,11 @@ type Options struct {
 	// delete; longer than what is left of LockTTL, it deletes the next
 	// holder's lock. Default 0.
 	ReleasePause time.Duration
+	// Batch has a lock holder sell up to Batch queued purchases in one
+	// critical section and one transaction (stock.Config.Batch). It is
+	// passed to the strategies it applies to (Batching()) and left off for
+	// the others. 0 = off (the service default); at most MaxBatch.
+	Batch int
 	// Faults are injected at fixed times of every run through Faulter; the
 	// run then reports throughput before, during and after them. They need
 	// an open-model Rate. Default none.
@@ -228,6 +233,7 @@ func (o Options) withDefaults() (Options, error) {
 		{o.LockTTL >= 0, "LockTTL must be >= 0"},
 		{o.LockWait >= 0, "LockWait must be >= 0"},
 		{o.ReleasePause >= 0, "ReleasePause must be >= 0"},
+		{o.Batch >= 0 && o.Batch <= MaxBatch, fmt.Sprintf("Batch must be between 0 and %d (0 = off)", MaxBatch)},
 		{o.RequestTimeout > 0, "RequestTimeout must be > 0"},
 		{o.RunTimeout > 0, "RunTimeout must be > 0"},
 		{!o.CompareQueue || !o.NoLocalQueue, "CompareQueue runs each queued strategy with and without the local queue; drop NoLocalQueue"},

@@ -22,6 +22,13 @@ func Renewing() []string { return stock.Names(func(s stock.Strategy) bool { retu
 // Options.ReleasePause between them.
 func Pausing() []string { return stock.Names(func(s stock.Strategy) bool { return s.ReleasePause }) }
 
+// MaxBatch is the largest Options.Batch.
+const MaxBatch = stock.MaxBatch
+
+// Batching lists the strategies a lock holder of which can sell a batch of
+// purchases (Options.Batch).
+func Batching() []string { return stock.Names(stock.Strategy.Batches) }
+
 // Setting is what decides whether a strategy is expected to be correct.
 type Setting struct {
 	Instances int           // instances of the fleet

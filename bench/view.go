@@ -50,6 +50,15 @@ func buildView(rep *Report) view {
 		if len(r.Faults) > 0 {
 			v.Facts = append(v.Facts, fact{"faults", strings.Join(r.Faults, ", ")})
 		}
+		var batched []string
+		for _, r := range rep.Runs {
+			if r.Batch > 0 && r.Repeat <= 1 {
+				batched = append(batched, fmt.Sprintf("%s B=%d", r.Strategy, r.Batch))
+			}
+		}
+		if len(batched) > 0 {
+			v.Facts = append(v.Facts, fact{"batch", "purchases sold per lock hold and transaction, at most: " + strings.Join(batched, ", ") + " (other strategies unbatched)"})
+		}
 	}
 	if rep.CeilingRPS > 0 {
 		v.Facts = append(v.Facts, fact{"generator ceiling", fmt.Sprintf("%.0f req/s (%.1fx the best throughput; want >= %.0fx)", rep.CeilingRPS, rep.CeilingRatio, MinCeilingRatio)})

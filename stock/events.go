@@ -1,6 +1,7 @@
 package stock
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -39,6 +40,10 @@ type Event struct {
 	WaitedNS int64     `json:"waited_ns,omitempty"`
 	Value    *int64    `json:"value,omitempty"`
 	Detail   string    `json:"detail,omitempty"`
+	// Batch is, for a purchase sold in a batch (Config.Batch), the request
+	// id of the batch's leader: the purchases of one instance with the same
+	// Batch share one critical section and one transaction.
+	Batch string `json:"batch,omitempty"`
 }
 
 // MonoNow reads CLOCK_MONOTONIC in nanoseconds.
@@ -127,13 +132,39 @@ type trace struct {
 	strategy string
 	purchase string
 	key      string
+	batch    string // the batch leader's request id, if batched
+	// group, when set, makes this the trace of a whole batch: every event
+	// goes to each member's trace instead.
+	group *traceGroup
+}
+
+// traceGroup is the members of a batch; members join after the lock is
+// taken, while a lease-loss watcher may already emit.
+type traceGroup struct {
+	mu      sync.Mutex
+	members []trace
+}
+
+func (g *traceGroup) add(t trace) {
+	g.mu.Lock()
+	g.members = append(g.members, t)
+	g.mu.Unlock()
 }
 
 func (t trace) emit(kind EventKind, f func(*Event)) {
+	if t.group != nil {
+		t.group.mu.Lock()
+		members := slices.Clone(t.group.members)
+		t.group.mu.Unlock()
+		for _, m := range members {
+			m.emit(kind, f)
+		}
+		return
+	}
 	if t.events == nil {
 		return
 	}
-	ev := Event{Instance: t.instance, Strategy: t.strategy, Purchase: t.purchase, Key: t.key, Kind: kind}
+	ev := Event{Instance: t.instance, Strategy: t.strategy, Purchase: t.purchase, Key: t.key, Kind: kind, Batch: t.batch}
 	if f != nil {
 		f(&ev)
 	}

@@ -348,6 +348,11 @@ func openMutex(_ context.Context, c Clients) (LockBackend, error) {
 	return mutexlock.NewBackend(c.Mutex), nil
 }
 
+// Batches reports whether Config.Batch applies to s: a lock holder that
+// commits before it releases can sell a queue of purchases in one critical
+// section.
+func (s Strategy) Batches() bool { return s.Kind == KindLocker && !s.ReleaseBeforeCommit }
+
 // Strategies returns the registry, in report order. The slice is a copy.
 func Strategies() []Strategy { return slices.Clone(registry) }
 

@@ -87,7 +87,8 @@ type Service struct {
 	lockers map[lockerKey]*sharedLocker
 	closed  bool
 
-	queue *mutexlock.Locker // Config.LocalQueue: one contender per key
+	queue   *mutexlock.Locker // Config.LocalQueue: one contender per key
+	batches batcher           // Config.Batch: the queues of purchases per key
 }
 
 // NewService validates opts and returns a Service.
@@ -435,6 +436,9 @@ func (s *Service) run(ctx context.Context, a *active, d Deduction) (Result, erro
 	}
 	key := LockKey(d.Order.GoodsID)
 	tr := trace{events: s.opts.Events, instance: s.opts.Instance, strategy: cfg.Name, purchase: d.Order.RequestID, key: key}
+	if a.batching() {
+		return s.batched(ctx, a, d, tr)
+	}
 	d.Trace = tr.value
 	return s.runTraced(ctx, a, d, tr)
 }
@@ -465,6 +469,7 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 		// but before the order insert and COMMIT, so the next holder can
 		// read the stock before this write is visible.
 		res, err := st.ReadModifyWrite(ctx, d, func(ctx context.Context) (func(), error) {
+			tr.emit(EventRequested, nil)
 			lease, err := s.acquire(ctx, a, key, tr)
 			if err != nil {
 				return nil, err
@@ -475,6 +480,7 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 		tr.outcome(err)
 		return res, err
 	}
+	tr.emit(EventRequested, nil)
 	lease, err := s.acquire(ctx, a, key, tr)
 	if err != nil {
 		return Result{}, err
@@ -500,7 +506,8 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 	return res, err
 }
 
-// acquire waits for a's lock on key within a.cfg.LockWait. A wait that
+// acquire waits for a's lock on key within a.cfg.LockWait (the caller
+// records EventRequested). A wait that
 // runs out while the backend does not answer is ErrBackendUnavailable, not
 // ErrLockTimeout. While the lock is held, a loss the backend reports is
 // recorded as an event.
@@ -508,7 +515,6 @@ func (s *Service) acquire(ctx context.Context, a *active, key string, tr trace) 
 	cfg := a.cfg
 	lctx, cancel := context.WithTimeout(ctx, cfg.LockWait)
 	defer cancel()
-	tr.emit(EventRequested, nil)
 	start := time.Now()
 	lease, err := s.queued(lctx, a, key)
 	if s.opts.Observer != nil {

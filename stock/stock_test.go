@@ -63,6 +63,13 @@ func TestConfigJSONAndValidate(t *testing.T) {
 		{`{"name":"redis-owner","release_pause":"5s"}`, "release_pause 5s out of range", Config{}},
 		{`{"name":"redis-owner","release_pause":"-1ms"}`, "release_pause -1ms out of range", Config{}},
 		{`{"name":"redis-owner","release_pause":"soon"}`, "release_pause: \"soon\" is not a Go duration", Config{}},
+		{`{"name":"redis","batch":16}`, "", Config{Name: Redis, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true, LeaseCheck: true, Batch: 16}},
+		{`{"name":"sql-atomic","batch":1}`, "", Config{Name: SQLAtomic, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true, LeaseCheck: true, Batch: 1}},
+		{`{"name":"sql-atomic","batch":4}`, "batch applies only to", Config{}},
+		{`{"name":"mutex-tx","batch":2}`, "batch applies only to", Config{}},
+		{`{"name":"redis","batch":257}`, "batch 257 out of range", Config{}},
+		{`{"name":"redis","batch":-1}`, "out of range", Config{}},
+		{`{"name":"redis","batch":"many"}`, "cannot unmarshal", Config{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {

@@ -438,16 +438,6 @@ func (s *Store) Atomic(ctx context.Context, d Deduction) (Result, error) {
 	return res, err
 }
 
-func insertOrder(tx *gorm.DB, o *Order) error {
-	if err := tx.Create(o).Error; err != nil {
-		if mysqlerr.IsDuplicate(err) {
-			return errDuplicateRequest
-		}
-		return fmt.Errorf("insert order: %w", err)
-	}
-	return nil
-}
-
 func classifyLockWait(err error) error {
 	if mysqlerr.IsContention(err) {
 		return fmt.Errorf("row lock: %w: %w", ErrLockTimeout, err)

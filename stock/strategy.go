@@ -18,6 +18,7 @@ const (
 	MaxLockWait     = 2 * time.Minute
 	// MaxReleasePause stays below the service's 3s bound on an unlock.
 	MaxReleasePause = 2 * time.Second
+	MaxBatch        = 256
 )
 
 // Config is the runtime deduction setting of one instance.
@@ -71,6 +72,13 @@ type Config struct {
 	// TTL lets the key expire, the next holder take it, and the delete
 	// remove that holder's lock. Only those strategies accept it. Default 0.
 	ReleasePause time.Duration
+	// Batch is the most purchases one lock holder sells in one critical
+	// section and one transaction: purchases of one goods queue up in the
+	// instance, and whoever takes the lock drains up to Batch of them, in
+	// arrival order, reads the stock once and writes it once. 0 or 1 = off.
+	// Default 0. At most MaxBatch; more than 1 only for the locker
+	// strategies that release after the commit.
+	Batch int
 }
 
 // DefaultConfig returns the defaults for strategy name.
@@ -102,6 +110,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("release_pause %s out of range [0, %s]", c.ReleasePause, MaxReleasePause)
 	case c.ReleasePause > 0 && !info.ReleasePause:
 		return fmt.Errorf("release_pause applies only to %s (a release in two commands); %s releases in one step", strings.Join(Names(pauses), ", "), c.Name)
+	case c.Batch < 0 || c.Batch > MaxBatch:
+		return fmt.Errorf("batch %d out of range [0, %d] (0 or 1 = off)", c.Batch, MaxBatch)
+	case c.Batch > 1 && !info.Batches():
+		return fmt.Errorf("batch applies only to %s; %s has no lock holder to drain a queue (use batch 0)", strings.Join(Names(Strategy.Batches), ", "), c.Name)
 	}
 	return nil
 }
@@ -116,6 +128,7 @@ type configJSON struct {
 	Watchdog   *bool  `json:"watchdog,omitempty"`
 	LocalQueue *bool  `json:"local_queue,omitempty"`
 	LeaseCheck *bool  `json:"lease_check,omitempty"`
+	Batch      int    `json:"batch,omitempty"`
 	// ReleasePause is last: older clients do not send it.
 	ReleasePause string `json:"release_pause,omitempty"`
 }
@@ -133,7 +146,7 @@ func ConfigFields() []string {
 
 // MarshalJSON writes durations as Go duration strings ("250ms").
 func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog, &c.LocalQueue, &c.LeaseCheck, c.ReleasePause.String()})
+	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog, &c.LocalQueue, &c.LeaseCheck, c.Batch, c.ReleasePause.String()})
 }
 
 // UnmarshalJSON reads durations as Go duration strings. Omitted fields
@@ -144,7 +157,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	out := DefaultConfig(w.Name)
-	out.Fencing = w.Fencing
+	out.Fencing, out.Batch = w.Fencing, w.Batch
 	if w.Watchdog != nil {
 		out.Watchdog = *w.Watchdog
 	}

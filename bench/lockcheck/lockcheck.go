@@ -40,6 +40,16 @@ type Section struct {
 	EndNS                   int64 // committed or rolled_back (0 if neither was seen)
 	Committed               bool
 	ReleasedNS              int64 // 0 when no lock or no release seen
+	// Batch is the batch leader's purchase id when the purchase was sold
+	// in a batch (stock.Event.Batch): the sections of one instance with
+	// the same Batch are one critical section.
+	Batch string
+}
+
+// sameBatch reports whether a and b were sold in one batch: one lock hold
+// and one transaction, so their windows overlap by design.
+func sameBatch(a, b *Section) bool {
+	return a.Batch != "" && a.Batch == b.Batch && a.Instance == b.Instance
 }
 
 type sectionID struct{ instance, purchase, key string }
@@ -74,6 +84,9 @@ func Sections(events []stock.Event) []Section {
 		s := Section{Instance: id.instance, Purchase: id.purchase, Key: id.key}
 		for _, i := range idx {
 			ev := &events[i]
+			if ev.Batch != "" {
+				s.Batch = ev.Batch
+			}
 			switch ev.Kind {
 			case stock.EventAcquired:
 				s.AcquiredNS, s.Token = ev.MonoNS, ev.Token
@@ -110,7 +123,8 @@ func Sections(events []stock.Event) []Section {
 // Overlap is two purchases of one key inside [ReadNS, EndNS] at the same
 // time: both read the stock before the other's commit (a lost-update
 // window). That is the mutual-exclusion violation. A is the section that
-// read first.
+// read first. Two purchases of one batch (same instance, same Batch) are
+// one critical section, not an overlap.
 type Overlap struct {
 	Key          string
 	A, B         Section
@@ -204,7 +218,7 @@ func Overlaps(secs []Section) []Overlap {
 			// if also a.ReadNS < b.EndNS, which fails only for an empty window
 			// b (EndNS <= ReadNS) that a's read does not precede.
 			for _, i := range active.idx {
-				if a := &ks[i]; a.ReadNS < b.EndNS {
+				if a := &ks[i]; a.ReadNS < b.EndNS && !sameBatch(a, b) {
 					out = append(out, Overlap{Key: b.Key, A: *a, B: *b, FromNS: b.ReadNS, ToNS: min(a.EndNS, b.EndNS)})
 				}
 			}

@@ -74,6 +74,26 @@ func (s *stream) mutexTx(inst, purchase, key string, token uint64, acq, read, re
 		ev(inst, st, purchase, key, stock.EventCommitted, commit, 0)
 }
 
+// batch records the purchases of one batch on inst: one lock hold from acq
+// to rel, every purchase's events stamped with the leader's id (the first
+// purchase), each read at read+i, and one commit for all of them.
+func (s *stream) batch(inst, key string, token uint64, acq, read, commit, rel int64, purchases ...string) *stream {
+	const st = "redis-lock"
+	n := len(s.events)
+	for i, p := range purchases {
+		s.ev(inst, st, p, key, stock.EventRequested, acq-1, 0).
+			ev(inst, st, p, key, stock.EventAcquired, acq, token).
+			ev(inst, st, p, key, stock.EventRead, read+int64(i), 0).
+			ev(inst, st, p, key, stock.EventWritten, commit-1, 0).
+			ev(inst, st, p, key, stock.EventCommitted, commit, 0).
+			ev(inst, st, p, key, stock.EventReleased, rel, token)
+	}
+	for i := n; i < len(s.events); i++ {
+		s.events[i].Batch = purchases[0]
+	}
+	return s
+}
+
 type wantOverlap struct {
 	a, b     string // purchases, a read first
 	from, to int64  // µs
@@ -173,6 +193,37 @@ func TestChecks(t *testing.T) {
 				unprotected("i3", "p3", "goods:1", 30, 35).
 				events,
 			overlaps: []wantOverlap{{"p1", "p2", 20, 40}, {"p1", "p3", 30, 35}, {"p2", "p3", 30, 35}},
+		},
+		{
+			name: "batches: the purchases of one batch are one critical section",
+			events: new(stream).
+				batch("i1", "goods:1", 1, 10, 11, 20, 21, "p1", "p2", "p3").
+				batch("i2", "goods:1", 2, 22, 23, 30, 31, "p4", "p5").
+				events,
+		},
+		{
+			name: "batches of one instance that overlap each other are reported",
+			events: new(stream).
+				batch("i1", "goods:1", 1, 10, 11, 20, 21, "p1", "p2").
+				batch("i1", "goods:1", 2, 14, 15, 30, 31, "p3").
+				events,
+			overlaps: []wantOverlap{{"p1", "p3", 15, 20}, {"p2", "p3", 15, 20}},
+		},
+		{
+			name: "the same batch id on two instances is two critical sections",
+			events: new(stream).
+				batch("i1", "goods:1", 1, 10, 11, 20, 21, "p1").
+				batch("i2", "goods:1", 2, 10, 12, 25, 26, "p1").
+				events,
+			overlaps: []wantOverlap{{"p1", "p1", 12, 20}},
+		},
+		{
+			name: "a batch overlapping an unprotected purchase",
+			events: new(stream).
+				batch("i1", "goods:1", 1, 10, 11, 20, 21, "p1", "p2").
+				unprotected("i2", "p3", "goods:1", 18, 25).
+				events,
+			overlaps: []wantOverlap{{"p1", "p3", 18, 20}, {"p2", "p3", 18, 20}},
 		},
 	}
 	for _, tt := range tests {

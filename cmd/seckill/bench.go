@@ -37,6 +37,7 @@ func runBench(ctx context.Context, args []string) error {
 	compareQueue := fs.Bool("compare-queue", false, "run each distributed lock ("+strings.Join(bench.Queued(), ", ")+") with and without the local queue, the second as \"NAME (no queue)\"")
 	warmup := fs.Int("warmup", bench.DefaultWarmup, "purchases fired, uncounted, on a separate goods before each strategy's first run; 0 = no warm-up")
 	releasePause := fs.Duration("release-pause", 0, "pause between the owner check and the DEL of "+strings.Join(bench.Pausing(), ", ")+" (longer than the rest of --lock-ttl: it deletes the next holder's lock)")
+	batch := fs.Int("batch", 0, fmt.Sprintf("a lock holder sells up to B queued purchases in one critical section and one transaction (0 = off, at most %d); applies to %s, the other strategies run unbatched", bench.MaxBatch, strings.Join(bench.Batching(), ", ")))
 	noLeaseCheck := fs.Bool("no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
 	var faults faultFlags
 	fs.Var(&faults, "fault", "inject KIND:COMPONENT@START+DURATION into every run, e.g. pause:inst-2@5s+5s or kill:redis-1@5s+5s (repeatable; needs --rate and the local stack)")
@@ -144,7 +145,7 @@ func runBench(ctx context.Context, args []string) error {
 		CompareQueue: *compareQueue, Warmup: *warmup,
 		Rate: *rate, Repeat: *repeat, Seed: *seed, GoodsID: *goods, Instances: *instances,
 		WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing, NoWatchdog: *noWatchdog,
-		NoLocalQueue: *noQueue, NoEvents: *noEvents, NoLeaseCheck: *noLeaseCheck, ReleasePause: *releasePause, Faults: faults,
+		NoLocalQueue: *noQueue, NoEvents: *noEvents, NoLeaseCheck: *noLeaseCheck, ReleasePause: *releasePause, Batch: *batch, Faults: faults,
 		RequestTimeout: *reqTimeout, RunTimeout: *runTimeout, CalibrateRequests: *calRequests,
 		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
 	}

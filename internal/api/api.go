@@ -379,7 +379,7 @@ func (h *handler) strategyBody() gin.H {
 	cfg := h.Service.Config()
 	return gin.H{"name": cfg.Name, "work_delay": cfg.WorkDelay.String(), "lock_ttl": cfg.LockTTL.String(),
 		"lock_wait": cfg.LockWait.String(), "fencing": cfg.Fencing, "watchdog": cfg.Watchdog, "local_queue": cfg.LocalQueue, "lease_check": cfg.LeaseCheck,
-		"release_pause": cfg.ReleasePause.String(), "instance": h.Service.Instance()}
+		"release_pause": cfg.ReleasePause.String(), "batch": cfg.Batch, "instance": h.Service.Instance()}
 }
 
 func (h *handler) getStrategy(c *gin.Context) { c.JSON(http.StatusOK, h.strategyBody()) }

@@ -179,26 +179,29 @@ func TestCorrectStrategiesSellExactlyTheStock(t *testing.T) {
 	cases := []struct {
 		name      string
 		workDelay string
+		batch     int // Config.Batch; 0 = off
 	}{
-		{stock.Redis, "2ms"},
-		{stock.Redlock, "2ms"},
-		{stock.ZooKeeper, "2ms"},
-		{stock.Etcd, "2ms"},
-		{stock.MySQLUnique, "2ms"},
-		{stock.MySQLForUpdate, "2ms"},
-		{stock.MySQLOptimistic, "0s"},
-		{stock.SQLAtomic, "2ms"},
-		{stock.RedisAtomic, "2ms"},
-		{stock.RedisSpin, "2ms"},
-		{stock.RedisTTL, "2ms"},
-		{stock.RedisOwner, "2ms"},    // no release pause: correct
-		{stock.ZooKeeperHerd, "2ms"}, // wasteful, not unsafe
+		{stock.Redis, "2ms", 0},
+		{stock.Redlock, "2ms", 0},
+		{stock.ZooKeeper, "2ms", 0},
+		{stock.Etcd, "2ms", 0},
+		{stock.MySQLUnique, "2ms", 0},
+		{stock.MySQLForUpdate, "2ms", 0},
+		{stock.MySQLOptimistic, "0s", 0},
+		{stock.SQLAtomic, "2ms", 0},
+		{stock.RedisAtomic, "2ms", 0},
+		{stock.RedisSpin, "2ms", 0},
+		{stock.RedisTTL, "2ms", 0},
+		{stock.RedisOwner, "2ms", 0},    // no release pause: correct
+		{stock.ZooKeeperHerd, "2ms", 0}, // wasteful, not unsafe
+		{name: stock.Redis, workDelay: "2ms", batch: 8},
+		{name: stock.Etcd, workDelay: "2ms", batch: 4},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s batch %d", tc.name, tc.batch), func(t *testing.T) {
 			const stockN, requests, conc = 20, 40, 12
 			goods := goodsID()
-			setStrategy(t, ins, map[string]any{"name": tc.name, "work_delay": tc.workDelay, "lock_wait": "20s"})
+			setStrategy(t, ins, map[string]any{"name": tc.name, "work_delay": tc.workDelay, "lock_wait": "20s", "batch": tc.batch})
 			reset(t, ins[0], goods, stockN)
 			tl := storm(t, ins, goods, requests, conc)
 			a := audit(t, ins[1], goods)
@@ -318,6 +321,9 @@ func TestBadInput(t *testing.T) {
 		{"fencing without tokens", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"redlock","fencing":true}`, admin, 400, "invalid_strategy_config"},
 		{"release pause on a one-step release", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"redis","release_pause":"300ms"}`, admin, 400, "invalid_strategy_config"},
 		{"release pause out of range", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"redis-owner","release_pause":"1h"}`, admin, 400, "invalid_strategy_config"},
+		{"batch on a lock-free strategy", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"sql-atomic","batch":8}`, admin, 400, "invalid_strategy_config"},
+		{"batch out of range", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"redis","batch":1000}`, admin, 400, "invalid_strategy_config"},
+		{"batch not a number", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"redis","batch":"lots"}`, admin, 400, "invalid_field"},
 		{"missing admin token", "POST", in.url + "/admin/reset", "application/json", fmt.Sprintf(`{"goods_id":%d,"stock":1}`, goods), nil, 401, "unauthorized"},
 		{"wrong admin token", "POST", in.url + "/admin/reset", "application/json", fmt.Sprintf(`{"goods_id":%d,"stock":1}`, goods), map[string]string{"Authorization": "Bearer nope"}, 401, "unauthorized"},
 		{"wrong admin token on strategy", "PUT", in.url + "/admin/strategy", "application/json", `{"name":"none"}`, map[string]string{"Authorization": "Bearer nope"}, 401, "unauthorized"},

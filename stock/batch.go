@@ -1,0 +1,371 @@
+package stock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seckill-lab/seckill/lockimpl"
+)
+
+// Batching (Config.Batch): the purchases of one goods queue up in the
+// instance, per setting. The first one that finds no leader leads: it takes
+// the lock (the purchases that arrive meanwhile queue behind it), drains up
+// to Batch queued purchases in arrival order, sells
+// them in one transaction, releases the lock, answers each of them and
+// hands the lead to the first purchase still queued, which takes the lock
+// again (so other instances get their turns between batches). A purchase
+// whose context ends while it is still queued leaves the queue with its
+// context's error and is never sold; once drained into a batch it gets
+// the batch's answer. The batch runs while at least one of its purchases
+// still waits for it.
+
+// batchKey identifies one queue: a setting and a goods' lock key.
+type batchKey struct {
+	a   *active
+	key string
+}
+
+// batchQueue is one key's queue. leader is the purchase that runs (or was
+// handed) the next batch; nil when none runs.
+type batchQueue struct {
+	pending []*batchItem
+	leader  *batchItem
+}
+
+// batchItem is one queued purchase.
+type batchItem struct {
+	ctx context.Context
+	d   Deduction
+	tr  trace
+	// queued is when it joined the queue (its lock wait starts there).
+	queued time.Time
+	// msg receives the purchase's answer, or the lead (lead true). It is
+	// sent to at most once while queued and once when answered.
+	msg chan batchMsg
+}
+
+type batchMsg struct {
+	lead bool
+	res  Result
+	err  error
+}
+
+// batcher holds the queues of a Service.
+type batcher struct {
+	mu     sync.Mutex
+	queues map[batchKey]*batchQueue
+}
+
+// batching reports whether a's purchases are sold in batches.
+func (a *active) batching() bool {
+	return a.cfg.Batch > 1 && a.locker != nil && a.info.Batches()
+}
+
+// enqueue queues it under k; lead is true when no batch runs for k, so it
+// leads the next one.
+func (b *batcher) enqueue(k batchKey, it *batchItem) (lead bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.queues == nil {
+		b.queues = map[batchKey]*batchQueue{}
+	}
+	q := b.queues[k]
+	if q == nil {
+		q = &batchQueue{}
+		b.queues[k] = q
+	}
+	q.pending = append(q.pending, it)
+	if q.leader == nil {
+		q.leader = it
+		return true
+	}
+	return false
+}
+
+// withdraw takes it out of k's queue if it is still there (removed); leads
+// says it was handed the lead, which it must then run or pass on.
+func (b *batcher) withdraw(k batchKey, it *batchItem) (removed, leads bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queues[k]
+	if q == nil {
+		return false, false
+	}
+	i := slices.Index(q.pending, it)
+	if i < 0 {
+		return false, false
+	}
+	q.pending = slices.Delete(q.pending, i, i+1)
+	return true, q.leader == it
+}
+
+// drain takes up to n queued purchases of k, oldest first. Those whose
+// context already ended are answered with its error and not taken.
+func (b *batcher) drain(k batchKey, n int) []*batchItem {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queues[k]
+	var out []*batchItem
+	for len(q.pending) > 0 && len(out) < n {
+		it := q.pending[0]
+		q.pending = q.pending[1:]
+		if err := it.ctx.Err(); err != nil {
+			it.msg <- batchMsg{err: err}
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// passOn hands k's lead to the first queued purchase, or drops the queue
+// when none is left.
+func (b *batcher) passOn(k batchKey) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queues[k]
+	if len(q.pending) == 0 {
+		delete(b.queues, k)
+		return
+	}
+	q.leader = q.pending[0]
+	q.leader.msg <- batchMsg{lead: true}
+}
+
+// head returns the first queued purchase of k, nil when none is queued.
+func (b *batcher) head(k batchKey) *batchItem {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.queues[k]; q != nil && len(q.pending) > 0 {
+		return q.pending[0]
+	}
+	return nil
+}
+
+// batched sells d in a batch of a's queue for tr.key and returns its own
+// answer.
+func (s *Service) batched(ctx context.Context, a *active, d Deduction, tr trace) (Result, error) {
+	k := batchKey{a, tr.key}
+	it := &batchItem{ctx: ctx, d: d, tr: tr, queued: time.Now(), msg: make(chan batchMsg, 1)}
+	tr.emit(EventRequested, nil)
+	lead := s.batches.enqueue(k, it)
+	done := ctx.Done()
+	for {
+		if lead {
+			s.leadBatch(a, k)
+			lead = false
+		}
+		select {
+		case m := <-it.msg:
+			if m.lead {
+				lead = true
+				continue
+			}
+			return m.res, m.err
+		case <-done:
+			removed, leads := s.batches.withdraw(k, it)
+			if !removed {
+				// Drained into a batch (or answered): its answer comes.
+				done = nil
+				continue
+			}
+			if leads {
+				s.leadBatch(a, k)
+			}
+			return Result{}, ctx.Err()
+		}
+	}
+}
+
+// leadBatch takes the lock for k, drains up to Batch queued purchases,
+// sells them in one transaction, answers each and passes the lead on. The
+// lock wait is the first queued purchase's (bounded by LockWait); the
+// purchases queued behind it join when the lock is taken. A lock that
+// cannot be taken fails every drained purchase.
+func (s *Service) leadBatch(a *active, k batchKey) {
+	defer s.batches.passOn(k)
+	head := s.batches.head(k)
+	if head == nil {
+		return
+	}
+	cfg := a.cfg
+	leader := head.d.Order.RequestID
+	group := &traceGroup{}
+	gtr := trace{events: s.opts.Events, instance: s.opts.Instance, strategy: cfg.Name, purchase: leader, key: k.key, batch: leader, group: group}
+	head.tr.batch = leader
+	group.add(head.tr)
+	lease, err := s.acquire(context.WithoutCancel(head.ctx), a, k.key, gtr)
+	items := s.batches.drain(k, cfg.Batch)
+	if err != nil {
+		for _, it := range items {
+			it.msg <- batchMsg{res: Result{Order: it.d.Order}, err: err}
+		}
+		return
+	}
+	held := time.Now()
+	for _, it := range items {
+		if it == head {
+			continue
+		}
+		it.tr.batch = leader
+		group.add(it.tr)
+		it.tr.emit(EventAcquired, func(ev *Event) { ev.Token, ev.WaitedNS = lease.Token, time.Since(it.queued).Nanoseconds() })
+	}
+	// The release does not hold up the answers (as in runTraced); it
+	// follows the commit.
+	defer func() { go s.release(context.Background(), cfg, lease, held, gtr) }()
+	if len(items) == 0 {
+		return
+	}
+	// The batch runs while any of its purchases still waits for it.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(items[0].ctx))
+	defer cancel()
+	var waiting atomic.Int64
+	waiting.Store(int64(len(items)))
+	for _, it := range items {
+		stop := context.AfterFunc(it.ctx, func() {
+			if waiting.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
+	results, errs := s.sellBatch(ctx, cfg, lease, items)
+	for i, it := range items {
+		it.tr.outcome(errs[i])
+		it.msg <- batchMsg{res: results[i], err: errs[i]}
+	}
+}
+
+// sellBatch sells items in one transaction under lease.
+func (s *Service) sellBatch(ctx context.Context, cfg Config, lease *lockimpl.Lease, items []*batchItem) ([]Result, []error) {
+	ds := make([]Deduction, len(items))
+	for i, it := range items {
+		ds[i] = it.d
+		ds[i].Trace = it.tr.value
+	}
+	var fence uint64
+	if cfg.Fencing {
+		fence = lease.Token
+		for i := range ds {
+			ds[i].Order.FenceToken = lease.Token
+		}
+	}
+	var beforeCommit func() error
+	if cfg.LeaseCheck {
+		beforeCommit = func() error {
+			if err := lease.Err(); err != nil {
+				return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+			}
+			return nil
+		}
+	}
+	results, errs, _ := s.opts.Store.ReadModifyWriteBatch(ctx, ds, fence, beforeCommit)
+	return results, errs
+}
+
+// ReadModifyWriteBatch is ReadModifyWrite for a batch of deductions of one
+// goods, in one transaction, under one lock hold: with fence set, the row
+// is claimed once with it (see ReadModifyWrite); the stock is read once,
+// the work (ds[0].WorkDelay) done once; then, in order, each deduction
+// whose qty the stock left covers inserts its order (a request id already
+// sold is that deduction's errDuplicateRequest and deducts nothing: MySQL
+// rolls back only the failed statement) and each other one is ErrSoldOut;
+// the stock is written once (`AND fence = ?` with fence), beforeCommit runs
+// and the transaction commits. Each deduction's Result has the stock left
+// after its own sale, in batch order. err, when not nil, failed the whole
+// batch (goods missing, stale lock, lease lost, MySQL down) and is also in
+// every errs slot.
+func (s *Store) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fence uint64, beforeCommit func() error) (results []Result, errs []error, err error) {
+	results, errs = make([]Result, len(ds)), make([]error, len(ds))
+	for i := range ds {
+		results[i].Order = ds[i].Order
+	}
+	fail := func(err error) ([]Result, []error, error) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return results, errs, err
+	}
+	if len(ds) == 0 {
+		return results, errs, nil
+	}
+	goods := ds[0].Order.GoodsID
+	for _, d := range ds {
+		if d.Order.GoodsID != goods {
+			return fail(fmt.Errorf("%w: a batch sells one goods, got %d and %d", ErrInvalid, goods, d.Order.GoodsID))
+		}
+	}
+	if fence != 0 {
+		if err := s.claim(ctx, goods, fence); err != nil {
+			return fail(err)
+		}
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		clear(errs)
+		stock, err := readStock(ctx, tx, goods, false)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(ds, func(d Deduction) bool { return d.Order.Qty <= stock }) {
+			if err := sleepCtx(ctx, ds[0].WorkDelay); err != nil {
+				return err
+			}
+		}
+		left := stock
+		sold := make([]bool, len(ds))
+		for i := range ds {
+			d := &ds[i]
+			d.trace(EventRead, left)
+			if d.Order.Qty > left {
+				errs[i] = ErrSoldOut
+				continue
+			}
+			if err := insertOrderTx(ctx, tx, &d.Order); err != nil {
+				if !errors.Is(err, errDuplicateRequest) {
+					return err
+				}
+				errs[i] = err
+				continue
+			}
+			left -= d.Order.Qty
+			results[i].Order, results[i].Remaining, sold[i] = d.Order, left, true
+		}
+		if left == stock {
+			return nil // nothing sold: nothing to write
+		}
+		var r sql.Result
+		if fence == 0 {
+			r, err = tx.ExecContext(ctx, sqlWriteStock, left, goods)
+		} else {
+			r, err = tx.ExecContext(ctx, sqlWriteFenced, left, goods, fence)
+		}
+		if err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		} else if n == 0 && fence != 0 {
+			return ErrStaleLock
+		}
+		for i := range ds {
+			if sold[i] {
+				ds[i].trace(EventWritten, results[i].Remaining)
+			}
+		}
+		if beforeCommit != nil {
+			return beforeCommit()
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return results, errs, nil
+}
