@@ -96,12 +96,17 @@ func TestProxy(t *testing.T) {
 	// Latency slows inst-2's answers from redis-2 only, for --for.
 	done := make(chan string, 1)
 	go func() {
-		out, _ := runSeckill(t, "fault", "--dir", dir, "latency", "inst-2/redis-2", "--delay", "300ms", "--for", "2s")
+		out, _ := runSeckill(t, "fault", "--dir", dir, "latency", "inst-2/redis-2", "--delay", "300ms", "--for", "4s")
 		done <- out
 	}()
-	time.Sleep(700 * time.Millisecond)
 	redis2 := func(k int) string { return fmt.Sprintf("%s:%d", proxyHost(k), base+2) }
-	if d, err := ping(ctx, redis2(2)); err != nil || d < 300*time.Millisecond {
+	// The command needs a moment to start (longer on a loaded machine):
+	// ping until the delay shows, within the fault's 4 s.
+	d, err := ping(ctx, redis2(2))
+	for deadline := time.Now().Add(2 * time.Second); (err != nil || d < 300*time.Millisecond) && time.Now().Before(deadline); d, err = ping(ctx, redis2(2)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil || d < 300*time.Millisecond {
 		t.Errorf("inst-2 to redis-2 under +300ms: %s, %v", d, err)
 	}
 	if d, err := ping(ctx, redis2(1)); err != nil || d >= 300*time.Millisecond {

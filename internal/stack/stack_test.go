@@ -1202,9 +1202,14 @@ func TestFaults(t *testing.T) {
 	}
 	// pause --for: stopped during, running after, nothing left on.
 	done := make(chan string, 1)
-	go func() { out, _ := runSeckill(t, "fault", "--dir", dir, "pause", "redis-2", "--for", "1s"); done <- out }()
-	time.Sleep(500 * time.Millisecond)
-	if st := state("redis-2"); st != "T" {
+	go func() { out, _ := runSeckill(t, "fault", "--dir", dir, "pause", "redis-2", "--for", "2s"); done <- out }()
+	// The command needs a moment to start (longer on a loaded machine):
+	// look for the stopped state within the 2 s of the pause.
+	st := state("redis-2")
+	for deadline := time.Now().Add(1800 * time.Millisecond); st != "T" && time.Now().Before(deadline); st = state("redis-2") {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st != "T" {
 		t.Errorf("redis-2 during the pause: state %s, want T (stopped)", st)
 	}
 	if out := <-done; !strings.Contains(out, "healed") {
