@@ -36,7 +36,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps build up down status test demo bench lint clean proxy-cost report-shot doctor
+.PHONY: all deps build up down status test demo bench lint clean proxy-cost report-shot perf doctor
 
 all: build
 
@@ -102,6 +102,12 @@ bench: up
 # in headless Chromium, beside it: shot-projector.png and shot-full.png.
 report-shot:
 	scripts/report-shot.sh
+
+# perf: the README's performance section from one command (scripts/perf.sh):
+# the database ceiling and each correct strategy's fraction of it, the
+# local queue on and off, the scaling sweep and batching, against `make up`.
+perf: up
+	DIR=$(DIR) scripts/perf.sh
 
 # proxy-cost: the fault proxy's cost to `redis` throughput, one stack
 # with it and one without, interleaved seeded runs (scripts/proxy-cost.sh).
