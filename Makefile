@@ -36,7 +36,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps build up down status test demo bench lint clean proxy-cost report-shot perf doctor
+.PHONY: all deps build up down status test demo bench lint clean proxy-cost report-shot perf readme doctor
 
 all: build
 
@@ -102,6 +102,12 @@ bench: up
 # in headless Chromium, beside it: shot-projector.png and shot-full.png.
 report-shot:
 	scripts/report-shot.sh
+
+# readme: regenerates README.md's measured blocks (the demo table, the
+# lessons' verdicts, the performance section) from real runs against
+# `make up` (scripts/readme.sh, about 20 minutes on an idle machine).
+readme: up
+	DIR=$(DIR) scripts/readme.sh
 
 # perf: the README's performance section from one command (scripts/perf.sh):
 # the database ceiling and each correct strategy's fraction of it, the

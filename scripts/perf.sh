@@ -54,7 +54,7 @@ wall=$(( $(date +%s) - began ))
 	echo "**2. Scaling** (\`seckill bench --strategies $locks --sweep 1,10,50,200 --requests 400 --stock 400 --seed $SEED\`):"
 	echo
 	echo '```'
-	cat "$OUT/sweep.txt"
+	sed -n '/^sweep:/,$p' "$OUT/sweep.txt" # the per-point rows repeat the sweep tables: $OUT/sweep.txt has them
 	echo '```'
 	echo
 	echo "**3. Batching** (\`seckill bench --strategies sql-atomic,redis --batch B --concurrency 200 --requests 2000 --stock 2000 --seed $SEED\`, one bench per B, the ratio within each):"
