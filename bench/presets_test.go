@@ -1,0 +1,32 @@
+package bench
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestPresets(t *testing.T) {
+	tests := []struct {
+		name                 string
+		requests, stock, con int
+		wantErr              bool
+	}{
+		{"seed003", 5000, 5000, 50, false},
+		{"seed002", DefaultRequests, DefaultStock, DefaultConcurrency, false},
+		{"seed999", 0, 0, 0, true},
+	}
+	for _, tt := range tests {
+		p, err := LookupPreset(tt.name)
+		if tt.wantErr {
+			if !errors.Is(err, ErrInvalidOptions) {
+				t.Errorf("%s: err %v, want ErrInvalidOptions", tt.name, err)
+			}
+			continue
+		}
+		var o Options
+		p.Apply(&o)
+		if err != nil || o.Requests != tt.requests || o.Stock != tt.stock || o.Concurrency != tt.con || p.Seed == "" {
+			t.Errorf("%s: %+v %v", tt.name, o, err)
+		}
+	}
+}

@@ -1,0 +1,379 @@
+package lesson
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/scenario"
+	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// The seeds' files (../shared/seeds), for the passages.
+const (
+	seed000 = "seed 000"
+	seed001 = "seed 001"
+	seed002 = "seed 002"
+	seed003 = "seed 003"
+	seed004 = "seed 004"
+)
+
+// small is the default load of a correctness lesson; tiny its short form.
+var (
+	small = load{requests: 200, stock: 100, concurrency: 50}
+	tiny  = load{requests: 60, stock: 30, concurrency: 20}
+)
+
+// oversells is the usual experiment of a flawed strategy: strategy on n
+// instances (0: as the stack is) with the knobs set, and the verdict
+// "reproduced" when it oversold.
+func oversells(strategy string, instances int, set func(*bench.Options), seedFigure string) func(context.Context, *runner) (Outcome, error) {
+	return func(ctx context.Context, r *runner) (Outcome, error) {
+		l := r.pick(small, tiny)
+		o := bench.Options{Strategies: []string{strategy}, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, Instances: instances}
+		if set != nil {
+			set(&o)
+		}
+		rep, err := r.bench(ctx, o, benchCmd(o))
+		if err != nil {
+			return Outcome{}, err
+		}
+		s, err := summary(rep, strategy)
+		if err != nil {
+			return Outcome{}, err
+		}
+		out := Outcome{Ours: fmt.Sprintf("%s on %d instance(s): %.0f sold of a stock of %d, oversold %.0f, lost updates %.0f, final stock %.0f",
+			strategy, len(rep.Runs[0].SalesPerInstance), s.OK.Median, l.stock, s.Oversold.Median, s.LostUpdates.Median, s.FinalStock.Median)}
+		switch {
+		case s.Oversold.Median > 0:
+			out.Verdict = InKind
+			out.Why = "the same flaw on our load; the seed's magnitude came from its own load (" + seedFigure + ")"
+		default:
+			out.Verdict = NotReproduced
+			out.Why = "no oversell on this run: the race needs contention; rerun with more requests"
+		}
+		return out, nil
+	}
+}
+
+// holds is the usual experiment of a correct strategy: it sells exactly
+// the stock.
+func holds(strategies []string, instances int, set func(*bench.Options)) func(context.Context, *runner) (Outcome, error) {
+	return func(ctx context.Context, r *runner) (Outcome, error) {
+		l := r.pick(small, tiny)
+		o := bench.Options{Strategies: strategies, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, Instances: instances}
+		if set != nil {
+			set(&o)
+		}
+		rep, err := r.bench(ctx, o, benchCmd(o))
+		if err != nil {
+			return Outcome{}, err
+		}
+		out := Outcome{Verdict: Reproduced}
+		for _, name := range strategies {
+			s, err := summary(rep, name)
+			if err != nil {
+				return Outcome{}, err
+			}
+			out.Ours += fmt.Sprintf("%s: %.0f sold of %d, oversold %.0f, %.0f ok/s, invariants %d/%d; ", name, s.OK.Median, l.stock, s.Oversold.Median, s.OKPerSec.Median, s.InvariantsPassed, s.InvariantsTotal)
+			if s.Oversold.Max > 0 || s.InvariantsPassed < s.InvariantsTotal {
+				out.Verdict, out.Why = NotReproduced, name+" broke an invariant: see its report"
+			}
+		}
+		out.Ours = out.Ours[:len(out.Ours)-2]
+		return out, nil
+	}
+}
+
+// fenced runs a failure story unprotected and fenced: reproduced when the
+// unprotected run oversold and the fenced one did not.
+func fenced(name string, prots ...scenario.Protection) func(context.Context, *runner) (Outcome, error) {
+	return func(ctx context.Context, r *runner) (Outcome, error) {
+		res, err := r.scenario(ctx, name, prots...)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if len(prots) == 0 {
+			prots = []scenario.Protection{scenario.ProtectNone, scenario.ProtectFencing}
+		}
+		out := Outcome{Verdict: Reproduced}
+		for _, p := range prots {
+			rw, err := row(res, p)
+			if err != nil {
+				return Outcome{}, err
+			}
+			out.Ours += fmt.Sprintf("%s %s: oversold %d (%d stale refused, %d lease lost); ", rw.Strategy, p, rw.Oversold, rw.StaleRefused, rw.LeaseLost)
+			switch {
+			case p == scenario.ProtectNone && rw.Oversold == 0:
+				out.Verdict, out.Why = NotReproduced, "the unprotected run did not oversell this time (the story needs its strike to land; rerun, or run `seckill scenario run "+name+" --repeat 10` for the rate)"
+			case p != scenario.ProtectNone && rw.Oversold > 0:
+				out.Verdict, out.Why = NotReproduced, string(p)+" oversold: a defect, see the scenario report"
+			}
+		}
+		out.Ours = out.Ours[:len(out.Ours)-2]
+		return out, nil
+	}
+}
+
+func benchCmd(o bench.Options) string {
+	cmd := fmt.Sprintf("seckill bench --strategies %s --requests %d --stock %d --concurrency %d", join(o.Strategies), o.Requests, o.Stock, o.Concurrency)
+	if o.Instances > 0 {
+		cmd += fmt.Sprintf(" --instances %d", o.Instances)
+	}
+	if o.WorkDelay > 0 {
+		cmd += " --work-delay " + o.WorkDelay.String()
+	}
+	if o.LockTTL > 0 {
+		cmd += " --lock-ttl " + o.LockTTL.String()
+	}
+	if o.ReleasePause > 0 {
+		cmd += " --release-pause " + o.ReleasePause.String()
+	}
+	if o.NoWatchdog {
+		cmd += " --no-watchdog"
+	}
+	if o.NoLeaseCheck {
+		cmd += " --no-lease-check"
+	}
+	if o.NoLocalQueue {
+		cmd += " --no-local-queue"
+	}
+	if o.Fencing {
+		cmd += " --fencing"
+	}
+	return cmd
+}
+
+func join(ss []string) string {
+	out := ""
+	for i, s := range ss {
+		if i > 0 {
+			out += ","
+		}
+		out += s
+	}
+	return out
+}
+
+// ratioLesson compares two strategies' sales per second in one bench.
+func ratioLesson(a, b string, instances int, l, short load, set func(*bench.Options), judge func(ratio float64) (Verdict, string)) func(context.Context, *runner) (Outcome, error) {
+	return func(ctx context.Context, r *runner) (Outcome, error) {
+		ld := r.pick(l, short)
+		o := bench.Options{Strategies: []string{a, b}, Requests: ld.requests, Stock: ld.stock, Concurrency: ld.concurrency, Instances: instances}
+		if set != nil {
+			set(&o)
+		}
+		rep, err := r.bench(ctx, o, benchCmd(o))
+		if err != nil {
+			return Outcome{}, err
+		}
+		sa, err := summary(rep, a)
+		if err != nil {
+			return Outcome{}, err
+		}
+		sb, err := summary(rep, b)
+		if err != nil {
+			return Outcome{}, err
+		}
+		ratio := 0.0
+		if sa.ThroughputRPS.Median > 0 {
+			ratio = sb.ThroughputRPS.Median / sa.ThroughputRPS.Median
+		}
+		v, why := judge(ratio)
+		return Outcome{Ours: fmt.Sprintf("%s %.0f req/s (oversold %.0f), %s %.0f req/s (oversold %.0f): %s/%s = %.2f",
+			a, sa.ThroughputRPS.Median, sa.Oversold.Median, b, sb.ThroughputRPS.Median, sb.Oversold.Median, b, a, ratio), Verdict: v, Why: why}, nil
+	}
+}
+
+var course = []Lesson{
+	{N: 1, Slug: "no-lock", TitleZH: "无锁：超卖", TitleEN: "No lock: oversold",
+		ShowsZH: "读库存、判断、写回，三步之间没有任何保护。并发请求读到同一个库存，都卖出，都写回：卖出的比库存多，库存却没少多少。",
+		ShowsEN: "Read the stock, check it, write it back, with nothing around the three steps. Concurrent requests read the same stock, all sell, all write back: more is sold than there was, and the stock barely drops.",
+		Seed:    seed003 + ": “5000次请求都执行成功……发现还有4000多个库存” (reductStock, JMeter 50 threads × 100)", SeedFigure: "5000 requests on a stock of 5000: all succeeded, 4000+ still in stock",
+		Estimate: 10 * time.Second, run: oversells(stock.None, 0, nil, "5000 on 5000, 4000+ left")},
+	{N: 2, Slug: "synchronized", TitleZH: "synchronized：单机有效", TitleEN: "synchronized: correct on one instance",
+		ShowsZH: "在一个进程里，一把互斥锁包住整个扣减（含提交），库存就扣对了。",
+		ShowsEN: "In one process, a mutex around the whole deduction (commit included) makes the stock right.",
+		Seed:    seed003 + ": “这次的库存就被扣减完了，这个没有问题了” (synchronized on reductStock)", SeedFigure: "stock deducted exactly",
+		Estimate: 10 * time.Second, run: holds([]string{stock.Mutex}, 1, nil)},
+	{N: 3, Slug: "lock-cost", TitleZH: "加锁的代价：吞吐量下降", TitleEN: "What the lock costs: throughput",
+		ShowsZH: "同一台机器、同样的负载，加锁前后的吞吐量。种子里 JMeter 的吞吐量从三千多降到一千多。",
+		ShowsEN: "The same machine and load, with and without the lock. The seed's JMeter throughput fell from 3000+ to 1000+ req/s.",
+		Seed:    seed003 + ": “吞吐量，从三千多到现在的一千多”", SeedFigure: "3000+ → 1000+ req/s (×0.33)",
+		Estimate: 20 * time.Second, run: ratioLesson(stock.None, stock.Mutex, 1, load{2000, 2000, 50}, load{300, 300, 20}, nil,
+			func(r float64) (Verdict, string) {
+				switch {
+				case r < 0.5:
+					return Reproduced, ""
+				case r < 0.95:
+					return InKind, "slower with the lock, by less than the seed's ×0.33: our critical section is a few database round trips, the seed's Java service did more"
+				}
+				return NotReproduced, "no slowdown here: with one instance the database, not the lock, limits both"
+			})},
+	{N: 4, Slug: "prototype", TitleZH: "锁失效一：多例模式", TitleEN: "Lock failure 1: a new lock per request (prototype scope)",
+		ShowsZH: "每个请求 new 一把新锁（prototype 作用域的 bean），谁也不排斥谁：单实例也超卖。",
+		ShowsEN: "Each request builds its own lock (a prototype-scoped bean), so nothing is excluded: it oversells on one instance.",
+		Seed:    seed003 + ": “多例模式……结果查询库存还剩3800多”", SeedFigure: "3800+ of 5000 left after 5000 sales",
+		Estimate: 10 * time.Second, run: oversells(stock.MutexPrototype, 1, nil, "3800+ of 5000 left")},
+	{N: 5, Slug: "transaction", TitleZH: "锁失效二：事务", TitleEN: "Lock failure 2: unlocked before COMMIT",
+		ShowsZH: "锁在事务里面：方法返回就解锁，事务还没提交，下一个人读到旧库存。",
+		ShowsEN: "The lock lives inside the transaction: it is released when the method returns, before COMMIT, so the next holder reads the old stock.",
+		Seed:    seed003 + ": 事务模式 (@Transactional + synchronized)", SeedFigure: "oversold on one instance",
+		Estimate: 10 * time.Second, run: oversells(stock.MutexTx, 1, nil, "oversold on one instance")},
+	{N: 6, Slug: "cluster", TitleZH: "锁失效三：集群", TitleEN: "Lock failure 3: several instances",
+		ShowsZH: "三个实例在 nginx 后面，每个进程一把自己的锁：跨进程没有互斥，超卖。",
+		ShowsEN: "Three instances behind nginx, each with its own in-process lock: nothing excludes across processes, and it oversells.",
+		Seed:    seed003 + ": 集群模式 (synchronized across JVMs)", SeedFigure: "oversold with a cluster",
+		Estimate: 10 * time.Second, run: oversells(stock.Mutex, 3, nil, "oversold with a cluster")},
+	{N: 7, Slug: "setnx", TitleZH: "Redis SETNX：能用但空转", TitleEN: "Redis SETNX: correct, but it spins",
+		ShowsZH: "SETNX 抢锁、DEL 放锁，失败就重试：不超卖，但等锁的请求一直在空转重试。",
+		ShowsEN: "SETNX to take, DEL to release, retry on failure: no oversell, but the waiters spin.",
+		Seed:    seed003 + ": “在高并发场景下就变成了低效重试”", SeedFigure: "correct, inefficient retries",
+		Estimate: 10 * time.Second, run: holds([]string{stock.RedisSpin}, 3, nil)},
+	{N: 8, Slug: "ttl", TitleZH: "加过期时间：锁超时后误删", TitleEN: "A TTL: the lock expires, the late holder deletes another's",
+		ShowsZH: "给锁加过期时间防死锁。业务比 TTL 长时，锁自己过期，别人拿到锁，前一个人再用 DEL 把别人的锁删了。",
+		ShowsEN: "A TTL keeps a dead holder from blocking forever. When the work outlasts it, the lock expires, another takes it, and the late holder's DEL removes that one's lock.",
+		Seed:    seed003 + ": “锁误删，即某个线程持有的锁被别的线程删了”", SeedFigure: "two holders: oversold",
+		Estimate: 15 * time.Second, run: oversells(stock.RedisTTL, 3, func(o *bench.Options) {
+			o.WorkDelay, o.LockTTL, o.Stock, o.Requests, o.Concurrency = 300*time.Millisecond, 100*time.Millisecond, 20, 60, 20
+		}, "two holders")},
+	{N: 9, Slug: "owner-check", TitleZH: "判断归属再删除：不是原子的", TitleEN: "Check the owner, then delete: not atomic",
+		ShowsZH: "先 GET 比较是不是自己的锁，再 DEL。两条命令之间锁过期、被别人拿到，DEL 删掉的就是别人的锁。",
+		ShowsEN: "GET to compare the owner, then DEL. If the lock expires and is taken between the two commands, the DEL deletes the new holder's lock.",
+		Seed:    seed003 + ": 锁误删, before the Lua step (判断和删除不是原子操作)", SeedFigure: "the next holder's lock deleted: oversold",
+		Estimate: 15 * time.Second, run: oversells(stock.RedisOwner, 3, func(o *bench.Options) {
+			o.WorkDelay, o.LockTTL, o.ReleasePause, o.Stock, o.Requests, o.Concurrency = 80*time.Millisecond, 100*time.Millisecond, 300*time.Millisecond, 20, 60, 20
+		}, "the next holder's lock deleted")},
+	{N: 10, Slug: "lua-watchdog", TitleZH: "Lua 原子释放 + 看门狗续期", TitleEN: "Lua release and the watchdog",
+		ShowsZH: "Lua 脚本比较并删除，一步完成；看门狗每 TTL/3 续期。业务比 TTL 长也不会有两个持有者。",
+		ShowsEN: "A Lua script compares and deletes in one step; the watchdog renews at TTL/3. Work longer than the TTL no longer makes two holders.",
+		Seed:    seed003 + " (Lua scripts) and " + seed001 + ": “启动一个watch dog看门狗……不断的延长锁key的生存时间”", SeedFigure: "correct with work > TTL",
+		Estimate: 20 * time.Second, run: holds([]string{stock.Redis}, 3, func(o *bench.Options) {
+			o.WorkDelay, o.LockTTL, o.Stock, o.Requests, o.Concurrency = 300*time.Millisecond, 100*time.Millisecond, 20, 60, 20
+		})},
+	{N: 11, Slug: "no-watchdog", TitleZH: "没有续期：停顿超过 TTL", TitleEN: "No renewal: a pause past the TTL",
+		ShowsZH: "关掉看门狗和租约检查：持有者停顿（GC）超过 TTL，锁给了下一个人，两个人同时在临界区。",
+		ShowsEN: "With the watchdog and the lease check off, a holder that stalls (a GC pause) past its TTL loses the lock to the next while it still works: two holders.",
+		Seed:    seed003 + ": 锁超时 (Kleppmann's GC pause, quoted in 003)", SeedFigure: "two holders: oversold",
+		Estimate: 15 * time.Second, run: oversells(stock.Redis, 3, func(o *bench.Options) {
+			o.NoWatchdog, o.NoLeaseCheck = true, true
+			o.WorkDelay, o.LockTTL, o.Stock, o.Requests, o.Concurrency = 250*time.Millisecond, 100*time.Millisecond, 20, 60, 20
+		}, "two holders")},
+	{N: 12, Slug: "pubsub", TitleZH: "发布订阅代替轮询", TitleEN: "Pub/sub instead of polling",
+		ShowsZH: "等锁的请求订阅解锁消息，被唤醒再抢，不再空转（Redisson 的做法）。",
+		ShowsEN: "Waiters subscribe to the unlock message and retry when woken, instead of spinning (Redisson's way).",
+		Seed:    seed001 + ": “获取失败: 订阅了解锁消息，然后再尝试获取锁”", SeedFigure: "woken waiters instead of retries",
+		Estimate: 20 * time.Second, run: ratioLesson(stock.RedisSpin, stock.Redis, 3, load{600, 600, 50}, load{120, 120, 20}, nil,
+			func(r float64) (Verdict, string) {
+				if r >= 1 {
+					return Reproduced, "the pub/sub lock sells at least as fast as the spinning one"
+				}
+				return InKind, "the lock server does less work, but on one 2-core box the spinning lock's retries are cheap enough to keep up"
+			})},
+	{N: 13, Slug: "redlock", TitleZH: "Redlock：多数派与分票", TitleEN: "Redlock: a majority, and split votes",
+		ShowsZH: "五个独立的 Redis 主节点，拿到过半才算加锁成功。高并发下各人各拿到几票，谁也不过半：分票（脑裂）。数一数失败的多数派轮次。",
+		ShowsEN: "Five independent Redis masters; the lock is held with a majority. Under contention each contender wins a few votes and nobody a majority: split votes. We count the failed quorum rounds.",
+		Seed:    seed003 + " and " + seed004 + ": RedLock (N/2+1, 脑裂)", SeedFigure: "correct, split votes under contention",
+		Estimate: 20 * time.Second, run: func(ctx context.Context, r *runner) (Outcome, error) {
+			l := r.pick(small, tiny)
+			o := bench.Options{Strategies: []string{stock.Redlock}, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, NoLocalQueue: true}
+			rep, err := r.bench(ctx, o, benchCmd(o))
+			if err != nil {
+				return Outcome{}, err
+			}
+			s, err := summary(rep, stock.Redlock)
+			if err != nil {
+				return Outcome{}, err
+			}
+			ev := rep.Runs[0].BackendEvents
+			out := Outcome{Ours: fmt.Sprintf("redlock (no local queue): oversold %.0f, %.0f acquisitions, %.0f failed quorum rounds (split votes), %.0f rounds taken",
+				s.Oversold.Median, ev["round_acquired"], ev["round_split"], ev["round_taken"]), Verdict: Reproduced}
+			switch {
+			case s.Oversold.Max > 0:
+				out.Verdict, out.Why = NotReproduced, "redlock oversold in a calm run: a defect"
+			case ev["round_split"] == 0:
+				out.Verdict, out.Why = InKind, "correct, but no split vote on this run"
+			}
+			return out, nil
+		}},
+	{N: 14, Slug: "redlock-restart", TitleZH: "Redlock 崩溃恢复：节点重启丢锁", TitleEN: "Redlock: a node restarts without its keys",
+		ShowsZH: "拿锁的多数派里有一个节点重启且没有持久化，锁键丢了；另一个客户端又凑齐了多数派：两个持有者。",
+		ShowsEN: "A node of the granting majority restarts without persistence and forgets the key; another client gathers a majority again: two holders.",
+		Seed:    seed003 + ": 崩溃恢复 (fsync=always 才安全)", SeedFigure: "two holders after a restart",
+		Estimate: 40 * time.Second, run: fenced("redlock-restart", scenario.ProtectNone)},
+	{N: 15, Slug: "zookeeper", TitleZH: "ZooKeeper：临时顺序节点", TitleEN: "ZooKeeper: ephemeral sequential nodes",
+		ShowsZH: "每个等待者创建临时顺序节点，只监听前一个节点：最小号拿锁，公平、不超卖。",
+		ShowsEN: "Each waiter creates an ephemeral sequential node and watches only its predecessor: the lowest number holds the lock, fair, no oversell.",
+		Seed:    seed001 + ": “获得最小号得锁……节点监听机制”", SeedFigure: "correct, fair",
+		Estimate: 15 * time.Second, run: holds([]string{stock.ZooKeeper}, 3, nil)},
+	{N: 16, Slug: "herd", TitleZH: "羊群效应", TitleEN: "The herd effect",
+		ShowsZH: "每个等待者都监听父节点：一次释放唤醒所有人，每次加锁收到的事件随等待者增多而增多。",
+		ShowsEN: "Every waiter watches the parent: each release wakes them all, and the watch events per acquisition grow with the waiters.",
+		Seed:    seed001 + " and " + seed003 + ": 羊群效应 (watch the predecessor, not the parent)", SeedFigure: "many wake-ups per acquisition",
+		Estimate: 25 * time.Second, run: func(ctx context.Context, r *runner) (Outcome, error) {
+			l := r.pick(small, tiny)
+			names := []string{stock.ZooKeeper, stock.ZooKeeperHerd}
+			before, err := watchCounts(ctx, r.st, names)
+			if err != nil {
+				return Outcome{}, err
+			}
+			o := bench.Options{Strategies: names, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, NoLocalQueue: true}
+			if _, err := r.bench(ctx, o, benchCmd(o)); err != nil {
+				return Outcome{}, err
+			}
+			after, err := watchCounts(ctx, r.st, names)
+			if err != nil {
+				return Outcome{}, err
+			}
+			per := func(n string) float64 {
+				acq := after[n].acquisitions - before[n].acquisitions
+				if acq <= 0 {
+					return 0
+				}
+				return (after[n].watch - before[n].watch) / acq
+			}
+			rec, herd := per(stock.ZooKeeper), per(stock.ZooKeeperHerd)
+			out := Outcome{Ours: fmt.Sprintf("watch events per acquisition: zookeeper %.2f, zookeeper-herd %.2f (no local queue, %d clients)", rec, herd, l.concurrency), Verdict: Reproduced}
+			if herd <= rec {
+				out.Verdict, out.Why = NotReproduced, "the herd got no more events than the recipe on this run"
+			}
+			return out, nil
+		}},
+	{N: 17, Slug: "zk-session", TitleZH: "ZooKeeper 会话过期", TitleEN: "ZooKeeper: the session expires in a pause",
+		ShowsZH: "持有者停顿超过会话超时，临时节点被删，下一个人拿到锁；停顿结束后前一个人继续写。用 czxid 做 fencing token 挡住它。",
+		ShowsEN: "The holder pauses past its session timeout, its ephemeral node goes, the next takes the lock, and the first writes when it wakes. The czxid as a fencing token stops it.",
+		Seed:    seed003 + ": “zk 真正存在的问题”", SeedFigure: "two holders; fencing saves the data",
+		Estimate: 45 * time.Second, run: fenced("zk-session")},
+	{N: 18, Slug: "etcd", TitleZH: "etcd：租约与 revision", TitleEN: "etcd: leases and revisions",
+		ShowsZH: "租约 + 续约，按 revision 排队，监听前一个键的删除：正确、公平。",
+		ShowsEN: "A lease kept alive, waiters ordered by revision, each watching the key before its own: correct and fair.",
+		Seed:    seed000 + ", " + seed002 + ": etcd 分布式锁 (lease, revision, watch)", SeedFigure: "correct",
+		Estimate: 15 * time.Second, run: holds([]string{stock.Etcd}, 3, nil)},
+	{N: 19, Slug: "etcd-lease", TitleZH: "etcd 租约过期", TitleEN: "etcd: the lease expires in a pause",
+		ShowsZH: "持有者停顿超过租约，锁给了下一个人。revision 是天然的 fencing token。",
+		ShowsEN: "The holder pauses past its lease and the lock goes to the next. The revision is a natural fencing token.",
+		Seed:    seed003 + ": lease expiry (etcd's version of the pause)", SeedFigure: "two holders; fencing saves the data",
+		Estimate: 45 * time.Second, run: fenced("etcd-lease")},
+	{N: 20, Slug: "mysql", TitleZH: "MySQL：悲观锁、乐观锁、唯一索引", TitleEN: "MySQL: for update, version, unique index",
+		ShowsZH: "SELECT ... FOR UPDATE 行锁；version 乐观锁比较并交换；唯一索引插入一行当锁。都不超卖，快慢不同。",
+		ShowsEN: "A row lock (SELECT ... FOR UPDATE), a version compare-and-swap, a lock row under a UNIQUE index: none oversells, at different speeds.",
+		Seed:    seed001 + " and " + seed003 + ": 数据库实现 (悲观锁、乐观锁、唯一索引)", SeedFigure: "correct",
+		Estimate: 20 * time.Second, run: holds([]string{stock.MySQLForUpdate, stock.MySQLOptimistic, stock.MySQLUnique}, 3, nil)},
+	{N: 21, Slug: "lock-free", TitleZH: "不用锁：一条原子 SQL / 一段 Lua", TitleEN: "No lock at all: one atomic statement",
+		ShowsZH: "UPDATE ... SET stock = stock - 1 WHERE stock >= 1，或 Redis 里一段 Lua 检查并扣减：不需要分布式锁，也最快。",
+		ShowsEN: "UPDATE ... SET stock = stock - 1 WHERE stock >= 1, or one Lua check-and-decrement in Redis: no distributed lock, and the fastest.",
+		Seed:    seed003 + ": the conditional update behind every lock's write", SeedFigure: "correct, fastest",
+		Estimate: 15 * time.Second, run: holds([]string{stock.SQLAtomic, stock.RedisAtomic}, 3, nil)},
+	{N: 22, Slug: "fencing", TitleZH: "Fencing token：挡住过期的持有者", TitleEN: "Fencing tokens: the stale holder is refused",
+		ShowsZH: "锁发一个单调递增的号码，资源只接受不比见过的号码小的写：停顿醒来的旧持有者被拒绝，库存不错。",
+		ShowsEN: "The lock hands out an increasing number and the resource accepts no write with a smaller one than it has seen: the holder that wakes from a pause is refused, and the stock stays right.",
+		Seed:    seed003 + ": Fencing token (Kleppmann, quoted in 003)", SeedFigure: "stale writes refused",
+		Estimate: 45 * time.Second, run: fenced("pause-holder")},
+	{N: 23, Slug: "failover", TitleZH: "Redis 主从切换丢锁", TitleEN: "Redis failover loses the lock",
+		ShowsZH: "锁写到主节点，还没复制到从节点主节点就挂了；从节点升主，锁不见了：两个持有者。",
+		ShowsEN: "The lock is written to the primary, which fails before replicating it; the replica is promoted without it: two holders.",
+		Seed:    seed001 + " and " + seed003 + ": 主从切换 (Redis 主从异步复制)", SeedFigure: "two holders; fencing saves the data",
+		Topology: stack.TopologyHA, Estimate: 60 * time.Second, run: fenced("redis-failover")},
+}

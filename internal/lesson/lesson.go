@@ -1,0 +1,289 @@
+// Package lesson is the workshop: the seeds' story of the flash-sale
+// oversell problem as a course of lessons, in the seeds' order, from no
+// lock to fencing tokens. Each lesson says what it shows (in Chinese and
+// English) and which seed passage it comes from, runs the smallest
+// experiment that shows it on the local stack (a bench.Run or a
+// scenario.Run, nothing measured here), and sets our figure beside the
+// seed's with a verdict: reproduced, reproduced in kind, or not reproduced
+// and why.
+package lesson
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/democli"
+	"github.com/seckill-lab/seckill/internal/scenario"
+	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// Verdict sets our figure against the seed's.
+type Verdict string
+
+// The verdicts.
+const (
+	Reproduced    Verdict = "reproduced"
+	InKind        Verdict = "reproduced in kind"
+	NotReproduced Verdict = "not reproduced"
+	Skipped       Verdict = "skipped"
+)
+
+// Lesson is one step of the course.
+type Lesson struct {
+	N                int
+	Slug             string
+	TitleZH, TitleEN string
+	ShowsZH, ShowsEN string
+	// Seed is the passage the lesson comes from: file and a short quote.
+	Seed string
+	// SeedFigure is what the seed measured or claims.
+	SeedFigure string
+	// Topology and Proxy are what the stack needs (scenario.Fits); "" is
+	// any topology.
+	Topology string
+	Proxy    bool
+	// Estimate is how long the lesson takes on a 2-core machine.
+	Estimate time.Duration
+	run      func(ctx context.Context, r *runner) (Outcome, error)
+}
+
+// Outcome is a lesson's result.
+type Outcome struct {
+	Lesson  int     `json:"lesson"`
+	Slug    string  `json:"slug"`
+	Ours    string  `json:"ours"`
+	Verdict Verdict `json:"verdict"`
+	// Why explains a verdict other than reproduced, or what to look at.
+	Why string `json:"why,omitempty"`
+	// Reports are the bench or scenario reports the lesson wrote.
+	Reports  []string `json:"reports,omitempty"`
+	Seconds  float64  `json:"seconds"`
+	Commands []string `json:"commands,omitempty"`
+}
+
+// Options configure a run of lessons.
+type Options struct {
+	// Dir is the local stack's run directory.
+	Dir string
+	// Short runs every experiment on a smaller load (the tests').
+	Short bool
+	// Seed seeds every load. Default 1.
+	Seed int64
+	// OutDir receives each lesson's reports (and Write's course report);
+	// "" writes none.
+	OutDir   string
+	Progress io.Writer
+}
+
+// ErrUnknown is returned for a lesson that does not exist.
+var ErrUnknown = errors.New("no such lesson")
+
+// All returns the course in order.
+func All() []Lesson { return course }
+
+// Find returns a lesson by number or slug.
+func Find(key string) (Lesson, error) {
+	for _, l := range course {
+		if l.Slug == key || strconv.Itoa(l.N) == key {
+			return l, nil
+		}
+	}
+	return Lesson{}, fmt.Errorf("%w %q: `seckill lesson list` shows the %d lessons (by number 1..%d or name)", ErrUnknown, key, len(course), len(course))
+}
+
+// Needs says what stack a lesson needs, or "".
+func (l Lesson) Needs() string {
+	var parts []string
+	if l.Topology == stack.TopologyHA {
+		parts = append(parts, "--topology ha")
+	}
+	if l.Proxy {
+		parts = append(parts, "--proxy")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "seckill up " + strings.Join(parts, " ")
+}
+
+// fits reports why st cannot run l, or nil.
+func (l Lesson) fits(st *stack.State) error {
+	if l.Topology == stack.TopologyHA && !st.HA() || l.Proxy && !st.Proxy {
+		return fmt.Errorf("needs a stack started with `%s`", l.Needs())
+	}
+	return nil
+}
+
+// Run runs one lesson against the stack in o.Dir. A lesson the stack does
+// not fit is Skipped with the `seckill up` line it needs.
+func Run(ctx context.Context, l Lesson, o Options) (Outcome, error) {
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	st, err := stack.Load(o.Dir)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("lesson %d: %w (start the lab with `seckill up`)", l.N, err)
+	}
+	out := Outcome{Lesson: l.N, Slug: l.Slug}
+	if err := l.fits(st); err != nil {
+		out.Verdict, out.Why = Skipped, err.Error()
+		return out, nil
+	}
+	r := &runner{o: o, st: st, lesson: l}
+	began := time.Now()
+	out, err = l.run(ctx, r)
+	out.Lesson, out.Slug, out.Seconds, out.Reports, out.Commands = l.N, l.Slug, time.Since(began).Seconds(), r.reports, r.commands
+	if err != nil {
+		return out, fmt.Errorf("lesson %d (%s): %w", l.N, l.Slug, err)
+	}
+	return out, nil
+}
+
+// RunAll runs every lesson in order and puts the fleet back: the instance
+// count it found and strategy none. A lesson that fails stops the course
+// with its error; the outcomes so far are returned.
+func RunAll(ctx context.Context, o Options) ([]Outcome, error) {
+	st, err := stack.Load(o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("lessons: %w (start the lab with `seckill up`)", err)
+	}
+	n := len(st.Instances())
+	defer restore(o.Dir, n)
+	var outs []Outcome
+	for _, l := range course {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "lesson %d/%d: %s (%s)\n", l.N, len(course), l.TitleEN, l.TitleZH)
+		}
+		out, err := Run(ctx, l, o)
+		outs = append(outs, out)
+		if err != nil {
+			return outs, err
+		}
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "  -> %s: %s\n", out.Verdict, out.Ours)
+		}
+	}
+	return outs, nil
+}
+
+// restore scales the fleet back to n instances and sets strategy none.
+func restore(dir string, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if st, err := stack.Load(dir); err == nil && len(st.Instances()) != n {
+		_, _ = stack.Scale(ctx, dir, n)
+	}
+	if f, err := democli.FromStack(dir); err == nil {
+		_, _ = f.SetStrategy(ctx, stock.DefaultConfig(stock.None))
+	}
+}
+
+// runner gives a lesson its experiments.
+type runner struct {
+	o        Options
+	st       *stack.State
+	lesson   Lesson
+	reports  []string
+	commands []string
+	n        int
+}
+
+// load is an experiment's size: full, or the short one.
+type load struct{ requests, stock, concurrency int }
+
+func (r *runner) pick(full, short load) load {
+	if r.o.Short {
+		return short
+	}
+	return full
+}
+
+// bench runs one bench on the stack's fleet: o's load and knobs, the
+// lesson's seed, no calibration, no warm-up.
+func (r *runner) bench(ctx context.Context, o bench.Options, cmd string) (*bench.Report, error) {
+	st, err := stack.Load(r.o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	o.Fleet = bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken}
+	dir := r.o.Dir
+	o.Scaler = bench.ScalerFunc(func(ctx context.Context, n int) (bench.Fleet, error) {
+		st, err := stack.Scale(ctx, dir, n)
+		if err != nil {
+			return bench.Fleet{}, err
+		}
+		return bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken}, nil
+	})
+	o.Seed, o.CalibrateRequests, o.Warmup = r.o.Seed, -1, -1
+	if r.o.OutDir != "" {
+		r.n++
+		o.OutDir = fmt.Sprintf("%s/lesson-%02d-%s-%d", r.o.OutDir, r.lesson.N, r.lesson.Slug, r.n)
+		r.reports = append(r.reports, o.OutDir)
+	}
+	r.commands = append(r.commands, cmd)
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// scenario runs one failure story on the stack, unprotected and fenced
+// (or the protections given).
+func (r *runner) scenario(ctx context.Context, name string, prots ...scenario.Protection) (*scenario.Result, error) {
+	sc, err := scenario.Find(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := sc.Fits(r.st); err != nil {
+		return nil, err
+	}
+	if len(prots) == 0 {
+		prots = []scenario.Protection{scenario.ProtectNone, scenario.ProtectFencing}
+	}
+	o := scenario.Options{Dir: r.o.Dir, Fleet: bench.Fleet{Target: r.st.NginxURL(), Instances: r.st.InstanceURLs(), AdminToken: r.st.AdminToken},
+		Protections: prots, Strategies: sc.Strategies[:1], Seed: r.o.Seed, Short: r.o.Short, Progress: r.o.Progress}
+	if r.o.OutDir != "" {
+		r.n++
+		o.OutDir = fmt.Sprintf("%s/lesson-%02d-%s-%d", r.o.OutDir, r.lesson.N, r.lesson.Slug, r.n)
+		r.reports = append(r.reports, o.OutDir)
+	}
+	var ps []string
+	for _, p := range prots {
+		ps = append(ps, string(p))
+	}
+	r.commands = append(r.commands, fmt.Sprintf("seckill scenario run %s --strategies %s --protections %s", name, sc.Strategies[0], strings.Join(ps, ",")))
+	res, err := scenario.Run(ctx, sc, o)
+	if errors.Is(err, scenario.ErrFailed) {
+		return res, nil // the verdict is the lesson's to give
+	}
+	return res, err
+}
+
+// summary returns strategy's summary (the first row of that strategy and
+// no variant).
+func summary(rep *bench.Report, strategy string) (bench.Summary, error) {
+	for _, s := range rep.Summary {
+		if s.Strategy == strategy {
+			return s, nil
+		}
+	}
+	return bench.Summary{}, fmt.Errorf("the bench has no row for %s", strategy)
+}
+
+// row returns the scenario row of protection p.
+func row(res *scenario.Result, p scenario.Protection) (scenario.Row, error) {
+	for _, rw := range res.Rows {
+		if rw.Protection == p {
+			return rw, nil
+		}
+	}
+	return scenario.Row{}, fmt.Errorf("scenario %s has no %s row", res.Scenario, p)
+}
