@@ -50,12 +50,19 @@ func runBench(ctx context.Context, args []string) error {
 	adminToken := fs.String("admin-token", "", "admin token of that fleet (default $SECKILL_ADMIN_TOKEN)")
 	out := fs.String("out", "", "report directory (default: a new results/<timestamp>/)")
 	calibrate := fs.Bool("calibrate", false, "only measure the ceilings: the load generator's (an in-process null handler) and the database's (the purchase transaction straight at MariaDB, with the local stack or --database-dsn)")
+	preset := fs.String("preset", "", "a seed's load: seed003 (5000 requests on a stock of 5000, 50 at a time), seed002 (500 on 300, the default); --preset list shows them; flags given explicitly win")
 	dbDSN := fs.String("database-dsn", "", "DSN of the fleet's database for its ceiling (default: the local stack's; with --target, none unless given)")
 	calRequests := fs.Int("calibrate-requests", bench.DefaultCalibrateRequests, "requests of the calibration (also run, short, before every bench; <0 skips it there)")
 	reqTimeout := fs.Duration("timeout", bench.DefaultRequestTimeout, "per-request timeout")
 	runTimeout := fs.Duration("run-timeout", bench.DefaultRunTimeout, "timeout of one run (one strategy, one repeat)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *preset == "list" {
+		for _, p := range bench.Presets {
+			fmt.Printf("%-8s %d requests on a stock of %d, %d at a time: %s\n", p.Name, p.Requests, p.Stock, p.Concurrency, p.Seed)
+		}
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return exitError{code: 2, msg: fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
@@ -148,6 +155,23 @@ func runBench(ctx context.Context, args []string) error {
 		NoLocalQueue: *noQueue, NoEvents: *noEvents, NoLeaseCheck: *noLeaseCheck, ReleasePause: *releasePause, Batch: *batch, Faults: faults,
 		RequestTimeout: *reqTimeout, RunTimeout: *runTimeout, CalibrateRequests: *calRequests,
 		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
+	}
+	if *preset != "" {
+		p, err := bench.LookupPreset(*preset)
+		if err != nil {
+			return exitError{code: 2, msg: "bench: --preset: " + err.Error()}
+		}
+		// The preset fills the load; a flag given explicitly wins.
+		set := setFlags(fs)
+		if !set["requests"] {
+			o.Requests = p.Requests
+		}
+		if !set["stock"] {
+			o.Stock = p.Stock
+		}
+		if !set["concurrency"] && len(points) == 0 {
+			o.Concurrency = p.Concurrency
+		}
 	}
 	if o.CalibrateRequests == 0 {
 		o.CalibrateRequests = -1

@@ -23,13 +23,13 @@ type Course struct {
 // WriteList prints the course: number, titles, estimate, what it needs.
 func WriteList(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tlesson\t课\ttime\tneeds")
+	fmt.Fprintln(tw, "#\tlesson\ttime\tneeds\t课")
 	for _, l := range course {
 		needs := l.Needs()
 		if needs == "" {
 			needs = "seckill up"
 		}
-		fmt.Fprintf(tw, "%d\t%s (%s)\t%s\t~%ds\t%s\n", l.N, l.TitleEN, l.Slug, l.TitleZH, int(l.Estimate.Seconds()), needs)
+		fmt.Fprintf(tw, "%d\t%s (%s)\t~%ds\t%s\t%s\n", l.N, l.TitleEN, l.Slug, int(l.Estimate.Seconds()), needs, l.TitleZH)
 	}
 	return tw.Flush()
 }

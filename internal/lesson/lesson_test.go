@@ -1,0 +1,122 @@
+package lesson
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/internal/stack/stacktest"
+	"github.com/seckill-lab/seckill/internal/testenv"
+)
+
+// TestMain gives the course a stack of its own (every server, base port
+// 26600): the lessons re-scale the fleet and switch its strategy.
+func TestMain(m *testing.M) {
+	os.Exit(stacktest.Main(m, stack.Options{BasePort: 26600}))
+}
+
+func TestCourseOrder(t *testing.T) {
+	if len(course) < 18 {
+		t.Fatalf("%d lessons, want at least 18", len(course))
+	}
+	seen := map[string]bool{}
+	for i, l := range course {
+		if l.N != i+1 {
+			t.Errorf("lesson %q is number %d at position %d", l.Slug, l.N, i+1)
+		}
+		if seen[l.Slug] {
+			t.Errorf("slug %q twice", l.Slug)
+		}
+		seen[l.Slug] = true
+		for name, v := range map[string]string{"TitleZH": l.TitleZH, "TitleEN": l.TitleEN, "ShowsZH": l.ShowsZH, "ShowsEN": l.ShowsEN, "Seed": l.Seed, "SeedFigure": l.SeedFigure} {
+			if strings.TrimSpace(v) == "" {
+				t.Errorf("lesson %d has no %s", l.N, name)
+			}
+		}
+		if l.run == nil || l.Estimate <= 0 || l.Estimate > 60*time.Second {
+			t.Errorf("lesson %d: no experiment, or an estimate (%s) past 60 s", l.N, l.Estimate)
+		}
+	}
+}
+
+func TestFind(t *testing.T) {
+	tests := []struct {
+		key  string
+		want int
+	}{{"1", 1}, {"no-lock", 1}, {"22", 22}, {"fencing", 22}, {"0", 0}, {"nope", 0}, {"", 0}}
+	for _, tt := range tests {
+		l, err := Find(tt.key)
+		if tt.want == 0 {
+			if !errors.Is(err, ErrUnknown) {
+				t.Errorf("Find(%q): %v, want ErrUnknown", tt.key, err)
+			}
+			continue
+		}
+		if err != nil || l.N != tt.want {
+			t.Errorf("Find(%q) = %d, %v; want %d", tt.key, l.N, err, tt.want)
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteList(&b); err != nil || strings.Count(b.String(), "\n") != len(course)+1 || !strings.Contains(b.String(), "--topology ha") {
+		t.Errorf("WriteList: %v\n%s", err, b.String())
+	}
+}
+
+// TestLessonsShort runs every lesson on its short load against the
+// package's stack and checks its verdict: each reproduces the seed's story
+// (or its kind), and a lesson that needs another topology is skipped with
+// the `seckill up` line. A failure story is a race that a run may miss;
+// such a lesson gets two more tries, but a fenced run that oversells fails
+// at once.
+func TestLessonsShort(t *testing.T) {
+	dir := testenv.Get(t, testenv.StackDir)
+	out := t.TempDir()
+	var outs []Outcome
+	for _, l := range course {
+		t.Run(l.Slug, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			var o Outcome
+			var err error
+			for try := 1; try <= 3; try++ {
+				o, err = Run(ctx, l, Options{Dir: dir, Short: true, Seed: int64(try), OutDir: out})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.Verdict != NotReproduced || !strings.Contains(o.Why, "did not oversell this time") {
+					break
+				}
+				t.Logf("try %d: %s (%s)", try, o.Ours, o.Why)
+			}
+			outs = append(outs, o)
+			switch {
+			case l.Topology == stack.TopologyHA:
+				if o.Verdict != Skipped || !strings.Contains(o.Why, "seckill up --topology ha") {
+					t.Errorf("on a single stack: %s (%s), want skipped naming `seckill up --topology ha`", o.Verdict, o.Why)
+				}
+			case o.Verdict != Reproduced && o.Verdict != InKind:
+				t.Errorf("%s: %s (%s)", o.Ours, o.Verdict, o.Why)
+			}
+			if o.Verdict != Skipped && (o.Ours == "" || len(o.Commands) == 0 || len(o.Reports) == 0) {
+				t.Errorf("outcome without figures, command or report: %+v", o)
+			}
+		})
+	}
+	restore(dir, stack.DefaultInstances)
+	if err := Write(filepath.Join(out, "course"), Course{Date: time.Now(), Short: true, Outcomes: outs}); err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(filepath.Join(out, "course", "course.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(html, []byte("<script")) || bytes.Contains(html, []byte("http://")) || bytes.Count(html, []byte("<section")) != len(outs) {
+		t.Errorf("course.html: a script, an external reference, or not one section per lesson")
+	}
+}
