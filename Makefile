@@ -22,13 +22,14 @@ PROXY     ?=
 # the first of apt-get, dnf and brew it finds), and the binaries whose
 # presence skips the install. A|B: either name will do; "zookeeper": the
 # Debian jar or a zkServer.sh install (see `seckill doctor`, which checks
-# the same servers with their versions).
-DEB_PKGS  := redis-server etcd-server etcd-client zookeeper mariadb-server nginx-light wrk docker-compose chromium
-DEB_BINS  := redis-server etcd etcdctl zookeeper mariadbd mysql_install_db nginx wrk docker-compose java chromium
+# the same servers with their versions); "cjkfont": a font with Chinese
+# glyphs (fc-list), for the lessons, reports and dashboard in a browser.
+DEB_PKGS  := redis-server etcd-server etcd-client zookeeper mariadb-server nginx-light wrk docker-compose chromium fonts-wqy-microhei
+DEB_BINS  := redis-server etcd etcdctl zookeeper mariadbd mysql_install_db nginx wrk docker-compose java chromium cjkfont
 # Fedora: mariadbd lives in /usr/libexec; ZooKeeper is not packaged in
 # every release (then unpack the Apache tarball and set ZOOKEEPER_HOME).
-RPM_PKGS  := redis etcd zookeeper java-21-openjdk-headless mariadb-server nginx wrk chromium
-RPM_BINS  := redis-server etcd etcdctl zookeeper mariadbd mariadb-install-db|mysql_install_db nginx wrk java
+RPM_PKGS  := redis etcd zookeeper java-21-openjdk-headless mariadb-server nginx wrk chromium wqy-microhei-fonts
+RPM_BINS  := redis-server etcd etcdctl zookeeper mariadbd mariadb-install-db|mysql_install_db nginx wrk java cjkfont
 # Homebrew (macOS, arm or intel): mariadb and openjdk are keg-only, found
 # under $(brew --prefix)/opt/*/bin. No chromium formula: report-shot needs
 # a Chromium you install yourself.
@@ -52,6 +53,7 @@ deps:
 	    for z in /usr/share/java/zookeeper.jar $${ZOOKEEPER_HOME:+$$ZOOKEEPER_HOME/bin/zkServer.sh} /usr/share/zookeeper/lib /opt/zookeeper/bin/zkServer.sh \
 	      /opt/homebrew/opt/zookeeper/libexec/bin/zkServer.sh /usr/local/opt/zookeeper/libexec/bin/zkServer.sh; do [ -e "$$z" ] && return 0; done; \
 	    continue; fi; \
+	  if [ "$$n" = cjkfont ]; then fc-list :lang=zh 2>/dev/null | grep -q . && return 0; continue; fi; \
 	  command -v $$n >/dev/null 2>&1 && return 0; \
 	  for d in /usr/sbin /sbin /usr/libexec /opt/homebrew/bin /opt/homebrew/opt/*/bin /usr/local/bin /usr/local/opt/*/bin; do [ -x "$$d/$$n" ] && return 0; done; \
 	done; return 1; }; \
