@@ -61,7 +61,7 @@ func WriteOutcome(w io.Writer, l Lesson, o Outcome) error {
 // WriteSummary prints one line per lesson run: the course at a glance.
 func WriteSummary(w io.Writer, outs []Outcome) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tlesson\tseed\tours\tverdict\ts")
+	fmt.Fprintln(tw, "#\tlesson\tverdict\ts\tthe seed | ours")
 	for _, o := range outs {
 		l, err := Find(fmt.Sprint(o.Lesson))
 		if err != nil {
@@ -71,7 +71,7 @@ func WriteSummary(w io.Writer, outs []Outcome) error {
 		if o.Verdict == Skipped {
 			v += ": " + o.Why
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.0f\n", o.Lesson, l.TitleEN, l.SeedFigure, o.Ours, v, o.Seconds)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.0f\t%s | %s\n", o.Lesson, l.TitleEN, v, o.Seconds, l.SeedFigure, o.Ours)
 	}
 	return tw.Flush()
 }
