@@ -288,7 +288,7 @@ var course = []Lesson{
 				}
 				return InKind, "the lock server does less work, but on one 2-core box the spinning lock's retries are cheap enough to keep up"
 			})},
-	{N: 13, Slug: "redlock", TitleZH: "Redlock：多数派与分票", TitleEN: "Redlock: a majority, and split votes",
+	{N: 13, Slug: "redlock-votes", TitleZH: "Redlock：多数派与分票", TitleEN: "Redlock: a majority, and split votes",
 		ShowsZH: "五个独立的 Redis 主节点，拿到过半才算加锁成功。高并发下各人各拿到几票，谁也不过半：分票（脑裂）。数一数失败的多数派轮次。",
 		ShowsEN: "Five independent Redis masters; the lock is held with a majority. Under contention each contender wins a few votes and nobody a majority: split votes. We count the failed quorum rounds.",
 		Seed:    seed003 + " and " + seed004 + ": RedLock (N/2+1, 脑裂)", SeedFigure: "correct, split votes under contention",
@@ -319,7 +319,7 @@ var course = []Lesson{
 		ShowsEN: "A node of the granting majority restarts without persistence and forgets the key; another client gathers a majority again: two holders.",
 		Seed:    seed003 + ": 崩溃恢复 (fsync=always 才安全)", SeedFigure: "two holders after a restart",
 		Estimate: 40 * time.Second, run: fenced("redlock-restart", scenario.ProtectNone)},
-	{N: 15, Slug: "zookeeper", TitleZH: "ZooKeeper：临时顺序节点", TitleEN: "ZooKeeper: ephemeral sequential nodes",
+	{N: 15, Slug: "zookeeper-recipe", TitleZH: "ZooKeeper：临时顺序节点", TitleEN: "ZooKeeper: ephemeral sequential nodes",
 		ShowsZH: "每个等待者创建临时顺序节点，只监听前一个节点：最小号拿锁，公平、不超卖。",
 		ShowsEN: "Each waiter creates an ephemeral sequential node and watches only its predecessor: the lowest number holds the lock, fair, no oversell.",
 		Seed:    seed001 + ": “获得最小号得锁……节点监听机制”", SeedFigure: "correct, fair",
@@ -362,7 +362,7 @@ var course = []Lesson{
 		ShowsEN: "The holder pauses past its session timeout, its ephemeral node goes, the next takes the lock, and the first writes when it wakes. The czxid as a fencing token stops it.",
 		Seed:    seed003 + ": “zk 真正存在的问题”", SeedFigure: "two holders; fencing saves the data",
 		Estimate: 45 * time.Second, run: fenced("zk-session")},
-	{N: 18, Slug: "etcd", TitleZH: "etcd：租约与 revision", TitleEN: "etcd: leases and revisions",
+	{N: 18, Slug: "etcd-revisions", TitleZH: "etcd：租约与 revision", TitleEN: "etcd: leases and revisions",
 		ShowsZH: "租约 + 续约，按 revision 排队，监听前一个键的删除：正确、公平。",
 		ShowsEN: "A lease kept alive, waiters ordered by revision, each watching the key before its own: correct and fair.",
 		Seed:    seed000 + ", " + seed002 + ": etcd 分布式锁 (lease, revision, watch)", SeedFigure: "correct",
