@@ -198,6 +198,11 @@ func ratioLesson(a, b string, instances int, l, short load, set func(*bench.Opti
 			ratio = sb.ThroughputRPS.Median / sa.ThroughputRPS.Median
 		}
 		v, why := judge(ratio)
+		for _, s := range []bench.Summary{sa, sb} {
+			if info, _ := stock.Lookup(s.Strategy); !info.Flawed && s.Oversold.Max > 0 {
+				v, why = NotReproduced, s.Strategy+" oversold: a defect, see its report"
+			}
+		}
 		return Outcome{Ours: fmt.Sprintf("%s %.0f req/s (oversold %.0f), %s %.0f req/s (oversold %.0f): %s/%s = %.2f",
 			a, sa.ThroughputRPS.Median, sa.Oversold.Median, b, sb.ThroughputRPS.Median, sb.Oversold.Median, b, a, ratio), Verdict: v, Why: why}, nil
 	}
@@ -218,7 +223,7 @@ var course = []Lesson{
 		ShowsZH: "同一台机器、同样的负载，加锁前后的吞吐量。种子里 JMeter 的吞吐量从三千多降到一千多。",
 		ShowsEN: "The same machine and load, with and without the lock. The seed's JMeter throughput fell from 3000+ to 1000+ req/s.",
 		Seed:    seed003 + ": “吞吐量，从三千多到现在的一千多”", SeedFigure: "3000+ → 1000+ req/s (×0.33)",
-		Estimate: 20 * time.Second, run: ratioLesson(stock.None, stock.Mutex, 1, seed003Load, load{300, 300, 20}, nil,
+		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(stock.None, stock.Mutex, 1, seed003Load, load{300, 300, 20}, nil,
 			func(r float64) (Verdict, string) {
 				switch {
 				case r < 0.5:
@@ -281,7 +286,7 @@ var course = []Lesson{
 		ShowsZH: "等锁的请求订阅解锁消息，被唤醒再抢，不再空转（Redisson 的做法）。",
 		ShowsEN: "Waiters subscribe to the unlock message and retry when woken, instead of spinning (Redisson's way).",
 		Seed:    seed001 + ": “获取失败: 订阅了解锁消息，然后再尝试获取锁”", SeedFigure: "woken waiters instead of retries",
-		Estimate: 20 * time.Second, run: ratioLesson(stock.RedisSpin, stock.Redis, 3, load{600, 600, 50}, load{120, 120, 20}, nil,
+		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(stock.RedisSpin, stock.Redis, 3, load{600, 600, 50}, load{120, 120, 20}, nil,
 			func(r float64) (Verdict, string) {
 				if r >= 1 {
 					return Reproduced, "the pub/sub lock sells at least as fast as the spinning one"

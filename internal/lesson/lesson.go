@@ -51,6 +51,10 @@ type Lesson struct {
 	Proxy    bool
 	// Estimate is how long the lesson takes on a 2-core machine.
 	Estimate time.Duration
+	// Speed marks a lesson whose verdict compares throughputs: it varies
+	// with the machine's load, so the tests check that it ran and sold
+	// correctly, not its verdict (speed is measured, never asserted).
+	Speed bool
 	run      func(ctx context.Context, r *runner) (Outcome, error)
 }
 
