@@ -18,7 +18,7 @@ import (
 
 // basePort is this package's own stack: scenarios pause and kill
 // instances, which must never touch the stack other packages test against.
-const basePort = 31500
+var basePort = testenv.Port(31500)
 
 var seckillBin string
 
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 // haBasePort is the ha stack's (its ports reach B+103).
-const haBasePort = 31700
+var haBasePort = testenv.Port(31700)
 
 // ownStack starts a stack of 3 instances of the given topology, with the
 // fault proxy, for the test.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -24,7 +25,7 @@ func backendsTestBasePort(t *testing.T) int {
 	t.Helper()
 	v := os.Getenv("SECKILL_TEST_BASE_PORT")
 	if v == "" {
-		return 21500
+		return testenv.Port(21500)
 	}
 	p, err := strconv.Atoi(v)
 	if err != nil {

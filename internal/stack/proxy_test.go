@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/testenv"
 )
 
 // instanceEnvOf reads variable key of the running instance name from
@@ -46,7 +47,7 @@ func ping(ctx context.Context, hostport string) (time.Duration, error) {
 // scale keep the proxies right, and down stops it.
 func TestProxy(t *testing.T) {
 	requireTools(t)
-	const base = 29000
+	base := testenv.Port(29000)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -492,7 +492,7 @@ func checkNothingLeft(t *testing.T, dir string, base, instances int) {
 
 func TestUpPortTaken(t *testing.T) {
 	requireTools(t)
-	const base = 30200
+	base := testenv.Port(30200)
 	ln, err := net.Listen("tcp", addr(base+1))
 	if err != nil {
 		t.Fatalf("listen: %v", err)
@@ -500,7 +500,7 @@ func TestUpPortTaken(t *testing.T) {
 	defer ln.Close()
 	dir := t.TempDir()
 	_, err = Up(context.Background(), Options{Dir: dir, BasePort: base, Binary: seckillBin})
-	want := "port 30201 (redis-1) is already in use on 127.0.0.1; stop that process or pass --base-port"
+	want := fmt.Sprintf("port %d (redis-1) is already in use on 127.0.0.1; stop that process or pass --base-port", base+1)
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
@@ -559,7 +559,7 @@ func TestUpRejectsBadOptions(t *testing.T) {
 // fail after the servers started; it must stop them all.
 func TestUpFailureStopsEverything(t *testing.T) {
 	requireTools(t)
-	const base = 30600
+	base := testenv.Port(30600)
 	falseBin, err := exec.LookPath("false")
 	if err != nil {
 		t.Fatal(err)
@@ -584,7 +584,7 @@ func TestUpFailureStopsEverything(t *testing.T) {
 
 func TestUpCancelled(t *testing.T) {
 	requireTools(t)
-	const base = 30400
+	base := testenv.Port(30400)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	var progress syncBuffer
@@ -610,7 +610,7 @@ func TestUpCancelled(t *testing.T) {
 // a second up, scale down and up, down, nothing left.
 func TestLifecycle(t *testing.T) {
 	requireTools(t)
-	const base = 31000
+	base := testenv.Port(31000)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -989,7 +989,7 @@ func TestNginxExposesOnlyTheAPI(t *testing.T) {
 // Sentinel-monitored primary; down leaves nothing.
 func TestLifecycleHA(t *testing.T) {
 	requireTools(t)
-	const base, instances = 31200, 2
+	base, instances := testenv.Port(31200), 2
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -1185,7 +1185,7 @@ func instanceRequest(t *testing.T, ctx context.Context, st *State, method, url, 
 // heal, and the errors a user can hit.
 func TestFaults(t *testing.T) {
 	requireTools(t)
-	const base = 30800
+	base := testenv.Port(30800)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -201,3 +201,15 @@ func BuildSeckill() (bin string, cleanup func(), err error) {
 	}
 	return bin, func() { os.RemoveAll(tmp) }, nil
 }
+
+// PortShiftVar moves every fixed port the tests use (the stacks of
+// stacktest, the scenario and stack tests) by its value, so two checkouts
+// can run their suites side by side on one machine: SECKILL_TEST_PORT_SHIFT=-6000.
+const PortShiftVar = "SECKILL_TEST_PORT_SHIFT"
+
+// Port returns a test's fixed port p moved by $SECKILL_TEST_PORT_SHIFT (0
+// when unset or not a number).
+func Port(p int) int {
+	s, _ := strconv.Atoi(os.Getenv(PortShiftVar))
+	return p + s
+}

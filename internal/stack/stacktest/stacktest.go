@@ -39,6 +39,7 @@ func Main(m *testing.M, o stack.Options) int {
 	}
 	defer os.RemoveAll(dir)
 	o.Dir, o.Binary = dir, bin
+	o.BasePort = testenv.Port(o.BasePort)
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
