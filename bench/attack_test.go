@@ -120,7 +120,7 @@ func TestAttackMapsRequestIDs(t *testing.T) {
 		}
 		return tg.Header.Get("Idempotency-Key")
 	}
-	if first(42, 7) != first(42, 7) || first(42, 7) == first(43, 7) || first(42, 7) == first(42, 8) {
+	if a, b := first(42, 7), first(42, 7); a != b || a == first(43, 7) || first(42, 7) == first(42, 8) {
 		t.Errorf("ids not seeded per goods: %s %s %s %s", first(42, 7), first(42, 7), first(43, 7), first(42, 8))
 	}
 	tg := purchaseTargeter(srv.URL, 7, 2, 1, 1, "t")

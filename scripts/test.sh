@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# scripts/test.sh (`make test`, CI): installs missing servers, builds, starts
+# scripts/test.sh (`make test`, CI): installs missing servers, builds, lints
+# (gofmt, go vet, staticcheck: `make lint`), starts
 # a dedicated test stack on its own ports, runs the whole suite with -race
 # against it (its env.sh exports every SECKILL_* variable), and stops the
 # stack even when the tests fail. Exits with go test's status.
@@ -12,6 +13,8 @@ TEST_INSTANCES=${SECKILL_TEST_INSTANCES:-3}
 
 make deps
 make build
+# gofmt, go vet and staticcheck: any finding fails the run before a test starts.
+make lint
 
 # A stale test stack from an aborted run: stop it first.
 bin/seckill down --dir "$TEST_DIR"

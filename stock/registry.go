@@ -253,7 +253,7 @@ var registry = []Strategy{
 		Seed:    "003, 004 RedLock",
 		Open: func(_ context.Context, c Clients) (LockBackend, error) {
 			if len(c.Redlock) < 3 {
-				return nil, fmt.Errorf("Redlock needs at least 3 Redis servers (5 recommended), has %d: %w", len(c.Redlock), ErrNotConfigured)
+				return nil, fmt.Errorf("redlock needs at least 3 Redis servers (5 recommended), has %d: %w", len(c.Redlock), ErrNotConfigured)
 			}
 			return redlock.NewBackend(c.Redlock), nil
 		},

@@ -55,7 +55,7 @@ type Lesson struct {
 	// with the machine's load, so the tests check that it ran and sold
 	// correctly, not its verdict (speed is measured, never asserted).
 	Speed bool
-	run      func(ctx context.Context, r *runner) (Outcome, error)
+	run   func(ctx context.Context, r *runner) (Outcome, error)
 }
 
 // Outcome is a lesson's result.

@@ -58,10 +58,9 @@ type Row struct {
 	// OKPerSec are the medians over the runs of the ok/s before, during
 	// and after the strikes; -1 when no run had that window long enough to
 	// give a rate (bench.MinWindow).
-	OKPerSec      [3]float64 `json:"ok_per_s_before_during_after"`
-	Reports       []string   `json:"reports,omitempty"`
-	okPerSecRuns  [3][]float64
-	expectCorrect bool
+	OKPerSec     [3]float64 `json:"ok_per_s_before_during_after"`
+	Reports      []string   `json:"reports,omitempty"`
+	okPerSecRuns [3][]float64
 }
 
 // Result is a scenario's outcome.

@@ -33,11 +33,13 @@ import (
 var proxiedVars = []string{config.EnvMySQLDSN, config.EnvRedisAddrs, config.EnvSentinels, config.EnvEtcdEndpoints, config.EnvZKServers}
 
 // KindProxy is the fault proxy's kind; ProxyName its component name.
-const (
-	KindProxy Kind = "proxy"
-	ProxyName      = "proxy"
-	offProxy       = 90
-)
+const KindProxy Kind = "proxy"
+
+// ProxyName is the fault proxy's component name.
+const ProxyName = string(KindProxy)
+
+// offProxy is the fault proxy's API port offset.
+const offProxy = 90
 
 // ErrNoProxy: a partition or latency fault on a stack started without the
 // proxy.

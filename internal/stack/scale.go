@@ -69,8 +69,7 @@ func scale(ctx context.Context, dir string, n int) (*State, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	st, err := Load(d)
-	if err != nil {
+	if _, err := Load(d); err != nil {
 		return nil, 0, err
 	}
 	unlock, err := lockDir(ctx, d)
@@ -78,7 +77,8 @@ func scale(ctx context.Context, dir string, n int) (*State, int, error) {
 		return nil, 0, err
 	}
 	defer unlock()
-	if st, err = Load(d); err != nil { // again, under the lock
+	st, err := Load(d) // again, under the lock
+	if err != nil {
 		return nil, 0, err
 	}
 	if !st.Ready {

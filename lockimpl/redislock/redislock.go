@@ -256,7 +256,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 	full := l.Key(key)
 	owner := l.owner()
 	start := time.Now()
-	ok, token, pttl, err := l.attempt(ctx, full, owner)
+	ok, token, _, err := l.attempt(ctx, full, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +274,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 	<-timer.C
 	for {
 		start = time.Now()
+		var pttl time.Duration
 		ok, token, pttl, err = l.attempt(ctx, full, owner)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
