@@ -13,6 +13,13 @@ import (
 // so proxies and clients see it alive.
 const eventsKeepAlive = 15 * time.Second
 
+// eventsWriteWindow is how long one write of an event stream may take. The
+// server's WriteTimeout bounds a whole response, which would cut a stream
+// when it runs out (3 minutes by default): each write here moves the
+// connection's deadline instead, so a stream lives as long as its client
+// reads, and a client that stops reading is cut after this window.
+const eventsWriteWindow = 2 * eventsKeepAlive
+
 // ReplayedComment is the comment line that ends the replayed events of
 // GET /admin/events?replay=true: what follows is live.
 const ReplayedComment = ": replayed"
@@ -33,6 +40,11 @@ func (h *handler) events(c *gin.Context) {
 		past = nil
 	}
 	w := c.Writer
+	rc := http.NewResponseController(w)
+	// extend moves the write deadline past the next write; a server
+	// without deadlines (ErrNotSupported) has no timeout to outlive.
+	extend := func() { _ = rc.SetWriteDeadline(time.Now().Add(eventsWriteWindow)) }
+	extend()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -65,6 +77,7 @@ func (h *handler) events(c *gin.Context) {
 		case <-c.Request.Context().Done():
 			return
 		case ev := <-live:
+			extend()
 			if !send(ev) {
 				return
 			}
@@ -76,6 +89,7 @@ func (h *handler) events(c *gin.Context) {
 			}
 			w.Flush()
 		case <-tick.C:
+			extend()
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return
 			}

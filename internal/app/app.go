@@ -40,7 +40,8 @@ type Timeouts struct {
 	Read time.Duration
 	// Write bounds the handler and the response: longer than the longest
 	// purchase (lock_wait up to 2m, work_delay up to 30s, plus the
-	// database). Default 3m.
+	// database). Default 3m. The event stream (/admin/events) moves its
+	// own deadline at each write, so it outlives this.
 	Write time.Duration
 	// Idle bounds a keep-alive connection between requests. Default 60s.
 	Idle time.Duration

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/app"
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
@@ -118,5 +119,54 @@ func TestEventStream(t *testing.T) {
 				t.Fatalf("events %v, want %v", kinds, want)
 			}
 		})
+	}
+}
+
+// TestEventStreamOutlivesWriteTimeout: an event stream served by Serve
+// (whose http.Server has a WriteTimeout) still delivers events after that
+// timeout has run out. Before the fix, the stream was cut at the timeout
+// (3 minutes by default): `seckill events -f` and a long bench's event
+// collection broke.
+func TestEventStreamOutlivesWriteTimeout(t *testing.T) {
+	const writeTimeout = 500 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	in, err := app.New(ctx, single(config.Config{MySQLDSN: testenv.Get(t, testenv.MySQLDSN), Listen: "127.0.0.1:0"}), 10*time.Second)
+	cancel()
+	if err != nil {
+		testenv.Unavailable(t, "the service's backends", err)
+	}
+	in.Timeouts = app.Timeouts{Write: writeTimeout}
+	sctx, stop := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- in.Serve(sctx, func(a string) { addrc <- a }) }()
+	t.Cleanup(func() { stop(); <-done; in.Close() })
+	url := "http://" + <-addrc
+	ins := []instance{{name: "f1", url: url}}
+	events := subscribe(t, url)
+	setStrategy(t, ins, map[string]any{"name": stock.Mutex})
+	// Past the write timeout: the stream was opened more than four
+	// timeouts ago when the purchase below is made.
+	time.Sleep(4 * writeTimeout)
+	goods := goodsID()
+	reset(t, ins[0], goods, 3)
+	r := do(t, http.MethodPost, url+"/api/v1/purchase", "application/json", jsonBody(map[string]any{"goods_id": goods, "qty": 1, "user_id": "u"}), nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("purchase: %d %v", r.status, r.body)
+	}
+	id, _ := r.body["request_id"].(string)
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the event stream ended after the write timeout")
+			}
+			if ev.Purchase == id {
+				return
+			}
+		case <-timeout:
+			t.Fatal("no event of the purchase within 10s: the stream was cut at the write timeout")
+		}
 	}
 }
