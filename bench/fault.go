@@ -51,7 +51,7 @@ var ErrBadFault = errors.New("bad fault")
 
 // ParseFault reads KIND[=PARAM]:TARGET@START+DURATION, e.g.
 // pause:inst-2@5s+5s, latency=300ms:mysql@5s+5s,
-// partition:inst-2/etcd@5s+5s, clock=2s:redis-3@5s+1s.
+// partition:inst-2/mysql@5s+5s, clock=2s:redis-3@5s+1s.
 func ParseFault(spec string) (Fault, error) {
 	usage := fmt.Sprintf("want KIND[=PARAM]:TARGET@START+DURATION such as pause:inst-2@5s+5s or latency=300ms:mysql@5s+5s, KIND one of %s", strings.Join(FaultKinds(), ", "))
 	kind, rest, ok := strings.Cut(spec, ":")

@@ -132,7 +132,7 @@ var glossary = [][2]string{
 	{"分布式锁 (fēnbùshì suǒ)", "distributed lock: one holder across processes and machines"},
 	{"看门狗 (kànméngǒu)", "watchdog: renews a held lock's TTL while its holder works (Redisson)"},
 	{"脑裂 (nǎoliè)", "split brain: two sides each believe they hold the lock (Redlock's split votes, a failover)"},
-	{"羊群效应 (yángqún xiàoyìng)", "herd effect: every waiter wakes when one lock is released (ZooKeeper without the predecessor watch)"},
+	{"羊群效应 (yángqún xiàoyìng)", "herd effect: every waiter wakes when one lock is released (waiters watching the parent node, not their predecessor)"},
 	{"可重入 (kě chóngrù)", "reentrant: the holder may take its own lock again"},
 	{"锁超时 (suǒ chāoshí)", "lock timeout: the lock's TTL runs out while its holder still works"},
 	{"多例模式 (duōlì móshì)", "prototype scope: a new lock object per request, so nothing is shared"},

@@ -16,7 +16,7 @@ var (
 	// ErrLockTimeout: the lock wait budget ran out (or optimistic retries
 	// were exhausted).
 	ErrLockTimeout = errors.New("lock_timeout")
-	// ErrBackendUnavailable: Redis, etcd, ZooKeeper or MySQL did not answer.
+	// ErrBackendUnavailable: a lock server or MySQL did not answer.
 	ErrBackendUnavailable = errors.New("backend_unavailable")
 	// ErrGoodsNotFound: no goods with that id.
 	ErrGoodsNotFound = errors.New("goods_not_found")

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/seckill-lab/seckill/internal/server"
 )
 
 // TestRegistryNames pins the names users type: a rename is a breaking
@@ -116,12 +118,16 @@ func TestREADMETable(t *testing.T) {
 
 // TestNoStrategyLiterals: outside the registry (and tests), strategy names
 // appear only as the constants. Names that are also server names (redis,
-// etcd, zookeeper) are left out: the stack names its processes after the
-// servers.
+// etcd, zookeeper) or link groups of the server descriptions (redlock: the
+// five servers of the Redlock set) are left out: the stack names its
+// processes and links after the servers.
 func TestNoStrategyLiterals(t *testing.T) {
 	servers := map[string]bool{}
 	for _, s := range []Server{ServerProcess, ServerRedis, ServerRedlock, ServerZooKeeper, ServerEtcd, ServerMySQL} {
 		servers[string(s)] = true
+	}
+	for _, l := range server.LinkNames(true) {
+		servers[l] = true
 	}
 	names := map[string]bool{}
 	for _, n := range StrategyNames() {

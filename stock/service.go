@@ -31,15 +31,16 @@ type Observer interface {
 	LockWait(strategy string, d time.Duration)
 	LockHold(strategy string, d time.Duration)
 	// Error counts an error by kind: "unlock", "backend", and the
-	// clean-up operations of lockimpl.Options.OnCleanupError ("etcd
-	// revoke", "zookeeper delete", ...).
+	// clean-up operations of lockimpl.Options.OnCleanupError (a lease
+	// revoke, a node delete, ...).
 	Error(kind string)
 	// Count counts a lock backend's notable occurrence (lockimpl.Options.
 	// Count: Redlock's rounds) under strategy.
 	Count(strategy, name string)
 	// WatchEvent counts one watch event a waiter for strategy's lock
-	// received (lockimpl.Options.OnWatchEvent): per acquisition, 1 for the
-	// ZooKeeper recipe, about N/2 with N waiters for its herd variant.
+	// received (lockimpl.Options.OnWatchEvent): per acquisition, 1 for a
+	// recipe that watches its predecessor, about N/2 with N waiters for
+	// the herd variant that watches the parent.
 	WatchEvent(strategy string)
 }
 

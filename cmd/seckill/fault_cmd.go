@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 )
 
@@ -20,10 +21,10 @@ func runFault(ctx context.Context, args []string) error {
 	offset := fs.Duration("offset", stack.DefaultOffset, "clock: how far the node's clock jumps forward")
 	usage := "usage: seckill fault [--dir DIR] [--for D] [--delay D] [--offset D] KIND TARGET\n" +
 		"  KIND: " + strings.Join(stack.FaultKinds(), ", ") + "\n" +
-		"  TARGET: a component for pause, kill, restart (inst-2, redis-3, etcd-1, ...);\n" +
+		"  TARGET: a component for pause, kill, restart (inst-2, redis-3, mariadb, ...);\n" +
 		"          a Redis node for clock (redis-3: its keys' TTLs cut by --offset, an emulated jump);\n" +
 		"          [INSTANCE/]SERVER for partition and latency (inst-2/redis, mysql; needs `seckill up --proxy`),\n" +
-		"          SERVER a server or one of redis, redlock, etcd, zookeeper, mysql;\n" +
+		"          SERVER a server or one of " + strings.Join(server.LinkNames(false), ", ") + ";\n" +
 		"          none for failover (ha) and heal"
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), usage); fs.PrintDefaults() }
 	if err := parse(fs, args); err != nil {

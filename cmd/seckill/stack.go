@@ -47,12 +47,11 @@ func runUp(ctx context.Context, args []string) error {
 		"; a running stack is re-scaled to it (without the flag: back to the default)")
 	strategy := newAliasFlag(fs, "strategy", "strategies", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+"), one of "+strings.Join(stock.StrategyNames(), ", "))
 	proxy := fs.Bool("proxy", false, "put the fault proxy (Toxiproxy) between the instances and the servers, for 'seckill fault partition|latency'")
-	topology := fs.String("topology", stack.DefaultTopology, "single: one etcd, one ZooKeeper; ha: also a Redis primary+replica under 3 Sentinels, 3 etcd members, 3 ZooKeeper members")
-	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port: redis B+1..B+5, etcd B+20/B+21, zookeeper B+30, mariadb B+40, nginx B+80, instances B+101..;\n"+
-		"ha: redis-primary B+6, redis-replica B+7, sentinel-1..3 B+8..B+10, etcd-K B+20+2K (client)/B+21+2K (peer),\n"+
-		"zookeeper-K B+28+3K (client)/B+29+3K (peer)/B+30+3K (election), i.e. B+31..B+39; dashboard B+88")
+	topology := fs.String("topology", stack.DefaultTopology, "single: one node per server; ha: also a Redis primary+replica under 3 Sentinels, and 3-member quorum groups for the other lock servers")
+	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port B; single: "+stack.PortHelp(stack.TopologySingle)+";\n"+
+		"ha: "+stack.PortHelp(stack.TopologyHA))
 	binary := fs.String("binary", "", "seckill binary the instances run (default: this one)")
-	backendList := fs.String("backends", "", "comma-separated servers to start: redis, etcd, zookeeper, mysql (mysql always; default all);\n"+
+	backendList := fs.String("backends", "", "comma-separated servers to start: "+stack.BackendNames()+" (mysql always; default all);\n"+
 		"the strategies of the others answer 503 backend_unavailable")
 	dashboard := fs.Bool("dashboard", true, "start the live dashboard (component \"dashboard\", http://127.0.0.1:B+88; --dashboard=false: none)")
 	if err := parse(fs, args); err != nil {

@@ -38,7 +38,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"strategy", "event"}),
 		watch: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_lock_watch_events_total",
-			Help: "Watch events delivered to lock waiters (ZooKeeper); per acquisition, against seckill_lock_wait_seconds_count: 1 for the recipe, ~N/2 with N waiters for the herd.",
+			Help: "Watch events delivered to lock waiters (watch-based locks); per acquisition, against seckill_lock_wait_seconds_count: 1 for the recipe, ~N/2 with N waiters for the herd.",
 		}, []string{"strategy"}),
 	}
 	reg.MustRegister(m.purchases, m.lockWait, m.lockHold, m.errors, m.backend, m.watch)

@@ -33,7 +33,7 @@ func fleet(t *testing.T, n int, mutate func(*config.Config)) []instance {
 	base := config.Config{
 		MySQLDSN:      testenv.Get(t, testenv.MySQLDSN),
 		RedisAddrs:    testenv.List(t, testenv.RedisAddrs),
-		EtcdEndpoints: testenv.List(t, testenv.EtcdEndpoints),
+		EtcdEndpoints: testenv.List(t, config.EnvEtcdEndpoints),
 		ZKServers:     testenv.List(t, testenv.ZKServers),
 		AdminToken:    token,
 		Strategy:      stock.None,

@@ -56,7 +56,7 @@ func TestEventStream(t *testing.T) {
 	_, url := start(t, single(config.Config{
 		MySQLDSN:      testenv.Get(t, testenv.MySQLDSN),
 		RedisAddrs:    testenv.List(t, testenv.RedisAddrs),
-		EtcdEndpoints: testenv.List(t, testenv.EtcdEndpoints),
+		EtcdEndpoints: testenv.List(t, config.EnvEtcdEndpoints),
 		ZKServers:     testenv.List(t, testenv.ZKServers),
 	}))
 	ins := []instance{{name: "f1", url: url}}

@@ -63,7 +63,7 @@ func proxy(t *testing.T, name, upstream string) *netfault.Proxy {
 // + 1s, and purchases sell again once the link heals.
 func TestStalledBackendAnswersWithinLockWait(t *testing.T) {
 	const lockWait = time.Second
-	etcdP := proxy(t, "etcd", testenv.List(t, testenv.EtcdEndpoints)[0])
+	etcdP := proxy(t, "etcd", testenv.List(t, config.EnvEtcdEndpoints)[0])
 	zkP := proxy(t, "zookeeper", testenv.List(t, testenv.ZKServers)[0])
 	_, url := start(t, single(config.Config{
 		MySQLDSN:      testenv.Get(t, testenv.MySQLDSN),
@@ -167,7 +167,7 @@ func TestNoLockerLeakAcrossSettings(t *testing.T) {
 	inst, url := start(t, single(config.Config{
 		MySQLDSN:      testenv.Get(t, testenv.MySQLDSN),
 		RedisAddrs:    testenv.List(t, testenv.RedisAddrs),
-		EtcdEndpoints: testenv.List(t, testenv.EtcdEndpoints),
+		EtcdEndpoints: testenv.List(t, config.EnvEtcdEndpoints),
 		ZKServers:     []string{zkAddr},
 	}))
 	ins := []instance{{name: "f1", url: url}}

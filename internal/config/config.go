@@ -41,6 +41,12 @@ const (
 )
 
 // EnvVars lists every variable `seckill serve` reads, in a fixed order: the
+// ServerVars are the variables that give the servers' addresses (and the
+// database's DSN).
+func ServerVars() []string {
+	return []string{EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvEtcdEndpoints, EnvZKServers, EnvMySQLDSN}
+}
+
 // one list the config, the stack and the compose check use.
 func EnvVars() []string {
 	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/bench/lockcheck"
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -146,19 +147,7 @@ type StrategyInfo struct {
 }
 
 // linkOf names the server group of a strategy's lock for a link fault.
-func linkOf(s stock.Strategy) string {
-	switch s.Server {
-	case stock.ServerRedis:
-		return string(stock.ServerRedis)
-	case stock.ServerRedlock:
-		return stock.Redlock
-	case stock.ServerEtcd:
-		return string(stock.ServerEtcd)
-	case stock.ServerZooKeeper:
-		return string(stock.ServerZooKeeper)
-	}
-	return string(stock.ServerMySQL)
-}
+func linkOf(s stock.Strategy) string { return server.LinkOfServer(string(s.Server)) }
 
 // LockView are lock wait and hold figures in milliseconds: percentiles
 // from the lock events of the last Window, averages from the /metrics

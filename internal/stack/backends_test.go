@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/server"
+
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
@@ -47,7 +49,7 @@ func TestOptionsBackends(t *testing.T) {
 		{"mysql left out", Options{Backends: []Backend{BackendRedis}}, "mysql is always needed", ""},
 		{"unknown", Options{Backends: []Backend{"mongo", BackendMySQL}}, `unknown backend "mongo"`, ""},
 		{"strategy needs a backend left out", Options{Strategy: stock.Etcd, Backends: []Backend{BackendMySQL}}, "--strategy etcd needs the etcd backend", ""},
-		{"redlock needs redis", Options{Strategy: stock.Redlock, Backends: []Backend{BackendMySQL, BackendEtcd}}, "needs the redis backend", ""},
+		{"redlock needs redis", Options{Strategy: stock.Redlock, Backends: []Backend{BackendMySQL, Backend("etcd")}}, "needs the redis backend", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +87,7 @@ func TestUpBackendsSubset(t *testing.T) {
 		t.Fatalf("up: %v\n%s", err, progress.String())
 	}
 	for _, c := range st.Components {
-		if c.Kind == KindEtcd || c.Kind == KindZooKeeper {
+		if c.Kind == server.KindEtcd || c.Kind == server.KindZooKeeper {
 			t.Errorf("%s started, but --backends left it out", c.Name)
 		}
 	}

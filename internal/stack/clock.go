@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/internal/server"
 )
 
 // clockJumpScript applies a forward clock jump of ARGV[1] ms to one Redis
@@ -43,7 +44,7 @@ func ClockJump(ctx context.Context, st *State, name string, offset time.Duration
 	if err != nil {
 		return 0, 0, err
 	}
-	if c.Kind != KindRedis && c.Kind != KindRedisHA {
+	if c.Kind != server.KindRedis && c.Kind != server.KindRedisHA {
 		return 0, 0, fmt.Errorf("a clock jump applies to a Redis node (redis-1..redis-%d), not %s", RedisCount, name)
 	}
 	if offset <= 0 {

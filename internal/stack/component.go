@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/seckill-lab/seckill/internal/server"
 )
 
 // ErrUnknownComponent is returned for a component name the stack does not
@@ -37,13 +39,10 @@ func (s *State) find(name string) (Component, error) {
 // componentEnv is the environment a component is started with: the same
 // as `up` gives it.
 func componentEnv(st *State, c Component) []string {
-	switch c.Kind {
-	case KindEtcd, KindEtcdMember:
-		return cleanEnv("ETCD_")
-	case KindInstance:
+	if c.Kind == KindInstance {
 		return instanceEnv(st, c)
 	}
-	return nil
+	return server.Env(c.Kind)
 }
 
 // startComponent starts c again with its recorded command line, waits
@@ -144,8 +143,8 @@ func adminJSON(ctx context.Context, st *State, method, url string, in, out any) 
 
 // Start starts the component name of the stack in dir if it is down, and
 // waits until it is healthy. A running component is left alone. A Redis
-// comes back empty (the lab's Redis has no persistence); MariaDB, etcd and
-// ZooKeeper keep their data.
+// comes back empty (the lab's Redis has no persistence); the other servers
+// keep their data.
 func Start(ctx context.Context, dir, name string) error {
 	return withComponent(ctx, dir, name, func(st *State, c Component) error {
 		if alive(c) {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/seckill-lab/seckill/internal/server"
 )
 
 // DoctorOptions configure Doctor.
@@ -29,8 +31,7 @@ type DoctorOptions struct {
 
 // DoctorItem is one server or tool.
 type DoctorItem struct {
-	// Name is the program (redis-server, etcd, java, zookeeper, mariadbd,
-	// mysql_install_db, nginx).
+	// Name is the program (a server description's tool key).
 	Name    string  `json:"name"`
 	Backend Backend `json:"backend,omitempty"`
 	// Needed: a backend that must be there uses it.
@@ -67,13 +68,6 @@ func (r DoctorReport) OK() bool {
 	return true
 }
 
-// versionArgs are the cheap version flags, by tool key; nginx and java
-// print theirs on stderr.
-var versionArgs = map[string][]string{
-	toolRedis: {"--version"}, toolEtcd: {"--version"}, toolMariaDB: {"--version"},
-	toolNginx: {"-v"}, toolJava: {"-version"},
-}
-
 // Doctor lists each server and tool the stack runs: where it was found
 // and its version, or that it is missing and the line that installs it
 // with this platform's package manager.
@@ -87,38 +81,13 @@ func Doctor(ctx context.Context, o DoctorOptions) (DoctorReport, error) {
 		backends = AllBackends
 	}
 	pm := f.PackageManager()
-	rep := DoctorReport{Platform: platform(f.rootDir()), PackageManager: pm}
+	rep := DoctorReport{Platform: server.Platform(f.RootDir()), PackageManager: pm}
 	if pm == "" {
 		rep.PackageManager = "none found (apt-get, dnf, brew)"
 	}
-	needed := func(b Backend) bool { return b == "" || slices.Contains(backends, b) }
-	install := func(m map[string]string) string {
-		if p := m[pm]; p != "" {
-			return installLine(pm, []string{p})
-		}
-		return installLine(pm, []string{m[pmApt]})
-	}
-	for _, s := range toolSpecs {
-		it := DoctorItem{Name: s.key, Backend: s.backend, Needed: needed(s.backend)}
-		if p, err := f.Command(s.names...); err == nil {
-			it.Path = p
-			if args, ok := versionArgs[s.key]; ok && !o.NoVersions {
-				it.Version = toolVersion(ctx, p, args)
-			}
-		} else {
-			it.Install = install(s.pkgs)
-			it.Note = "looked for " + strings.Join(s.names, ", ") + " on PATH and in /usr/sbin, /usr/libexec, Homebrew's bin, sbin and opt/*/bin"
-		}
-		rep.Items = append(rep.Items, it)
-		if s.key == toolJava { // ZooKeeper's jars next to its java
-			zi := DoctorItem{Name: "zookeeper", Backend: BackendZooKeeper, Needed: needed(BackendZooKeeper)}
-			if z, err := f.FindZooKeeper(); err == nil {
-				zi.Path, zi.Note = z.Classpath[len(z.Classpath)-1], z.Layout
-			} else {
-				zi.Install = install(zkPkgs)
-				zi.Note = "or unpack the Apache tarball and set ZOOKEEPER_HOME (" + err.Error() + ")"
-			}
-			rep.Items = append(rep.Items, zi)
+	for _, sp := range server.All {
+		for _, tool := range sp.Tools {
+			rep.Items = append(rep.Items, doctorItem(ctx, f, pm, sp, tool, o.NoVersions, sp.Group == "" || slices.Contains(backends, sp.Group)))
 		}
 	}
 	d, err := absDir(o.Dir)
@@ -128,6 +97,32 @@ func Doctor(ctx context.Context, o DoctorOptions) (DoctorReport, error) {
 	rep.Dir = d
 	rep.DirState = dirState(d)
 	return rep, nil
+}
+
+// doctorItem looks for one tool of a server description.
+func doctorItem(ctx context.Context, f Finder, pm string, sp *server.Spec, tool server.Tool, noVersions, needed bool) DoctorItem {
+	it := DoctorItem{Name: tool.Key, Backend: sp.Group, Needed: needed}
+	if tool.Locate != nil {
+		in, err := tool.Locate(f)
+		if err == nil {
+			it.Path, it.Note = in.Classpath[len(in.Classpath)-1], in.Layout
+			return it
+		}
+		it.Install = server.InstallLine(pm, []string{tool.Package(pm)})
+		it.Note = tool.Hint + " (" + err.Error() + ")"
+		return it
+	}
+	p, err := f.Command(tool.Names...)
+	if err != nil {
+		it.Install = server.InstallLine(pm, []string{tool.Package(pm)})
+		it.Note = "looked for " + strings.Join(tool.Names, ", ") + " on PATH and in /usr/sbin, /usr/libexec, Homebrew's bin, sbin and opt/*/bin"
+		return it
+	}
+	it.Path = p
+	if tool.Version != nil && !noVersions {
+		it.Version = toolVersion(ctx, p, tool.Version)
+	}
+	return it
 }
 
 // dirState describes the run directory: a stack in it, or whether one can
@@ -149,7 +144,7 @@ func dirState(d string) string {
 		return fmt.Sprintf("a stack: %d of %d components running (topology %s, base port %d%s)", running, len(st.Components), st.Topology, st.BasePort, absent)
 	case errors.Is(err, ErrNotRunning):
 		parent := d
-		for !fileExists(parent) && filepath.Dir(parent) != parent {
+		for !exists(parent) && filepath.Dir(parent) != parent {
 			parent = filepath.Dir(parent)
 		}
 		probe, perr := os.CreateTemp(parent, ".seckill-doctor-")
@@ -229,4 +224,9 @@ func (r DoctorReport) Write(w io.Writer) error {
 		fmt.Fprintln(w, "\nsomething `seckill up` needs is missing (see above)")
 	}
 	return nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -44,9 +44,9 @@ var ErrUnknownFault = errors.New("unknown fault kind")
 
 // Fault is one fault: Kind on Target. Target is a component for pause,
 // kill and restart, a Redis node for clock, [INSTANCE/]SERVER for
-// partition and latency (SERVER a server component or a group: redis,
-// redlock, etcd, zookeeper, mysql; without INSTANCE, every instance), and
-// nothing for failover and heal.
+// partition and latency (SERVER a server component or a link group of
+// the server descriptions; without INSTANCE, every instance), and nothing
+// for failover and heal.
 type Fault struct {
 	Kind   string
 	Target string

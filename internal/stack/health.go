@@ -3,8 +3,6 @@ package stack
 import (
 	"bufio"
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,7 +12,7 @@ import (
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // MySQL driver for the health check
-	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/internal/server"
 )
 
 func netListen(port int) (net.Listener, error) {
@@ -26,94 +24,6 @@ func netListen(port int) (net.Listener, error) {
 var httpClient = &http.Client{
 	Timeout:   3 * time.Second,
 	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
-}
-
-func checkRedis(ctx context.Context, hostport string) error {
-	// Dial first: go-redis logs every failed dial of its pool, which would
-	// clutter `up`'s output while the server starts.
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", hostport)
-	if err != nil {
-		return fmt.Errorf("redis %s: %w", hostport, err)
-	}
-	conn.Close()
-	c := redis.NewClient(&redis.Options{Addr: hostport, DialTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
-	defer c.Close()
-	if err := c.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis PING %s: %w", hostport, err)
-	}
-	return nil
-}
-
-func checkEtcd(ctx context.Context, hostport string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostport+"/health", nil)
-	if err != nil {
-		return fmt.Errorf("etcd health: %w", err)
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("etcd GET /health: %w", err)
-	}
-	defer resp.Body.Close()
-	var h struct {
-		Health string `json:"health"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&h); err != nil {
-		return fmt.Errorf("etcd GET /health: %s: %w", resp.Status, err)
-	}
-	if resp.StatusCode != http.StatusOK || h.Health != "true" {
-		return fmt.Errorf("etcd GET /health: %s health=%q", resp.Status, h.Health)
-	}
-	return nil
-}
-
-func checkZooKeeper(ctx context.Context, hostport string) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", hostport)
-	if err != nil {
-		return fmt.Errorf("zookeeper ruok: %w", err)
-	}
-	defer conn.Close()
-	dl := time.Now().Add(2 * time.Second)
-	if t, ok := ctx.Deadline(); ok && t.Before(dl) {
-		dl = t
-	}
-	_ = conn.SetDeadline(dl)
-	if _, err := conn.Write([]byte("ruok")); err != nil {
-		return fmt.Errorf("zookeeper ruok: %w", err)
-	}
-	b, _ := io.ReadAll(io.LimitReader(conn, 64))
-	if string(b) != "imok" {
-		return fmt.Errorf("zookeeper ruok: got %q, want imok", b)
-	}
-	return nil
-}
-
-// checkMySQL runs SELECT 1 on dsn.
-func checkMySQL(ctx context.Context, dsn string) error {
-	db, err := sql.Open("mysql", dsn+"&timeout=2s")
-	if err != nil {
-		return fmt.Errorf("mysql: %w", err)
-	}
-	defer db.Close()
-	var one int
-	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
-		return fmt.Errorf("mysql SELECT 1: %w", err)
-	}
-	return nil
-}
-
-// createDatabase creates DatabaseName on the server at hostport.
-func createDatabase(ctx context.Context, hostport string) error {
-	db, err := sql.Open("mysql", "root@tcp("+hostport+")/?timeout=2s")
-	if err != nil {
-		return fmt.Errorf("mysql: %w", err)
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+DatabaseName+"`"); err != nil {
-		return fmt.Errorf("create database %s: %w", DatabaseName, err)
-	}
-	return nil
 }
 
 // healthz GETs base+/healthz and returns the X-Instance header.
@@ -199,33 +109,26 @@ func lastLines(path string, n int) string {
 	return strings.Join(out, " | ")
 }
 
-// checkComponent runs the health check of c (one attempt).
-func checkComponent(ctx context.Context, st *State, c Component) error {
-	switch c.Kind {
-	case KindRedis:
-		return checkRedis(ctx, c.Addr)
-	case KindEtcd:
-		return checkEtcd(ctx, c.Addr)
-	case KindZooKeeper:
-		return checkZooKeeper(ctx, c.Addr)
-	case KindMySQL:
-		return checkMySQL(ctx, mysqlDSN(c.Addr, DatabaseName))
-	case KindRedisHA:
-		return checkRedisHA(ctx, c.Addr)
-	case KindSentinel:
-		return checkSentinel(ctx, c.Addr)
-	case KindEtcdMember:
-		return checkEtcd(ctx, c.Addr)
-	case KindZKMember:
-		return checkZKMember(ctx, c.Addr)
-	case KindInstance:
-		return checkInstance(ctx, c)
-	case KindNginx:
+// labChecks are the health checks of the lab's own components.
+var labChecks = map[Kind]func(ctx context.Context, st *State, c Component) error{
+	KindInstance: func(ctx context.Context, _ *State, c Component) error { return checkInstance(ctx, c) },
+	KindNginx: func(ctx context.Context, st *State, c Component) error {
 		return checkNginx(ctx, c.URL(), st.InstanceNames())
-	case KindDashboard:
-		return checkDashboard(ctx, c.URL())
-	case KindProxy:
+	},
+	KindDashboard: func(ctx context.Context, _ *State, c Component) error { return checkDashboard(ctx, c.URL()) },
+	KindProxy: func(_ context.Context, st *State, c Component) error {
 		return checkProxy(c.Addr, len(proxyConfig(st, len(st.Instances()))))
+	},
+}
+
+// checkComponent runs the health check of c (one attempt): its server
+// description's, or the lab's own.
+func checkComponent(ctx context.Context, st *State, c Component) error {
+	if _, ks, ok := server.KindOf(c.Kind); ok {
+		return ks.Check(ctx, c.Addr)
+	}
+	if check, ok := labChecks[c.Kind]; ok {
+		return check(ctx, st, c)
 	}
 	return fmt.Errorf("unknown kind %q", c.Kind)
 }
@@ -267,22 +170,3 @@ func (p *proc) doneChan() <-chan struct{} {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
-// errorLines returns the lines of path that mention an error (at most 3),
-// else its last lines.
-func errorLines(path string) string {
-	s, err := tailFile(path, 0)
-	if err != nil {
-		return ""
-	}
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(strings.ToLower(l), "error") && len(out) < 3 {
-			out = append(out, strings.TrimSpace(l))
-		}
-	}
-	if len(out) == 0 {
-		return lastLines(path, 3)
-	}
-	return strings.Join(out, " | ")
-}

@@ -4,14 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/seckill-lab/seckill/internal/server"
 )
 
-// Leader names the member of the group (the components named prefix-K:
-// "etcd" or "zookeeper") that is its leader now.
+// Leader names the member of the quorum group (the components named
+// prefix-K of a kind its description marks Member) that is its leader now.
 func Leader(ctx context.Context, st *State, prefix string) (string, error) {
 	var asked []string
 	for _, c := range st.Components {
-		if !strings.HasPrefix(c.Name, prefix+"-") || (c.Kind != KindEtcdMember && c.Kind != KindZKMember) {
+		if _, ks, ok := server.KindOf(c.Kind); !ok || !ks.Member || !strings.HasPrefix(c.Name, prefix+"-") {
 			continue
 		}
 		asked = append(asked, c.Name)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill-lab/seckill/internal/server"
 )
 
 // Persistence is a Redis node's durability setting.
@@ -37,7 +38,7 @@ func SetRedisPersistence(ctx context.Context, dir, name string, p Persistence) e
 		return fmt.Errorf("persistence %q: want %s or %s", p, PersistNone, PersistAlways)
 	}
 	return withComponent(ctx, dir, name, func(st *State, c Component) error {
-		if c.Kind != KindRedis {
+		if c.Kind != server.KindRedis {
 			return fmt.Errorf("%s is a %s, not a Redlock node (redis-1..5)", name, c.Kind)
 		}
 		rc := redis.NewClient(&redis.Options{Addr: c.Addr, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+	"github.com/seckill-lab/seckill/internal/server"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -194,14 +195,15 @@ func stopAll(cs []Component) error {
 	return errors.Join(errs...)
 }
 
-// stopServers is stopAll, except that the etcd members stop one after the
-// other (alongside the rest): a stopping etcd leader first hands its
-// leadership over to a connected peer, and when every member stops at once
-// that handover waits for its timeout (about 7s) instead.
+// stopServers is stopAll, except that the members of a kind whose
+// description says StopInTurn stop one after the other (alongside the
+// rest): a stopping leader first hands its leadership over to a connected
+// peer, and when every member stops at once that handover waits for its
+// timeout instead.
 func stopServers(cs []Component) error {
 	var members, rest []Component
 	for _, c := range cs {
-		if c.Kind == KindEtcdMember {
+		if _, ks, ok := server.KindOf(c.Kind); ok && ks.StopInTurn {
 			members = append(members, c)
 		} else {
 			rest = append(rest, c)

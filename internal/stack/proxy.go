@@ -26,11 +26,24 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/seckill-lab/seckill/internal/config"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/internal/server"
 )
 
-// proxiedVars are the instance variables that hold server addresses.
-var proxiedVars = []string{config.EnvMySQLDSN, config.EnvRedisAddrs, config.EnvSentinels, config.EnvEtcdEndpoints, config.EnvZKServers}
+// proxiedVars are the instance variables that hold server addresses: the
+// server descriptions' (the Sentinels' too: the addresses they name are
+// dialled through the proxy host as well).
+func proxiedVars() []string {
+	var out []string
+	for _, sp := range server.All {
+		if sp.Env == nil {
+			continue
+		}
+		for _, kv := range sp.Env(0, true, true) {
+			out = append(out, kv[0])
+		}
+	}
+	return out
+}
 
 // KindProxy is the fault proxy's kind; ProxyName its component name.
 const KindProxy Kind = "proxy"
@@ -52,17 +65,14 @@ func proxyHost(k int) string { return fmt.Sprintf("127.0.1.%d", k) }
 func (s *State) ProxyAddr() string { return addr(s.port(offProxy)) }
 
 // proxied reports whether instances talk to components of kind k (through
-// the proxy when there is one).
+// the proxy when there is one): the servers' kinds.
 func proxied(k Kind) bool {
-	switch k {
-	case KindRedis, KindRedisHA, KindSentinel, KindEtcd, KindEtcdMember, KindZooKeeper, KindZKMember, KindMySQL:
-		return true
-	}
-	return false
+	_, _, ok := server.KindOf(k)
+	return ok
 }
 
 // proxyID names the proxy between instance inst and server.
-func proxyID(inst, server string) string { return inst + "." + server }
+func proxyID(inst, srv string) string { return inst + "." + srv }
 
 // proxyConfig lists the proxies of instances 1..n: one per instance and
 // server.
@@ -155,7 +165,7 @@ func syncProxies(st *State, n int) error {
 // its proxy host.
 func proxiedEnv(env map[string]string, k int) {
 	host := proxyHost(k)
-	for _, key := range proxiedVars {
+	for _, key := range proxiedVars() {
 		if v, ok := env[key]; ok {
 			env[key] = strings.ReplaceAll(v, "127.0.0.1:", host+":")
 		}
@@ -163,31 +173,20 @@ func proxiedEnv(env map[string]string, k int) {
 	env[config.EnvProxyHost] = host
 }
 
-// linkGroups are the server groups a link fault names besides a single
-// server: the servers behind one kind of lock.
+// linkGroup lists the components of the link group name (the servers
+// behind one kind of lock, from their descriptions), nil when no group has
+// that name.
 func linkGroup(st *State, name string) []string {
-	var kinds []Kind
-	switch name {
-	case "redis":
-		if st.HA() {
-			kinds = []Kind{KindRedisHA, KindSentinel}
-		} else {
-			return []string{"redis-1"}
-		}
-	case stock.Redlock: // the five Redlock servers
-		kinds = []Kind{KindRedis}
-	case "etcd":
-		kinds = []Kind{KindEtcd, KindEtcdMember}
-	case "zookeeper":
-		kinds = []Kind{KindZooKeeper, KindZKMember}
-	case "mysql":
-		kinds = []Kind{KindMySQL}
-	default:
+	l, ok := server.FindLink(name, st.HA())
+	if !ok {
 		return nil
+	}
+	if l.Names != nil {
+		return l.Names
 	}
 	var out []string
 	for _, c := range st.Components {
-		if slices.Contains(kinds, c.Kind) {
+		if slices.Contains(l.Kinds, c.Kind) {
 			out = append(out, c.Name)
 		}
 	}
@@ -195,15 +194,15 @@ func linkGroup(st *State, name string) []string {
 }
 
 // linkTargets reads a link fault's target, [INSTANCE/]SERVER (SERVER a
-// proxied component or a group: redis, redlock, etcd, zookeeper, mysql),
+// proxied component or a link group of the server descriptions),
 // into the names of the proxies it covers.
 func linkTargets(st *State, target string) ([]string, error) {
 	if !st.Proxy {
 		return nil, fmt.Errorf("%w: restart the stack with it (seckill down, then seckill up --proxy)", ErrNoProxy)
 	}
-	inst, server, ok := strings.Cut(target, "/")
+	inst, srv, ok := strings.Cut(target, "/")
 	if !ok {
-		inst, server = "", target
+		inst, srv = "", target
 	}
 	insts := st.InstanceNames()
 	if inst != "" {
@@ -212,10 +211,10 @@ func linkTargets(st *State, target string) ([]string, error) {
 		}
 		insts = []string{inst}
 	}
-	servers := linkGroup(st, server)
+	servers := linkGroup(st, srv)
 	if servers == nil {
-		if c, ok := st.Component(server); ok && proxied(c.Kind) {
-			servers = []string{server}
+		if c, ok := st.Component(srv); ok && proxied(c.Kind) {
+			servers = []string{srv}
 		}
 	}
 	if len(servers) == 0 {
@@ -225,8 +224,8 @@ func linkTargets(st *State, target string) ([]string, error) {
 				valid = append(valid, c.Name)
 			}
 		}
-		return nil, fmt.Errorf("%w %q: a link fault takes [INSTANCE/]SERVER, SERVER one of redis, redlock, etcd, zookeeper, mysql, %s",
-			ErrUnknownComponent, server, strings.Join(valid, ", "))
+		return nil, fmt.Errorf("%w %q: a link fault takes [INSTANCE/]SERVER, SERVER one of %s, %s",
+			ErrUnknownComponent, srv, strings.Join(server.LinkNames(st.HA()), ", "), strings.Join(valid, ", "))
 	}
 	var out []string
 	for _, i := range insts {

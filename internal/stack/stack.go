@@ -1,60 +1,34 @@
-// Package stack runs the lab's local stack on loopback: five redis-server
-// (the first also serves the single-node `redis` lock; all five are the
-// Redlock set), a single-member etcd, a standalone ZooKeeper, MariaDB, N
-// `seckill serve` instances and nginx in front of them. It backs the
-// `seckill up/down/status/logs/env` commands and gives other packages (the
-// bench harness) the stack's addresses through Load and a way to re-scale
-// the instances through Scale.
+// Package stack runs the lab's local stack on loopback: the servers that
+// internal/server describes (each one a row of server.All: its programs,
+// ports, command lines, health check, role and durability), N `seckill
+// serve` instances, nginx in front of them, and optionally the fault proxy
+// and the live dashboard. It backs the `seckill up/down/status/logs/env`
+// commands and gives other packages (the bench harness, the scenarios, the
+// dashboard) the stack's addresses through Load and a way to re-scale the
+// instances through Scale. It reads the server descriptions and switches
+// over no server kind.
 //
 // # Topologies
 //
-// Options.Topology (`seckill up --topology`) picks the servers:
-//
-//   - single (the default): the servers above.
-//   - ha: the five Redlock servers redis-1..redis-5 as above; a Redis
-//     primary (redis-primary) and its replica (redis-replica, started with
-//     --replicaof) watched by three Sentinels (sentinel-1..3, master name
-//     "seckill", quorum 2, down-after-milliseconds 1000, failover-timeout
-//     5000), which then serve the single-Redis strategies through a
-//     failover client (SECKILL_REDIS_SENTINELS, SECKILL_REDIS_MASTER); a
-//     three-member etcd (etcd-1..3, one static --initial-cluster) and a
-//     three-node ZooKeeper ensemble (zookeeper-1..3: server.N lines and
-//     myid files) in place of the single ones; MariaDB, the instances and
-//     nginx as in single.
-//
-// state.json records the topology, so status, restart, Start, Signal and
-// down handle every component of either. `status` shows each member's
-// role (ROLE): master or slave (INFO replication) for the Redis primary
-// and replica, leader or follower for etcd (its /v3/maintenance/status)
-// and ZooKeeper (srvr; standalone for the single one).
-//
-// A Sentinel rewrites its sentinel.conf with what it learns (replicas,
-// other Sentinels, the current master): `up` writes it afresh, a restart
-// keeps it. After a failover, a restarted redis-primary comes back as an
-// empty master until the Sentinels turn it into a replica of the new
-// master (about 10 s later).
+// Options.Topology (`seckill up --topology`) picks the servers: single
+// (the default: one node per server, and five independent Redis servers
+// for Redlock) or ha (each description's ha members: a Sentinel-watched
+// Redis pair and three-member quorum groups). state.json records the
+// topology, so status, restart, Start, Signal and down handle every
+// component of either. `status` shows each member's role (ROLE), as its
+// description looks it up.
 //
 // # Ports
 //
 // Every port is derived from a base port B (DefaultBasePort = 17000, moved
-// with Options.BasePort / `--base-port`), away from the servers' defaults:
+// with Options.BasePort / `--base-port`), away from the servers' defaults.
+// The servers' offsets are in their descriptions (B+1 .. B+40); the lab's
+// own components are at:
 //
-//	redis-1..redis-5   B+1 .. B+5
-//	etcd               B+20 (client), B+21 (peer)            single only
-//	zookeeper          B+30                                  single only
-//	mariadb            B+40
 //	nginx              B+80
 //	dashboard          B+88   (Options.Dashboard; `seckill up` starts it)
+//	fault proxy API    B+90   (Options.Proxy)
 //	inst-1..inst-N     B+101 .. B+100+N   (N <= MaxInstances)
-//
-// and in the ha topology:
-//
-//	redis-primary      B+6
-//	redis-replica      B+7
-//	sentinel-1..3      B+8 .. B+10
-//	etcd-K (K=1..3)    B+20+2K (client), B+21+2K (peer): B+22 .. B+27
-//	zookeeper-K        B+28+3K (client), B+29+3K (peer), B+30+3K (election):
-//	                   B+31 .. B+39
 //
 // All listen on 127.0.0.1 only. `up` checks every port before starting
 // anything. Keep the range below Linux's ephemeral ports (32768-60999 by
@@ -71,12 +45,10 @@
 //	lock              flock'ed by up/down/scale so two of them never overlap
 //	logs/NAME.log     one log per component (nginx: nginx.log = error log,
 //	                  nginx-access.log = access log with $upstream_addr)
-//	redis-K/, etcd/, zookeeper/, mariadb/, nginx/   data and config
-//	redis-primary/, redis-replica/, sentinel-K/, etcd-K/, zookeeper-K/   (ha)
+//	NAME/             each server's data and configuration
 //
-// Redis runs without persistence; etcd and ZooKeeper data are wiped at each
-// `up`; the MariaDB datadir is kept between runs (initialising it is the slow
-// part) and the `seckill` database is created when missing.
+// What each server keeps between runs is its description's (Durability,
+// and what its Prepare wipes at each `up`).
 //
 // # nginx configuration
 //
@@ -93,7 +65,7 @@
 //
 // Every component is started in its own process group (Setpgid) with its
 // output appended to its log file; `down` sends SIGTERM to the group, waits,
-// then SIGKILLs it, so nothing (mariadbd, java) is left behind. The pid and
+// then SIGKILLs it, so nothing (a database, a JVM) is left behind. The pid and
 // the process start time are recorded so a reused pid is never signalled.
 package stack
 
@@ -110,6 +82,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -126,33 +99,25 @@ const (
 	MinBasePort = 1024
 	MaxBasePort = 65535 - offInstance - MaxInstances
 	// RedisCount is the number of redis-server processes (the Redlock set).
-	RedisCount = 5
+	RedisCount = server.RedisCount
 )
 
 // Port offsets from the base port.
 const (
-	offRedis      = 0 // redis-K listens on B+K, K in 1..5
-	offEtcdClient = 20
-	offEtcdPeer   = 21
-	offZooKeeper  = 30
-	offMySQL      = 40
-	offNginx      = 80
-	offDashboard  = 88  // the live dashboard (`seckill dashboard`)
-	offInstance   = 100 // inst-K listens on B+100+K
+	offNginx     = 80
+	offDashboard = 88  // the live dashboard (`seckill dashboard`)
+	offInstance  = 100 // inst-K listens on B+100+K
 )
 
 // DatabaseName is the MariaDB database the stack creates.
-const DatabaseName = "seckill"
+const DatabaseName = server.DatabaseName
 
-// Kind is the kind of a component.
-type Kind string
+// Kind is the kind of a component: a server's (internal/server) or one of
+// the lab's own below.
+type Kind = server.Kind
 
-// Component kinds.
+// The lab's own component kinds.
 const (
-	KindRedis     Kind = "redis"
-	KindEtcd      Kind = "etcd"
-	KindZooKeeper Kind = "zookeeper"
-	KindMySQL     Kind = "mysql"
 	KindInstance  Kind = "instance"
 	KindNginx     Kind = "nginx"
 	KindDashboard Kind = "dashboard"
@@ -238,55 +203,39 @@ func (s *State) port(off int) int { return s.BasePort + off }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
+// serverEnv lists the SECKILL_* variables of every server description
+// (empty addresses for a server the stack left out).
+func (s *State) serverEnv() [][2]string {
+	var out [][2]string
+	for _, sp := range server.All {
+		if sp.Env != nil {
+			out = append(out, sp.Env(s.BasePort, s.HA(), s.Has(sp.Group))...)
+		}
+	}
+	return out
+}
+
+// Addrs returns the addresses the stack's variable name holds (such as
+// config.EnvRedisAddrs), none when it is empty.
+func (s *State) Addrs(name string) []string {
+	for _, kv := range s.serverEnv() {
+		if kv[0] == name && kv[1] != "" {
+			return strings.Split(kv[1], ",")
+		}
+	}
+	return nil
+}
+
 // RedisAddrs returns the five redis addresses; the first is the primary.
-func (s *State) RedisAddrs() []string {
-	if !s.Has(BackendRedis) {
-		return nil
-	}
-	out := make([]string, 0, RedisCount)
-	for k := 1; k <= RedisCount; k++ {
-		out = append(out, addr(s.port(offRedis+k)))
-	}
-	return out
-}
+func (s *State) RedisAddrs() []string { return s.Addrs(config.EnvRedisAddrs) }
 
-// EtcdEndpoints returns the etcd client endpoints (host:port): the
-// single member, or the three members of the ha topology.
-func (s *State) EtcdEndpoints() []string {
-	if !s.Has(BackendEtcd) {
-		return nil
-	}
-	if !s.HA() {
-		return []string{addr(s.port(offEtcdClient))}
-	}
-	var out []string
-	for k := 1; k <= HAMembers; k++ {
-		out = append(out, addr(etcdMemberClient(s.BasePort, k)))
-	}
-	return out
-}
-
-// ZKServers returns the ZooKeeper servers (host:port): the standalone
-// server, or the three members of the ha topology.
-func (s *State) ZKServers() []string {
-	if !s.Has(BackendZooKeeper) {
-		return nil
-	}
-	if !s.HA() {
-		return []string{addr(s.port(offZooKeeper))}
-	}
-	var out []string
-	for k := 1; k <= HAMembers; k++ {
-		out = append(out, addr(zkMemberClient(s.BasePort, k)))
-	}
-	return out
-}
+// SentinelAddrs returns the Sentinels' addresses (none in the single
+// topology).
+func (s *State) SentinelAddrs() []string { return s.Addrs(config.EnvSentinels) }
 
 // MySQLDSN returns the go-sql-driver DSN of the stack's database.
-func (s *State) MySQLDSN() string { return mysqlDSN(addr(s.port(offMySQL)), DatabaseName) }
-
-func mysqlDSN(hostport, db string) string {
-	return "root@tcp(" + hostport + ")/" + db + "?parseTime=true&loc=UTC"
+func (s *State) MySQLDSN() string {
+	return server.MySQLDSN(addr(server.MySQLPort(s.BasePort)), DatabaseName)
 }
 
 // NginxURL returns http://127.0.0.1:PORT of nginx.
@@ -336,34 +285,33 @@ func (s *State) Component(name string) (Component, bool) {
 // sentinels in the single one), so sourcing env.sh of a single stack
 // after an ha one leaves no stale sentinel behind.
 func (s *State) Env() [][2]string {
-	return [][2]string{
-		{config.EnvRedisAddrs, strings.Join(s.RedisAddrs(), ",")},
-		{config.EnvSentinels, strings.Join(s.SentinelAddrs(), ",")},
-		{config.EnvRedisMaster, SentinelMaster},
-		{config.EnvEtcdEndpoints, strings.Join(s.EtcdEndpoints(), ",")},
-		{config.EnvZKServers, strings.Join(s.ZKServers(), ",")},
-		{config.EnvMySQLDSN, s.MySQLDSN()},
-		{config.EnvNginxURL, s.NginxURL()},
-		{config.EnvInstanceURLs, strings.Join(s.InstanceURLs(), ",")},
-		{config.EnvStackDir, s.Dir},
-		{config.EnvAdminToken, s.AdminToken},
-	}
+	return append(s.serverEnv(),
+		[2]string{config.EnvNginxURL, s.NginxURL()},
+		[2]string{config.EnvInstanceURLs, strings.Join(s.InstanceURLs(), ",")},
+		[2]string{config.EnvStackDir, s.Dir},
+		[2]string{config.EnvAdminToken, s.AdminToken},
+	)
 }
 
 // serveEnv returns the variables every instance gets (besides
-// SECKILL_LISTEN and SECKILL_INSTANCE, set per instance).
+// SECKILL_LISTEN and SECKILL_INSTANCE, set per instance): the servers'
+// addresses (a description's ServeOnly variables only in the ha topology
+// and when set), the token and the starting strategy.
 func (s *State) serveEnv() map[string]string {
 	env := map[string]string{
-		config.EnvMySQLDSN:      s.MySQLDSN(),
-		config.EnvRedisAddrs:    strings.Join(s.RedisAddrs(), ","),
-		config.EnvEtcdEndpoints: strings.Join(s.EtcdEndpoints(), ","),
-		config.EnvZKServers:     strings.Join(s.ZKServers(), ","),
-		config.EnvAdminToken:    s.AdminToken,
-		config.EnvStrategy:      s.Strategy,
+		config.EnvAdminToken: s.AdminToken,
+		config.EnvStrategy:   s.Strategy,
 	}
-	if s.HA() && s.Has(BackendRedis) {
-		env[config.EnvSentinels] = strings.Join(s.SentinelAddrs(), ",")
-		env[config.EnvRedisMaster] = SentinelMaster
+	for _, sp := range server.All {
+		if sp.Env == nil {
+			continue
+		}
+		for _, kv := range sp.Env(s.BasePort, s.HA(), s.Has(sp.Group)) {
+			if slices.Contains(sp.ServeOnly, kv[0]) && (!s.HA() || !s.Has(sp.Group)) {
+				continue
+			}
+			env[kv[0]] = kv[1]
+		}
 	}
 	return env
 }

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/server"
+
 	"github.com/goccy/go-yaml"
 
 	"github.com/redis/go-redis/v9"
@@ -48,7 +50,7 @@ func TestMain(m *testing.M) {
 // requireTools fails (CI) or skips the test when a server binary is missing.
 func requireTools(t *testing.T) {
 	t.Helper()
-	if _, err := findTools(AllBackends); err != nil {
+	if _, err := SystemFinder().Find(AllBackends); err != nil {
 		if testenv.InCI() {
 			t.Fatalf("%v (CI=true: a missing server is a failure)", err)
 		}
@@ -414,9 +416,9 @@ func TestStackPorts(t *testing.T) {
 		want []string
 	}{
 		{"sentinels", st.SentinelAddrs(), []string{"127.0.0.1:17008", "127.0.0.1:17009", "127.0.0.1:17010"}},
-		{"etcd", st.EtcdEndpoints(), []string{"127.0.0.1:17022", "127.0.0.1:17024", "127.0.0.1:17026"}},
-		{"zookeeper", st.ZKServers(), []string{"127.0.0.1:17031", "127.0.0.1:17034", "127.0.0.1:17037"}},
-		{"single etcd", (&State{BasePort: base}).EtcdEndpoints(), []string{"127.0.0.1:17020"}},
+		{"etcd", st.Addrs(config.EnvEtcdEndpoints), []string{"127.0.0.1:17022", "127.0.0.1:17024", "127.0.0.1:17026"}},
+		{"zookeeper", st.Addrs(config.EnvZKServers), []string{"127.0.0.1:17031", "127.0.0.1:17034", "127.0.0.1:17037"}},
+		{"single etcd", (&State{BasePort: base}).Addrs(config.EnvEtcdEndpoints), []string{"127.0.0.1:17020"}},
 		{"single sentinels", (&State{BasePort: base}).SentinelAddrs(), nil},
 	} {
 		if !slices.Equal(tc.got, tc.want) {
@@ -675,7 +677,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{testenv.RedisAddrs, testenv.EtcdEndpoints, testenv.ZKServers, testenv.MySQLDSN,
+	for _, v := range []string{testenv.RedisAddrs, config.EnvEtcdEndpoints, testenv.ZKServers, testenv.MySQLDSN,
 		testenv.NginxURL, testenv.InstanceURLs, testenv.StackDir, testenv.AdminToken} {
 		if !strings.Contains(string(envsh), "export "+v+"=") {
 			t.Errorf("env.sh lacks %s", v)
@@ -1043,18 +1045,18 @@ func TestLifecycleHA(t *testing.T) {
 		kind Kind
 		want map[string]int
 	}{
-		{KindRedisHA, map[string]int{"master": 1, "slave": 1}},
-		{KindSentinel, map[string]int{"": HAMembers}},
-		{KindEtcdMember, map[string]int{"leader": 1, "follower": HAMembers - 1}},
-		{KindZKMember, map[string]int{"leader": 1, "follower": HAMembers - 1}},
-		{KindRedis, map[string]int{"": RedisCount}},
+		{server.KindRedisHA, map[string]int{"master": 1, "slave": 1}},
+		{server.KindSentinel, map[string]int{"": HAMembers}},
+		{server.KindEtcdMember, map[string]int{"leader": 1, "follower": HAMembers - 1}},
+		{server.KindZKMember, map[string]int{"leader": 1, "follower": HAMembers - 1}},
+		{server.KindRedis, map[string]int{"": RedisCount}},
 		{KindInstance, map[string]int{"": instances}},
 	} {
 		if got := roles[tc.kind]; !maps.Equal(got, tc.want) {
 			t.Errorf("%s roles %v, want %v", tc.kind, got, tc.want)
 		}
 	}
-	if p, ok := loaded.Component(redisPrimaryName); !ok || p.Addr != addr(base+6) {
+	if p, ok := loaded.Component(server.RedisPrimary); !ok || p.Addr != addr(base+6) {
 		t.Errorf("redis-primary: %+v", p)
 	}
 
@@ -1065,7 +1067,7 @@ func TestLifecycleHA(t *testing.T) {
 		t.Fatalf("seckill status --json: exit %d, %v:\n%s", code, err, out)
 	}
 	for _, c := range js {
-		if c["name"] == redisReplicaName && c["role"] != "slave" {
+		if c["name"] == server.RedisReplica && c["role"] != "slave" {
 			t.Errorf("status --json: %v", c)
 		}
 	}
@@ -1110,7 +1112,7 @@ func TestLifecycleHA(t *testing.T) {
 
 	// A member restarted keeps its data and rejoins its cluster; a
 	// killed Sentinel is brought back by up; the roles stay one of each.
-	for _, name := range []string{"etcd-2", "zookeeper-2", redisReplicaName} {
+	for _, name := range []string{"etcd-2", "zookeeper-2", server.RedisReplica} {
 		old := loadedInstance(t, dir, name)
 		if err := Restart(ctx, dir, name); err != nil {
 			t.Fatalf("restart %s: %v", name, err)
@@ -1138,7 +1140,7 @@ func TestLifecycleHA(t *testing.T) {
 			leaders[c.Kind]++
 		}
 	}
-	if want := map[Kind]int{KindRedisHA: 1, KindEtcdMember: 1, KindZKMember: 1}; !maps.Equal(leaders, want) {
+	if want := map[Kind]int{server.KindRedisHA: 1, server.KindEtcdMember: 1, server.KindZKMember: 1}; !maps.Equal(leaders, want) {
 		t.Errorf("after the restarts: leaders %v, want %v", leaders, want)
 	}
 
@@ -1304,4 +1306,16 @@ func TestFaults(t *testing.T) {
 	if alive(r5) {
 		t.Error("a paused redis-5 survived down")
 	}
+}
+
+// cleanEnv returns the environment without the variables starting with
+// prefix.
+func cleanEnv(prefix string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, prefix) {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

@@ -26,9 +26,10 @@ type ComponentStatus struct {
 	Healthy bool
 	Health  string // "ok", or why not
 	// Role is the component's role in its replication group (master or
-	// slave for the Redis primary and replica, leader or follower for an
-	// etcd or ZooKeeper member, standalone for a standalone ZooKeeper);
-	// empty for the others and when it could not be read.
+	// slave for the Redis primary and replica, leader or follower for a
+	// member of a quorum group, standalone for a standalone server), as
+	// its server description looks it up; empty for the others and when
+	// it could not be read.
 	Role     string
 	RSSBytes int64
 	// Strategy is, for a running instance, the strategy it runs now (GET

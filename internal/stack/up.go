@@ -6,23 +6,20 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -143,8 +140,10 @@ type portUse struct {
 	name string
 }
 
-// stackPorts lists the ports of the stack of the given topology.
-func stackPorts(topology string, base, instances int, proxy, dashboard bool) []portUse {
+// stackPorts lists the ports of the stack of the given topology: the
+// servers' of the given backends (every one when none is given), then the
+// lab's own.
+func stackPorts(topology string, base, instances int, proxy, dashboard bool, backends ...Backend) []portUse {
 	var ps []portUse
 	if proxy {
 		ps = append(ps, portUse{base + offProxy, "proxy API"})
@@ -152,67 +151,36 @@ func stackPorts(topology string, base, instances int, proxy, dashboard bool) []p
 	if dashboard {
 		ps = append(ps, portUse{base + offDashboard, DashboardName})
 	}
-	for k := 1; k <= RedisCount; k++ {
-		ps = append(ps, portUse{base + offRedis + k, "redis-" + itoa(k)})
+	for _, sp := range server.All {
+		if sp.Ports == nil || len(backends) > 0 && !slices.Contains(backends, sp.Group) {
+			continue
+		}
+		for _, p := range sp.Ports(base, topology == TopologyHA) {
+			ps = append(ps, portUse{p.Port, p.Name})
+		}
 	}
-	if topology == TopologyHA {
-		ps = append(ps, haPorts(base)...)
-	} else {
-		ps = append(ps,
-			portUse{base + offEtcdClient, "etcd client"},
-			portUse{base + offEtcdPeer, "etcd peer"},
-			portUse{base + offZooKeeper, "zookeeper"})
-	}
-	ps = append(ps,
-		portUse{base + offMySQL, "mariadb"},
-		portUse{base + offNginx, "nginx"},
-	)
+	ps = append(ps, portUse{base + offNginx, "nginx"})
 	for k := 1; k <= instances; k++ {
 		ps = append(ps, portUse{base + offInstance + k, instName(k)})
 	}
 	return ps
 }
 
-// nameBackend is the backend a server component or port (by its name)
-// belongs to; "" for the instances, nginx and the proxy.
-func nameBackend(name string) Backend {
-	switch {
-	case strings.HasPrefix(name, "redis-"), strings.HasPrefix(name, "sentinel-"):
-		return BackendRedis
-	case strings.HasPrefix(name, "etcd"):
-		return BackendEtcd
-	case strings.HasPrefix(name, "zookeeper"):
-		return BackendZooKeeper
-	case strings.HasPrefix(name, "mariadb"):
-		return BackendMySQL
+// PortHelp describes the ports of a stack of topology as offsets from the
+// base port B ("redis-1 B+1, ..."), for help texts.
+func PortHelp(topology string) string {
+	var parts []string
+	for _, p := range stackPorts(topology, 0, 0, true, true) {
+		parts = append(parts, fmt.Sprintf("%s B+%d", p.name, p.port))
 	}
-	return ""
-}
-
-// portsOf keeps the ports of the given backends (and those of no backend).
-func portsOf(ps []portUse, backends []Backend) []portUse {
-	var out []portUse
-	for _, p := range ps {
-		if b := nameBackend(p.name); b == "" || slices.Contains(backends, b) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return strings.Join(parts, ", ") + ", inst-K B+" + itoa(offInstance) + "+K"
 }
 
 // strategyBackend is the backend strategy name needs besides MySQL ("" for
 // none or an unknown name, which the instances reject themselves).
 func strategyBackend(name string) Backend {
 	s, _ := stock.Lookup(name)
-	switch s.Server {
-	case stock.ServerRedis, stock.ServerRedlock:
-		return BackendRedis
-	case stock.ServerEtcd:
-		return BackendEtcd
-	case stock.ServerZooKeeper:
-		return BackendZooKeeper
-	}
-	return ""
+	return server.GroupOfServer(string(s.Server))
 }
 
 func instName(k int) string { return "inst-" + itoa(k) }
@@ -310,18 +278,26 @@ func (r *runner) healthy(name string) {
 	r.logf("  %-13s healthy at %5.1fs\n", name, time.Since(r.t0).Seconds())
 }
 
+// labRanks order the lab's own components after the servers.
+var labRanks = map[Kind]int{KindProxy: 6, KindInstance: 7, KindNginx: 8, KindDashboard: 9}
+
 // componentRank orders the components: by kind, in dependency order (a
-// Sentinel after the Redis it monitors, the instances after the servers,
-// nginx last), then by number.
+// server's rank from its description, the instances after the servers,
+// nginx last), then by number (a description's Order, else the number
+// after the name's dash).
 func componentRank(c Component) (int, int) {
-	ranks := map[Kind]int{KindRedis: 0, KindRedisHA: 1, KindSentinel: 2, KindEtcd: 3, KindEtcdMember: 3,
-		KindZooKeeper: 4, KindZKMember: 4, KindMySQL: 5, KindProxy: 6, KindInstance: 7, KindNginx: 8, KindDashboard: 9}
-	if c.Name == redisReplicaName {
-		return ranks[c.Kind], 1
+	rank, ok := labRanks[c.Kind]
+	if sp, ks, found := server.KindOf(c.Kind); found {
+		rank = ks.Rank
+		if n, ok := sp.Order[c.Name]; ok {
+			return rank, n
+		}
+	} else if !ok {
+		rank = len(labRanks) + 10
 	}
 	_, num, _ := strings.Cut(c.Name, "-")
 	n, _ := strconv.Atoi(num)
-	return ranks[c.Kind], n
+	return rank, n
 }
 
 func sortComponents(cs []Component) {
@@ -396,7 +372,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPorts(portsOf(stackPorts(o.Topology, o.BasePort, o.Instances, o.Proxy, o.Dashboard), o.Backends)); err != nil {
+	if err := checkPorts(stackPorts(o.Topology, o.BasePort, o.Instances, o.Proxy, o.Dashboard, o.Backends...)); err != nil {
 		return nil, err
 	}
 	tokPath, tokSource, tok, err := adminToken(o.Dir, o.AdminToken)
@@ -444,22 +420,15 @@ func (r *runner) up(ctx context.Context, o Options, paths Tools) error {
 	st := r.st
 	// The servers start together; the first failure cancels the others.
 	g, gctx := errgroup.WithContext(ctx)
-	if st.Has(BackendRedis) {
-		for k := 1; k <= RedisCount; k++ {
-			g.Go(func() error { return r.startRedis(gctx, o, paths, k) })
+	l := server.Layout{Dir: o.Dir, Base: o.BasePort, HA: st.HA(), Tools: paths}
+	for _, sp := range server.All {
+		if sp.Nodes == nil || !st.Has(sp.Group) {
+			continue
+		}
+		for _, n := range sp.Nodes(l) {
+			g.Go(func() error { return r.startNode(gctx, o, n) })
 		}
 	}
-	if st.HA() {
-		r.startHAServers(gctx, g, o, paths)
-	} else {
-		if st.Has(BackendEtcd) {
-			g.Go(func() error { return r.startEtcd(gctx, o, paths) })
-		}
-		if st.Has(BackendZooKeeper) {
-			g.Go(func() error { return r.startZooKeeper(gctx, o, paths) })
-		}
-	}
-	g.Go(func() error { return r.startMariaDB(gctx, o, paths) })
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -490,180 +459,24 @@ func (r *runner) up(ctx context.Context, o Options, paths Tools) error {
 	return nil
 }
 
-func (r *runner) startRedis(ctx context.Context, o Options, paths Tools, k int) error {
-	name := "redis-" + itoa(k)
-	port := r.st.port(offRedis + k)
-	dataDir := filepath.Join(o.Dir, name)
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	args := []string{"--port", itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dataDir, "--daemonize", "no", "--logfile", "", "--maxclients", "10000"}
-	return r.launch(ctx, o, name, KindRedis, addr(port), paths.Bin["redis-server"], args, nil,
-		func(ctx context.Context, c Component) error { return checkRedis(ctx, c.Addr) })
-}
-
-func (r *runner) startEtcd(ctx context.Context, o Options, paths Tools) error {
-	const name = "etcd"
-	client, peer := addr(r.st.port(offEtcdClient)), addr(r.st.port(offEtcdPeer))
-	dataDir := filepath.Join(o.Dir, "etcd")
-	if err := os.RemoveAll(dataDir); err != nil {
-		return fmt.Errorf("etcd: wipe data: %w", err)
-	}
-	args := []string{"--name", "seckill", "--data-dir", dataDir,
-		"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
-		"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
-		"--initial-cluster", "seckill=http://" + peer}
-	return r.launch(ctx, o, name, KindEtcd, client, paths.Bin["etcd"], args, cleanEnv("ETCD_"),
-		func(ctx context.Context, c Component) error { return checkEtcd(ctx, c.Addr) })
-}
-
-func (r *runner) startZooKeeper(ctx context.Context, o Options, paths Tools) error {
-	const name = "zookeeper"
-	port := r.st.port(offZooKeeper)
-	base := filepath.Join(o.Dir, "zookeeper")
-	dataDir := filepath.Join(base, "data")
-	if err := os.RemoveAll(dataDir); err != nil {
-		return fmt.Errorf("zookeeper: wipe data: %w", err)
-	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return fmt.Errorf("zookeeper: %w", err)
-	}
-	cfg := filepath.Join(base, "zoo.cfg")
-	conf := strings.Join([]string{
-		"tickTime=2000", "initLimit=10", "syncLimit=5",
-		"dataDir=" + dataDir,
-		"clientPort=" + itoa(port), "clientPortAddress=127.0.0.1",
-		"admin.enableServer=false",
-		"4lw.commands.whitelist=ruok,srvr,stat,mntr",
-		"maxClientCnxns=0",
-	}, "\n") + "\n"
-	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-		return fmt.Errorf("zookeeper: write config: %w", err)
-	}
-	args := zkArgs(paths.ZK, base, cfg)
-	return r.launch(ctx, o, name, KindZooKeeper, addr(port), paths.Bin["java"], args, nil,
-		func(ctx context.Context, c Component) error { return checkZooKeeper(ctx, c.Addr) })
-}
-
-// mysqlSocket returns the socket path, moved to the temp dir when the run
-// dir is too deep for a unix socket path (108 bytes).
-func mysqlSocket(base string) string {
-	s := filepath.Join(base, "mysql.sock")
-	if len(s) < 100 {
-		return s
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("seckill-%08x.sock", hashString(base)))
-}
-
-func hashString(s string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(s))
-	return h.Sum32()
-}
-
-func (r *runner) startMariaDB(ctx context.Context, o Options, paths Tools) error {
-	const name = "mariadb"
-	port := r.st.port(offMySQL)
-	base := filepath.Join(o.Dir, "mariadb")
-	dataDir := filepath.Join(base, "data")
-	root := os.Geteuid() == 0
-	if _, err := os.Stat(filepath.Join(dataDir, "mysql")); errors.Is(err, fs.ErrNotExist) {
-		if err := installMariaDB(ctx, paths.Bin["mysql_install_db"], base, dataDir, root); err != nil {
+// startNode prepares and starts one server node of a description, and
+// waits until its health check (after its Ready step) passes.
+func (r *runner) startNode(ctx context.Context, o Options, n server.Node) error {
+	if n.Prepare != nil {
+		if err := n.Prepare(ctx); err != nil {
 			return err
 		}
-		r.logf("  %-13s datadir initialised at %5.1fs\n", name, time.Since(r.t0).Seconds())
 	}
-	args := []string{"--no-defaults"}
-	if root {
-		args = append(args, "--user=root")
-	}
-	tmpDir := filepath.Join(base, "tmp")
-	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return fmt.Errorf("mariadb: %w", err)
-	}
-	args = append(args, "--datadir="+dataDir, "--tmpdir="+tmpDir, "--port="+itoa(port), "--bind-address=127.0.0.1",
-		"--socket="+mysqlSocket(base), "--pid-file="+filepath.Join(base, "mariadb.pid"),
-		"--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=128M",
-		"--log-error="+filepath.Join(o.Dir, "logs", name+".log"))
-	return r.launch(ctx, o, name, KindMySQL, addr(port), paths.Bin["mariadbd"], args, nil,
+	_, ks, _ := server.KindOf(n.Kind)
+	return r.launch(ctx, o, n.Name, n.Kind, addr(n.Port), n.Bin, n.Args, server.Env(n.Kind),
 		func(ctx context.Context, c Component) error {
-			if err := createDatabase(ctx, c.Addr); err != nil {
-				return err
+			if n.Ready != nil {
+				if err := n.Ready(ctx, c.Addr); err != nil {
+					return err
+				}
 			}
-			return checkMySQL(ctx, mysqlDSN(c.Addr, DatabaseName))
+			return ks.Check(ctx, c.Addr)
 		})
-}
-
-// installMariaDB initialises a datadir (in a temporary directory renamed
-// on success, so a failed install leaves nothing half-done).
-func installMariaDB(ctx context.Context, bin, base, dataDir string, root bool) error {
-	tmp := dataDir + ".init"
-	if err := os.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("mariadb: %w", err)
-	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return fmt.Errorf("mariadb: %w", err)
-	}
-	logPath := filepath.Join(base, "..", "logs", "mariadb-install.log")
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return fmt.Errorf("mariadb: %w", err)
-	}
-	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("mariadb: %w", err)
-	}
-	defer lf.Close()
-	// A private tmpdir: concurrent installs sharing /tmp collide on their
-	// temporary table names and fail.
-	tmpDir := filepath.Join(base, "tmp")
-	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return fmt.Errorf("mariadb: %w", err)
-	}
-	args := []string{"--no-defaults", "--datadir=" + tmp, "--tmpdir=" + tmpDir, "--auth-root-authentication-method=normal", "--skip-test-db"}
-	if root {
-		args = append(args, "--user=root")
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		// Killed (ctx done): wait until its group (the bootstrap mariadbd)
-		// is gone, so nothing outlives `up`.
-		if cmd.Process != nil {
-			for i := 0; i < 100 && len(groupMembers(cmd.Process.Pid)) > 0; i++ {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				time.Sleep(50 * time.Millisecond)
-			}
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("mariadb: mysql_install_db: %w", ctx.Err())
-		}
-		return fmt.Errorf("mariadb: mysql_install_db failed (%v): %s (see %s)", err, errorLines(logPath), filepath.Clean(logPath))
-	}
-	if err := os.RemoveAll(dataDir); err != nil {
-		return fmt.Errorf("mariadb: %w", err)
-	}
-	if err := os.Rename(tmp, dataDir); err != nil {
-		return fmt.Errorf("mariadb: %w", err)
-	}
-	return nil
-}
-
-// cleanEnv returns the environment without the variables starting with
-// prefix.
-func cleanEnv(prefix string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, prefix) {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 // instanceEnv is the environment of instance c: ours without any variable

@@ -3,19 +3,10 @@
 // CI rule: under CI=true a missing server fails the test instead of
 // skipping it.
 //
-// The variables are the same ones `seckill serve` reads, and the ones the
-// stack writes to <run dir>/env.sh:
-//
-//	SECKILL_REDIS_ADDRS     comma-separated, 5 addresses; the first is the primary
-//	SECKILL_REDIS_SENTINELS comma-separated Sentinels (`up --topology ha`; else empty)
-//	SECKILL_REDIS_MASTER    the Sentinels' master name
-//	SECKILL_ETCD_ENDPOINTS  comma-separated etcd client endpoints
-//	SECKILL_ZK_SERVERS      comma-separated ZooKeeper host:port
-//	SECKILL_MYSQL_DSN       go-sql-driver DSN of the MariaDB/MySQL database
-//	SECKILL_NGINX_URL       http://127.0.0.1:PORT of the stack's nginx
-//	SECKILL_INSTANCE_URLS   comma-separated base URLs of the service instances
-//	SECKILL_STACK_DIR       the stack's run directory
-//	SECKILL_ADMIN_TOKEN     the admin token the instances accept
+// The variables are the same ones `seckill serve` reads (internal/config's
+// Env* names), the ones the stack writes to <run dir>/env.sh: each server's
+// addresses, the MySQL DSN, nginx's URL, the instances' URLs, the run
+// directory and the admin token.
 package testenv
 
 import (
@@ -36,20 +27,18 @@ import (
 // Variable names: config's, the one list shared by the stack, the service
 // and the tests.
 const (
-	RedisAddrs    = config.EnvRedisAddrs
-	EtcdEndpoints = config.EnvEtcdEndpoints
-	ZKServers     = config.EnvZKServers
-	MySQLDSN      = config.EnvMySQLDSN
-	NginxURL      = config.EnvNginxURL
-	InstanceURLs  = config.EnvInstanceURLs
-	StackDir      = config.EnvStackDir
-	AdminToken    = config.EnvAdminToken
+	RedisAddrs   = config.EnvRedisAddrs
+	ZKServers    = config.EnvZKServers
+	MySQLDSN     = config.EnvMySQLDSN
+	NginxURL     = config.EnvNginxURL
+	InstanceURLs = config.EnvInstanceURLs
+	StackDir     = config.EnvStackDir
+	AdminToken   = config.EnvAdminToken
 )
 
 // Variables are the names of every variable above.
 func Variables() []string {
-	return []string{RedisAddrs, EtcdEndpoints, ZKServers, MySQLDSN, NginxURL, InstanceURLs, StackDir, AdminToken,
-		config.EnvSentinels, config.EnvRedisMaster}
+	return append(config.ServerVars(), NginxURL, InstanceURLs, StackDir, AdminToken)
 }
 
 // InCI reports whether the tests run under CI (CI=true), where a missing

@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
@@ -17,7 +18,7 @@ import (
 // client opens a new etcd client, closed at cleanup.
 func client(tb testing.TB) *clientv3.Client {
 	tb.Helper()
-	eps := testenv.List(tb, testenv.EtcdEndpoints)
+	eps := testenv.List(tb, config.EnvEtcdEndpoints)
 	c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 3 * time.Second})
 	if err != nil {
 		testenv.Unavailable(tb, "etcd", err)

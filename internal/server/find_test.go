@@ -1,7 +1,6 @@
-package stack
+package server
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -59,8 +58,8 @@ func TestFinderLayouts(t *testing.T) {
 				"x usr/bin/mariadb-install-db", "x usr/bin/mysql_install_db", "x usr/sbin/nginx",
 				"usr/share/java/zookeeper.jar", "etc/zookeeper/conf/log4j.properties",
 				"x usr/share/zookeeper/bin/zkServer.sh"},
-			want: map[string]string{toolRedis: "usr/bin/redis-server", toolEtcd: "usr/bin/etcd", toolJava: "usr/bin/java",
-				toolMariaDB: "usr/sbin/mariadbd", toolInstallDB: "usr/bin/mariadb-install-db", toolNginx: "usr/sbin/nginx"},
+			want: map[string]string{"redis-server": "usr/bin/redis-server", "etcd": "usr/bin/etcd", "java": "usr/bin/java",
+				"mariadbd": "usr/sbin/mariadbd", "mysql_install_db": "usr/bin/mariadb-install-db", "nginx": "usr/sbin/nginx"},
 			zk: "usr/share/java/zookeeper.jar", zkConf: "etc/zookeeper/conf", log4j: "etc/zookeeper/conf/log4j.properties",
 		},
 		{
@@ -69,8 +68,8 @@ func TestFinderLayouts(t *testing.T) {
 				"x usr/bin/mysql_install_db", "x usr/sbin/nginx",
 				"x usr/share/zookeeper/bin/zkServer.sh", "usr/share/zookeeper/lib/zookeeper-3.8.4.jar",
 				"usr/share/zookeeper/lib/zookeeper-jute-3.8.4.jar", "usr/share/zookeeper/conf/logback.xml"},
-			want: map[string]string{toolRedis: "usr/bin/redis-server", toolEtcd: "usr/bin/etcd", toolJava: "usr/bin/java",
-				toolMariaDB: "usr/libexec/mariadbd", toolInstallDB: "usr/bin/mysql_install_db", toolNginx: "usr/sbin/nginx"},
+			want: map[string]string{"redis-server": "usr/bin/redis-server", "etcd": "usr/bin/etcd", "java": "usr/bin/java",
+				"mariadbd": "usr/libexec/mariadbd", "mysql_install_db": "usr/bin/mysql_install_db", "nginx": "usr/sbin/nginx"},
 			zk: "usr/share/zookeeper/lib/zookeeper-jute-3.8.4.jar", zkConf: "usr/share/zookeeper/conf",
 		},
 		{
@@ -80,9 +79,9 @@ func TestFinderLayouts(t *testing.T) {
 				"x opt/homebrew/opt/mariadb/bin/mariadb-install-db",
 				"x opt/homebrew/opt/zookeeper/libexec/bin/zkServer.sh", "opt/homebrew/opt/zookeeper/libexec/lib/zookeeper-3.9.2.jar",
 				"opt/homebrew/opt/zookeeper/libexec/lib/slf4j-api-1.7.36.jar", "opt/homebrew/opt/zookeeper/libexec/etc/zookeeper/zoo.cfg"},
-			want: map[string]string{toolRedis: "opt/homebrew/bin/redis-server", toolEtcd: "opt/homebrew/bin/etcd",
-				toolJava: "opt/homebrew/opt/openjdk/bin/java", toolMariaDB: "opt/homebrew/opt/mariadb/bin/mariadbd",
-				toolInstallDB: "opt/homebrew/opt/mariadb/bin/mariadb-install-db", toolNginx: "opt/homebrew/bin/nginx"},
+			want: map[string]string{"redis-server": "opt/homebrew/bin/redis-server", "etcd": "opt/homebrew/bin/etcd",
+				"java": "opt/homebrew/opt/openjdk/bin/java", "mariadbd": "opt/homebrew/opt/mariadb/bin/mariadbd",
+				"mysql_install_db": "opt/homebrew/opt/mariadb/bin/mariadb-install-db", "nginx": "opt/homebrew/bin/nginx"},
 			zk: "opt/homebrew/opt/zookeeper/libexec/lib/zookeeper-3.9.2.jar", zkConf: "opt/homebrew/opt/zookeeper/libexec/etc/zookeeper",
 		},
 		{
@@ -92,9 +91,9 @@ func TestFinderLayouts(t *testing.T) {
 				"x usr/local/opt/mariadb/bin/mysql_install_db",
 				"x usr/local/opt/zookeeper/libexec/bin/zkServer.sh", "usr/local/opt/zookeeper/libexec/lib/zookeeper-3.9.2.jar",
 				"usr/local/opt/zookeeper/libexec/conf/log4j.properties"},
-			want: map[string]string{toolRedis: "usr/local/bin/redis-server", toolEtcd: "usr/local/bin/etcd",
-				toolJava: "usr/local/opt/openjdk/bin/java", toolMariaDB: "usr/local/opt/mariadb/bin/mysqld",
-				toolInstallDB: "usr/local/opt/mariadb/bin/mysql_install_db", toolNginx: "usr/local/bin/nginx"},
+			want: map[string]string{"redis-server": "usr/local/bin/redis-server", "etcd": "usr/local/bin/etcd",
+				"java": "usr/local/opt/openjdk/bin/java", "mariadbd": "usr/local/opt/mariadb/bin/mysqld",
+				"mysql_install_db": "usr/local/opt/mariadb/bin/mysql_install_db", "nginx": "usr/local/bin/nginx"},
 			zk: "usr/local/opt/zookeeper/libexec/lib/zookeeper-3.9.2.jar", zkConf: "usr/local/opt/zookeeper/libexec/conf",
 			log4j: "usr/local/opt/zookeeper/libexec/conf/log4j.properties",
 		},
@@ -110,8 +109,8 @@ func TestFinderLayouts(t *testing.T) {
 				"x opt/zookeeper/bin/zkServer.sh"},
 			path: []string{"home/me/bin"},
 			env:  map[string]string{"ZOOKEEPER_HOME": "home/me/apache-zookeeper-3.9.2-bin", "JAVA_HOME": "home/me/jdk"},
-			want: map[string]string{toolRedis: "home/me/bin/redis-server", toolEtcd: "home/me/bin/etcd", toolJava: "home/me/jdk/bin/java",
-				toolMariaDB: "home/me/bin/mariadbd", toolInstallDB: "home/me/bin/mariadb-install-db", toolNginx: "home/me/bin/nginx"},
+			want: map[string]string{"redis-server": "home/me/bin/redis-server", "etcd": "home/me/bin/etcd", "java": "home/me/jdk/bin/java",
+				"mariadbd": "home/me/bin/mariadbd", "mysql_install_db": "home/me/bin/mariadb-install-db", "nginx": "home/me/bin/nginx"},
 			zk: "home/me/apache-zookeeper-3.9.2-bin/lib/zookeeper-jute-3.9.2.jar", zkConf: "home/me/apache-zookeeper-3.9.2-bin/conf",
 		},
 	}
@@ -129,7 +128,7 @@ func TestFinderLayouts(t *testing.T) {
 				}
 				return ""
 			}}
-			got, err := f.Find(AllBackends)
+			got, err := f.Find(Groups())
 			if err != nil {
 				t.Fatalf("Find: %v", err)
 			}
@@ -138,7 +137,7 @@ func TestFinderLayouts(t *testing.T) {
 					t.Errorf("%s = %q, want %q", k, got.Bin[k], filepath.Join(root, want))
 				}
 			}
-			cp := got.ZK.Classpath
+			cp := got.Java[zkKey].Classpath
 			if len(cp) < 2 || cp[len(cp)-1] != filepath.Join(root, tc.zk) || cp[0] != filepath.Join(root, tc.zkConf) {
 				t.Errorf("zookeeper classpath %v: want %s first and %s last", cp, tc.zkConf, tc.zk)
 			}
@@ -146,11 +145,11 @@ func TestFinderLayouts(t *testing.T) {
 			if tc.log4j != "" {
 				wantLog4j = filepath.Join(root, tc.log4j)
 			}
-			if got.ZK.Log4j != wantLog4j {
-				t.Errorf("log4j = %q, want %q", got.ZK.Log4j, wantLog4j)
+			if got.Java[zkKey].Log4j != wantLog4j {
+				t.Errorf("log4j = %q, want %q", got.Java[zkKey].Log4j, wantLog4j)
 			}
-			args := zkArgs(got.ZK, "/logs", "/zoo.cfg")
-			if args[len(args)-1] != "/zoo.cfg" || args[2] != got.ZK.ClasspathArg() {
+			args := zkArgs(got.Java[zkKey], "/logs", "/zoo.cfg")
+			if args[len(args)-1] != "/zoo.cfg" || args[2] != got.Java[zkKey].ClasspathArg() {
 				t.Errorf("zkArgs = %v", args)
 			}
 		})
@@ -164,20 +163,20 @@ func TestFinderMissing(t *testing.T) {
 	tests := []struct {
 		name     string
 		files    []string
-		backends []Backend
+		backends []Group
 		wantErr  []string // substrings; none = no error
 	}{
-		{"nothing, apt", []string{"x usr/bin/apt-get"}, AllBackends,
-			[]string{"redis-server", "etcd", "java", "zookeeper", "mariadbd/mysqld", "nginx", "sudo apt-get install redis-server etcd-server default-jre-headless mariadb-server nginx-light zookeeper"}},
-		{"nothing, dnf", []string{"x usr/bin/dnf"}, AllBackends,
-			[]string{"sudo dnf install redis etcd java-21-openjdk-headless mariadb-server nginx zookeeper"}},
-		{"nothing, brew", []string{"x opt/homebrew/bin/brew"}, AllBackends,
-			[]string{"brew install redis etcd openjdk mariadb nginx zookeeper"}},
-		{"no package manager", nil, AllBackends, []string{"no apt-get, dnf or brew found"}},
+		{"nothing, apt", []string{"x usr/bin/apt-get"}, Groups(),
+			[]string{"redis-server", "etcd", "java", "zookeeper", "mariadbd/mysqld", "nginx", "sudo apt-get install redis-server etcd-server default-jre-headless zookeeper mariadb-server nginx-light"}},
+		{"nothing, dnf", []string{"x usr/bin/dnf"}, Groups(),
+			[]string{"sudo dnf install redis etcd java-21-openjdk-headless zookeeper mariadb-server nginx"}},
+		{"nothing, brew", []string{"x opt/homebrew/bin/brew"}, Groups(),
+			[]string{"brew install redis etcd openjdk zookeeper mariadb nginx"}},
+		{"no package manager", nil, Groups(), []string{"no apt-get, dnf or brew found"}},
 		{"zookeeper jars missing, only mysql wanted", []string{"x usr/sbin/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx"},
-			[]Backend{BackendMySQL}, nil},
+			[]Group{"mysql"}, nil},
 		{"mysql wanted, nginx missing", []string{"x usr/bin/apt-get", "x usr/sbin/mariadbd", "x usr/bin/mariadb-install-db"},
-			[]Backend{BackendMySQL}, []string{"nginx not found", "sudo apt-get install nginx-light"}},
+			[]Group{"mysql"}, []string{"nginx not found", "sudo apt-get install nginx-light"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,88 +209,5 @@ func TestFindZooKeeperNotFound(t *testing.T) {
 	_, err := Finder{Root: root}.FindZooKeeper()
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "ZOOKEEPER_HOME") {
 		t.Fatalf("FindZooKeeper: %v, want ErrNotExist naming ZOOKEEPER_HOME", err)
-	}
-}
-
-func TestParseBackends(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    string
-		wantErr string
-	}{
-		{"", "redis,etcd,zookeeper,mysql", ""},
-		{"mysql,redis", "redis,mysql", ""},
-		{" MySQL , zookeeper ", "zookeeper,mysql", ""},
-		{"redis,etcd", "", "mysql is always needed"},
-		{"redis,mongo,mysql", "", `unknown backend "mongo"`},
-	}
-	for _, tc := range tests {
-		got, err := ParseBackends(tc.in)
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("ParseBackends(%q) = %v, %v; want error containing %q", tc.in, got, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil || joinBackends(got) != tc.want {
-			t.Errorf("ParseBackends(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
-		}
-	}
-}
-
-// TestDoctorFake runs Doctor over a fake layout: found items carry their
-// path, missing ones the install line, and OK follows the needed ones.
-func TestDoctorFake(t *testing.T) {
-	tests := []struct {
-		name     string
-		files    []string
-		backends []Backend
-		ok       bool
-		missing  string
-		install  string
-	}{
-		{"all there (debian)", []string{"x usr/bin/apt-get", "x usr/bin/redis-server", "x usr/bin/etcd", "x usr/bin/java",
-			"x usr/sbin/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx", "usr/share/java/zookeeper.jar"}, nil, true, "", ""},
-		{"etcd missing (fedora)", []string{"x usr/bin/dnf", "x usr/bin/redis-server", "x usr/bin/java",
-			"x usr/libexec/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx",
-			"x opt/zookeeper/bin/zkServer.sh", "opt/zookeeper/lib/zookeeper-3.8.4.jar"}, nil, false, "etcd", "sudo dnf install etcd"},
-		{"etcd missing but not needed (brew)", []string{"x opt/homebrew/bin/brew", "x opt/homebrew/bin/redis-server", "x opt/homebrew/opt/openjdk/bin/java",
-			"x opt/homebrew/opt/mariadb/bin/mariadbd", "x opt/homebrew/opt/mariadb/bin/mariadb-install-db", "x opt/homebrew/bin/nginx",
-			"x opt/homebrew/opt/zookeeper/libexec/bin/zkServer.sh", "opt/homebrew/opt/zookeeper/libexec/lib/zookeeper-3.9.2.jar"},
-			[]Backend{BackendRedis, BackendZooKeeper, BackendMySQL}, true, "etcd", "brew install etcd"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			layout(t, root, append([]string{"usr/bin/"}, tc.files...)...)
-			f := Finder{Root: root, Path: filepath.Join(root, "usr/bin")}
-			rep, err := Doctor(context.Background(), DoctorOptions{Finder: &f, Backends: tc.backends, Dir: filepath.Join(root, "run"), NoVersions: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep.OK() != tc.ok {
-				t.Errorf("OK = %v, want %v: %+v", rep.OK(), tc.ok, rep.Items)
-			}
-			for _, it := range rep.Items {
-				switch {
-				case it.Name == tc.missing:
-					if it.Found() || it.Install != installLine(rep.PackageManager, strings.Fields(tc.install)[len(strings.Fields(tc.install))-1:]) {
-						t.Errorf("%s: %+v, want missing with %q", it.Name, it, tc.install)
-					}
-				case !it.Found() || !strings.HasPrefix(it.Path, root):
-					t.Errorf("%s: %+v, want found under %s", it.Name, it, root)
-				}
-			}
-			var b strings.Builder
-			if err := rep.Write(&b); err != nil {
-				t.Fatal(err)
-			}
-			if tc.install != "" && !strings.Contains(b.String(), tc.install) {
-				t.Errorf("doctor output lacks %q:\n%s", tc.install, b.String())
-			}
-			if !strings.Contains(b.String(), "no stack") {
-				t.Errorf("doctor output does not describe the run directory:\n%s", b.String())
-			}
-		})
 	}
 }

@@ -1,0 +1,179 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seckill-lab/seckill/internal/config"
+)
+
+// etcd component kinds.
+const (
+	// KindEtcd is the single member of the single topology.
+	KindEtcd Kind = "etcd"
+	// KindEtcdMember is a member of the three-member cluster (ha).
+	KindEtcdMember Kind = "etcd-member"
+)
+
+// Port offsets: the single member's client B+20 and peer B+21; member K
+// of the ha cluster: client B+20+2K, peer B+21+2K (B+22 .. B+27).
+const (
+	offEtcdClient = 20
+	offEtcdPeer   = 21
+	offEtcdMember = 20
+)
+
+func etcdMemberName(k int) string      { return "etcd-" + itoa(k) }
+func etcdMemberClient(base, k int) int { return base + offEtcdMember + 2*k }
+func etcdMemberPeer(base, k int) int   { return base + offEtcdMember + 2*k + 1 }
+
+// wipePrepare removes dir: the data starts empty at each `up`.
+func wipePrepare(name, dir string) func(context.Context) error {
+	return func(context.Context) error {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("%s: wipe data: %w", name, err)
+		}
+		return nil
+	}
+}
+
+// Etcd is the etcd description. Its data is wiped at each `up`; a
+// restart reuses the data directory, where the --initial-* flags are
+// ignored: the member rejoins its cluster.
+var Etcd = Spec{
+	Position: 2,
+	Group:    "etcd",
+	Tools: []Tool{{Key: "etcd", Names: []string{"etcd"}, Version: []string{"--version"},
+		Pkgs: map[string]string{pmApt: "etcd-server", pmDnf: "etcd", pmBrew: "etcd"}}},
+	Kinds: []KindSpec{
+		{Kind: KindEtcd, Rank: 3, Check: checkEtcd, Role: etcdRole, DropEnv: "ETCD_"},
+		// A stopping leader first hands its leadership over to a connected
+		// peer; when every member stops at once that handover waits for
+		// its timeout (about 7s): the members stop one after the other.
+		{Kind: KindEtcdMember, Rank: 3, Check: checkEtcd, Role: etcdRole, Member: true, StopInTurn: true, DropEnv: "ETCD_"},
+	},
+	Ports: func(base int, ha bool) []PortUse {
+		if !ha {
+			return []PortUse{{base + offEtcdClient, "etcd client"}, {base + offEtcdPeer, "etcd peer"}}
+		}
+		var ps []PortUse
+		for _, k := range members() {
+			ps = append(ps, PortUse{etcdMemberClient(base, k), etcdMemberName(k) + " client"},
+				PortUse{etcdMemberPeer(base, k), etcdMemberName(k) + " peer"})
+		}
+		return ps
+	},
+	Nodes: func(l Layout) []Node {
+		bin := l.Tools.Bin["etcd"]
+		if !l.HA {
+			client, peer := Addr(l.Base+offEtcdClient), Addr(l.Base+offEtcdPeer)
+			dir := filepath.Join(l.Dir, "etcd")
+			return []Node{{Name: "etcd", Kind: KindEtcd, Port: l.Base + offEtcdClient, Bin: bin, Prepare: wipePrepare("etcd", dir),
+				Args: []string{"--name", "seckill", "--data-dir", dir,
+					"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
+					"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
+					"--initial-cluster", "seckill=http://" + peer}}}
+		}
+		var cluster []string
+		for _, m := range members() {
+			cluster = append(cluster, etcdMemberName(m)+"=http://"+Addr(etcdMemberPeer(l.Base, m)))
+		}
+		var ns []Node
+		for _, k := range members() {
+			name := etcdMemberName(k)
+			client, peer := Addr(etcdMemberClient(l.Base, k)), Addr(etcdMemberPeer(l.Base, k))
+			dir := filepath.Join(l.Dir, name)
+			ns = append(ns, Node{Name: name, Kind: KindEtcdMember, Port: etcdMemberClient(l.Base, k), Bin: bin, Prepare: wipePrepare(name, dir),
+				Args: []string{"--name", name, "--data-dir", dir,
+					"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
+					"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
+					"--initial-cluster", strings.Join(cluster, ","), "--initial-cluster-state", "new",
+					"--initial-cluster-token", "seckill-" + itoa(l.Base)}})
+		}
+		return ns
+	},
+	Env: func(base int, ha, has bool) [][2]string {
+		ports := []int{base + offEtcdClient}
+		if ha {
+			ports = nil
+			for _, k := range members() {
+				ports = append(ports, etcdMemberClient(base, k))
+			}
+		}
+		return [][2]string{{config.EnvEtcdEndpoints, joinAddrs(has, ports...)}}
+	},
+	Links:      func(bool) []Link { return []Link{{Name: "etcd", Kinds: []Kind{KindEtcd, KindEtcdMember}}} },
+	Serves:     map[string]string{"etcd": "etcd"},
+	Durability: "fsync of its write-ahead log on every write (etcd 3.4 has no --unsafe-no-fsync)",
+}
+
+// httpClient is for the servers' HTTP health and status endpoints.
+var httpClient = &http.Client{
+	Timeout:   3 * time.Second,
+	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
+}
+
+// checkEtcd: GET /health answers {"health":"true"}.
+func checkEtcd(ctx context.Context, hostport string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostport+"/health", nil)
+	if err != nil {
+		return fmt.Errorf("etcd health: %w", err)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("etcd GET /health: %w", err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Health string `json:"health"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&h); err != nil {
+		return fmt.Errorf("etcd GET /health: %s: %w", resp.Status, err)
+	}
+	if resp.StatusCode != http.StatusOK || h.Health != "true" {
+		return fmt.Errorf("etcd GET /health: %s health=%q", resp.Status, h.Health)
+	}
+	return nil
+}
+
+// etcdRole asks the member at hostport (its gRPC gateway's
+// /v3/maintenance/status) whether it is the leader.
+func etcdRole(ctx context.Context, hostport string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+hostport+"/v3/maintenance/status", strings.NewReader("{}"))
+	if err != nil {
+		return "", fmt.Errorf("etcd status: %w", err)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("etcd status: %w", err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Header struct {
+			MemberID json.Number `json:"member_id"`
+		} `json:"header"`
+		Leader json.Number `json:"leader"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&st); err != nil {
+		return "", fmt.Errorf("etcd status %s: %s: %w", hostport, resp.Status, err)
+	}
+	if resp.StatusCode != http.StatusOK || st.Header.MemberID == "" {
+		return "", fmt.Errorf("etcd status %s: %s", hostport, resp.Status)
+	}
+	if st.Leader == "" || st.Leader == "0" {
+		return "", fmt.Errorf("etcd status %s: no leader", hostport)
+	}
+	if st.Leader == st.Header.MemberID {
+		return "leader", nil
+	}
+	return "follower", nil
+}
+
+func init() { register(&Etcd) }

@@ -1,0 +1,203 @@
+package server
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // MySQL driver for the health check
+
+	"github.com/seckill-lab/seckill/internal/config"
+)
+
+// KindMySQL is the MariaDB server.
+const KindMySQL Kind = "mysql"
+
+// DatabaseName is the database the stack creates.
+const DatabaseName = "seckill"
+
+// offMySQL: MariaDB listens on B+40.
+const offMySQL = 40
+
+// MySQLDSN is the go-sql-driver DSN of database db at hostport.
+func MySQLDSN(hostport, db string) string {
+	return "root@tcp(" + hostport + ")/" + db + "?parseTime=true&loc=UTC"
+}
+
+// MySQLPort is MariaDB's port for base port base.
+func MySQLPort(base int) int { return base + offMySQL }
+
+// MariaDB is the MariaDB description: the goods and the orders live there,
+// so every stack runs it. Its datadir is kept between runs (initialising
+// it is the slow part); the database is created when missing.
+var MariaDB = Spec{
+	Position: 4,
+	Group:    "mysql",
+	Required: true,
+	Tools: []Tool{
+		{Key: "mariadbd", Names: []string{"mariadbd", "mysqld"}, Version: []string{"--version"},
+			Pkgs: map[string]string{pmApt: "mariadb-server", pmDnf: "mariadb-server", pmBrew: "mariadb"}},
+		{Key: "mysql_install_db", Names: []string{"mariadb-install-db", "mysql_install_db"},
+			Pkgs: map[string]string{pmApt: "mariadb-server", pmDnf: "mariadb-server", pmBrew: "mariadb"}},
+	},
+	Kinds: []KindSpec{{Kind: KindMySQL, Rank: 5, Check: func(ctx context.Context, addr string) error {
+		return checkMySQL(ctx, MySQLDSN(addr, DatabaseName))
+	}}},
+	Ports: func(base int, _ bool) []PortUse { return []PortUse{{base + offMySQL, "mariadb"}} },
+	Nodes: func(l Layout) []Node {
+		const name = "mariadb"
+		base := filepath.Join(l.Dir, name)
+		dataDir, tmpDir := filepath.Join(base, "data"), filepath.Join(base, "tmp")
+		root := os.Geteuid() == 0
+		args := []string{"--no-defaults"}
+		if root {
+			args = append(args, "--user=root")
+		}
+		args = append(args, "--datadir="+dataDir, "--tmpdir="+tmpDir, "--port="+itoa(l.Base+offMySQL), "--bind-address=127.0.0.1",
+			"--socket="+mysqlSocket(base), "--pid-file="+filepath.Join(base, "mariadb.pid"),
+			"--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=128M",
+			"--log-error="+filepath.Join(l.Dir, "logs", name+".log"))
+		return []Node{{Name: name, Kind: KindMySQL, Port: l.Base + offMySQL, Bin: l.Tools.Bin["mariadbd"], Args: args,
+			Prepare: func(ctx context.Context) error {
+				if _, err := os.Stat(filepath.Join(dataDir, "mysql")); errors.Is(err, fs.ErrNotExist) {
+					if err := installMariaDB(ctx, l.Tools.Bin["mysql_install_db"], base, dataDir, root); err != nil {
+						return err
+					}
+				}
+				if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+					return fmt.Errorf("mariadb: %w", err)
+				}
+				return nil
+			},
+			Ready: createDatabase}}
+	},
+	Env: func(base int, _, _ bool) [][2]string {
+		return [][2]string{{config.EnvMySQLDSN, MySQLDSN(Addr(base+offMySQL), DatabaseName)}}
+	},
+	Links:      func(bool) []Link { return []Link{{Name: "mysql", Kinds: []Kind{KindMySQL}}} },
+	Serves:     map[string]string{"mysql": "mysql"},
+	Durability: "innodb_flush_log_at_trx_commit=1 (the default): the redo log is fsynced at every commit",
+}
+
+// mysqlSocket returns the socket path, moved to the temp dir when the run
+// dir is too deep for a unix socket path (108 bytes).
+func mysqlSocket(base string) string {
+	s := filepath.Join(base, "mysql.sock")
+	if len(s) < 100 {
+		return s
+	}
+	h := fnv.New32a()
+	h.Write([]byte(base))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("seckill-%08x.sock", h.Sum32()))
+}
+
+// checkMySQL: SELECT 1 answers.
+func checkMySQL(ctx context.Context, dsn string) error {
+	db, err := sql.Open("mysql", dsn+"&timeout=2s")
+	if err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	defer db.Close()
+	var one int
+	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		return fmt.Errorf("mysql SELECT 1: %w", err)
+	}
+	return nil
+}
+
+// createDatabase creates the lab's database when missing.
+func createDatabase(ctx context.Context, hostport string) error {
+	db, err := sql.Open("mysql", "root@tcp("+hostport+")/?timeout=2s")
+	if err != nil {
+		return fmt.Errorf("mysql: %w", err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+DatabaseName+"`"); err != nil {
+		return fmt.Errorf("create database %s: %w", DatabaseName, err)
+	}
+	return nil
+}
+
+// installMariaDB initialises a datadir (in a temporary directory renamed
+// on success, so a failed install leaves nothing half-done).
+func installMariaDB(ctx context.Context, bin, base, dataDir string, root bool) error {
+	tmp := dataDir + ".init"
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	logPath := filepath.Join(base, "..", "logs", "mariadb-install.log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	defer lf.Close()
+	// A private tmpdir: concurrent installs sharing /tmp collide on their
+	// temporary table names and fail.
+	tmpDir := filepath.Join(base, "tmp")
+	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	args := []string{"--no-defaults", "--datadir=" + tmp, "--tmpdir=" + tmpDir, "--auth-root-authentication-method=normal", "--skip-test-db"}
+	if root {
+		args = append(args, "--user=root")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Run(); err != nil {
+		// Killed (ctx done): wait until its group (the bootstrap mariadbd)
+		// is gone, so nothing outlives `up`.
+		if cmd.Process != nil {
+			for i := 0; i < 100 && syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) == nil; i++ {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("mariadb: mysql_install_db: %w", ctx.Err())
+		}
+		return fmt.Errorf("mariadb: mysql_install_db failed (%v): %s (see %s)", err, errorLines(logPath), filepath.Clean(logPath))
+	}
+	if err := os.RemoveAll(dataDir); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	if err := os.Rename(tmp, dataDir); err != nil {
+		return fmt.Errorf("mariadb: %w", err)
+	}
+	return nil
+}
+
+// errorLines returns the lines of path that mention an error (at most 3).
+func errorLines(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(strings.ToLower(l), "error") && len(out) < 3 {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	return strings.Join(out, " | ")
+}
+
+func init() { register(&MariaDB) }

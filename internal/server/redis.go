@@ -1,0 +1,250 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/internal/config"
+)
+
+// Redis component kinds.
+const (
+	// KindRedis is one of the five independent servers redis-1..redis-5
+	// (the Redlock set; redis-1 also serves the single-Redis locks in the
+	// single topology).
+	KindRedis Kind = "redis"
+	// KindRedisHA is the Sentinel-monitored primary or its replica.
+	KindRedisHA Kind = "redis-ha"
+	// KindSentinel is a Redis Sentinel watching the primary.
+	KindSentinel Kind = "sentinel"
+)
+
+// Redis settings.
+const (
+	// RedisCount is the number of independent servers (the Redlock set).
+	RedisCount = 5
+	// SentinelMaster is the master name the Sentinels monitor.
+	SentinelMaster = config.DefaultRedisMaster
+	// SentinelQuorum is the number of Sentinels that must agree the master
+	// is down.
+	SentinelQuorum = 2
+	// Sentinel timings: the master is down after 1s without an answer, and
+	// a failover is retried after 5s: failovers take seconds.
+	sentinelDownAfterMs    = 1000
+	sentinelFailoverTimeMs = 5000
+	// RedisPrimary and RedisReplica name the replicated pair.
+	RedisPrimary = "redis-primary"
+	RedisReplica = "redis-replica"
+)
+
+// Port offsets: redis-K on B+K, the primary B+6, the replica B+7,
+// sentinel-K B+7+K.
+const (
+	offRedis        = 0
+	offRedisPrimary = 6
+	offRedisReplica = 7
+	offSentinel     = 7
+)
+
+func sentinelName(k int) string { return "sentinel-" + itoa(k) }
+
+// redisArgs is a Redis server without persistence on port, data in dir.
+func redisArgs(port int, dir string) []string {
+	return []string{"--port", itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--logfile", "", "--maxclients", "10000"}
+}
+
+func mkdirPrepare(dir string) func(context.Context) error {
+	return func(context.Context) error { return os.MkdirAll(dir, 0o755) }
+}
+
+// Redis is the Redis description.
+var Redis = Spec{
+	Position: 1,
+	Group:    "redis",
+	Tools: []Tool{{Key: "redis-server", Names: []string{"redis-server"}, Version: []string{"--version"},
+		Pkgs: map[string]string{pmApt: "redis-server", pmDnf: "redis", pmBrew: "redis"}}},
+	Kinds: []KindSpec{
+		{Kind: KindRedis, Rank: 0, Check: checkRedis},
+		{Kind: KindRedisHA, Rank: 1, Check: checkRedisHA, Role: redisRole},
+		{Kind: KindSentinel, Rank: 2, Check: checkSentinel},
+	},
+	Ports: func(base int, ha bool) []PortUse {
+		var ps []PortUse
+		for k := 1; k <= RedisCount; k++ {
+			ps = append(ps, PortUse{base + offRedis + k, "redis-" + itoa(k)})
+		}
+		if ha {
+			ps = append(ps, PortUse{base + offRedisPrimary, RedisPrimary}, PortUse{base + offRedisReplica, RedisReplica})
+			for _, k := range members() {
+				ps = append(ps, PortUse{base + offSentinel + k, sentinelName(k)})
+			}
+		}
+		return ps
+	},
+	Nodes: func(l Layout) []Node {
+		bin := l.Tools.Bin["redis-server"]
+		var ns []Node
+		for k := 1; k <= RedisCount; k++ {
+			name, port := "redis-"+itoa(k), l.Base+offRedis+k
+			dir := filepath.Join(l.Dir, name)
+			ns = append(ns, Node{Name: name, Kind: KindRedis, Port: port, Bin: bin, Args: redisArgs(port, dir), Prepare: mkdirPrepare(dir)})
+		}
+		if !l.HA {
+			return ns
+		}
+		primary := l.Base + offRedisPrimary
+		pdir, rdir := filepath.Join(l.Dir, RedisPrimary), filepath.Join(l.Dir, RedisReplica)
+		ns = append(ns,
+			Node{Name: RedisPrimary, Kind: KindRedisHA, Port: primary, Bin: bin, Args: redisArgs(primary, pdir), Prepare: mkdirPrepare(pdir)},
+			Node{Name: RedisReplica, Kind: KindRedisHA, Port: l.Base + offRedisReplica, Bin: bin,
+				Args: append(redisArgs(l.Base+offRedisReplica, rdir), "--replicaof", "127.0.0.1", itoa(primary)), Prepare: mkdirPrepare(rdir)})
+		for _, k := range members() {
+			ns = append(ns, sentinelNode(l, k, bin, primary))
+		}
+		return ns
+	},
+	Env: func(base int, ha, has bool) [][2]string {
+		var redlock, sentinels []int
+		for k := 1; k <= RedisCount; k++ {
+			redlock = append(redlock, base+offRedis+k)
+		}
+		if ha {
+			for _, k := range members() {
+				sentinels = append(sentinels, base+offSentinel+k)
+			}
+		}
+		return [][2]string{
+			{config.EnvRedisAddrs, joinAddrs(has, redlock...)},
+			{config.EnvSentinels, joinAddrs(has, sentinels...)},
+			{config.EnvRedisMaster, SentinelMaster},
+		}
+	},
+	ServeOnly: []string{config.EnvSentinels, config.EnvRedisMaster},
+	Links: func(ha bool) []Link {
+		single := Link{Name: "redis", Names: []string{"redis-1"}}
+		if ha {
+			single = Link{Name: "redis", Kinds: []Kind{KindRedisHA, KindSentinel}}
+		}
+		return []Link{single, {Name: "redlock", Kinds: []Kind{KindRedis}}}
+	},
+	Serves:     map[string]string{"redis": "redis", "redis x5": "redlock"},
+	Order:      map[string]int{RedisReplica: 1},
+	Durability: `none: --save "" --appendonly no, nothing reaches the disk (seckill fault persistence turns the AOF on)`,
+}
+
+// sentinelNode writes a fresh sentinel.conf at each `up` (Sentinel
+// rewrites it with what it learns: a restart keeps that) and runs
+// redis-server --sentinel.
+func sentinelNode(l Layout, k int, bin string, primary int) Node {
+	name, port := sentinelName(k), l.Base+offSentinel+k
+	dir := filepath.Join(l.Dir, name)
+	conf := filepath.Join(dir, "sentinel.conf")
+	return Node{Name: name, Kind: KindSentinel, Port: port, Bin: bin, Args: []string{conf, "--sentinel"},
+		Prepare: func(context.Context) error {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return writeLines(conf, []string{
+				"port " + itoa(port),
+				"bind 127.0.0.1",
+				"daemonize no",
+				`logfile ""`,
+				"dir " + dir,
+				fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d", SentinelMaster, primary, SentinelQuorum),
+				fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMaster, sentinelDownAfterMs),
+				fmt.Sprintf("sentinel failover-timeout %s %d", SentinelMaster, sentinelFailoverTimeMs),
+				fmt.Sprintf("sentinel parallel-syncs %s 1", SentinelMaster),
+			})
+		}}
+}
+
+// checkRedis: the server accepts a connection (dialled plainly first:
+// go-redis logs every failed dial) and answers PING.
+func checkRedis(ctx context.Context, hostport string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", hostport)
+	if err != nil {
+		return fmt.Errorf("redis %s: %w", hostport, err)
+	}
+	conn.Close()
+	c := redis.NewClient(&redis.Options{Addr: hostport, DialTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis PING %s: %w", hostport, err)
+	}
+	return nil
+}
+
+// RedisInfo dials hostport and returns the fields of INFO section.
+func RedisInfo(ctx context.Context, hostport, section string) (map[string]string, error) {
+	if err := checkRedis(ctx, hostport); err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(&redis.Options{Addr: hostport, DialTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
+	defer c.Close()
+	s, err := c.Info(ctx, section).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis INFO %s %s: %w", section, hostport, err)
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":"); ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// checkRedisHA: the server answers; a replica is also linked to its master.
+func checkRedisHA(ctx context.Context, hostport string) error {
+	info, err := RedisInfo(ctx, hostport, "replication")
+	if err != nil {
+		return err
+	}
+	if info["role"] == "slave" && info["master_link_status"] != "up" {
+		return fmt.Errorf("redis %s: replica of %s:%s, link %s", hostport, info["master_host"], info["master_port"], info["master_link_status"])
+	}
+	return nil
+}
+
+// redisRole is the role INFO replication reports: master or slave.
+func redisRole(ctx context.Context, hostport string) (string, error) {
+	info, err := RedisInfo(ctx, hostport, "replication")
+	if err != nil {
+		return "", err
+	}
+	return info["role"], nil
+}
+
+// checkSentinel: the Sentinel names the master, and enough Sentinels see
+// each other to authorise a failover (SENTINEL CKQUORUM).
+func checkSentinel(ctx context.Context, hostport string) error {
+	if err := checkRedis(ctx, hostport); err != nil {
+		return fmt.Errorf("sentinel: %w", err)
+	}
+	c := redis.NewSentinelClient(&redis.Options{Addr: hostport, DialTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
+	defer c.Close()
+	master, err := c.GetMasterAddrByName(ctx, SentinelMaster).Result()
+	if err != nil {
+		return fmt.Errorf("sentinel %s: get-master-addr-by-name %s: %w", hostport, SentinelMaster, err)
+	}
+	if len(master) != 2 {
+		return fmt.Errorf("sentinel %s: get-master-addr-by-name %s: %v", hostport, SentinelMaster, master)
+	}
+	if err := c.CkQuorum(ctx, SentinelMaster).Err(); err != nil {
+		return fmt.Errorf("sentinel %s: ckquorum %s: %w", hostport, SentinelMaster, err)
+	}
+	return nil
+}
+
+func init() { register(&Redis) }

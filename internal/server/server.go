@@ -1,0 +1,324 @@
+// Package server describes, once, each kind of server the lab runs: the
+// lock services, MariaDB and nginx, one file and one Spec value each. A
+// description (Spec) holds, as data and
+// small functions, the programs a server needs and the packages that
+// install them, how to print their version, its ports, the command line
+// and configuration of a single node and of an ha member, its health
+// check and role, what it writes to disk, the SECKILL_* variables that
+// give its addresses to an instance, its links through the fault proxy
+// and the strategies' server names it backs.
+//
+// The stack (internal/stack) reads the table All to find, start, check,
+// proxy, report on and stop the servers; doctor, status, faults and the
+// dashboard read it too. None of them switches over server kinds: adding a
+// server is adding one file here.
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Group is a server group: what `up --backends` starts or leaves out, and
+// what a strategy needs besides the goods row.
+type Group string
+
+// Kind is the kind of a component, as state.json records it.
+type Kind string
+
+// Check is one attempt of a health check against addr (host:port).
+type Check func(ctx context.Context, addr string) error
+
+// Tool is one program a server needs.
+type Tool struct {
+	// Key names the tool in Tools.Bin (or Tools.Java).
+	Key string
+	// Names are the program's names, in order of preference.
+	Names []string
+	// Pkgs maps a package manager (apt-get, dnf, brew) to the package.
+	Pkgs map[string]string
+	// Version are the arguments that print its version (nil: none cheap).
+	Version []string
+	// Locate, when set, finds the tool instead of Names (a Java server's
+	// jars); Hint says how else to provide it.
+	Locate func(f Finder) (JavaInstall, error)
+	Hint   string
+}
+
+// Label is the tool's name in messages: its names joined with "/".
+func (t Tool) Label() string {
+	if t.Locate != nil {
+		return t.Key
+	}
+	return strings.Join(t.Names, "/")
+}
+
+// Role looks up the role a member plays in its group (leader, follower,
+// master, slave, standalone).
+type Role func(ctx context.Context, addr string) (string, error)
+
+// KindSpec describes one kind of component a Spec runs.
+type KindSpec struct {
+	Kind Kind
+	// Rank orders the kinds at start and in listings: dependencies first.
+	Rank int
+	// Check is its health check.
+	Check Check
+	// Role is nil for a kind that plays no role.
+	Role Role
+	// Member: a member of a quorum group, among which Leader looks.
+	Member bool
+	// StopInTurn: the members stop one after the other, not all at once.
+	StopInTurn bool
+	// DropEnv is a prefix of variables removed from its environment.
+	DropEnv string
+}
+
+// Layout is what a description needs to lay out its nodes.
+type Layout struct {
+	// Dir is the stack's run directory; Base its base port.
+	Dir  string
+	Base int
+	// HA is the ha topology.
+	HA bool
+	// Tools are the programs found.
+	Tools Tools
+}
+
+// Node is one process a description asks the stack to run.
+type Node struct {
+	Name string
+	Kind Kind
+	// Port is the client port (the component's address).
+	Port int
+	// Bin and Args are the command line.
+	Bin  string
+	Args []string
+	// Prepare writes its configuration and wipes what must start empty;
+	// nil for none. It runs before each start by `up`.
+	Prepare func(ctx context.Context) error
+	// Ready is an extra step once the process answers (MariaDB creates
+	// the lab's database); nil for none.
+	Ready Check
+}
+
+// PortUse is one port a description needs.
+type PortUse struct {
+	Port int
+	Name string
+}
+
+// Link is a group of servers a link fault names (redis, redlock, ...).
+type Link struct {
+	Name string
+	// Kinds are the kinds of the components it covers; Names, when set,
+	// are the components instead.
+	Kinds []Kind
+	Names []string
+}
+
+// Spec describes one server.
+type Spec struct {
+	// Position places it in All: start order, tables, listings.
+	Position int
+	// Group is the server group; Required: `up --backends` cannot leave it
+	// out.
+	Group    Group
+	Required bool
+	// Tools it needs.
+	Tools []Tool
+	// Kinds of its components.
+	Kinds []KindSpec
+	// Ports lists every port of the topology (client, peer, election).
+	Ports func(base int, ha bool) []PortUse
+	// Nodes lays out its processes.
+	Nodes func(l Layout) []Node
+	// Env is the SECKILL_* variables that give its addresses to an
+	// instance; has is false when the stack left it out (the addresses
+	// are then empty).
+	Env func(base int, ha, has bool) [][2]string
+	// ServeOnly lists the variables of Env an instance gets only when
+	// they are not empty.
+	ServeOnly []string
+	// Links are the link groups of the fault proxy.
+	Links func(ha bool) []Link
+	// Serves are the names the strategy registry gives this server
+	// (stock.Server), each with the link group that carries it.
+	Serves map[string]string
+	// Durability says what reaches the disk, as the lab runs it.
+	Durability string
+	// Order places a component among those of its kind whose name has
+	// no number (the replica after the primary).
+	Order map[string]int
+}
+
+// All are the servers, in start order (Position). Each file adds its own
+// description with register.
+var All []*Spec
+
+// register adds s to All, in Position order.
+func register(s *Spec) {
+	i, _ := slices.BinarySearchFunc(All, s, func(a, b *Spec) int { return a.Position - b.Position })
+	All = slices.Insert(All, i, s)
+}
+
+// Groups are the groups of All that `up --backends` names, in order.
+func Groups() []Group {
+	var out []Group
+	for _, s := range All {
+		if s.Group != "" {
+			out = append(out, s.Group)
+		}
+	}
+	return out
+}
+
+// ByGroup returns the spec of group g.
+func ByGroup(g Group) (*Spec, bool) {
+	for _, s := range All {
+		if s.Group == g && g != "" {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// KindOf returns the description of component kind k.
+func KindOf(k Kind) (*Spec, KindSpec, bool) {
+	for _, s := range All {
+		for _, ks := range s.Kinds {
+			if ks.Kind == k {
+				return s, ks, true
+			}
+		}
+	}
+	return nil, KindSpec{}, false
+}
+
+// ToolsOf lists the tools the given groups need (and those of the specs of
+// no group), in All's order.
+func ToolsOf(groups []Group) []Tool {
+	var out []Tool
+	for _, s := range All {
+		if s.Group != "" && !slices.Contains(groups, s.Group) {
+			continue
+		}
+		out = append(out, s.Tools...)
+	}
+	return out
+}
+
+// GroupOfServer is the group that backs the strategy registry's server
+// name ("" when none does: the process, or nothing beyond MySQL).
+func GroupOfServer(name string) Group {
+	for _, s := range All {
+		if _, ok := s.Serves[name]; ok {
+			return s.Group
+		}
+	}
+	return ""
+}
+
+// LinkOfServer is the link group that carries the strategy registry's
+// server name (the database's when no server does).
+func LinkOfServer(name string) string {
+	for _, s := range All {
+		if l, ok := s.Serves[name]; ok {
+			return l
+		}
+	}
+	return string(MariaDB.Group)
+}
+
+// LinkNames lists the link groups of every server.
+func LinkNames(ha bool) []string {
+	var out []string
+	for _, s := range All {
+		if s.Links == nil {
+			continue
+		}
+		for _, l := range s.Links(ha) {
+			out = append(out, l.Name)
+		}
+	}
+	return out
+}
+
+// FindLink returns the link group called name.
+func FindLink(name string, ha bool) (Link, bool) {
+	for _, s := range All {
+		if s.Links == nil {
+			continue
+		}
+		for _, l := range s.Links(ha) {
+			if l.Name == name {
+				return l, true
+			}
+		}
+	}
+	return Link{}, false
+}
+
+// Addr is host:port on loopback.
+func Addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// joinAddrs joins the addresses of ports, "" when has is false.
+func joinAddrs(has bool, ports ...int) string {
+	if !has {
+		return ""
+	}
+	out := make([]string, len(ports))
+	for i, p := range ports {
+		out[i] = Addr(p)
+	}
+	return strings.Join(out, ",")
+}
+
+// HAMembers is the number of members of each replicated group of the ha
+// topology (quorum groups and Sentinels).
+const HAMembers = 3
+
+// member numbers 1..HAMembers.
+func members() []int {
+	out := make([]int, HAMembers)
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
+}
+
+// cleanEnv returns the environment without the variables starting with
+// prefix ("" keeps all).
+func cleanEnv(prefix string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if prefix == "" || !strings.HasPrefix(kv, prefix) {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// Env is the environment of a component of kind k: the process's own,
+// minus what the kind drops (nil: inherit unchanged).
+func Env(k Kind) []string {
+	_, ks, ok := KindOf(k)
+	if !ok || ks.DropEnv == "" {
+		return nil
+	}
+	return cleanEnv(ks.DropEnv)
+}
+
+// writeLines writes lines, one per line, to path.
+func writeLines(path string, lines []string) error {
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,292 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/seckill-lab/seckill/internal/config"
+)
+
+// ZooKeeper component kinds.
+const (
+	// KindZooKeeper is the standalone server of the single topology.
+	KindZooKeeper Kind = "zookeeper"
+	// KindZKMember is a member of the three-node ensemble (ha).
+	KindZKMember Kind = "zookeeper-member"
+)
+
+// Port offsets: the standalone server B+30; member K of the ensemble:
+// client B+28+3K, peer B+29+3K, election B+30+3K (B+31 .. B+39).
+const (
+	offZooKeeper = 30
+	offZKMember  = 30
+)
+
+func zkMemberName(k int) string        { return "zookeeper-" + itoa(k) }
+func zkMemberClient(base, k int) int   { return base + offZKMember + 3*k - 2 }
+func zkMemberPeer(base, k int) int     { return base + offZKMember + 3*k - 1 }
+func zkMemberElection(base, k int) int { return base + offZKMember + 3*k }
+
+// zkKey is the tool key of ZooKeeper's jars (Tools.Java).
+const zkKey = "zookeeper"
+
+// ZooKeeper is the ZooKeeper description: java running the jars of the
+// install found (Debian's, or a zkServer.sh tarball). Its data is wiped at
+// each `up`.
+var ZooKeeper = Spec{
+	Position: 3,
+	Group:    "zookeeper",
+	Tools: []Tool{
+		{Key: "java", Names: []string{"java"}, Version: []string{"-version"},
+			Pkgs: map[string]string{pmApt: "default-jre-headless", pmDnf: "java-21-openjdk-headless", pmBrew: "openjdk"}},
+		{Key: zkKey, Locate: Finder.FindZooKeeper, Hint: "or unpack the Apache tarball and set ZOOKEEPER_HOME",
+			Pkgs: map[string]string{pmApt: "zookeeper", pmDnf: "zookeeper", pmBrew: "zookeeper"}},
+	},
+	Kinds: []KindSpec{
+		{Kind: KindZooKeeper, Rank: 4, Check: checkZooKeeper, Role: zkMode},
+		{Kind: KindZKMember, Rank: 4, Check: checkZKMember, Role: zkMode, Member: true},
+	},
+	Ports: func(base int, ha bool) []PortUse {
+		if !ha {
+			return []PortUse{{base + offZooKeeper, "zookeeper"}}
+		}
+		var ps []PortUse
+		for _, k := range members() {
+			ps = append(ps, PortUse{zkMemberClient(base, k), zkMemberName(k) + " client"},
+				PortUse{zkMemberPeer(base, k), zkMemberName(k) + " peer"},
+				PortUse{zkMemberElection(base, k), zkMemberName(k) + " election"})
+		}
+		return ps
+	},
+	Nodes: func(l Layout) []Node {
+		if !l.HA {
+			return []Node{zkNode(l, "zookeeper", KindZooKeeper, l.Base+offZooKeeper, 0)}
+		}
+		var ns []Node
+		for _, k := range members() {
+			ns = append(ns, zkNode(l, zkMemberName(k), KindZKMember, zkMemberClient(l.Base, k), k))
+		}
+		return ns
+	},
+	Env: func(base int, ha, has bool) [][2]string {
+		ports := []int{base + offZooKeeper}
+		if ha {
+			ports = nil
+			for _, k := range members() {
+				ports = append(ports, zkMemberClient(base, k))
+			}
+		}
+		return [][2]string{{config.EnvZKServers, joinAddrs(has, ports...)}}
+	},
+	Links:      func(bool) []Link { return []Link{{Name: "zookeeper", Kinds: []Kind{KindZooKeeper, KindZKMember}}} },
+	Serves:     map[string]string{"zookeeper": "zookeeper"},
+	Durability: "forceSync=yes (the default): its transaction log is fsynced before each write is acknowledged",
+}
+
+// zkNode is a standalone server (k = 0) or member k of the ensemble: its
+// zoo.cfg (and myid) written afresh, its data wiped.
+func zkNode(l Layout, name string, kind Kind, port, k int) Node {
+	dir := filepath.Join(l.Dir, name)
+	dataDir := filepath.Join(dir, "data")
+	cfg := filepath.Join(dir, "zoo.cfg")
+	lines := []string{
+		"tickTime=2000", "initLimit=10", "syncLimit=5",
+		"dataDir=" + dataDir,
+		"clientPort=" + itoa(port), "clientPortAddress=127.0.0.1",
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=ruok,srvr,stat,mntr",
+		"maxClientCnxns=0",
+	}
+	if k > 0 {
+		for _, m := range members() {
+			lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", m, zkMemberPeer(l.Base, m), zkMemberElection(l.Base, m)))
+		}
+	}
+	return Node{Name: name, Kind: kind, Port: port, Bin: l.Tools.Bin["java"], Args: zkArgs(l.Tools.Java[zkKey], dir, cfg),
+		Prepare: func(ctx context.Context) error {
+			if err := wipePrepare(name, dataDir)(ctx); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(dataDir, 0o755); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if k > 0 {
+				if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(itoa(k)+"\n"), 0o644); err != nil {
+					return fmt.Errorf("%s: write myid: %w", name, err)
+				}
+			}
+			if err := writeLines(cfg, lines); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return nil
+		}}
+}
+
+// checkZooKeeper: the server answers ruok with imok.
+func checkZooKeeper(ctx context.Context, hostport string) error {
+	s, err := zkFourLetter(ctx, hostport, "ruok")
+	if err != nil {
+		return err
+	}
+	if s != "imok" {
+		return fmt.Errorf("zookeeper ruok: got %q, want imok", s)
+	}
+	return nil
+}
+
+// zkFourLetter sends a four-letter word to the ZooKeeper server at
+// hostport and returns its answer.
+func zkFourLetter(ctx context.Context, hostport, word string) (string, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", hostport)
+	if err != nil {
+		return "", fmt.Errorf("zookeeper %s: %w", word, err)
+	}
+	defer conn.Close()
+	dl := time.Now().Add(2 * time.Second)
+	if t, ok := ctx.Deadline(); ok && t.Before(dl) {
+		dl = t
+	}
+	_ = conn.SetDeadline(dl)
+	if _, err := conn.Write([]byte(word)); err != nil {
+		return "", fmt.Errorf("zookeeper %s: %w", word, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(conn, 1<<16))
+	if err != nil && len(b) == 0 {
+		return "", fmt.Errorf("zookeeper %s: %w", word, err)
+	}
+	return string(b), nil
+}
+
+// zkMode returns the Mode srvr reports (leader, follower, standalone);
+// a server that does not serve requests (no quorum) is an error.
+func zkMode(ctx context.Context, hostport string) (string, error) {
+	s, err := zkFourLetter(ctx, hostport, "srvr")
+	if err != nil {
+		return "", err
+	}
+	for _, l := range strings.Split(s, "\n") {
+		if m, ok := strings.CutPrefix(strings.TrimSpace(l), "Mode:"); ok {
+			return strings.TrimSpace(m), nil
+		}
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return "", fmt.Errorf("zookeeper srvr %s: no Mode in %q", hostport, first)
+}
+
+// checkZKMember: the member answers ruok and serves as leader or follower.
+func checkZKMember(ctx context.Context, hostport string) error {
+	if err := checkZooKeeper(ctx, hostport); err != nil {
+		return err
+	}
+	mode, err := zkMode(ctx, hostport)
+	if err != nil {
+		return err
+	}
+	if mode != "leader" && mode != "follower" {
+		return fmt.Errorf("zookeeper srvr %s: mode %s, want leader or follower", hostport, mode)
+	}
+	return nil
+}
+
+// Debian's `zookeeper` package: one jar whose manifest names its lib jars
+// (Class-Path), and the configuration in /etc/zookeeper/conf.
+const (
+	debianZKJar  = "usr/share/java/zookeeper.jar"
+	debianZKConf = "etc/zookeeper/conf"
+)
+
+// zkHomes are where a zkServer.sh installation (the Apache tarball layout:
+// bin/zkServer.sh, lib/*.jar, conf/) lives, relative to the root, after
+// $ZOOKEEPER_HOME.
+var zkHomes = []string{
+	"usr/share/zookeeper",                      // Fedora
+	"opt/zookeeper",                            // a tarball unpacked by hand
+	"opt/homebrew/opt/zookeeper/libexec",       // Homebrew, Apple silicon
+	"usr/local/opt/zookeeper/libexec",          // Homebrew, Intel
+	"usr/local/zookeeper", "usr/lib/zookeeper", // other hand installs
+}
+
+// FindZooKeeper finds a ZooKeeper install: Debian's jar layout first, then
+// a zkServer.sh install ($ZOOKEEPER_HOME, then zkHomes), whose classpath is
+// its conf directory and its lib/*.jar (and the top-level zookeeper-*.jar
+// older tarballs have).
+func (f Finder) FindZooKeeper() (JavaInstall, error) {
+	if jar := f.at(debianZKJar); fileExists(jar) {
+		conf := f.at(debianZKConf)
+		z := JavaInstall{Layout: "Debian jar " + jar, Classpath: []string{conf, jar}}
+		if p := filepath.Join(conf, "log4j.properties"); fileExists(p) {
+			z.Log4j = p
+		}
+		return z, nil
+	}
+	var homes []string
+	if h := f.env("ZOOKEEPER_HOME"); h != "" {
+		homes = append(homes, h)
+	}
+	for _, h := range zkHomes {
+		homes = append(homes, f.at(h))
+	}
+	var tried []string
+	for _, h := range homes {
+		tried = append(tried, h)
+		if !fileExists(filepath.Join(h, "bin", "zkServer.sh")) {
+			continue
+		}
+		z, ok := zkFromHome(h)
+		if ok {
+			return z, nil
+		}
+	}
+	return JavaInstall{}, fmt.Errorf("zookeeper: neither %s nor a zkServer.sh install with lib/*.jar (looked in %s; set ZOOKEEPER_HOME): %w",
+		f.at(debianZKJar), strings.Join(tried, ", "), fs.ErrNotExist)
+}
+
+// zkFromHome builds the classpath of a zkServer.sh install at home; ok is
+// false when it has no ZooKeeper server jar.
+func zkFromHome(home string) (JavaInstall, bool) {
+	jars, _ := filepath.Glob(filepath.Join(home, "lib", "*.jar"))
+	top, _ := filepath.Glob(filepath.Join(home, "zookeeper-*.jar"))
+	jars = append(top, jars...)
+	sort.Strings(jars)
+	server := false
+	for _, j := range jars {
+		b := filepath.Base(j)
+		if strings.HasPrefix(b, "zookeeper-") && !strings.HasPrefix(b, "zookeeper-jute") || b == "zookeeper.jar" {
+			server = true
+		}
+	}
+	if !server {
+		return JavaInstall{}, false
+	}
+	conf := filepath.Join(home, "conf")
+	if !fileExists(conf) && fileExists(filepath.Join(home, "etc", "zookeeper")) {
+		conf = filepath.Join(home, "etc", "zookeeper")
+	}
+	z := JavaInstall{Layout: "zkServer.sh install " + home, Classpath: append([]string{conf}, jars...)}
+	if p := filepath.Join(conf, "log4j.properties"); fileExists(p) {
+		z.Log4j = p
+	}
+	return z, true
+}
+
+// zkArgs are java's arguments to run a ZooKeeper server of install z with
+// config cfg, logging to the console (the component's log).
+func zkArgs(z JavaInstall, logDir, cfg string) []string {
+	args := []string{"-Xmx256m", "-cp", z.ClasspathArg(),
+		"-Dzookeeper.log.dir=" + logDir, "-Dzookeeper.root.logger=INFO,CONSOLE"}
+	if z.Log4j != "" {
+		args = append(args, "-Dlog4j.configuration=file:"+z.Log4j)
+	}
+	return append(args, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
+}
+
+func init() { register(&ZooKeeper) }

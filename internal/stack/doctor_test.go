@@ -1,0 +1,120 @@
+package stack
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seckill-lab/seckill/internal/server"
+)
+
+// layout builds a fake file tree under root: each path ending in "/" is a
+// directory, each path starting with "x " an executable, the others plain
+// files.
+func layout(t *testing.T, root string, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		mode := os.FileMode(0o644)
+		if rest, ok := strings.CutPrefix(p, "x "); ok {
+			p, mode = rest, 0o755
+		}
+		full := filepath.Join(root, p)
+		if strings.HasSuffix(p, "/") {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestParseBackends(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string
+		wantErr string
+	}{
+		{"", "redis,etcd,zookeeper,mysql", ""},
+		{"mysql,redis", "redis,mysql", ""},
+		{" MySQL , zookeeper ", "zookeeper,mysql", ""},
+		{"redis,etcd", "", "mysql is always needed"},
+		{"redis,mongo,mysql", "", `unknown backend "mongo"`},
+	}
+	for _, tc := range tests {
+		got, err := ParseBackends(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ParseBackends(%q) = %v, %v; want error containing %q", tc.in, got, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || joinBackends(got) != tc.want {
+			t.Errorf("ParseBackends(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestDoctorFake runs Doctor over a fake layout: found items carry their
+// path, missing ones the install line, and OK follows the needed ones.
+func TestDoctorFake(t *testing.T) {
+	tests := []struct {
+		name     string
+		files    []string
+		backends []Backend
+		ok       bool
+		missing  string
+		install  string
+	}{
+		{"all there (debian)", []string{"x usr/bin/apt-get", "x usr/bin/redis-server", "x usr/bin/etcd", "x usr/bin/java",
+			"x usr/sbin/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx", "usr/share/java/zookeeper.jar"}, nil, true, "", ""},
+		{"etcd missing (fedora)", []string{"x usr/bin/dnf", "x usr/bin/redis-server", "x usr/bin/java",
+			"x usr/libexec/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx",
+			"x opt/zookeeper/bin/zkServer.sh", "opt/zookeeper/lib/zookeeper-3.8.4.jar"}, nil, false, "etcd", "sudo dnf install etcd"},
+		{"etcd missing but not needed (brew)", []string{"x opt/homebrew/bin/brew", "x opt/homebrew/bin/redis-server", "x opt/homebrew/opt/openjdk/bin/java",
+			"x opt/homebrew/opt/mariadb/bin/mariadbd", "x opt/homebrew/opt/mariadb/bin/mariadb-install-db", "x opt/homebrew/bin/nginx",
+			"x opt/homebrew/opt/zookeeper/libexec/bin/zkServer.sh", "opt/homebrew/opt/zookeeper/libexec/lib/zookeeper-3.9.2.jar"},
+			[]Backend{BackendRedis, Backend("zookeeper"), BackendMySQL}, true, "etcd", "brew install etcd"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			layout(t, root, append([]string{"usr/bin/"}, tc.files...)...)
+			f := Finder{Root: root, Path: filepath.Join(root, "usr/bin")}
+			rep, err := Doctor(context.Background(), DoctorOptions{Finder: &f, Backends: tc.backends, Dir: filepath.Join(root, "run"), NoVersions: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.OK() != tc.ok {
+				t.Errorf("OK = %v, want %v: %+v", rep.OK(), tc.ok, rep.Items)
+			}
+			for _, it := range rep.Items {
+				switch {
+				case it.Name == tc.missing:
+					if it.Found() || it.Install != server.InstallLine(rep.PackageManager, strings.Fields(tc.install)[len(strings.Fields(tc.install))-1:]) {
+						t.Errorf("%s: %+v, want missing with %q", it.Name, it, tc.install)
+					}
+				case !it.Found() || !strings.HasPrefix(it.Path, root):
+					t.Errorf("%s: %+v, want found under %s", it.Name, it, root)
+				}
+			}
+			var b strings.Builder
+			if err := rep.Write(&b); err != nil {
+				t.Fatal(err)
+			}
+			if tc.install != "" && !strings.Contains(b.String(), tc.install) {
+				t.Errorf("doctor output lacks %q:\n%s", tc.install, b.String())
+			}
+			if !strings.Contains(b.String(), "no stack") {
+				t.Errorf("doctor output does not describe the run directory:\n%s", b.String())
+			}
+		})
+	}
+}
