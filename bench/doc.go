@@ -4,7 +4,7 @@
 // audits the result from the admin API and /metrics (oversold units, lost
 // updates, per-instance sales, outcomes, throughput, latency, lock wait),
 // checks the correctness invariants, and writes report.json, report.md,
-// report.html (offline, charts made with gonum.org/v1/plot) and the raw vegeta
+// report.html (offline, charts drawn as hand-written SVG by bench/chart) and the raw vegeta
 // results of every run.
 //
 // The package holds all the logic; `seckill bench` only maps flags to

@@ -43,15 +43,23 @@ const (
 // that runs out gives the verdict "unknown".
 const LinearizabilityTimeout = 10 * time.Second
 
-// eventTail is how long the events of a run are still collected after its
-// last answer: a lock is released after the answer went out.
-const eventTail = 300 * time.Millisecond
+// A lock is released after the answer went out, so the events of a run are
+// still collected after its last answer: until every acquisition seen has
+// its release and no event came for eventQuiet, at most eventTailMax.
+const (
+	eventQuiet   = 50 * time.Millisecond
+	eventTailMax = 5 * time.Second
+)
 
 // eventCollector gathers the lock events of one goods from every instance
 // during a run.
 type eventCollector struct {
 	mu     sync.Mutex
 	events []stock.Event
+	// held counts acquisitions without their release yet; last is when
+	// the last event came.
+	held   int
+	last   time.Time
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -73,6 +81,13 @@ func collectEvents(ctx context.Context, fleet Fleet, key string) (*eventCollecto
 				if ev.Key == key {
 					c.mu.Lock()
 					c.events = append(c.events, ev)
+					c.last = time.Now()
+					switch ev.Kind {
+					case stock.EventAcquired:
+						c.held++
+					case stock.EventReleased:
+						c.held--
+					}
 					c.mu.Unlock()
 				}
 			}
@@ -81,10 +96,21 @@ func collectEvents(ctx context.Context, fleet Fleet, key string) (*eventCollecto
 	return c, nil
 }
 
-// stop ends the subscriptions after the tail and returns the events in
-// time order.
+// settled reports whether every acquisition seen has been released and
+// no event came for eventQuiet.
+func (c *eventCollector) settled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held <= 0 && time.Since(c.last) >= eventQuiet
+}
+
+// stop awaits the tail (every lock released, the streams quiet; at most
+// eventTailMax), ends the subscriptions and returns the events in time
+// order.
 func (c *eventCollector) stop() []stock.Event {
-	time.Sleep(eventTail)
+	for deadline := time.Now().Add(eventTailMax); !c.settled() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	c.cancel()
 	c.wg.Wait()
 	c.mu.Lock()
@@ -108,26 +134,6 @@ func writeEvents(path string, events []stock.Event) error {
 		}
 	}
 	return errors.Join(w.Flush(), f.Close())
-}
-
-// ReadEvents reads an events.jsonl file.
-func ReadEvents(path string) ([]stock.Event, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
-	}
-	defer f.Close()
-	var out []stock.Event
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var ev stock.Event
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return nil, fmt.Errorf("read events %s: %w", path, err)
-		}
-		out = append(out, ev)
-	}
-	return out, sc.Err()
 }
 
 // historyOps turns the responses of a run into the history the

@@ -58,6 +58,12 @@ type rec struct {
 
 func recorder(fail error) *rec { return &rec{fail: fail} }
 
+func (r *rec) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.events)
+}
+
 func (r *rec) log(s string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -95,7 +101,10 @@ func TestScheduleFaults(t *testing.T) {
 		r := recorder(nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		wait := scheduleFaults(ctx, r, []Fault{{Kind: FaultKill, Component: "redis-1", Start: 0, Duration: time.Hour}}, time.Now())
-		time.Sleep(20 * time.Millisecond)
+		// Cancel once the fault has started.
+		for r.count() == 0 {
+			time.Sleep(time.Millisecond)
+		}
 		cancel()
 		if err := wait(); err != nil {
 			t.Fatal(err)

@@ -37,9 +37,3 @@ func LookupPreset(name string) (Preset, error) {
 	}
 	return Presets[i], nil
 }
-
-// Apply fills o's load from p; fields set elsewhere (the caller's explicit
-// flags) are applied after it and win.
-func (p Preset) Apply(o *Options) {
-	o.Requests, o.Stock, o.Concurrency = p.Requests, p.Stock, p.Concurrency
-}

@@ -23,10 +23,8 @@ func TestPresets(t *testing.T) {
 			}
 			continue
 		}
-		var o Options
-		p.Apply(&o)
-		if err != nil || o.Requests != tt.requests || o.Stock != tt.stock || o.Concurrency != tt.con || p.Seed == "" {
-			t.Errorf("%s: %+v %v", tt.name, o, err)
+		if err != nil || p.Requests != tt.requests || p.Stock != tt.stock || p.Concurrency != tt.con || p.Seed == "" {
+			t.Errorf("%s: %+v %v", tt.name, p, err)
 		}
 	}
 }

@@ -2,8 +2,9 @@ package bench
 
 import (
 	"fmt"
-	"github.com/seckill-lab/seckill/lockimpl"
 	"strings"
+
+	"github.com/seckill-lab/seckill/lockimpl"
 )
 
 // view is the one model both report.md and report.html are rendered from,

@@ -219,7 +219,7 @@ func (s *Service) leadBatch(a *active, k batchKey) {
 	}
 	// The release does not hold up the answers (as in runTraced); it
 	// follows the commit.
-	defer func() { go s.release(context.Background(), cfg, lease, held, gtr) }()
+	defer s.bg.Go(func() { s.release(context.Background(), cfg, lease, held, gtr) })
 	if len(items) == 0 {
 		return
 	}

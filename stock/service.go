@@ -84,9 +84,12 @@ type Service struct {
 	opts ServiceOptions
 	cur  atomic.Pointer[active]
 
-	mu      sync.Mutex // serialises SetConfig and Close
+	mu      sync.Mutex // guards lockers and closed; no I/O under it
 	lockers map[lockerKey]*sharedLocker
 	closed  bool
+	// bg tracks the service's background work (releases, closing a
+	// replaced setting's locker): Close waits for it.
+	bg sync.WaitGroup
 
 	queue   *mutexlock.Locker // Config.LocalQueue: one contender per key
 	batches batcher           // Config.Batch: the queues of purchases per key
@@ -173,35 +176,77 @@ func (s *Service) SetConfig(ctx context.Context, c Config) error {
 	if c.Name == RedisAtomic && s.opts.Mirror == nil {
 		return fmt.Errorf("strategy %s needs Redis: %w", c.Name, ErrBackendUnavailable)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("stock: service closed")
-	}
 	if info.Kind == KindLocker {
 		b, ok := s.opts.Backends[c.Name]
 		if !ok {
 			return fmt.Errorf("strategy %s needs %s: %w", c.Name, info.Server, ErrNotConfigured)
 		}
 		a.backend = b
-		key := c.lockerKey()
-		sl, ok := s.lockers[key]
-		if !ok {
-			l, err := b.NewLocker(ctx, c.lockOptions(s.cleanupError, s.counter(c.Name), s.watchEvent(c.Name)))
-			if err != nil {
-				return fmt.Errorf("strategy %s: %w: %w", c.Name, ErrBackendUnavailable, err)
-			}
-			sl = &sharedLocker{Locker: l}
-			s.lockers[key] = sl
+		sl, err := s.share(ctx, b, c)
+		if err != nil {
+			return err
 		}
-		sl.users++
 		a.locker = sl
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		if a.locker != nil {
+			s.bg.Go(func() { s.letGo(c, a.locker) })
+		}
+		return errors.New("stock: service closed")
 	}
 	if old := s.cur.Swap(a); old != nil {
 		old.retired.Store(true)
 		old.maybeDone(s)
 	}
 	return nil
+}
+
+// share returns the locker of setting c with one more user: the one open
+// for the same options, or a new one. NewLocker does I/O (a session, a
+// connection), so it runs outside s.mu: a slow lock server holds up no
+// purchase and no other setting. Two settings built at once for the same
+// options keep the first; the second is closed.
+func (s *Service) share(ctx context.Context, b LockBackend, c Config) (*sharedLocker, error) {
+	key := c.lockerKey()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("stock: service closed")
+	}
+	if sl, ok := s.lockers[key]; ok {
+		sl.users++
+		s.mu.Unlock()
+		return sl, nil
+	}
+	s.mu.Unlock()
+	l, err := b.NewLocker(ctx, c.lockOptions(s.cleanupError, s.counter(c.Name), s.watchEvent(c.Name)))
+	if err != nil {
+		return nil, fmt.Errorf("strategy %s: %w: %w", c.Name, ErrBackendUnavailable, err)
+	}
+	s.mu.Lock()
+	sl, ok := s.lockers[key]
+	if !ok && !s.closed {
+		sl = &sharedLocker{Locker: l}
+		s.lockers[key] = sl
+	}
+	closed := s.closed
+	if sl != nil {
+		sl.users++
+	}
+	s.mu.Unlock()
+	if ok || closed {
+		if cl, isCloser := l.(io.Closer); isCloser {
+			if err := cl.Close(); err != nil {
+				s.cleanupError("close_locker", err)
+			}
+		}
+	}
+	if closed {
+		return nil, errors.New("stock: service closed")
+	}
+	return sl, nil
 }
 
 // use pins the current setting for one purchase; the caller calls
@@ -231,7 +276,7 @@ func (a *active) maybeDone(s *Service) {
 	}
 	a.done.Do(func() {
 		if a.locker != nil {
-			go s.letGo(a.cfg, a.locker)
+			s.bg.Go(func() { s.letGo(a.cfg, a.locker) })
 		}
 	})
 }
@@ -263,10 +308,15 @@ func (s *Service) Lockers() int {
 	return len(s.lockers)
 }
 
-// Close closes every Locker the service built. Purchases must be over.
+// Close closes every Locker the service built, once its background work
+// (the last releases) is done: no goroutine of the service outlives it.
+// Purchases must be over.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	s.closed = true
+	s.mu.Unlock()
+	s.bg.Wait()
+	s.mu.Lock()
 	lockers := s.lockers
 	s.lockers = map[lockerKey]*sharedLocker{}
 	s.mu.Unlock()
@@ -489,7 +539,7 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 	// The release does not hold up the answer: the order is committed (or
 	// not) by then, and a stalled backend must not delay the reply.
 	held := time.Now()
-	defer func() { go s.release(ctx, cfg, lease, held, tr) }()
+	defer s.bg.Go(func() { s.release(ctx, cfg, lease, held, tr) })
 	if cfg.Fencing {
 		d.Fence = lease.Token
 		d.Order.FenceToken = lease.Token
@@ -524,13 +574,13 @@ func (s *Service) acquire(ctx context.Context, a *active, key string, tr trace) 
 	if err == nil {
 		tr.emit(EventAcquired, func(ev *Event) { ev.Token, ev.WaitedNS = lease.Token, time.Since(start).Nanoseconds() })
 		if tr.events != nil {
-			go func() {
+			s.bg.Go(func() {
 				select {
 				case <-lease.Lost():
 					tr.emit(EventLeaseLost, func(ev *Event) { ev.Token, ev.Detail = lease.Token, lease.Err().Error() })
 				case <-lease.Done():
 				}
-			}()
+			})
 		}
 		return lease, nil
 	}

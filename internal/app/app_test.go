@@ -416,9 +416,10 @@ func TestBackendUnavailable(t *testing.T) {
 			if r.status != http.StatusServiceUnavailable || r.body["error"] != "backend_unavailable" || r.body["detail"] == "" {
 				t.Fatalf("%s with its backend down: %d %v, want 503 backend_unavailable with detail", name, r.status, r.body)
 			}
-			// lock_wait is 1s: the answer comes within lock_wait + 1s.
-			if d := time.Since(start); d > 2*time.Second {
-				t.Fatalf("%s with its backend down took %s, past lock_wait + 1s", name, d)
+			// lock_wait is 1s: the answer comes within lock_wait + 1s (the
+			// product's promise), plus the machine's load.
+			if d := time.Since(start); d > 2*time.Second+testenv.LoadSlack {
+				t.Fatalf("%s with its backend down took %s, past lock_wait + 1s + %s", name, d, testenv.LoadSlack)
 			}
 		})
 	}

@@ -60,7 +60,6 @@ const (
 	// DefaultRedisMaster is the Sentinel master name of the replicated Redis.
 	DefaultRedisMaster = "seckill"
 	MaxBodyBytes       = 4 << 10
-	RedlockServers     = 5
 )
 
 // Config is one instance's settings.

@@ -17,7 +17,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,9 +60,6 @@ func (p *Proxy) Addr() string {
 	return p.p.Listen
 }
 
-// Upstream is the server the proxy forwards to.
-func (p *Proxy) Upstream() string { return p.p.Upstream }
-
 func (p *Proxy) add(name, typ, stream string, attrs string) error {
 	body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, stream, attrs)
 	if _, err := p.p.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
@@ -80,34 +76,9 @@ func (p *Proxy) Stall() error {
 		p.add("stall-down", "timeout", "downstream", `{"timeout":0}`))
 }
 
-// Latency delays every byte by d each way until Heal.
-func (p *Proxy) Latency(d time.Duration) error {
-	ms := d.Milliseconds()
-	return errors.Join(
-		p.add("latency-up", "latency", "upstream", fmt.Sprintf(`{"latency":%d}`, ms)),
-		p.add("latency-down", "latency", "downstream", fmt.Sprintf(`{"latency":%d}`, ms)))
-}
-
-// Cut closes the open connections and refuses new ones until Heal.
-func (p *Proxy) Cut() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.p.Stop()
-	return nil
-}
-
-// Heal removes every toxic and, after a Cut, listens again on the same
-// address.
+// Heal removes every toxic.
 func (p *Proxy) Heal(ctx context.Context) error {
 	p.p.Toxics.ResetToxics(ctx)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.p.Enabled {
-		return nil
-	}
-	if err := p.p.Start(); err != nil {
-		return fmt.Errorf("netfault: restart proxy %s on %s: %w", p.p.Name, p.p.Listen, err)
-	}
 	return nil
 }
 

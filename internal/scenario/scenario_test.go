@@ -113,6 +113,75 @@ func TestScenariosShort(t *testing.T) {
 			t.Errorf("instance-crash: %+v, want 1 crash, no oversell, no 2xx lost", r)
 		}
 	})
+	// A striker stops on its ctx, and still undoes its fault. Before, a
+	// pause ran its whole length after its run was cancelled.
+	t.Run("striker stops on ctx", func(t *testing.T) {
+		tests := []struct {
+			name   string
+			strike func(ctx context.Context, inst string) (string, time.Duration, error)
+		}{
+			{"pause", pauseHolder(st.Dir, time.Minute)},
+			{"kill", killHolder(st.Dir, time.Minute)},
+			{"partition", linkHolder(st.Dir, stack.FaultPartition, "redis", 0, time.Minute)},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				start := time.Now()
+				what, d, err := tc.strike(ctx, "inst-1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if el := time.Since(start); el > 20*time.Second+testenv.LoadSlack || d >= time.Minute {
+					t.Errorf("%s: returned after %s (strike %s): the cancelled ctx did not end its wait", what, el, d)
+				}
+				// Undone: inst-1 answers again.
+				if err := stack.Start(context.Background(), st.Dir, "inst-1"); err != nil {
+					t.Fatalf("inst-1 after the strike: %v", err)
+				}
+				// ... and the whole stack is healthy again (an instance
+				// resumed or restarted answers within the start timeout).
+				var sick []string
+				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+					_, cs, err := stack.Status(context.Background(), st.Dir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sick = sick[:0]
+					for _, c := range cs {
+						if !c.Healthy {
+							sick = append(sick, c.Name+": "+c.Health)
+						}
+					}
+					if len(sick) == 0 {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if len(sick) > 0 {
+					t.Errorf("after %s, still unhealthy: %v", what, sick)
+				}
+			})
+		}
+	})
+}
+
+func TestSleepCtx(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if d := sleepCtx(ctx, time.Hour); d >= time.Minute {
+		t.Errorf("sleepCtx on a done ctx waited %s", d)
+	}
+	if d := sleepCtx(context.Background(), time.Millisecond); d < time.Millisecond {
+		t.Errorf("sleepCtx(1ms) waited %s", d)
+	}
+	if got := shown(1500*time.Millisecond, time.Second); got != time.Second {
+		t.Errorf("shown after the full wait: %s", got)
+	}
+	if got := shown(1234567*time.Microsecond, 5*time.Second); got != 1235*time.Millisecond {
+		t.Errorf("shown after a cut wait: %s", got)
+	}
 }
 
 func TestFindAndParse(t *testing.T) {

@@ -84,9 +84,10 @@ func (h holderStriker) Run(ctx context.Context, fleet bench.Fleet, t0 time.Time)
 		at := time.Since(t0)
 		var what string
 		var d time.Duration
-		// The strike runs to its end even when the load ends first: a
-		// paused instance must be resumed before the audit.
-		what, d, err = h.strike(context.WithoutCancel(ctx), ev.Instance)
+		// A strike's wait ends with ctx (the load ended, or the run was
+		// cancelled), but its undo always runs: a paused instance is
+		// resumed before the audit.
+		what, d, err = h.strike(ctx, ev.Instance)
 		strikes = append(strikes, bench.NewStrike(what, fmt.Sprintf("%s acquired %s, token %d", ev.Instance, ev.Key, ev.Token), at, d))
 		next = time.Now().Add(h.gap)
 	}
@@ -100,12 +101,11 @@ func pauseHolder(dir string, d time.Duration) func(ctx context.Context, inst str
 		if err := stack.Signal(dir, inst, syscall.SIGSTOP); err != nil {
 			return "", 0, err
 		}
-		t := time.NewTimer(d)
-		<-t.C
+		waited := sleepCtx(ctx, d)
 		if err := stack.Signal(dir, inst, syscall.SIGCONT); err != nil {
 			return "", 0, err
 		}
-		return fmt.Sprintf("pause %s for %s", inst, d), d, nil
+		return fmt.Sprintf("pause %s for %s", inst, shown(waited, d)), min(waited, d), nil
 	}
 }
 
@@ -117,11 +117,11 @@ func killHolder(dir string, d time.Duration) func(ctx context.Context, inst stri
 		if err := stack.Signal(dir, inst, syscall.SIGKILL); err != nil {
 			return "", 0, err
 		}
-		time.Sleep(d)
-		if err := stack.Start(ctx, dir, inst); err != nil {
+		waited := sleepCtx(ctx, d)
+		if err := stack.Start(context.WithoutCancel(ctx), dir, inst); err != nil {
 			return "", 0, err
 		}
-		return fmt.Sprintf("kill -9 %s, start after %s", inst, d), time.Since(t0), nil
+		return fmt.Sprintf("kill -9 %s, start after %s", inst, shown(waited, d)), time.Since(t0), nil
 	}
 }
 
@@ -210,13 +210,13 @@ func stopMajority(dir, prefix string, d time.Duration) func(ctx context.Context,
 				return "", 0, err
 			}
 		}
-		time.Sleep(d)
+		waited := sleepCtx(ctx, d)
 		for _, m := range members {
 			if err := stack.Signal(dir, m, syscall.SIGCONT); err != nil {
 				return "", 0, err
 			}
 		}
-		return fmt.Sprintf("stop %v (2 of 3) for %s", members, d), d, nil
+		return fmt.Sprintf("stop %v (2 of 3) for %s", members, shown(waited, d)), min(waited, d), nil
 	}
 }
 
@@ -299,15 +299,15 @@ func crashGrantingNodes(dir, key string, delay time.Duration) func(ctx context.C
 				return "", 0, err
 			}
 		}
-		time.Sleep(delay)
+		waited := sleepCtx(ctx, delay)
 		var g errgroup.Group
 		for _, name := range crash {
-			g.Go(func() error { return stack.Start(ctx, dir, name) })
+			g.Go(func() error { return stack.Start(context.WithoutCancel(ctx), dir, name) })
 		}
 		if err := g.Wait(); err != nil {
 			return "", 0, err
 		}
-		return fmt.Sprintf("kill -9 %v, start after %s with AOF (%d of %d granted %s's lock)", crash, delay, len(holding), len(st.RedisAddrs()), inst), time.Since(t0), nil
+		return fmt.Sprintf("kill -9 %v, start after %s with AOF (%d of %d granted %s's lock)", crash, shown(waited, delay), len(holding), len(st.RedisAddrs()), inst), time.Since(t0), nil
 	}
 }
 
@@ -337,8 +337,8 @@ func persistAll(dir string) func(ctx context.Context) (func(ctx context.Context)
 	}
 }
 
-// killLeader kills (SIGKILL) the leader of the etcd or ZooKeeper cluster
-// and starts it again after d: the others elect a new leader meanwhile.
+// killLeader kills (SIGKILL) the leader of a quorum group (the members
+// named prefix-K) and starts it again after d: the others elect a new leader meanwhile.
 func killLeader(dir, prefix string, d time.Duration) func(ctx context.Context, inst string) (string, time.Duration, error) {
 	return func(ctx context.Context, inst string) (string, time.Duration, error) {
 		st, err := stack.Load(dir)
@@ -356,11 +356,11 @@ func killLeader(dir, prefix string, d time.Duration) func(ctx context.Context, i
 		if err := stack.Signal(dir, leader, syscall.SIGKILL); err != nil {
 			return "", 0, err
 		}
-		time.Sleep(d)
-		if err := stack.Start(ctx, dir, leader); err != nil {
+		waited := sleepCtx(ctx, d)
+		if err := stack.Start(context.WithoutCancel(ctx), dir, leader); err != nil {
 			return "", 0, err
 		}
-		return fmt.Sprintf("kill -9 the %s leader %s, start it after %s", prefix, leader, d), time.Since(t0), nil
+		return fmt.Sprintf("kill -9 the %s leader %s, start it after %s", prefix, leader, shown(waited, d)), time.Since(t0), nil
 	}
 }
 
@@ -374,11 +374,11 @@ func linkHolder(dir, kind, server string, delay, d time.Duration) func(ctx conte
 		if err != nil {
 			return "", 0, err
 		}
-		time.Sleep(d)
-		if err := end(ctx); err != nil {
+		waited := sleepCtx(ctx, d)
+		if err := end(context.WithoutCancel(ctx)); err != nil {
 			return "", 0, err
 		}
-		return fmt.Sprintf("%s for %s", did, d), d, nil
+		return fmt.Sprintf("%s for %s", did, shown(waited, d)), min(waited, d), nil
 	}
 }
 
@@ -416,4 +416,26 @@ func waitGoodReplica(ctx context.Context, dir string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// sleepCtx waits d, or less when ctx is done first, and returns how long it
+// waited: a strike's wait ends with its run, its undo never does.
+func sleepCtx(ctx context.Context, d time.Duration) time.Duration {
+	t0 := time.Now()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return time.Since(t0)
+}
+
+// shown is the wait a strike description gives: the planned d when the
+// wait ran its course, else how long it lasted, to the millisecond.
+func shown(waited, d time.Duration) time.Duration {
+	if waited >= d {
+		return d
+	}
+	return waited.Round(time.Millisecond)
 }

@@ -202,3 +202,9 @@ func Port(p int) int {
 	s, _ := strconv.Atoi(os.Getenv(PortShiftVar))
 	return p + s
 }
+
+// LoadSlack is what a test adds to a time the product promises before it
+// calls an answer late: on a loaded 2-core machine a goroutine or a server
+// can wait seconds for a CPU. A bound of promise + LoadSlack still tells a
+// bounded answer from a hang.
+const LoadSlack = 5 * time.Second

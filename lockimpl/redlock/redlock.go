@@ -150,8 +150,9 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 	return l.hold(key, m), nil
 }
 
-// Lock retries one-round acquisitions with a jittered 5-10ms pause until it
-// succeeds or ctx is done.
+// Lock retries one-round acquisitions, pausing between rounds as backoff
+// says (1-2ms at first, doubling to at most 8-16ms, jittered), until one succeeds
+// or ctx is done.
 func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	lease, err := lockimpl.Poll(ctx, backoff, func(ctx context.Context) (*lockimpl.Lease, error) {
 		m, err := l.attempt(ctx, key)
