@@ -7,23 +7,12 @@ import (
 	"slices"
 	"strings"
 	"time"
-)
 
-// Fault kinds a bench can inject (the stack's, see `seckill fault`).
-const (
-	FaultPause     = "pause"     // SIGSTOP the component, SIGCONT it when the fault ends
-	FaultKill      = "kill"      // SIGKILL the component, start it again when the fault ends
-	FaultRestart   = "restart"   // stop and start the component (over at once)
-	FaultPartition = "partition" // cut [INSTANCE/]SERVER's links, both ways, until the end
-	FaultLatency   = "latency"   // delay every answer on [INSTANCE/]SERVER's links by PARAM
-	FaultClock     = "clock"     // jump a Redis node's clock forward by PARAM (emulated; over at once)
-	FaultFailover  = "failover"  // fail the Sentinels' Redis primary over (ha; over at once)
+	"github.com/seckill-lab/seckill/internal/fault"
 )
 
 // FaultKinds lists the kinds ParseFault accepts.
-func FaultKinds() []string {
-	return []string{FaultPause, FaultKill, FaultRestart, FaultPartition, FaultLatency, FaultClock, FaultFailover}
-}
+func FaultKinds() []string { return fault.Names(true) }
 
 // Fault is one fault injected at a fixed time of every run: Kind on
 // Component from Start (after the run's first request) for Duration.
@@ -71,7 +60,7 @@ func ParseFault(spec string) (Fault, error) {
 		return Fault{}, fmt.Errorf("%w %q: unknown kind %q; valid: %s", ErrBadFault, spec, kind, strings.Join(FaultKinds(), ", "))
 	}
 	if param != "" {
-		if kind != FaultLatency && kind != FaultClock {
+		if k, _ := fault.Lookup(kind); k.Param == "" {
 			return Fault{}, fmt.Errorf("%w %q: %s takes no parameter (latency=DELAY and clock=OFFSET do)", ErrBadFault, spec, kind)
 		}
 		if d, err := time.ParseDuration(param); err != nil || d <= 0 {

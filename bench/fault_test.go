@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seckill-lab/seckill/internal/fault"
 )
 
 func TestParseFault(t *testing.T) {
@@ -17,11 +19,11 @@ func TestParseFault(t *testing.T) {
 		want Fault
 		err  string
 	}{
-		{"pause:inst-2@5s+5s", Fault{Kind: FaultPause, Component: "inst-2", Start: 5 * time.Second, Duration: 5 * time.Second}, ""},
-		{"kill:redis-1@0s+1.5s", Fault{Kind: FaultKill, Component: "redis-1", Start: 0, Duration: 1500 * time.Millisecond}, ""},
-		{"latency=300ms:inst-1/mysql@5s+5s", Fault{Kind: FaultLatency, Param: "300ms", Component: "inst-1/mysql", Start: 5 * time.Second, Duration: 5 * time.Second}, ""},
-		{"partition:inst-2/redis@5s+2.5s", Fault{Kind: FaultPartition, Component: "inst-2/redis", Start: 5 * time.Second, Duration: 2500 * time.Millisecond}, ""},
-		{"clock=2s:redis-3@1s+1s", Fault{Kind: FaultClock, Param: "2s", Component: "redis-3", Start: time.Second, Duration: time.Second}, ""},
+		{"pause:inst-2@5s+5s", Fault{Kind: fault.Pause, Component: "inst-2", Start: 5 * time.Second, Duration: 5 * time.Second}, ""},
+		{"kill:redis-1@0s+1.5s", Fault{Kind: fault.Kill, Component: "redis-1", Start: 0, Duration: 1500 * time.Millisecond}, ""},
+		{"latency=300ms:inst-1/mysql@5s+5s", Fault{Kind: fault.Latency, Param: "300ms", Component: "inst-1/mysql", Start: 5 * time.Second, Duration: 5 * time.Second}, ""},
+		{"partition:inst-2/redis@5s+2.5s", Fault{Kind: fault.Partition, Component: "inst-2/redis", Start: 5 * time.Second, Duration: 2500 * time.Millisecond}, ""},
+		{"clock=2s:redis-3@1s+1s", Fault{Kind: fault.Clock, Param: "2s", Component: "redis-3", Start: time.Second, Duration: time.Second}, ""},
 		{"freeze:inst-2@5s+5s", Fault{}, `unknown kind "freeze"; valid: pause, kill, restart, partition, latency, clock, failover`},
 		{"pause=1s:inst-2@5s+5s", Fault{}, "pause takes no parameter"},
 		{"latency=slow:mysql@5s+5s", Fault{}, `parameter "slow" is not a duration`},
@@ -80,7 +82,7 @@ func (r *rec) Inject(_ context.Context, f Fault) (func(context.Context) error, e
 }
 
 func TestScheduleFaults(t *testing.T) {
-	f := Fault{Kind: FaultPause, Component: "inst-2", Start: 50 * time.Millisecond, Duration: 100 * time.Millisecond}
+	f := Fault{Kind: fault.Pause, Component: "inst-2", Start: 50 * time.Millisecond, Duration: 100 * time.Millisecond}
 	t.Run("on time", func(t *testing.T) {
 		r := recorder(nil)
 		t0 := time.Now()
@@ -100,7 +102,7 @@ func TestScheduleFaults(t *testing.T) {
 	t.Run("a cancelled run still ends the fault", func(t *testing.T) {
 		r := recorder(nil)
 		ctx, cancel := context.WithCancel(context.Background())
-		wait := scheduleFaults(ctx, r, []Fault{{Kind: FaultKill, Component: "redis-1", Start: 0, Duration: time.Hour}}, time.Now())
+		wait := scheduleFaults(ctx, r, []Fault{{Kind: fault.Kill, Component: "redis-1", Start: 0, Duration: time.Hour}}, time.Now())
 		// Cancel once the fault has started.
 		for r.count() == 0 {
 			time.Sleep(time.Millisecond)
@@ -140,12 +142,12 @@ func TestFaultWindows(t *testing.T) {
 		faults []Fault
 		want   []Window
 	}{
-		{"a 5 s pause", []Fault{{Kind: FaultPause, Component: "inst-2", Start: 5 * time.Second, Duration: 5 * time.Second}}, []Window{
+		{"a 5 s pause", []Fault{{Kind: fault.Pause, Component: "inst-2", Start: 5 * time.Second, Duration: 5 * time.Second}}, []Window{
 			{Name: "before", Answered: 9, OK: 9, OKPerSec: 1.8},
 			{Name: "during", Answered: 3, OK: 1, OKPerSec: 0.2},
 			{Name: "after", Answered: 2, OK: 2, OKPerSec: 0.4},
 		}},
-		{"a strike at once: no rate over 10 ms", []Fault{{Kind: FaultPause, Component: "inst-2", Start: 10 * time.Millisecond, Duration: 10 * time.Second}}, []Window{
+		{"a strike at once: no rate over 10 ms", []Fault{{Kind: fault.Pause, Component: "inst-2", Start: 10 * time.Millisecond, Duration: 10 * time.Second}}, []Window{
 			{Name: "before", Answered: 0, OK: 0, TooShort: true},
 			{Name: "during", Answered: 13, OK: 11, OKPerSec: 1.1},
 			{Name: "after", Answered: 1, OK: 1, OKPerSec: 1 / 4.99},

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
+	"time"
 
+	"github.com/seckill-lab/seckill/internal/fault"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 )
@@ -20,7 +21,7 @@ func runFault(ctx context.Context, args []string) error {
 	delay := fs.Duration("delay", stack.DefaultDelay, "latency: the delay added to every answer")
 	offset := fs.Duration("offset", stack.DefaultOffset, "clock: how far the node's clock jumps forward")
 	usage := "usage: seckill fault [--dir DIR] [--for D] [--delay D] [--offset D] KIND TARGET\n" +
-		"  KIND: " + strings.Join(stack.FaultKinds(), ", ") + "\n" +
+		"  KIND: " + kindHelp() +
 		"  TARGET: a component for pause, kill, restart (inst-2, redis-3, mariadb, ...);\n" +
 		"          a Redis node for clock (redis-3: its keys' TTLs cut by --offset, an emulated jump);\n" +
 		"          [INSTANCE/]SERVER for partition and latency (inst-2/redis, mysql; needs `seckill up --proxy`),\n" +
@@ -48,12 +49,21 @@ func runFault(ctx context.Context, args []string) error {
 	if len(rest) == 0 {
 		return exitError{code: 2, msg: usage}
 	}
+	// A negative duration would make a pause permanent, a latency
+	// meaningless: refused before anything is done.
+	for _, v := range []struct {
+		name string
+		d    time.Duration
+	}{{"for", *d}, {"delay", *delay}, {"offset", *offset}} {
+		if v.d < 0 {
+			return exitError{code: 2, msg: fmt.Sprintf("--%s %s: want a duration >= 0 such as 5s (0: the default)\n%s", v.name, v.d, usage)}
+		}
+	}
 	f := stack.Fault{Kind: rest[0], Delay: *delay, Offset: *offset}
 	if len(rest) > 1 {
 		f.Target = rest[1]
 	}
-	needs := f.Kind != stack.FaultHeal && f.Kind != stack.FaultFailover
-	if needs && f.Target == "" && slices.Contains(stack.FaultKinds(), f.Kind) {
+	if k, ok := fault.Lookup(f.Kind); ok && k.Target != "" && f.Target == "" {
 		return exitError{code: 2, msg: fmt.Sprintf("fault %s needs a TARGET\n%s", f.Kind, usage)}
 	}
 	err := stack.Inject(ctx, *dir, f, *d, os.Stdout)
@@ -61,4 +71,16 @@ func runFault(ctx context.Context, args []string) error {
 		return exitError{code: 2, msg: err.Error()}
 	}
 	return err
+}
+
+// kindHelp lists the fault kinds, one a line, with what each does.
+func kindHelp() string {
+	var b strings.Builder
+	for i, k := range fault.Kinds {
+		if i > 0 {
+			b.WriteString("        ")
+		}
+		fmt.Fprintf(&b, "%-10s %s\n", k.Name, k.Does)
+	}
+	return b.String()
 }

@@ -89,6 +89,9 @@ func TestUsageErrors(t *testing.T) {
 		{"bench both spellings", []string{"bench", "--dir", dir, "--strategy", stock.Redis, "--strategies", stock.Etcd}, []string{"give it once"}},
 		{"bench fencing without tokens", append([]string{"bench", "--strategy", stock.Redlock, "--fencing"}, fleet...), []string{"fencing needs a lock that supplies tokens"}},
 		{"bench no watchdog without one", append([]string{"bench", "--strategies", stock.Etcd, "--no-watchdog"}, fleet...), []string{"NoWatchdog"}},
+		{"fault --for -5s", []string{"fault", "--dir", dir, "pause", "redis-5", "--for", "-5s"}, []string{"--for -5s", "want a duration >= 0"}},
+		{"fault --delay -1s", []string{"fault", "--dir", dir, "--delay", "-1s", "latency", "redis"}, []string{"--delay -1s"}},
+		{"fault --offset -2s", []string{"fault", "--dir", dir, "--offset", "-2s", "clock", "redis-1"}, []string{"--offset -2s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/seckill-lab/seckill/internal/fault"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -23,7 +24,7 @@ import (
 const adminTimeout = 10 * time.Second
 
 // Fault kinds the dashboard offers.
-var faultKinds = []string{stack.FaultPause, stack.FaultPartition, stack.FaultHeal}
+var faultKinds = []string{fault.Pause, fault.Partition, fault.Heal}
 
 // kick makes the collector send a snapshot now.
 func (s *Server) kick() {
@@ -383,7 +384,7 @@ func (s *Server) handleFault(w http.ResponseWriter, r *http.Request, body []byte
 		fail(w, http.StatusServiceUnavailable, "no_stack", err.Error())
 		return
 	}
-	if *b.Kind == stack.FaultHeal {
+	if *b.Kind == fault.Heal {
 		var out bytes.Buffer
 		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 		defer cancel()
@@ -412,7 +413,7 @@ func (s *Server) handleFault(w http.ResponseWriter, r *http.Request, body []byte
 		}
 	}
 	target := *b.Target
-	if *b.Kind == stack.FaultPause {
+	if *b.Kind == fault.Pause {
 		if c, ok := st.Component(target); !ok || c.Kind == stack.KindDashboard {
 			var valid []string
 			for _, c := range st.Components {
@@ -424,7 +425,7 @@ func (s *Server) handleFault(w http.ResponseWriter, r *http.Request, body []byte
 			return
 		}
 	}
-	if *b.Kind == stack.FaultPartition && !st.Proxy {
+	if *b.Kind == fault.Partition && !st.Proxy {
 		fail(w, http.StatusConflict, "needs_proxy", "a partition needs the fault proxy: restart the stack with `seckill down` then `seckill up --proxy`")
 		return
 	}

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
-	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/internal/fault"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -123,7 +123,7 @@ func All() []Scenario {
 			Load:       Load{Stock: 8, Requests: 16, Concurrency: 8, WorkDelay: 1500 * time.Millisecond, LockTTL: time.Second, LockWait: 30 * time.Second},
 			Short:      Load{Stock: 5, Requests: 10, Concurrency: 6, WorkDelay: 1500 * time.Millisecond, LockTTL: time.Second, LockWait: 30 * time.Second},
 			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
-				return holderStriker{key: stock.LockKey(goods), gap: 3 * time.Second, strike: linkHolder(dir, stack.FaultPartition, "redis", 0, 2500*time.Millisecond), max: 2}
+				return holderStriker{key: stock.LockKey(goods), gap: 3 * time.Second, strike: linkHolder(dir, fault.Partition, "redis", 0, 2500*time.Millisecond), max: 2}
 			},
 		},
 		{
@@ -137,7 +137,7 @@ func All() []Scenario {
 			Load:       Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 200 * time.Millisecond, LockTTL: time.Second, LockWait: 10 * time.Second, NoWatchdog: true},
 			Short:      Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 200 * time.Millisecond, LockTTL: time.Second, LockWait: 10 * time.Second, NoWatchdog: true},
 			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
-				return holderStriker{key: stock.LockKey(goods), gap: 3 * time.Second, strike: linkHolder(dir, stack.FaultLatency, "mysql", 500*time.Millisecond, 3*time.Second), max: 2}
+				return holderStriker{key: stock.LockKey(goods), gap: 3 * time.Second, strike: linkHolder(dir, fault.Latency, "mysql", 500*time.Millisecond, 3*time.Second), max: 2}
 			},
 		},
 		{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fault"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
@@ -122,7 +123,7 @@ func TestScenariosShort(t *testing.T) {
 		}{
 			{"pause", pauseHolder(st.Dir, time.Minute)},
 			{"kill", killHolder(st.Dir, time.Minute)},
-			{"partition", linkHolder(st.Dir, stack.FaultPartition, "redis", 0, time.Minute)},
+			{"partition", linkHolder(st.Dir, fault.Partition, "redis", 0, time.Minute)},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {

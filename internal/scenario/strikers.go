@@ -164,12 +164,9 @@ func restartGrantingNodes(dir, key string) func(ctx context.Context, inst string
 // the failover itself is real.
 func failoverBeforeReplication(dir, key string) func(ctx context.Context, inst string) (string, time.Duration, error) {
 	return func(ctx context.Context, inst string) (string, time.Duration, error) {
-		st, err := stack.Load(dir)
+		st, err := loadHA(dir, "redis-failover")
 		if err != nil {
 			return "", 0, err
-		}
-		if !st.HA() {
-			return "", 0, fmt.Errorf("redis-failover needs the ha topology: seckill down, then seckill up --topology ha")
 		}
 		t0 := time.Now()
 		replica, ok := st.Component("redis-replica")
@@ -197,12 +194,8 @@ func failoverBeforeReplication(dir, key string) func(ctx context.Context, inst s
 // for d, then resumes them: the cluster loses its quorum.
 func stopMajority(dir, prefix string, d time.Duration) func(ctx context.Context, inst string) (string, time.Duration, error) {
 	return func(ctx context.Context, inst string) (string, time.Duration, error) {
-		st, err := stack.Load(dir)
-		if err != nil {
+		if _, err := loadHA(dir, "majority-loss"); err != nil {
 			return "", 0, err
-		}
-		if !st.HA() {
-			return "", 0, fmt.Errorf("majority-loss needs the ha topology: seckill down, then seckill up --topology ha")
 		}
 		members := []string{prefix + "-1", prefix + "-2"}
 		for _, m := range members {
@@ -341,12 +334,9 @@ func persistAll(dir string) func(ctx context.Context) (func(ctx context.Context)
 // named prefix-K) and starts it again after d: the others elect a new leader meanwhile.
 func killLeader(dir, prefix string, d time.Duration) func(ctx context.Context, inst string) (string, time.Duration, error) {
 	return func(ctx context.Context, inst string) (string, time.Duration, error) {
-		st, err := stack.Load(dir)
+		st, err := loadHA(dir, "a leader kill")
 		if err != nil {
 			return "", 0, err
-		}
-		if !st.HA() {
-			return "", 0, fmt.Errorf("a leader kill needs the ha topology: seckill down, then seckill up --topology ha")
 		}
 		leader, err := stack.Leader(ctx, st, prefix)
 		if err != nil {
@@ -364,7 +354,7 @@ func killLeader(dir, prefix string, d time.Duration) func(ctx context.Context, i
 	}
 }
 
-// linkHolder makes a link fault (stack.FaultPartition, or FaultLatency of
+// linkHolder makes a link fault (fault.Partition, or fault.Latency of
 // delay) between the holder and server (a server or a group: redis, mysql)
 // for d, through the fault proxy, then heals it. The holder itself keeps
 // running: only its link is cut or slowed.
@@ -438,4 +428,17 @@ func shown(waited, d time.Duration) time.Duration {
 		return d
 	}
 	return waited.Round(time.Millisecond)
+}
+
+// loadHA loads the stack in dir, which a strike (what) needs in the ha
+// topology.
+func loadHA(dir, what string) (*stack.State, error) {
+	st, err := stack.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.HA() {
+		return nil, fmt.Errorf("%s needs the ha topology: seckill down, then seckill up --topology ha", what)
+	}
+	return st, nil
 }

@@ -100,14 +100,7 @@ var Etcd = Spec{
 		return ns
 	},
 	Env: func(base int, ha, has bool) [][2]string {
-		ports := []int{base + offEtcdClient}
-		if ha {
-			ports = nil
-			for _, k := range members() {
-				ports = append(ports, etcdMemberClient(base, k))
-			}
-		}
-		return [][2]string{{config.EnvEtcdEndpoints, joinAddrs(has, ports...)}}
+		return [][2]string{{config.EnvEtcdEndpoints, clientAddrs(base, ha, has, offEtcdClient, etcdMemberClient)}}
 	},
 	Links:      func(bool) []Link { return []Link{{Name: "etcd", Kinds: []Kind{KindEtcd, KindEtcdMember}}} },
 	Serves:     map[string]string{"etcd": "etcd"},

@@ -7,33 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// layout builds a fake file tree under root: each path ending in "/" is a
-// directory, each path starting with "x " an executable, the others plain
-// files.
-func layout(t *testing.T, root string, paths ...string) {
-	t.Helper()
-	for _, p := range paths {
-		mode := os.FileMode(0o644)
-		if rest, ok := strings.CutPrefix(p, "x "); ok {
-			p, mode = rest, 0o755
-		}
-		full := filepath.Join(root, p)
-		if strings.HasSuffix(p, "/") {
-			if err := os.MkdirAll(full, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte("#!/bin/sh\n"), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"github.com/seckill-lab/seckill/internal/testenv"
+)
 
 // TestFinderLayouts builds each platform's package layout in a temporary
 // root and checks what the Finder finds. macOS cannot run in these tests
@@ -117,7 +93,7 @@ func TestFinderLayouts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			layout(t, root, tc.files...)
+			testenv.Tree(t, root, tc.files...)
 			path := []string{filepath.Join(root, "usr/bin")}
 			for _, p := range tc.path {
 				path = append(path, filepath.Join(root, p))
@@ -181,7 +157,7 @@ func TestFinderMissing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			layout(t, root, append([]string{"usr/bin/"}, tc.files...)...)
+			testenv.Tree(t, root, append([]string{"usr/bin/"}, tc.files...)...)
 			f := Finder{Root: root, Path: filepath.Join(root, "usr/bin")}
 			_, err := f.Find(tc.backends)
 			if len(tc.wantErr) == 0 {
@@ -205,7 +181,7 @@ func TestFinderMissing(t *testing.T) {
 func TestFindZooKeeperNotFound(t *testing.T) {
 	root := t.TempDir()
 	// zkServer.sh without a server jar is not an install.
-	layout(t, root, "x opt/zookeeper/bin/zkServer.sh", "opt/zookeeper/lib/zookeeper-jute-3.9.2.jar")
+	testenv.Tree(t, root, "x opt/zookeeper/bin/zkServer.sh", "opt/zookeeper/lib/zookeeper-jute-3.9.2.jar")
 	_, err := Finder{Root: root}.FindZooKeeper()
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "ZOOKEEPER_HOME") {
 		t.Fatalf("FindZooKeeper: %v, want ErrNotExist naming ZOOKEEPER_HOME", err)

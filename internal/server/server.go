@@ -278,6 +278,19 @@ func joinAddrs(has bool, ports ...int) string {
 	return strings.Join(out, ",")
 }
 
+// clientAddrs are the client addresses of a quorum group: the single
+// node's (B+single) or, ha, every member's (member(base, K)).
+func clientAddrs(base int, ha, has bool, single int, member func(base, k int) int) string {
+	if !ha {
+		return joinAddrs(has, base+single)
+	}
+	var ports []int
+	for _, k := range members() {
+		ports = append(ports, member(base, k))
+	}
+	return joinAddrs(has, ports...)
+}
+
 // HAMembers is the number of members of each replicated group of the ha
 // topology (quorum groups and Sentinels).
 const HAMembers = 3

@@ -77,14 +77,7 @@ var ZooKeeper = Spec{
 		return ns
 	},
 	Env: func(base int, ha, has bool) [][2]string {
-		ports := []int{base + offZooKeeper}
-		if ha {
-			ports = nil
-			for _, k := range members() {
-				ports = append(ports, zkMemberClient(base, k))
-			}
-		}
-		return [][2]string{{config.EnvZKServers, joinAddrs(has, ports...)}}
+		return [][2]string{{config.EnvZKServers, clientAddrs(base, ha, has, offZooKeeper, zkMemberClient)}}
 	},
 	Links:      func(bool) []Link { return []Link{{Name: "zookeeper", Kinds: []Kind{KindZooKeeper, KindZKMember}}} },
 	Serves:     map[string]string{"zookeeper": "zookeeper"},

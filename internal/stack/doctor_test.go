@@ -2,39 +2,13 @@ package stack
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/internal/testenv"
 )
-
-// layout builds a fake file tree under root: each path ending in "/" is a
-// directory, each path starting with "x " an executable, the others plain
-// files.
-func layout(t *testing.T, root string, paths ...string) {
-	t.Helper()
-	for _, p := range paths {
-		mode := os.FileMode(0o644)
-		if rest, ok := strings.CutPrefix(p, "x "); ok {
-			p, mode = rest, 0o755
-		}
-		full := filepath.Join(root, p)
-		if strings.HasSuffix(p, "/") {
-			if err := os.MkdirAll(full, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte("#!/bin/sh\n"), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func TestParseBackends(t *testing.T) {
 	tests := []struct {
@@ -86,7 +60,7 @@ func TestDoctorFake(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			layout(t, root, append([]string{"usr/bin/"}, tc.files...)...)
+			testenv.Tree(t, root, append([]string{"usr/bin/"}, tc.files...)...)
 			f := Finder{Root: root, Path: filepath.Join(root, "usr/bin")}
 			rep, err := Doctor(context.Background(), DoctorOptions{Finder: &f, Backends: tc.backends, Dir: filepath.Join(root, "run"), NoVersions: true})
 			if err != nil {

@@ -14,30 +14,17 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
-
-// Fault kinds of `seckill fault`.
-const (
-	FaultPause     = "pause"     // SIGSTOP; SIGCONT when it ends
-	FaultKill      = "kill"      // SIGKILL; a start when it ends
-	FaultRestart   = "restart"   // a clean stop, then a start (ends at once)
-	FaultPartition = "partition" // cut instances off from servers, both ways (needs the proxy)
-	FaultLatency   = "latency"   // delay every answer of servers to instances (needs the proxy)
-	FaultClock     = "clock"     // a forward clock jump on one Redis node, emulated (ends at once)
-	FaultFailover  = "failover"  // SENTINEL FAILOVER of the Redis primary (ha; ends at once)
-	FaultHeal      = "heal"      // undo every fault that is on
+	"github.com/seckill-lab/seckill/internal/fault"
 )
 
 // Defaults of Fault.
 const (
-	DefaultDelay  = 300 * time.Millisecond // a latency fault's delay
-	DefaultOffset = 2 * time.Second        // a clock fault's jump
+	DefaultDelay  = fault.DefaultDelay
+	DefaultOffset = fault.DefaultOffset
 )
 
 // FaultKinds lists the kinds Inject accepts.
-func FaultKinds() []string {
-	return []string{FaultPause, FaultKill, FaultRestart, FaultPartition, FaultLatency, FaultClock, FaultFailover, FaultHeal}
-}
+func FaultKinds() []string { return fault.Names(false) }
 
 // ErrUnknownFault is returned for a fault kind Inject does not know.
 var ErrUnknownFault = errors.New("unknown fault kind")
@@ -121,26 +108,26 @@ func Begin(ctx context.Context, dir string, f Fault) (did string, end func(conte
 	if err != nil {
 		return "", nil, err
 	}
-	if !slices.Contains(FaultKinds(), f.Kind) || f.Kind == FaultHeal {
+	if !slices.Contains(FaultKinds(), f.Kind) || f.Kind == fault.Heal {
 		return "", nil, fmt.Errorf("%w %q; valid: %s", ErrUnknownFault, f.Kind, strings.Join(FaultKinds(), ", "))
 	}
 	if f.Delay < 0 || f.Offset < 0 {
 		return "", nil, fmt.Errorf("%s: a negative delay or offset (%s, %s) means nothing", f.Kind, f.Delay, f.Offset)
 	}
-	if f.Kind == FaultLatency && f.Delay == 0 {
+	if f.Kind == fault.Latency && f.Delay == 0 {
 		f.Delay = DefaultDelay
 	}
-	if f.Kind == FaultClock && f.Offset == 0 {
+	if f.Kind == fault.Clock && f.Offset == 0 {
 		f.Offset = DefaultOffset
 	}
 	switch f.Kind {
-	case FaultFailover:
+	case fault.Failover:
 		var b strings.Builder
 		if err := Failover(ctx, st, &b); err != nil {
 			return "", nil, err
 		}
 		return strings.TrimSpace(b.String()), nil, nil
-	case FaultPartition, FaultLatency:
+	case fault.Partition, fault.Latency:
 		proxies, err := linkTargets(st, f.Target)
 		if err != nil {
 			return "", nil, err
@@ -149,23 +136,23 @@ func Begin(ctx context.Context, dir string, f Fault) (did string, end func(conte
 			return "", nil, errors.Join(err, setLinkFault(st, f.Kind, proxies, 0, false))
 		}
 		did = fmt.Sprintf("partition %s (both ways, %d links)", f.Target, len(proxies))
-		if f.Kind == FaultLatency {
+		if f.Kind == fault.Latency {
 			did = fmt.Sprintf("latency +%s on every answer of %s (%d links)", f.Delay, f.Target, len(proxies))
 		}
-	case FaultClock:
+	case fault.Clock:
 		cut, gone, err := ClockJump(ctx, st, f.Target, f.Offset)
 		if err != nil {
 			return "", nil, err
 		}
 		return fmt.Sprintf("clock jump +%s on %s, EMULATED (no clock changed): %d keys' TTL shortened, %d expired", f.Offset, f.Target, cut, gone), nil, nil
-	case FaultRestart:
+	case fault.Restart:
 		if err := Restart(ctx, dir, f.Target); err != nil {
 			return "", nil, err
 		}
 		return "restart " + f.Target, nil, nil
-	case FaultPause, FaultKill:
+	case fault.Pause, fault.Kill:
 		sig := syscall.SIGSTOP
-		if f.Kind == FaultKill {
+		if f.Kind == fault.Kill {
 			sig = syscall.SIGKILL
 		}
 		if err := Signal(dir, f.Target, sig); err != nil {
@@ -186,7 +173,7 @@ func Begin(ctx context.Context, dir string, f Fault) (did string, end func(conte
 // when ctx is done first); with d == 0 it stays on, recorded for status,
 // until `heal` or `down`. Heal undoes every fault.
 func Inject(ctx context.Context, dir string, f Fault, d time.Duration, out io.Writer) error {
-	if f.Kind == FaultHeal {
+	if f.Kind == fault.Heal {
 		return Heal(ctx, dir, out)
 	}
 	did, end, err := Begin(ctx, dir, f)
@@ -219,11 +206,11 @@ func Inject(ctx context.Context, dir string, f Fault, d time.Duration, out io.Wr
 func undo(ctx context.Context, dir string, f ActiveFault) error {
 	var err error
 	switch f.Kind {
-	case FaultPause:
+	case fault.Pause:
 		err = Signal(dir, f.Component, syscall.SIGCONT)
-	case FaultKill:
+	case fault.Kill:
 		err = Start(ctx, dir, f.Component)
-	case FaultPartition, FaultLatency:
+	case fault.Partition, fault.Latency:
 		var st *State
 		if st, err = Load(dir); err == nil {
 			var proxies []string

@@ -26,6 +26,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/fault"
 	"github.com/seckill-lab/seckill/internal/server"
 )
 
@@ -240,9 +241,9 @@ func linkTargets(st *State, target string) ([]string, error) {
 var linkToxics = map[string][]struct{ name, typ, stream string }{
 	// A partition drops every byte both ways, on open and new connections,
 	// and closes nothing: what a client sees of a silent network.
-	FaultPartition: {{"partition-up", "timeout", "upstream"}, {"partition-down", "timeout", "downstream"}},
+	fault.Partition: {{"partition-up", "timeout", "upstream"}, {"partition-down", "timeout", "downstream"}},
 	// Latency delays every answer: each round trip takes Delay longer.
-	FaultLatency: {{"latency", "latency", "downstream"}},
+	fault.Latency: {{"latency", "latency", "downstream"}},
 }
 
 // setLinkFault adds (on) or removes the toxics of kind on the proxies.

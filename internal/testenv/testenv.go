@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,3 +209,29 @@ func Port(p int) int {
 // can wait seconds for a CPU. A bound of promise + LoadSlack still tells a
 // bounded answer from a hang.
 const LoadSlack = 5 * time.Second
+
+// Tree builds a fake file tree under root: each path ending in "/" is a
+// directory, each path starting with "x " an executable, the others plain
+// files.
+func Tree(t testing.TB, root string, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		mode := os.FileMode(0o644)
+		if rest, ok := strings.CutPrefix(p, "x "); ok {
+			p, mode = rest, 0o755
+		}
+		full := filepath.Join(root, p)
+		if strings.HasSuffix(p, "/") {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
