@@ -3,46 +3,33 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/seckill-lab/seckill/internal/adminclient"
 )
 
-// Errors a user can hit against the fleet; compare with errors.Is.
+// Errors a user can hit against the fleet; compare with errors.Is. The
+// admin API's are internal/adminclient's.
 var (
-	ErrUnreachable    = errors.New("unreachable")
-	ErrUnauthorized   = errors.New("refuses the admin token")
-	ErrNoToken        = errors.New("has no admin token configured")
+	ErrUnreachable    = adminclient.ErrUnreachable
+	ErrUnauthorized   = adminclient.ErrUnauthorized
+	ErrNoToken        = adminclient.ErrNoToken
+	ErrAdminResponse  = adminclient.ErrAdminResponse
 	ErrDisagree       = errors.New("instances disagree on the strategy")
-	ErrAdminResponse  = errors.New("unexpected admin API response")
 	ErrUnknownOnFleet = errors.New("the fleet does not know the strategy")
 )
 
-// AdminError is an error answer of an instance's admin API: its status and
-// the JSON body's "error" code. It matches ErrAdminResponse with errors.Is.
-type AdminError struct {
-	Method, URL string
-	Status      int
-	Code        string // the body's "error" field ("" when the body had none)
-	Detail      string // the code and detail, or the raw body
-}
-
-func (e *AdminError) Error() string {
-	return fmt.Sprintf("%v: %s %s: %d %s", ErrAdminResponse, e.Method, e.URL, e.Status, e.Detail)
-}
-
-// Is makes errors.Is(err, ErrAdminResponse) hold.
-func (e *AdminError) Is(target error) bool { return target == ErrAdminResponse }
+// AdminError is an error answer of an instance's admin API (see
+// adminclient.Error).
+type AdminError = adminclient.Error
 
 // StrategyConfig is the body of PUT /admin/strategy and the answer of GET
 // /admin/strategy.
@@ -104,90 +91,14 @@ func (c *Admin) Audit(ctx context.Context, base string, goods int64) (AuditReply
 
 // admin talks to the admin API of the instances.
 type admin struct {
-	client *http.Client
-	token  string
+	c *adminclient.Client
 }
 
-func newAdmin(token string) *admin {
-	return &admin{client: &http.Client{Timeout: 15 * time.Second}, token: token}
-}
+func newAdmin(token string) *admin { return &admin{c: adminclient.New(token)} }
 
 // do sends one admin request to base+path and decodes a 200 answer into out.
 func (a *admin) do(ctx context.Context, method, base, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("encode %s %s: %w", method, path, err)
-		}
-		body = bytes.NewReader(b)
-	}
-	u := strings.TrimRight(base, "/") + path
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, u, err)
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if a.token != "" {
-		req.Header.Set("Authorization", "Bearer "+a.token)
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%s %s: %w", method, u, ctx.Err())
-		}
-		return fmt.Errorf("instance %s is %w (%s %s: %v)", base, ErrUnreachable, method, path, rootCause(err))
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: read body: %w", method, u, err)
-	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusUnauthorized:
-		return fmt.Errorf("instance %s %w (401 on %s %s)", base, ErrUnauthorized, method, path)
-	case http.StatusForbidden:
-		return fmt.Errorf("instance %s %w (403 on %s %s)", base, ErrNoToken, method, path)
-	default:
-		var e struct {
-			Error  string `json:"error"`
-			Detail string `json:"detail"`
-		}
-		msg := truncate(strings.TrimSpace(string(raw)), 300)
-		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			msg = e.Error
-			if e.Detail != "" {
-				msg += ": " + e.Detail
-			}
-		}
-		return &AdminError{Method: method, URL: u, Status: resp.StatusCode, Code: e.Error, Detail: msg}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("%w: %s %s: decode %q: %v", ErrAdminResponse, method, u, truncate(string(raw), 200), err)
-	}
-	return nil
-}
-
-// rootCause strips url.Error and friends for a one-line message.
-func rootCause(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
+	return a.c.Do(ctx, method, base, path, in, out)
 }
 
 // getStrategy returns the strategy the instance at base runs.
@@ -374,21 +285,11 @@ func (a *admin) scrapeLocks(ctx context.Context, instances []string, strategy st
 
 // metrics scrapes and parses one instance's /metrics.
 func (a *admin) metrics(ctx context.Context, base string) (map[string]*dto.MetricFamily, error) {
-	u := strings.TrimRight(base, "/") + "/metrics"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	raw, err := a.c.Get(ctx, base, "/metrics")
 	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", u, err)
+		return nil, fmt.Errorf("scrape %s: %w", base, err)
 	}
-	req.Header.Set("Accept", "text/plain")
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", u, rootCause(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scrape %s: status %d", u, resp.StatusCode)
-	}
-	return ParseMetrics(resp.Body)
+	return ParseMetrics(bytes.NewReader(raw))
 }
 
 // ParseMetrics parses Prometheus text exposition.

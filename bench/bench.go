@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -384,7 +385,7 @@ func checkTarget(ctx context.Context, target string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("the target %s is %w (%v)", target, ErrUnreachable, rootCause(err))
+		return fmt.Errorf("the target %s is %w (%v)", target, ErrUnreachable, adminclient.RootCause(err))
 	}
 	resp.Body.Close()
 	return nil

@@ -56,7 +56,7 @@ func runFault(ctx context.Context, args []string) error {
 		d    time.Duration
 	}{{"for", *d}, {"delay", *delay}, {"offset", *offset}} {
 		if v.d < 0 {
-			return exitError{code: 2, msg: fmt.Sprintf("--%s %s: want a duration >= 0 such as 5s (0: the default)\n%s", v.name, v.d, usage)}
+			return exitError{code: 2, msg: fmt.Sprintf("--%s %s: a negative duration means nothing; want a duration >= 0 such as 5s (0: the default)\n%s", v.name, v.d, usage)}
 		}
 	}
 	f := stack.Fault{Kind: rest[0], Delay: *delay, Offset: *offset}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/internal/fault"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
@@ -43,28 +44,9 @@ func (s *Server) base() context.Context {
 
 // adminSend sends in as JSON to an instance's admin path.
 func (s *Server) adminSend(ctx context.Context, method, base, path, token string, in any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("%s %s%s: %w", method, base, path, err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(b))
-	if err != nil {
-		return fmt.Errorf("%s %s%s: %w", method, base, path, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{}).Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s%s: %w", method, base, path, rootCause(err))
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s%s: %s %s", method, base, path, resp.Status, firstLine(string(body)))
-	}
-	return nil
+	return adminclient.New(token).Do(ctx, method, base, path, in, nil)
 }
 
 // loadState answers 503 when the run directory has no stack.

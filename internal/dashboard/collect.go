@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/bench/lockcheck"
+	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
@@ -254,7 +253,7 @@ func (s *Server) syncSubs(ctx context.Context, st *stack.State) {
 func (s *Server) follow(ctx context.Context, base, token string) {
 	key := s.goodsKey()
 	for ctx.Err() == nil {
-		ch, err := bench.SubscribeEvents(ctx, base, token)
+		ch, err := adminclient.New(token).Events(ctx, base)
 		if err == nil {
 			for ev := range ch {
 				if ev.Key == key {
@@ -347,25 +346,13 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 // adminGet GETs an instance's admin or metrics path into out (JSON) or
 // returns the body (out nil).
 func (s *Server) adminGet(ctx context.Context, base, path, token string, out any) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s%s: %w", base, path, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s%s: %w", base, path, rootCause(err))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s%s: %w", base, path, err)
-	}
-	if resp.StatusCode == http.StatusNotFound && strings.Contains(string(b), `"goods_not_found"`) {
+	c := &adminclient.Client{HTTP: s.client, Token: token}
+	b, err := c.Get(ctx, base, path)
+	if ae := (*adminclient.Error)(nil); errors.As(err, &ae) && ae.Status == http.StatusNotFound && ae.Code == "goods_not_found" {
 		return nil, errGoodsNotFound
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s%s: %s %s", base, path, resp.Status, firstLine(string(b)))
+	if err != nil {
+		return nil, err
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
@@ -642,21 +629,4 @@ func relp(t, now int64) *float64 {
 	}
 	v := rel(t, now)
 	return &v
-}
-
-// rootCause strips url.Error's method and URL (the caller names them).
-func rootCause(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
 }

@@ -13,12 +13,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -125,7 +125,7 @@ func (f Fleet) Buy(ctx context.Context, o BuyOptions) (stock.Receipt, error) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return r, fmt.Errorf("nginx at %s is %w: %v (is the stack up? seckill status)", f.Target, ErrUnreachable, rootCause(err))
+		return r, fmt.Errorf("nginx at %s is %w: %v (is the stack up? seckill status)", f.Target, ErrUnreachable, adminclient.RootCause(err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -241,15 +241,6 @@ func (f Fleet) Reset(ctx context.Context, goods int64, stockN int) (bench.AuditR
 func WriteAudit(w io.Writer, a bench.AuditReply) error {
 	_, err := fmt.Fprintf(w, "goods %d: stock %d (initial %d), orders %d, sold %d, oversold %d, lost updates %d\n",
 		a.GoodsID, a.Stock, a.InitialStock, a.Orders, a.SoldQty, a.Oversold, a.LostUpdates)
-	return err
-}
-
-// rootCause strips url.Error for a one-line message.
-func rootCause(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
 	return err
 }
 

@@ -1,20 +1,15 @@
 package democli
 
 import (
-	"bufio"
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/seckill-lab/seckill/bench"
-	"github.com/seckill-lab/seckill/internal/api"
+	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -57,11 +52,18 @@ func (f Fleet) Events(ctx context.Context, w io.Writer, o EventsOptions) error {
 	defer cancel()
 	items := make(chan streamItem, 1024)
 	for i, base := range f.Instances {
-		body, err := f.openEvents(ctx, base)
+		body, err := adminclient.New(f.Token).OpenEvents(ctx, base, true)
 		if err != nil {
 			return fmt.Errorf("events of %s: %w", f.name(i), err)
 		}
-		go readEvents(ctx, body, i, items)
+		go adminclient.ReadEvents(body, func(it adminclient.Item) bool {
+			select {
+			case items <- streamItem{ev: it.Event, replayed: it.Replayed, err: it.Err, inst: i}:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
 	}
 	keep := func(ev stock.Event) bool { return o.GoodsID == 0 || ev.Key == stock.LockKey(o.GoodsID) }
 
@@ -119,76 +121,6 @@ func (f Fleet) Events(ctx context.Context, w io.Writer, o EventsOptions) error {
 			return nil // Ctrl-C: the normal end of following
 		}
 	}
-}
-
-// openEvents opens base's event stream with the recorded events first.
-func (f Fleet) openEvents(ctx context.Context, base string) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/admin/events?replay=true", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+f.Token)
-	// No client timeout: the stream lasts until ctx ends.
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("%s is %w: %v", base, ErrUnreachable, rootCause(err))
-	}
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		return nil, fmt.Errorf("%w: GET %s/admin/events: %s: %s", bench.ErrAdminResponse, base, resp.Status, strings.TrimSpace(string(raw)))
-	}
-	return resp.Body, nil
-}
-
-// errStreamEnded: an event stream ended while it was read.
-var errStreamEnded = errors.New("the event stream ended")
-
-// readEvents sends the events of one stream (instance i) to out, with an
-// item marking the end of the replay, until the stream or ctx ends; the
-// last item carries the error.
-func readEvents(ctx context.Context, body io.ReadCloser, i int, out chan<- streamItem) {
-	defer body.Close()
-	send := func(it streamItem) bool {
-		it.inst = i
-		select {
-		case out <- it:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == api.ReplayedComment {
-			if !send(streamItem{replayed: true}) {
-				return
-			}
-			continue
-		}
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
-		var ev stock.Event
-		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			send(streamItem{err: fmt.Errorf("decode event %q: %w", data, err)})
-			return
-		}
-		if !send(streamItem{ev: ev}) {
-			return
-		}
-	}
-	err := sc.Err()
-	if err == nil {
-		err = errStreamEnded
-	}
-	send(streamItem{err: err})
 }
 
 // FormatEvent writes an event as one text line: wall time, instance,

@@ -1,15 +1,14 @@
 package lesson
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/internal/stack"
 )
 
@@ -22,18 +21,13 @@ type watch struct{ watch, acquisitions float64 }
 // (seckill_lock_wait_seconds_count) of names.
 func watchCounts(ctx context.Context, st *stack.State, names []string) (map[string]watch, error) {
 	out := map[string]watch{}
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := adminclient.New(st.AdminToken)
 	for _, base := range st.InstanceURLs() {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/metrics", nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := client.Do(req)
+		raw, err := client.Get(ctx, base, "/metrics")
 		if err != nil {
 			return nil, fmt.Errorf("scrape %s: %w", base, err)
 		}
-		fams, err := bench.ParseMetrics(resp.Body)
-		resp.Body.Close()
+		fams, err := bench.ParseMetrics(bytes.NewReader(raw))
 		if err != nil {
 			return nil, err
 		}

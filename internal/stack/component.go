@@ -1,9 +1,7 @@
 package stack
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/internal/server"
 )
 
@@ -96,11 +95,11 @@ func rejoinStrategy(ctx context.Context, st *State, c Component) error {
 			continue
 		}
 		var cfg map[string]any
-		if err := adminJSON(ctx, st, http.MethodGet, peer.URL()+"/admin/strategy", nil, &cfg); err != nil {
+		if err := adminJSON(ctx, st, http.MethodGet, peer.URL(), "/admin/strategy", nil, &cfg); err != nil {
 			continue // try another peer
 		}
 		delete(cfg, "instance")
-		if err := adminJSON(ctx, st, http.MethodPut, c.URL()+"/admin/strategy", cfg, nil); err != nil {
+		if err := adminJSON(ctx, st, http.MethodPut, c.URL(), "/admin/strategy", cfg, nil); err != nil {
 			return fmt.Errorf("%s: take the fleet's strategy %v from %s: %w", c.Name, cfg["name"], peer.Name, err)
 		}
 		return nil
@@ -108,37 +107,12 @@ func rejoinStrategy(ctx context.Context, st *State, c Component) error {
 	return nil // no running peer: the starting strategy stands
 }
 
-// adminJSON calls an instance's admin API with the stack's token.
-func adminJSON(ctx context.Context, st *State, method, url string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
+// adminJSON calls an instance's admin API with the stack's token, within
+// 10 s.
+func adminJSON(ctx context.Context, st *State, method, base, path string, in, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+st.AdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: %s %s", method, url, resp.Status, bytes.TrimSpace(b))
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
+	return adminclient.New(st.AdminToken).Do(ctx, method, base, path, in, out)
 }
 
 // Start starts the component name of the stack in dir if it is down, and

@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -171,24 +172,10 @@ func WriteJSON(w io.Writer, cs []ComponentStatus) error {
 // now (GET /admin/strategy with the admin token).
 func InstanceStrategy(ctx context.Context, base, token string) (stock.Config, error) {
 	var cfg stock.Config
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/admin/strategy", nil)
-	if err != nil {
-		return cfg, fmt.Errorf("strategy of %s: %w", base, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return cfg, fmt.Errorf("GET %s/admin/strategy: %w", base, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode != http.StatusOK {
-		return cfg, fmt.Errorf("GET %s/admin/strategy: %s: %s", base, resp.Status, firstLine(string(body)))
-	}
-	if err := json.Unmarshal(body, &cfg); err != nil {
-		return cfg, fmt.Errorf("GET %s/admin/strategy: decode: %w", base, err)
-	}
-	return cfg, nil
+	ctx, cancel := context.WithTimeout(ctx, httpClient.Timeout)
+	defer cancel()
+	err := adminclient.New(token).Do(ctx, http.MethodGet, base, "/admin/strategy", nil, &cfg)
+	return cfg, err
 }
 
 // DescribeStrategy writes a setting as its name and what differs from
