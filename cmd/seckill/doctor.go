@@ -4,10 +4,11 @@ import (
 	"context"
 	"os"
 
+	"github.com/seckill-lab/seckill/internal/doctor"
 	"github.com/seckill-lab/seckill/internal/stack"
 )
 
-// runDoctor maps `seckill doctor` to stack.Doctor: exit 1 when something
+// runDoctor maps `seckill doctor` to doctor.Run: exit 1 when something
 // the stack needs is missing.
 func runDoctor(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("doctor")
@@ -23,7 +24,7 @@ func runDoctor(ctx context.Context, args []string) error {
 	if err != nil {
 		return exitError{code: 2, msg: err.Error()}
 	}
-	rep, err := stack.Doctor(ctx, stack.DoctorOptions{Dir: *dir, Backends: backends, NoVersions: *noVersions})
+	rep, err := doctor.Run(ctx, doctor.Options{Dir: *dir, Backends: backends, NoVersions: *noVersions})
 	if err != nil {
 		return err
 	}

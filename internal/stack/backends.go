@@ -79,3 +79,6 @@ func SystemFinder() Finder { return server.SystemFinder() }
 
 // BackendNames lists AllBackends, comma-separated.
 func BackendNames() string { return joinBackends(AllBackends) }
+
+// JoinBackends lists bs, comma-separated.
+func JoinBackends(bs []Backend) string { return joinBackends(bs) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/internal/supervise"
 )
 
 // ErrUnknownComponent is returned for a component name the stack does not
@@ -66,8 +67,8 @@ func startComponent(ctx context.Context, st *State, c Component) (Component, err
 	if err != nil {
 		return c, fmt.Errorf("%s: %w", c.Name, err)
 	}
-	c.Pid = p.cmd.Process.Pid
-	c.StartTime = processStartTime(c.Pid)
+	c.Pid = p.Cmd.Process.Pid
+	c.StartTime = supervise.StartTime(c.Pid)
 	for i := range st.Components {
 		if st.Components[i].Name == c.Name {
 			st.Components[i] = c
@@ -157,7 +158,7 @@ func Signal(dir, name string, sig syscall.Signal) error {
 		return fmt.Errorf("%s is not running (start it with `seckill up` or `seckill restart %s`)", name, name)
 	}
 	target := c.Pid
-	if pg := groupOf(c); pg != 0 {
+	if pg := supervise.GroupOf(c.id()); pg != 0 {
 		target = -pg
 	}
 	if err := syscall.Kill(target, sig); err != nil {
@@ -167,11 +168,10 @@ func Signal(dir, name string, sig syscall.Signal) error {
 	// fault's: killed means gone, stopped means stopped.
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		s, ok := readStat(c.Pid)
 		switch {
-		case sig == syscall.SIGKILL && (!ok || isDead(s.state)):
+		case sig == syscall.SIGKILL && supervise.Dead(c.Pid):
 			return nil
-		case sig == syscall.SIGSTOP && ok && s.state == "T":
+		case sig == syscall.SIGSTOP && supervise.Stopped(c.Pid):
 			return nil
 		case sig != syscall.SIGKILL && sig != syscall.SIGSTOP:
 			return nil

@@ -13,6 +13,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql" // MySQL driver for the health check
 	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/internal/supervise"
 )
 
 func netListen(port int) (net.Listener, error) {
@@ -95,7 +96,7 @@ func firstLine(s string) string {
 
 // lastLines returns the last n non-empty lines of path, for error messages.
 func lastLines(path string, n int) string {
-	s, err := tailFile(path, n)
+	s, err := supervise.Tail(path, n)
 	if err != nil {
 		return ""
 	}
@@ -139,8 +140,8 @@ func waitHealthy(ctx context.Context, name string, p *proc, logPath string, time
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
-		if p != nil && p.exited() {
-			return fmt.Errorf("%s exited (%v) before it was healthy; last log lines: %s", name, p.err, lastLines(logPath, 3))
+		if p != nil && p.Exited() {
+			return fmt.Errorf("%s exited (%v) before it was healthy; last log lines: %s", name, p.Err, lastLines(logPath, 3))
 		}
 		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		last = check(actx)
@@ -156,17 +157,17 @@ func waitHealthy(ctx context.Context, name string, p *proc, logPath string, time
 		}
 		select {
 		case <-ctx.Done():
-		case <-p.doneChan():
+		case <-doneChan(p):
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-func (p *proc) doneChan() <-chan struct{} {
+func doneChan(p *proc) <-chan struct{} {
 	if p == nil {
 		return nil
 	}
-	return p.done
+	return p.Done
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"syscall"
 	"time"
+
+	"github.com/seckill-lab/seckill/internal/supervise"
 )
 
 // reloadTimeout bounds the wait for nginx to route to the new upstreams.
@@ -137,7 +139,7 @@ func scale(ctx context.Context, dir string, n int) (*State, int, error) {
 	if _, err := writeNginxConf(st); err != nil {
 		return nil, 0, err
 	}
-	oldWorkers := groupMembers(nginx.Pid)
+	oldWorkers := supervise.GroupMembers(nginx.Pid)
 	if err := syscall.Kill(nginx.Pid, syscall.SIGHUP); err != nil {
 		return nil, 0, fmt.Errorf("reload nginx (pid %d): %w", nginx.Pid, err)
 	}
@@ -192,7 +194,7 @@ func waitWorkersGone(ctx context.Context, master int, old []int, limit time.Dura
 			if pid == master {
 				continue
 			}
-			if st, ok := readStat(pid); ok && !isDead(st.state) {
+			if !supervise.Dead(pid) {
 				left++
 			}
 		}

@@ -424,3 +424,6 @@ func Env(dir string) (string, error) {
 	}
 	return st.EnvScript(), nil
 }
+
+// AbsDir resolves a run directory (default DefaultDir) to an absolute path.
+func AbsDir(dir string) (string, error) { return absDir(dir) }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/internal/supervise"
 
 	"github.com/goccy/go-yaml"
 
@@ -473,7 +474,7 @@ func procsMentioning(dir string) []string {
 		if err != nil || !bytes.Contains(b, []byte(dir)) {
 			continue
 		}
-		if s, ok := readStat(pid); ok && !isDead(s.state) {
+		if !supervise.Dead(pid) {
 			out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
 		}
 	}
@@ -1196,11 +1197,7 @@ func TestFaults(t *testing.T) {
 	}
 	defer func() { _ = Down(context.Background(), dir, io.Discard) }()
 	state := func(name string) string {
-		s, ok := readStat(loadedInstance(t, dir, name).Pid)
-		if !ok {
-			return "gone"
-		}
-		return s.state
+		return supervise.State(loadedInstance(t, dir, name).Pid)
 	}
 	// pause --for: stopped during, running after, nothing left on.
 	done := make(chan string, 1)

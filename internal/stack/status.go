@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/internal/supervise"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -57,7 +58,7 @@ func Status(ctx context.Context, dir string) (*State, []ComponentStatus, error) 
 			case !cs.Running:
 				cs.Health = "not running"
 			default:
-				cs.RSSBytes = rssBytes(c.Pid)
+				cs.RSSBytes = supervise.RSS(c.Pid)
 				cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 				err := checkComponent(cctx, st, c)
 				cancel()
@@ -254,7 +255,7 @@ func Logs(w io.Writer, dir, name string, n int) error {
 		sort.Strings(names)
 		return fmt.Errorf("unknown component %q; components: %s", name, strings.Join(names, ", "))
 	}
-	s, err := tailFile(path, n)
+	s, err := supervise.Tail(path, n)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s has no log yet (%s)", name, path)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/internal/supervise"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -245,8 +246,8 @@ func (r *runner) start(name string, kind Kind, address, bin string, args, env []
 	if err != nil {
 		return nil, Component{}, fmt.Errorf("%s: %w", name, err)
 	}
-	pid := p.cmd.Process.Pid
-	c := Component{Name: name, Kind: kind, Addr: address, Pid: pid, StartTime: processStartTime(pid),
+	pid := p.Cmd.Process.Pid
+	c := Component{Name: name, Kind: kind, Addr: address, Pid: pid, StartTime: supervise.StartTime(pid),
 		Log: logPath, Cmdline: append([]string{bin}, args...)}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -1,4 +1,4 @@
-package stack
+package doctor
 
 import (
 	"context"
@@ -7,34 +7,9 @@ import (
 	"testing"
 
 	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
 )
-
-func TestParseBackends(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    string
-		wantErr string
-	}{
-		{"", "redis,etcd,zookeeper,mysql", ""},
-		{"mysql,redis", "redis,mysql", ""},
-		{" MySQL , zookeeper ", "zookeeper,mysql", ""},
-		{"redis,etcd", "", "mysql is always needed"},
-		{"redis,mongo,mysql", "", `unknown backend "mongo"`},
-	}
-	for _, tc := range tests {
-		got, err := ParseBackends(tc.in)
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("ParseBackends(%q) = %v, %v; want error containing %q", tc.in, got, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil || joinBackends(got) != tc.want {
-			t.Errorf("ParseBackends(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
-		}
-	}
-}
 
 // TestDoctorFake runs Doctor over a fake layout: found items carry their
 // path, missing ones the install line, and OK follows the needed ones.
@@ -42,7 +17,7 @@ func TestDoctorFake(t *testing.T) {
 	tests := []struct {
 		name     string
 		files    []string
-		backends []Backend
+		backends []stack.Backend
 		ok       bool
 		missing  string
 		install  string
@@ -55,14 +30,14 @@ func TestDoctorFake(t *testing.T) {
 		{"etcd missing but not needed (brew)", []string{"x opt/homebrew/bin/brew", "x opt/homebrew/bin/redis-server", "x opt/homebrew/opt/openjdk/bin/java",
 			"x opt/homebrew/opt/mariadb/bin/mariadbd", "x opt/homebrew/opt/mariadb/bin/mariadb-install-db", "x opt/homebrew/bin/nginx",
 			"x opt/homebrew/opt/zookeeper/libexec/bin/zkServer.sh", "opt/homebrew/opt/zookeeper/libexec/lib/zookeeper-3.9.2.jar"},
-			[]Backend{BackendRedis, Backend("zookeeper"), BackendMySQL}, true, "etcd", "brew install etcd"},
+			[]stack.Backend{stack.BackendRedis, stack.Backend("zookeeper"), stack.BackendMySQL}, true, "etcd", "brew install etcd"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			testenv.Tree(t, root, append([]string{"usr/bin/"}, tc.files...)...)
-			f := Finder{Root: root, Path: filepath.Join(root, "usr/bin")}
-			rep, err := Doctor(context.Background(), DoctorOptions{Finder: &f, Backends: tc.backends, Dir: filepath.Join(root, "run"), NoVersions: true})
+			f := stack.Finder{Root: root, Path: filepath.Join(root, "usr/bin")}
+			rep, err := Run(context.Background(), Options{Finder: &f, Backends: tc.backends, Dir: filepath.Join(root, "run"), NoVersions: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,8 @@
-package stack
+// Package doctor checks what `seckill up` needs on this machine: each
+// server description's programs (internal/server), found (path, version)
+// or missing with the line that installs it with this platform's package
+// manager, and the state of the run directory (`seckill doctor`).
+package doctor
 
 import (
 	"context"
@@ -14,26 +18,27 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/internal/stack"
 )
 
-// DoctorOptions configure Doctor.
-type DoctorOptions struct {
-	// Finder searches for the servers (zero value: SystemFinder).
-	Finder *Finder
+// Options configure Run.
+type Options struct {
+	// Finder searches for the servers (zero value: stack.SystemFinder).
+	Finder *stack.Finder
 	// Backends are the backends that must be there (default all): a
 	// missing tool of another backend is reported, not an error.
-	Backends []Backend
+	Backends []stack.Backend
 	// Dir is the run directory to report on ("" = DefaultDir).
 	Dir string
 	// NoVersions skips running each program for its version.
 	NoVersions bool
 }
 
-// DoctorItem is one server or tool.
-type DoctorItem struct {
+// Item is one server or tool.
+type Item struct {
 	// Name is the program (a server description's tool key).
-	Name    string  `json:"name"`
-	Backend Backend `json:"backend,omitempty"`
+	Name    string        `json:"name"`
+	Backend stack.Backend `json:"backend,omitempty"`
 	// Needed: a backend that must be there uses it.
 	Needed  bool   `json:"needed"`
 	Path    string `json:"path,omitempty"`
@@ -46,20 +51,20 @@ type DoctorItem struct {
 }
 
 // Found reports whether the item was found.
-func (it DoctorItem) Found() bool { return it.Path != "" }
+func (it Item) Found() bool { return it.Path != "" }
 
-// DoctorReport is what Doctor found.
-type DoctorReport struct {
-	Platform       string       `json:"platform"`
-	PackageManager string       `json:"package_manager"`
-	Items          []DoctorItem `json:"items"`
-	Dir            string       `json:"dir"`
+// Report is what Run found.
+type Report struct {
+	Platform       string `json:"platform"`
+	PackageManager string `json:"package_manager"`
+	Items          []Item `json:"items"`
+	Dir            string `json:"dir"`
 	// DirState says whether a stack runs in Dir and which backends.
 	DirState string `json:"dir_state"`
 }
 
 // OK reports whether everything needed was found.
-func (r DoctorReport) OK() bool {
+func (r Report) OK() bool {
 	for _, it := range r.Items {
 		if it.Needed && !it.Found() {
 			return false
@@ -68,20 +73,20 @@ func (r DoctorReport) OK() bool {
 	return true
 }
 
-// Doctor lists each server and tool the stack runs: where it was found
+// Run lists each server and tool the stack runs: where it was found
 // and its version, or that it is missing and the line that installs it
 // with this platform's package manager.
-func Doctor(ctx context.Context, o DoctorOptions) (DoctorReport, error) {
-	f := SystemFinder()
+func Run(ctx context.Context, o Options) (Report, error) {
+	f := stack.SystemFinder()
 	if o.Finder != nil {
 		f = *o.Finder
 	}
 	backends := o.Backends
 	if len(backends) == 0 {
-		backends = AllBackends
+		backends = stack.AllBackends
 	}
 	pm := f.PackageManager()
-	rep := DoctorReport{Platform: server.Platform(f.RootDir()), PackageManager: pm}
+	rep := Report{Platform: server.Platform(f.RootDir()), PackageManager: pm}
 	if pm == "" {
 		rep.PackageManager = "none found (apt-get, dnf, brew)"
 	}
@@ -90,7 +95,7 @@ func Doctor(ctx context.Context, o DoctorOptions) (DoctorReport, error) {
 			rep.Items = append(rep.Items, doctorItem(ctx, f, pm, sp, tool, o.NoVersions, sp.Group == "" || slices.Contains(backends, sp.Group)))
 		}
 	}
-	d, err := absDir(o.Dir)
+	d, err := stack.AbsDir(o.Dir)
 	if err != nil {
 		return rep, err
 	}
@@ -100,8 +105,8 @@ func Doctor(ctx context.Context, o DoctorOptions) (DoctorReport, error) {
 }
 
 // doctorItem looks for one tool of a server description.
-func doctorItem(ctx context.Context, f Finder, pm string, sp *server.Spec, tool server.Tool, noVersions, needed bool) DoctorItem {
-	it := DoctorItem{Name: tool.Key, Backend: sp.Group, Needed: needed}
+func doctorItem(ctx context.Context, f stack.Finder, pm string, sp *server.Spec, tool server.Tool, noVersions, needed bool) Item {
+	it := Item{Name: tool.Key, Backend: sp.Group, Needed: needed}
 	if tool.Locate != nil {
 		in, err := tool.Locate(f)
 		if err == nil {
@@ -128,21 +133,21 @@ func doctorItem(ctx context.Context, f Finder, pm string, sp *server.Spec, tool 
 // dirState describes the run directory: a stack in it, or whether one can
 // be started there.
 func dirState(d string) string {
-	st, err := Load(d)
+	st, err := stack.Load(d)
 	switch {
 	case err == nil:
 		running := 0
 		for _, c := range st.Components {
-			if alive(c) {
+			if stack.Alive(c) {
 				running++
 			}
 		}
 		absent := ""
 		if a := st.Absent(); len(a) > 0 {
-			absent = "; not started: " + joinBackends(a)
+			absent = "; not started: " + stack.JoinBackends(a)
 		}
 		return fmt.Sprintf("a stack: %d of %d components running (topology %s, base port %d%s)", running, len(st.Components), st.Topology, st.BasePort, absent)
-	case errors.Is(err, ErrNotRunning):
+	case errors.Is(err, stack.ErrNotRunning):
 		parent := d
 		for !exists(parent) && filepath.Dir(parent) != parent {
 			parent = filepath.Dir(parent)
@@ -177,7 +182,7 @@ func toolVersion(ctx context.Context, bin string, args []string) string {
 
 // Write prints the report as a table, then the install lines of what is
 // missing.
-func (r DoctorReport) Write(w io.Writer) error {
+func (r Report) Write(w io.Writer) error {
 	fmt.Fprintf(w, "platform:        %s\npackage manager: %s\n\n", r.Platform, r.PackageManager)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tBACKEND\tSTATUS\tPATH\tVERSION / LAYOUT")
