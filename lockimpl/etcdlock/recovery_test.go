@@ -33,14 +33,16 @@ const (
 	recoveryPromise = 5 * time.Second
 	// recoveryWatch is how long after the return the stream is watched.
 	recoveryWatch = 12 * time.Second
-	// recoveryFlagsVar adds etcd flags to the members (to compare server
-	// settings by hand: ETCDLOCK_TEST_FLAGS=--pre-vote=true).
+	// recoveryFlagsVar adds etcd flags to the members, after
+	// etcdlock.ServerFlags (to compare server settings by hand:
+	// ETCDLOCK_TEST_FLAGS=--pre-vote=false).
 	recoveryFlagsVar = "ETCDLOCK_TEST_FLAGS"
 )
 
 // TestRecoveryAfterQuorumLoss stops 2 of the 3 members of a private
 // cluster for 4 s under a steady stream of acquisitions through the
-// service's own client configuration, and measures how long after the
+// service's own client configuration and the members running with
+// etcdlock.ServerFlags, and measures how long after the
 // members' return the lock is taken again, and the longest stall after
 // that. The leader is placed first: on the member that stays up (it loses
 // its quorum, steps down, and a new election follows the return) or on a
@@ -61,7 +63,7 @@ func TestRecoveryAfterQuorumLoss(t *testing.T) {
 }
 
 func recoveryCase(t *testing.T, leader int) {
-	c := startCluster(t, 3, strings.Fields(os.Getenv(recoveryFlagsVar))...)
+	c := startCluster(t, 3, append(etcdlock.ServerFlags(), strings.Fields(os.Getenv(recoveryFlagsVar))...)...)
 	c.MoveLeader(t, leader)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
