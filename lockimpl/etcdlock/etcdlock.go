@@ -18,6 +18,12 @@
 // TTL/3 while the process lives, and a held lease is marked lost when its
 // session ends (lease expired or revoked, keep-alive failed).
 //
+// A key left behind by a failed unlock or a timed-out wait (the cluster had
+// no quorum) would stay first in the lock's queue for a whole TTL after the
+// quorum's return; its session is discarded instead and its lease revoked,
+// retried in the background until the cluster answers. See ServerFlags for
+// what the etcd members need for a quick return.
+//
 // The fencing token is the lock key's create revision, which strictly
 // increases per key (indeed across the whole etcd store).
 package etcdlock
