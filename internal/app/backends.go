@@ -9,12 +9,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"gorm.io/gorm"
 
 	"github.com/seckill-lab/seckill/internal/api"
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -66,12 +66,7 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB) (*backends
 		b.clients.Redis = b.failover
 	}
 	if len(cfg.EtcdEndpoints) > 0 {
-		cli, err := clientv3.New(clientv3.Config{
-			Endpoints:   cfg.EtcdEndpoints,
-			DialTimeout: 2 * time.Second,
-			Logger:      zap.NewNop(),
-			Context:     context.WithoutCancel(ctx),
-		})
+		cli, err := clientv3.New(etcdlock.ClientConfig(context.WithoutCancel(ctx), cfg.EtcdEndpoints))
 		if err != nil {
 			b.Close()
 			return nil, fmt.Errorf("etcd client for %v: %w", cfg.EtcdEndpoints, err)

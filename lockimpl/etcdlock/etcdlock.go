@@ -18,6 +18,12 @@
 // TTL/3 while the process lives, and a held lease is marked lost when its
 // session ends (lease expired or revoked, keep-alive failed).
 //
+// A key left behind by a failed unlock or a timed-out wait (the cluster had
+// no quorum) would stay first in the lock's queue for a whole TTL after the
+// quorum's return; its session is discarded instead and its lease revoked,
+// retried in the background until the cluster answers. See ServerFlags for
+// what the etcd members need for a quick return.
+//
 // The fencing token is the lock key's create revision, which strictly
 // increases per key (indeed across the whole etcd store).
 package etcdlock
@@ -30,6 +36,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -42,8 +49,21 @@ const DefaultPrefix = "/seckill/locks/"
 // maxIdle bounds the idle sessions kept for reuse; extra ones are closed.
 const maxIdle = 64
 
-// cleanupTimeout bounds the clean-up of an abandoned acquisition.
+// cleanupTimeout bounds one attempt at cleaning up (a delete, a revoke).
 const cleanupTimeout = 2 * time.Second
+
+// Retries of a clean-up that failed (the cluster had no quorum): every
+// cleanupBackoff, doubling up to cleanupMaxBackoff, for cleanupBudget.
+// A key whose clean-up was given up stays in the lock's queue until its
+// lease expires, a whole TTL after the quorum's return (the new leader
+// restarts every lease's clock): with the 2 s lock wait of a sale, that was
+// the 20 s without a sale after a 4 s loss of quorum. Retrying removes it
+// as soon as the quorum answers again.
+const (
+	cleanupBackoff    = 100 * time.Millisecond
+	cleanupMaxBackoff = time.Second
+	cleanupBudget     = time.Minute
+)
 
 // Locker is the etcd lock. Build it with New; it is safe for concurrent
 // use. Close revokes its idle sessions.
@@ -131,6 +151,51 @@ func (l *Locker) closeSession(ctx context.Context, s *concurrency.Session) error
 	return nil
 }
 
+// discard gives s up for good, in the background: it stops s's keep-alive
+// at once and revokes s's lease (deleting every key attached to it),
+// retrying until the revoke succeeds or finds the lease gone, for
+// cleanupBudget at most. The lease expires within its TTL of the quorum's
+// return if every attempt fails.
+func (l *Locker) discard(s *concurrency.Session) {
+	s.Orphan()
+	go func() {
+		err := retry(l.client.Ctx(), func(ctx context.Context) error {
+			_, err := l.client.Revoke(ctx, s.Lease())
+			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				return nil // expired already: its keys are gone
+			}
+			return err
+		})
+		if err != nil {
+			l.onErr("etcd_revoke", fmt.Errorf("etcdlock: revoke lease %x: %w", s.Lease(), err))
+		}
+	}()
+}
+
+// retry runs op, each attempt within cleanupTimeout, until it succeeds,
+// ctx is done or cleanupBudget ran out; it returns the last error.
+func retry(ctx context.Context, op func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, cleanupBudget)
+	defer cancel()
+	backoff := cleanupBackoff
+	for {
+		actx, acancel := context.WithTimeout(ctx, cleanupTimeout)
+		err := op(actx)
+		acancel()
+		if err == nil {
+			return nil
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, cleanupMaxBackoff)
+	}
+}
+
 // session takes an idle live session or starts a new one. The lease grant
 // honours ctx; the session's keep-alive does not depend on it.
 func (l *Locker) session(ctx context.Context) (*concurrency.Session, error) {
@@ -188,14 +253,15 @@ func (l *Locker) put(s *concurrency.Session) {
 // may have left (the Mutex deletes its key on a failed wait, but a request
 // cut by ctx may have been applied anyway) and returns the session to the
 // pool; the caller, whose ctx may be done, does not wait for it. When the
-// delete fails, the session is closed: its lease going removes the key.
+// delete fails, the session is discarded: its lease's revoke, retried
+// until the cluster answers, removes the key.
 func (l *Locker) abandon(s *concurrency.Session, key string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 		defer cancel()
 		if _, err := l.client.Delete(ctx, fmt.Sprintf("%s%x", l.Prefix(key), s.Lease())); err != nil {
 			l.onErr("etcd_delete", fmt.Errorf("etcdlock: abandon %q: %w", key, err))
-			_ = l.closeSession(ctx, s)
+			l.discard(s)
 			return
 		}
 		l.put(s)
@@ -248,11 +314,7 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*lockimpl.L
 		<-done
 		resp, err := l.client.Delete(ctx, myKey)
 		if err != nil {
-			go func() { // the caller's ctx may be done: revoke on our own clock
-				cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-				defer cancel()
-				_ = l.closeSession(cctx, s)
-			}()
+			l.discard(s) // the caller's ctx may be done: revoke on our own clock
 			return fmt.Errorf("etcdlock: unlock %q: %w", key, err)
 		}
 		l.put(s)
