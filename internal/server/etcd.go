@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 )
 
 // etcd component kinds.
@@ -91,11 +92,11 @@ var Etcd = Spec{
 			client, peer := Addr(etcdMemberClient(l.Base, k)), Addr(etcdMemberPeer(l.Base, k))
 			dir := filepath.Join(l.Dir, name)
 			ns = append(ns, Node{Name: name, Kind: KindEtcdMember, Port: etcdMemberClient(l.Base, k), Bin: bin, Prepare: wipePrepare(name, dir),
-				Args: []string{"--name", name, "--data-dir", dir,
+				Args: append([]string{"--name", name, "--data-dir", dir,
 					"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
 					"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
 					"--initial-cluster", strings.Join(cluster, ","), "--initial-cluster-state", "new",
-					"--initial-cluster-token", "seckill-" + itoa(l.Base)}})
+					"--initial-cluster-token", "seckill-" + itoa(l.Base)}, etcdlock.ServerFlags()...)})
 		}
 		return ns
 	},
