@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // Errors a user can hit against the fleet; compare with errors.Is. The
@@ -32,25 +33,8 @@ var (
 type AdminError = adminclient.Error
 
 // StrategyConfig is the body of PUT /admin/strategy and the answer of GET
-// /admin/strategy.
-type StrategyConfig struct {
-	Name      string `json:"name"`
-	WorkDelay string `json:"work_delay,omitempty"`
-	LockTTL   string `json:"lock_ttl,omitempty"`
-	LockWait  string `json:"lock_wait,omitempty"`
-	Fencing   bool   `json:"fencing"`
-	// Watchdog, LocalQueue and LeaseCheck are nil to keep the service
-	// default (on).
-	Watchdog   *bool `json:"watchdog,omitempty"`
-	LocalQueue *bool `json:"local_queue,omitempty"`
-	LeaseCheck *bool `json:"lease_check,omitempty"`
-	// ReleasePause is the pause inside a two-command release (only the
-	// strategies whose registry entry has ReleasePause).
-	ReleasePause string `json:"release_pause,omitempty"`
-	// Batch is the most purchases one lock holder sells at once; 0 = off.
-	Batch    int    `json:"batch,omitempty"`
-	Instance string `json:"instance,omitempty"`
-}
+// /admin/strategy: the one wire form, stock.ConfigWire.
+type StrategyConfig = stock.ConfigWire
 
 // AuditReply is the answer of GET /admin/audit.
 type AuditReply struct {

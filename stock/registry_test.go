@@ -1,6 +1,7 @@
 package stock
 
 import (
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seckill-lab/seckill/internal/server"
 )
@@ -164,5 +166,34 @@ func TestNoStrategyLiterals(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConfigWire: a setting survives its one wire form (Config → JSON →
+// Config, and through Wire), and "instance", which a GET answers with, is
+// not a field a PUT takes.
+func TestConfigWire(t *testing.T) {
+	for _, name := range StrategyNames() {
+		c := DefaultConfig(name)
+		c.LockWait, c.LockTTL = 1500*time.Millisecond, 3*time.Second
+		c.LocalQueue = !c.LocalQueue
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Config
+		if err := json.Unmarshal(b, &back); err != nil || back != c {
+			t.Errorf("%s: %s decodes to %+v (%v), want %+v", name, b, back, err, c)
+		}
+		w := c.Wire()
+		w.Instance = "inst-1"
+		b, _ = json.Marshal(w)
+		back = Config{}
+		if err := json.Unmarshal(b, &back); err != nil || back != c {
+			t.Errorf("%s: wire %s decodes to %+v (%v)", name, b, back, err)
+		}
+	}
+	if slices.Contains(ConfigFields(), "instance") {
+		t.Errorf("ConfigFields %v: a PUT must not take instance", ConfigFields())
 	}
 }

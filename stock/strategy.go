@@ -118,8 +118,11 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// configJSON is Config's wire form: durations are Go duration strings.
-type configJSON struct {
+// ConfigWire is the one wire form of a strategy setting: the body of PUT
+// /admin/strategy and, with Instance, the answer of GET /admin/strategy.
+// Durations are Go duration strings; an omitted field takes its default
+// (a nil Watchdog, LocalQueue or LeaseCheck keeps the default: on).
+type ConfigWire struct {
 	Name       string `json:"name"`
 	WorkDelay  string `json:"work_delay"`
 	LockTTL    string `json:"lock_ttl"`
@@ -131,28 +134,39 @@ type configJSON struct {
 	Batch      int    `json:"batch,omitempty"`
 	// ReleasePause is last: older clients do not send it.
 	ReleasePause string `json:"release_pause,omitempty"`
+	// Instance names the instance that answered a GET; a PUT does not
+	// take it.
+	Instance string `json:"instance,omitempty"`
+}
+
+// Wire returns c's wire form.
+func (c Config) Wire() ConfigWire {
+	return ConfigWire{Name: c.Name, WorkDelay: c.WorkDelay.String(), LockTTL: c.LockTTL.String(), LockWait: c.LockWait.String(),
+		Fencing: c.Fencing, Watchdog: &c.Watchdog, LocalQueue: &c.LocalQueue, LeaseCheck: &c.LeaseCheck, Batch: c.Batch,
+		ReleasePause: c.ReleasePause.String()}
 }
 
 // ConfigFields are the JSON fields of a setting (PUT /admin/strategy).
 func ConfigFields() []string {
-	t := reflect.TypeFor[configJSON]()
+	t := reflect.TypeFor[ConfigWire]()
 	out := make([]string, 0, t.NumField())
 	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		out = append(out, name)
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "instance" {
+			out = append(out, name)
+		}
 	}
 	return out
 }
 
 // MarshalJSON writes durations as Go duration strings ("250ms").
 func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(configJSON{c.Name, c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, &c.Watchdog, &c.LocalQueue, &c.LeaseCheck, c.Batch, c.ReleasePause.String()})
+	return json.Marshal(c.Wire())
 }
 
 // UnmarshalJSON reads durations as Go duration strings. Omitted fields
 // take their defaults.
 func (c *Config) UnmarshalJSON(b []byte) error {
-	var w configJSON
+	var w ConfigWire
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}

@@ -375,11 +375,11 @@ func (h *handler) reset(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"goods_id": *b.GoodsID, "stock": *b.Stock, "skipped": skipped})
 }
 
-func (h *handler) strategyBody() gin.H {
-	cfg := h.Service.Config()
-	return gin.H{"name": cfg.Name, "work_delay": cfg.WorkDelay.String(), "lock_ttl": cfg.LockTTL.String(),
-		"lock_wait": cfg.LockWait.String(), "fencing": cfg.Fencing, "watchdog": cfg.Watchdog, "local_queue": cfg.LocalQueue, "lease_check": cfg.LeaseCheck,
-		"release_pause": cfg.ReleasePause.String(), "batch": cfg.Batch, "instance": h.Service.Instance()}
+// strategyBody is the setting the instance runs, in its wire form.
+func (h *handler) strategyBody() stock.ConfigWire {
+	w := h.Service.Config().Wire()
+	w.Instance = h.Service.Instance()
+	return w
 }
 
 func (h *handler) getStrategy(c *gin.Context) { c.JSON(http.StatusOK, h.strategyBody()) }

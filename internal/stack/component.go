@@ -14,6 +14,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/supervise"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // ErrUnknownComponent is returned for a component name the stack does not
@@ -95,13 +96,13 @@ func rejoinStrategy(ctx context.Context, st *State, c Component) error {
 		if peer.Name == c.Name || !alive(peer) {
 			continue
 		}
-		var cfg map[string]any
+		var cfg stock.ConfigWire
 		if err := adminJSON(ctx, st, http.MethodGet, peer.URL(), "/admin/strategy", nil, &cfg); err != nil {
 			continue // try another peer
 		}
-		delete(cfg, "instance")
+		cfg.Instance = ""
 		if err := adminJSON(ctx, st, http.MethodPut, c.URL(), "/admin/strategy", cfg, nil); err != nil {
-			return fmt.Errorf("%s: take the fleet's strategy %v from %s: %w", c.Name, cfg["name"], peer.Name, err)
+			return fmt.Errorf("%s: take the fleet's strategy %v from %s: %w", c.Name, cfg.Name, peer.Name, err)
 		}
 		return nil
 	}
