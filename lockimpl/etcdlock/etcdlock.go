@@ -159,15 +159,23 @@ func (l *Locker) closeSession(ctx context.Context, s *concurrency.Session) error
 func (l *Locker) discard(s *concurrency.Session) {
 	s.Orphan()
 	go func() {
+		failed := false
 		err := retry(l.client.Ctx(), func(ctx context.Context) error {
 			_, err := l.client.Revoke(ctx, s.Lease())
 			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 				return nil // expired already: its keys are gone
 			}
+			if err != nil && !failed {
+				// Counted once, at the first failure (then retried
+				// quietly): the clean-up failed while the cluster did
+				// not answer.
+				failed = true
+				l.onErr("etcd_revoke", fmt.Errorf("etcdlock: revoke lease %x (retried until the cluster answers): %w", s.Lease(), err))
+			}
 			return err
 		})
 		if err != nil {
-			l.onErr("etcd_revoke", fmt.Errorf("etcdlock: revoke lease %x: %w", s.Lease(), err))
+			l.onErr("etcd_revoke", fmt.Errorf("etcdlock: revoke lease %x: gave up: %w", s.Lease(), err))
 		}
 	}()
 }
