@@ -63,6 +63,9 @@ func runFault(ctx context.Context, args []string) error {
 	if len(rest) > 1 {
 		f.Target = rest[1]
 	}
+	if k, ok := fault.Lookup(f.Kind); ok && k.Target == "" && f.Target != "" {
+		return exitError{code: 2, msg: fmt.Sprintf("fault %s takes no TARGET (it acts on what the stack has), not %q\n%s", f.Kind, f.Target, usage)}
+	}
 	if k, ok := fault.Lookup(f.Kind); ok && k.Target != "" && f.Target == "" {
 		return exitError{code: 2, msg: fmt.Sprintf("fault %s needs a TARGET\n%s", f.Kind, usage)}
 	}

@@ -68,6 +68,9 @@ func runScenario(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q; %s", fs.Arg(0), usage)}
 	}
+	if err := checkBounds(fs, bound{name: "repeat", min: 1, max: 100, omit: "1"}); err != nil {
+		return err
+	}
 	sc, err := scenario.Find(name)
 	if err != nil {
 		return exitError{code: 2, msg: err.Error()}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,9 @@ func runUp(ctx context.Context, args []string) error {
 	backends, err := stack.ParseBackends(*backendList)
 	if err != nil {
 		return exitError{code: 2, msg: err.Error()}
+	}
+	if !slices.Contains(stack.Topologies(), *topology) {
+		return exitError{code: 2, msg: fmt.Sprintf("up: --topology %q: want %s", *topology, strings.Join(stack.Topologies(), " or "))}
 	}
 	if err := checkBounds(fs,
 		bound{name: "instances", min: 1, max: stack.MaxInstances, omit: strconv.Itoa(stack.DefaultInstances)},
