@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,7 +62,7 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB) (*backends
 			WriteTimeout:  3 * time.Second,
 			PoolSize:      256,
 			MaxRetries:    1,
-			Dialer:        proxyDialer(cfg.ProxyHost),
+			Dialer:        proxyDialer(cfg.ProxyShift),
 		})
 		b.clients.Redis = b.failover
 	}
@@ -130,17 +131,18 @@ func (b *backends) Close() error {
 	return errors.Join(errs...)
 }
 
-// proxyDialer dials the addresses a Sentinel names (127.0.0.1:PORT) on
-// host instead, the fault proxy's address for this instance; nil (the
-// default dialer) without one.
-func proxyDialer(host string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	if host == "" {
+// proxyDialer dials a 127.0.0.1 address shift ports higher (the instance's
+// fault proxy for that server); nil (the default dialer) when shift is 0.
+func proxyDialer(shift int) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if shift == 0 {
 		return nil
 	}
 	d := net.Dialer{Timeout: time.Second}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if h, port, err := net.SplitHostPort(addr); err == nil && h == "127.0.0.1" {
-			addr = net.JoinHostPort(host, port)
+			if p, err := strconv.Atoi(port); err == nil {
+				addr = net.JoinHostPort(h, strconv.Itoa(p+shift))
+			}
 		}
 		return d.DialContext(ctx, network, addr)
 	}

@@ -26,10 +26,10 @@ const (
 	EnvAdminToken    = "SECKILL_ADMIN_TOKEN"
 	EnvStrategy      = "SECKILL_STRATEGY"
 	EnvMaxQty        = "SECKILL_MAX_QTY"
-	// EnvProxyHost is the loopback address (127.0.1.K) of the fault proxy
-	// that stands between this instance and its servers (`seckill up
-	// --proxy`); Redis addresses a Sentinel names are dialled there too.
-	EnvProxyHost = "SECKILL_PROXY_HOST"
+	// EnvProxyShift is how far above a server's port this instance's fault
+	// proxy for it listens, on 127.0.0.1 (`seckill up --proxy`); Redis
+	// addresses a Sentinel names are dialled shifted too.
+	EnvProxyShift = "SECKILL_PROXY_SHIFT"
 )
 
 // Environment variables the local stack adds to its env.sh for the bench
@@ -50,7 +50,7 @@ func ServerVars() []string {
 // one list the config, the stack and the compose check use.
 func EnvVars() []string {
 	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster,
-		EnvEtcdEndpoints, EnvZKServers, EnvAdminToken, EnvStrategy, EnvMaxQty, EnvProxyHost}
+		EnvEtcdEndpoints, EnvZKServers, EnvAdminToken, EnvStrategy, EnvMaxQty, EnvProxyShift}
 }
 
 // Defaults.
@@ -93,10 +93,11 @@ type Config struct {
 	Strategy string
 	// MaxQty bounds qty per purchase. Default 100.
 	MaxQty int64
-	// ProxyHost, when set, replaces the host 127.0.0.1 of every Redis
-	// address a Sentinel hands out, so the failover client reaches the
-	// primary through the same fault proxy as the other servers. Optional.
-	ProxyHost string
+	// ProxyShift, when not 0, is added to the port of every 127.0.0.1
+	// Redis address a Sentinel hands out, so the failover client reaches
+	// the primary through the same fault proxy as the other servers.
+	// Optional.
+	ProxyShift int
 }
 
 // FromEnv reads the variables through getenv (os.Getenv in production).
@@ -112,8 +113,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		ZKServers:      SplitList(getenv(EnvZKServers)),
 		AdminToken:     getenv(EnvAdminToken),
 		Strategy:       getenv(EnvStrategy),
-		ProxyHost:      getenv(EnvProxyHost),
 		MaxQty:         DefaultMaxQty,
+	}
+	if v := getenv(EnvProxyShift); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("%s=%q: not a port shift >= 0", EnvProxyShift, v)
+		}
+		c.ProxyShift = n
 	}
 	if v := getenv(EnvMaxQty); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -158,7 +165,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Var(listFlag{&c.ZKServers}, "zk-servers", "comma-separated ZooKeeper servers ($"+EnvZKServers+")")
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "starting strategy ($"+EnvStrategy+")")
 	fs.Int64Var(&c.MaxQty, "max-qty", c.MaxQty, "largest qty per purchase ($"+EnvMaxQty+")")
-	fs.StringVar(&c.ProxyHost, "proxy-host", c.ProxyHost, "dial the Redis addresses Sentinels name on this host instead of 127.0.0.1 ($"+EnvProxyHost+")")
+	fs.IntVar(&c.ProxyShift, "proxy-shift", c.ProxyShift, "dial the 127.0.0.1 Redis addresses Sentinels name this many ports higher, through the fault proxy ($"+EnvProxyShift+")")
 }
 
 // Validate names the first setting that cannot work.

@@ -19,7 +19,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,8 +61,18 @@ const offProxy = 90
 // proxy.
 var ErrNoProxy = errors.New("this fault needs the fault proxy between the instances and the servers")
 
-// proxyHost is the loopback address instance k reaches its servers at.
-func proxyHost(k int) string { return fmt.Sprintf("127.0.1.%d", k) }
+// Instance k reaches the server on port P at 127.0.0.1:P+proxyShift(k):
+// its own proxy ports, B+200+50(k-1)+offset, one loopback address (macOS
+// has only 127.0.0.1 on its loopback by default). The servers' offsets
+// are below proxySlot.
+const (
+	offProxies = 200
+	proxySlot  = 50
+)
+
+// proxyShift is how far above a server's port instance k's proxy for it
+// listens.
+func proxyShift(k int) int { return offProxies + proxySlot*(k-1) }
 
 // ProxyAddr is the address of the proxy's Toxiproxy API.
 func (s *State) ProxyAddr() string { return addr(s.port(offProxy)) }
@@ -85,8 +97,9 @@ func proxyConfig(st *State, n int) []toxiproxy.Proxy {
 				continue
 			}
 			_, port, _ := net.SplitHostPort(c.Addr)
+			p, _ := strconv.Atoi(port)
 			out = append(out, toxiproxy.Proxy{Name: proxyID(instName(k), c.Name),
-				Listen: net.JoinHostPort(proxyHost(k), port), Upstream: c.Addr, Enabled: true})
+				Listen: addr(p + proxyShift(k)), Upstream: c.Addr, Enabled: true})
 		}
 	}
 	return out
@@ -163,16 +176,29 @@ func syncProxies(st *State, n int) error {
 }
 
 // proxiedEnv rewrites the server addresses of instance k's environment to
-// its proxy host.
+// its proxy ports.
 func proxiedEnv(env map[string]string, k int) {
-	host := proxyHost(k)
+	shift := proxyShift(k)
 	for _, key := range proxiedVars() {
+		if key == config.EnvSentinels {
+			// The failover client dials the Sentinels, and the Redis
+			// addresses they name, through its shifting dialer
+			// (config.ProxyShift): shifted here too, they would be
+			// shifted twice.
+			continue
+		}
 		if v, ok := env[key]; ok {
-			env[key] = strings.ReplaceAll(v, "127.0.0.1:", host+":")
+			env[key] = loopbackPort.ReplaceAllStringFunc(v, func(m string) string {
+				p, _ := strconv.Atoi(strings.TrimPrefix(m, "127.0.0.1:"))
+				return addr(p + shift)
+			})
 		}
 	}
-	env[config.EnvProxyHost] = host
+	env[config.EnvProxyShift] = strconv.Itoa(shift)
 }
+
+// loopbackPort matches a 127.0.0.1:PORT address.
+var loopbackPort = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`)
 
 // linkGroup lists the components of the link group name (the servers
 // behind one kind of lock, from their descriptions), nil when no group has

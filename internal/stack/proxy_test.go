@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,16 +61,21 @@ func TestProxy(t *testing.T) {
 	if err := checkProxy(st.ProxyAddr(), 2*servers); err != nil {
 		t.Fatal(err)
 	}
-	// Each instance dials its servers on its own proxy address.
+	// Each instance dials its servers on its own proxy ports, on
+	// 127.0.0.1 (the one loopback address every platform has).
 	for k, name := range []string{"inst-1", "inst-2"} {
-		host := proxyHost(k + 1)
-		for _, key := range []string{config.EnvRedisAddrs, config.EnvMySQLDSN, config.EnvEtcdEndpoints, config.EnvZKServers, config.EnvProxyHost} {
-			if v := instanceEnvOf(t, dir, name, key); !strings.Contains(v, host) || strings.Contains(v, "127.0.0.1") {
-				t.Errorf("%s: %s=%q, want its servers at %s", name, key, v, host)
+		shift := proxyShift(k + 1)
+		for key, port := range map[string]int{config.EnvRedisAddrs: base + 1, config.EnvMySQLDSN: base + 40, config.EnvEtcdEndpoints: base + 20, config.EnvZKServers: base + 30} {
+			v := instanceEnvOf(t, dir, name, key)
+			if !strings.Contains(v, addr(port+shift)) || strings.Contains(v, addr(port)+",") || strings.HasSuffix(v, addr(port)) || strings.Contains(v, addr(port)+")") {
+				t.Errorf("%s: %s=%q, want its servers at their port + %d", name, key, v, shift)
 			}
 		}
+		if v := instanceEnvOf(t, dir, name, config.EnvProxyShift); v != strconv.Itoa(shift) {
+			t.Errorf("%s: %s=%q, want %d", name, config.EnvProxyShift, v, shift)
+		}
 	}
-	redis1 := func(k int) string { return fmt.Sprintf("%s:%d", proxyHost(k), base+1) }
+	redis1 := func(k int) string { return addr(base + 1 + proxyShift(k)) }
 	if _, err := ping(ctx, redis1(1)); err != nil {
 		t.Fatalf("redis-1 through inst-1's proxy: %v", err)
 	}
@@ -100,7 +106,7 @@ func TestProxy(t *testing.T) {
 		out, _ := runSeckill(t, "fault", "--dir", dir, "latency", "inst-2/redis-2", "--delay", "300ms", "--for", "4s")
 		done <- out
 	}()
-	redis2 := func(k int) string { return fmt.Sprintf("%s:%d", proxyHost(k), base+2) }
+	redis2 := func(k int) string { return addr(base + 2 + proxyShift(k)) }
 	// The command needs a moment to start (longer on a loaded machine):
 	// ping until the delay shows, within the fault's 4 s.
 	d, err := ping(ctx, redis2(2))
@@ -183,7 +189,7 @@ func TestProxy(t *testing.T) {
 	if err := checkProxy(st.ProxyAddr(), 3*servers); err != nil {
 		t.Error(err)
 	}
-	if v := instanceEnvOf(t, dir, "inst-3", config.EnvRedisAddrs); !strings.Contains(v, proxyHost(3)) {
+	if v := instanceEnvOf(t, dir, "inst-3", config.EnvRedisAddrs); !strings.Contains(v, addr(base+1+proxyShift(3))) {
 		t.Errorf("inst-3 after scale: %s=%q", config.EnvRedisAddrs, v)
 	}
 	if _, err := Scale(ctx, dir, 2); err != nil {

@@ -164,6 +164,19 @@ func stackPorts(topology string, base, instances int, proxy, dashboard bool, bac
 	for k := 1; k <= instances; k++ {
 		ps = append(ps, portUse{base + offInstance + k, instName(k)})
 	}
+	if proxy {
+		var servers []portUse
+		for _, p := range ps {
+			if p.port > base && p.port-base < proxySlot {
+				servers = append(servers, p)
+			}
+		}
+		for k := 1; k <= instances; k++ {
+			for _, p := range servers {
+				ps = append(ps, portUse{p.port + proxyShift(k), "proxy " + instName(k) + " to " + p.name})
+			}
+		}
+	}
 	return ps
 }
 
