@@ -7,9 +7,9 @@ package stack
 // touching either process.
 //
 // Instance inst-K reaches the server that listens on 127.0.0.1:PORT at
-// 127.0.1.K:PORT, the same port on a loopback address of its own (Linux
-// routes all of 127.0.0.0/8 to lo). The proxy there is named
-// "inst-K.SERVER" (inst-2.redis-1). Its HTTP API listens on 127.0.0.1:B+90.
+// 127.0.0.1:PORT+proxyShift(K), ports of its own on the one loopback
+// address every platform has. The proxy there is named "inst-K.SERVER"
+// (inst-2.redis-1). Its HTTP API listens on 127.0.0.1:B+90.
 
 import (
 	"context"
