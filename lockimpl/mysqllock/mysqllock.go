@@ -112,14 +112,16 @@ func isDuplicate(err error) bool { return mysqlerr.IsDuplicate(err) }
 
 func isContention(err error) bool { return mysqlerr.IsContention(err) }
 
-// execRetry runs a statement, retrying it a few times on contention.
+// execRetry runs a statement, retrying it on contention (an InnoDB deadlock
+// victim is rolled back and safe to repeat) up to 10 times, 2 ms more apart
+// each time: about 110 ms in all.
 func (l *Locker) execRetry(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	for i := 0; ; i++ {
 		res, err := l.db.ExecContext(ctx, query, args...)
-		if err == nil || !isContention(err) || i == 4 {
+		if err == nil || !isContention(err) || i == 9 {
 			return res, err
 		}
-		t := time.NewTimer(time.Duration(i+1) * time.Millisecond)
+		t := time.NewTimer(time.Duration(2*(i+1)) * time.Millisecond)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -242,7 +244,19 @@ func (l *Locker) hold(key, name, owner string, id int64, token uint64, start tim
 	stopRenew := func() {}
 	lease := lockimpl.NewLease(key, token, func(ctx context.Context) error {
 		stopRenew()
-		res, err := l.execRetry(ctx, `DELETE FROM `+Table+` WHERE name = ? AND owner = ?`, name, owner)
+		// A plain (consistent, lock-free) read first: a stale holder learns
+		// that its row is gone without locking the new holder's index entry,
+		// where it would wait behind, or deadlock with, the lockers inserting
+		// around it. Only our own row is then deleted, by primary key.
+		var mine int
+		err := l.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+Table+` WHERE id = ? AND owner = ?`, id, owner).Scan(&mine)
+		if err != nil {
+			return fmt.Errorf("mysqllock: unlock %q: read row: %w", key, err)
+		}
+		if mine == 0 {
+			return fmt.Errorf("mysqllock: unlock %q: row gone: %w", key, lockimpl.ErrNotHeld)
+		}
+		res, err := l.execRetry(ctx, `DELETE FROM `+Table+` WHERE id = ? AND owner = ?`, id, owner)
 		if err != nil {
 			return fmt.Errorf("mysqllock: unlock %q: %w", key, err)
 		}
