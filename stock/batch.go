@@ -2,8 +2,6 @@ package stock
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -268,104 +266,4 @@ func (s *Service) sellBatch(ctx context.Context, cfg Config, lease *lockimpl.Lea
 	}
 	results, errs, _ := s.opts.Store.ReadModifyWriteBatch(ctx, ds, fence, beforeCommit)
 	return results, errs
-}
-
-// ReadModifyWriteBatch is ReadModifyWrite for a batch of deductions of one
-// goods, in one transaction, under one lock hold: with fence set, the row
-// is claimed once with it (see ReadModifyWrite); the stock is read once,
-// the work (ds[0].WorkDelay) done once; then, in order, each deduction
-// whose qty the stock left covers inserts its order (a request id already
-// sold is that deduction's errDuplicateRequest and deducts nothing: MySQL
-// rolls back only the failed statement) and each other one is ErrSoldOut;
-// the stock is written once (`AND fence = ?` with fence), beforeCommit runs
-// and the transaction commits. Each deduction's Result has the stock left
-// after its own sale, in batch order. err, when not nil, failed the whole
-// batch (goods missing, stale lock, lease lost, MySQL down) and is also in
-// every errs slot.
-func (s *Store) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fence uint64, beforeCommit func() error) (results []Result, errs []error, err error) {
-	results, errs = make([]Result, len(ds)), make([]error, len(ds))
-	for i := range ds {
-		results[i].Order = ds[i].Order
-	}
-	fail := func(err error) ([]Result, []error, error) {
-		for i := range errs {
-			errs[i] = err
-		}
-		return results, errs, err
-	}
-	if len(ds) == 0 {
-		return results, errs, nil
-	}
-	goods := ds[0].Order.GoodsID
-	for _, d := range ds {
-		if d.Order.GoodsID != goods {
-			return fail(fmt.Errorf("%w: a batch sells one goods, got %d and %d", ErrInvalid, goods, d.Order.GoodsID))
-		}
-	}
-	if fence != 0 {
-		if err := s.claim(ctx, goods, fence); err != nil {
-			return fail(err)
-		}
-	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		clear(errs)
-		stock, err := readStock(ctx, tx, goods, false)
-		if err != nil {
-			return err
-		}
-		if slices.ContainsFunc(ds, func(d Deduction) bool { return d.Order.Qty <= stock }) {
-			if err := sleepCtx(ctx, ds[0].WorkDelay); err != nil {
-				return err
-			}
-		}
-		left := stock
-		sold := make([]bool, len(ds))
-		for i := range ds {
-			d := &ds[i]
-			d.trace(EventRead, left)
-			if d.Order.Qty > left {
-				errs[i] = ErrSoldOut
-				continue
-			}
-			if err := insertOrderTx(ctx, tx, &d.Order); err != nil {
-				if !errors.Is(err, errDuplicateRequest) {
-					return err
-				}
-				errs[i] = err
-				continue
-			}
-			left -= d.Order.Qty
-			results[i].Order, results[i].Remaining, sold[i] = d.Order, left, true
-		}
-		if left == stock {
-			return nil // nothing sold: nothing to write
-		}
-		var r sql.Result
-		if fence == 0 {
-			r, err = tx.ExecContext(ctx, sqlWriteStock, left, goods)
-		} else {
-			r, err = tx.ExecContext(ctx, sqlWriteFenced, left, goods, fence)
-		}
-		if err != nil {
-			return fmt.Errorf("write stock: %w", err)
-		}
-		if n, err := r.RowsAffected(); err != nil {
-			return fmt.Errorf("write stock: %w", err)
-		} else if n == 0 && fence != 0 {
-			return ErrStaleLock
-		}
-		for i := range ds {
-			if sold[i] {
-				ds[i].trace(EventWritten, results[i].Remaining)
-			}
-		}
-		if beforeCommit != nil {
-			return beforeCommit()
-		}
-		return nil
-	})
-	if err != nil {
-		return fail(err)
-	}
-	return results, errs, nil
 }

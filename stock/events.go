@@ -1,6 +1,7 @@
 package stock
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -174,4 +175,15 @@ func (t trace) emit(kind EventKind, f func(*Event)) {
 // value records a stock figure (read or written).
 func (t trace) value(kind EventKind, v int64) {
 	t.emit(kind, func(ev *Event) { ev.Value = &v })
+}
+
+// outcome records how the transaction ended, when it ran: a lock wait that
+// ran out or a dead backend never got to one.
+func (tr trace) outcome(err error) {
+	switch {
+	case err == nil:
+		tr.emit(EventCommitted, nil)
+	case !errors.Is(err, ErrLockTimeout) && !errors.Is(err, ErrBackendUnavailable) || errors.Is(err, ErrLeaseLost):
+		tr.emit(EventRolledBack, func(ev *Event) { ev.Detail = err.Error() })
+	}
 }

@@ -5,9 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// Mirror is the Redis stock mirror used by redis-atomic.
+type Mirror interface {
+	Take(ctx context.Context, goodsID, qty int64) (remaining int64, err error)
+	Give(ctx context.Context, goodsID, qty int64) error
+	Set(ctx context.Context, goodsID, stock int64) error
+	Init(ctx context.Context, goodsID, stock int64) error
+}
 
 // MirrorKey is the Redis key holding goods id's stock for redis-atomic.
 func MirrorKey(goodsID int64) string { return "seckill:stock:" + strconv.FormatInt(goodsID, 10) }
@@ -78,4 +87,35 @@ func (m *RedisMirror) Ping(ctx context.Context) error {
 		return fmt.Errorf("redis: %w", err)
 	}
 	return nil
+}
+
+func (s *Service) redisAtomic(ctx context.Context, d Deduction) (Result, error) {
+	m := s.opts.Mirror
+	if m == nil {
+		return Result{}, fmt.Errorf("redis-atomic: no Redis configured: %w", ErrBackendUnavailable)
+	}
+	_, err := m.Take(ctx, d.Order.GoodsID, d.Order.Qty)
+	if errors.Is(err, errMirrorMissing) {
+		// Redis lost the mirror (restart): seed it once from MySQL.
+		g, gerr := s.opts.Store.Goods(ctx, d.Order.GoodsID)
+		if gerr != nil {
+			return Result{}, gerr
+		}
+		if err = m.Init(ctx, g.ID, g.Stock); err == nil {
+			_, err = m.Take(ctx, d.Order.GoodsID, d.Order.Qty)
+		}
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := s.opts.Store.Atomic(ctx, d)
+	if err != nil {
+		// No unit is lost: the MySQL half failed, so the unit goes back.
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		defer cancel()
+		if gerr := m.Give(gctx, d.Order.GoodsID, d.Order.Qty); gerr != nil {
+			return res, fmt.Errorf("%w (and the unit could not be returned to Redis: %v)", err, gerr)
+		}
+	}
+	return res, err
 }

@@ -7,6 +7,20 @@
 // stock-qty and insert the order. "Oversold" means more units were sold
 // than the initial stock; "lost updates" means the stock dropped by less
 // than the units sold.
+//
+// The files, in the order a purchase meets them:
+//   - service.go: Service.Purchase, top to bottom: validate, idempotency,
+//     protect and deduct, record (and the replay of a key already sold);
+//   - setting.go: the current strategy setting and the Lockers it shares;
+//   - protect.go: the read-modify-write unprotected or under a lock
+//     (acquire, local queue, release), batch.go the same in batches;
+//   - store.go: Store, what the Service needs of the database, and the
+//     Deduction it passes; sqlstore.go (gorm: schema and the queries off the
+//     purchase path) and deduct.go (database/sql: every deduction's SQL)
+//     are SQLStore, its one implementation;
+//   - mirror.go: the Redis stock mirror of redis-atomic; events.go: the
+//     lock events; reset.go: reset, audit and the order list;
+//   - registry.go, strategy.go: the strategies and their settings.
 package stock
 
 import "time"

@@ -197,3 +197,20 @@ func TestConfigWire(t *testing.T) {
 		t.Errorf("ConfigFields %v: a PUT must not take instance", ConfigFields())
 	}
 }
+
+// TestOwnDeductions: the strategies that bring their own protection
+// (KindStore, KindLockFree) are exactly those with an ownDeduction; every
+// other one runs the read-modify-write (unprotected or under a lock).
+func TestOwnDeductions(t *testing.T) {
+	for _, st := range Strategies() {
+		own := ownDeduction[st.Name] != nil
+		if want := st.Kind == KindStore || st.Kind == KindLockFree; own != want {
+			t.Errorf("%s (kind %s): has an own deduction = %v, want %v", st.Name, st.Kind, own, want)
+		}
+	}
+	for name := range ownDeduction {
+		if _, ok := Lookup(name); !ok {
+			t.Errorf("ownDeduction names %q, which is not a registered strategy", name)
+		}
+	}
+}

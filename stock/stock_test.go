@@ -99,7 +99,7 @@ func TestConfigJSONAndValidate(t *testing.T) {
 	}
 }
 
-func testStore(t *testing.T) *Store {
+func testStore(t *testing.T) *SQLStore {
 	t.Helper()
 	db, err := gorm.Open(gormmysql.Open(testenv.Get(t, testenv.MySQLDSN)), &gorm.Config{Logger: logger.Discard})
 	if err != nil {

@@ -93,7 +93,7 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB) (*backends
 
 // checks are the /healthz probes of the configured servers. The ZooKeeper
 // probe is the lock backend's, which waits for a session.
-func (b *backends) checks(store *stock.Store) []api.Check {
+func (b *backends) checks(store *stock.SQLStore) []api.Check {
 	out := []api.Check{{Name: "mysql", Ping: store.Ping}}
 	for i, c := range b.redis {
 		out = append(out, api.Check{Name: fmt.Sprintf("redis-%d", i+1), Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})

@@ -1,0 +1,495 @@
+package stock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seckill-lab/seckill/internal/mysqlerr"
+	"gorm.io/gorm"
+)
+
+// The purchase path's statements. They go through database/sql, not gorm:
+// the hot path does no reflection, and every statement is one round trip
+// (the instances' DSN interpolates parameters, so there is no prepare and
+// close around each execute). The bench's database ceiling runs the same
+// statements (SQLDeduct, SQLInsertOrder).
+const (
+	// SQLDeduct is sql-atomic's conditional deduction (args: qty, goods
+	// id, qty). The new stock is passed through LAST_INSERT_ID(expr), so
+	// it comes back in the OK packet (sql.Result.LastInsertId) and needs no
+	// SELECT while the row lock is held.
+	SQLDeduct = "UPDATE goods SET stock = LAST_INSERT_ID(stock - ?) WHERE id = ? AND stock >= ?"
+	// SQLInsertOrder inserts one order (args: goods id, qty, user id,
+	// request id, instance, strategy, fence token, created at); its
+	// LastInsertId is the order id.
+	SQLInsertOrder = "INSERT INTO orders (goods_id, qty, user_id, request_id, instance, strategy, fence_token, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+
+	sqlReadStock       = "SELECT stock FROM goods WHERE id = ?"
+	sqlReadStockLocked = "SELECT stock FROM goods WHERE id = ? FOR UPDATE"
+	sqlReadVersioned   = "SELECT stock, version FROM goods WHERE id = ?"
+	sqlWriteStock      = "UPDATE goods SET stock = ? WHERE id = ?"
+	sqlWriteFenced     = "UPDATE goods SET stock = ? WHERE id = ? AND fence = ?"
+	sqlWriteVersioned  = "UPDATE goods SET stock = ?, version = version + 1 WHERE id = ? AND version = ?"
+	sqlClaim           = "UPDATE goods SET fence = ? WHERE id = ? AND fence < ?"
+	sqlGoodsExists     = "SELECT COUNT(*) FROM goods WHERE id = ?"
+)
+
+// ReadModifyWrite runs the seeds' reductStock in one transaction: a plain
+// read of the stock, the check, the work, an unconditional write of
+// stock-qty and the order insert. It is correct only when the caller
+// serialises it.
+//
+// With d.Fence set (fencing), the holder first claims the row with its
+// token, in its own statement: `SET fence = token WHERE fence < token`,
+// and the stock write becomes `... AND fence = token`. A holder whose lock
+// expired and went to a newer token finds its claim refused or overtaken
+// and is rolled back with ErrStaleLock. A check on the write alone
+// (`fence < token`) is not enough for a read-modify-write: the stale
+// holder may write first, with the older token, after the new holder has
+// already read the old stock; both writes then pass in token order and one
+// sale is lost.
+//
+// inside, when not nil, runs after BEGIN and before the read; its release
+// runs right after the stock write, before the order insert and COMMIT.
+// That is the deliberately flawed mutex-tx ordering of seed 003's
+// "transaction mode": a @Transactional service whose synchronized stock
+// method returns (unlocks) while the transaction, and the order insert that
+// follows in it, have not committed yet.
+func (s *SQLStore) ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (release func(), err error)) (Result, error) {
+	res := Result{Order: d.Order}
+	if d.Fence != 0 {
+		if err := s.claim(ctx, d.Order.GoodsID, d.Fence); err != nil {
+			return res, err
+		}
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		release := func() {}
+		if inside != nil {
+			r, err := inside(ctx)
+			if err != nil {
+				return err
+			}
+			var once sync.Once
+			release = func() { once.Do(r) }
+			defer release()
+		}
+		stock, err := readStock(ctx, tx, d.Order.GoodsID, false)
+		if err != nil {
+			return err
+		}
+		d.trace(EventRead, stock)
+		if stock < d.Order.Qty {
+			return ErrSoldOut
+		}
+		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
+			return err
+		}
+		remaining := stock - d.Order.Qty
+		var r sql.Result
+		if d.Fence == 0 {
+			r, err = tx.ExecContext(ctx, sqlWriteStock, remaining, d.Order.GoodsID)
+		} else {
+			r, err = tx.ExecContext(ctx, sqlWriteFenced, remaining, d.Order.GoodsID, d.Fence)
+		}
+		if err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		} else if n == 0 && d.Fence != 0 {
+			return ErrStaleLock
+		}
+		res.Remaining = remaining
+		d.trace(EventWritten, remaining)
+		release()
+		if err := insertOrderTx(ctx, tx, &res.Order); err != nil {
+			return err
+		}
+		if d.BeforeCommit != nil {
+			return d.BeforeCommit()
+		}
+		return nil
+	})
+	return res, err
+}
+
+// ReadModifyWriteBatch is ReadModifyWrite for a batch of deductions of one
+// goods, in one transaction, under one lock hold: with fence set, the row
+// is claimed once with it (see ReadModifyWrite); the stock is read once,
+// the work (ds[0].WorkDelay) done once; then, in order, each deduction
+// whose qty the stock left covers inserts its order (a request id already
+// sold is that deduction's errDuplicateRequest and deducts nothing: MySQL
+// rolls back only the failed statement) and each other one is ErrSoldOut;
+// the stock is written once (`AND fence = ?` with fence), beforeCommit runs
+// and the transaction commits. Each deduction's Result has the stock left
+// after its own sale, in batch order. err, when not nil, failed the whole
+// batch (goods missing, stale lock, lease lost, MySQL down) and is also in
+// every errs slot.
+func (s *SQLStore) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fence uint64, beforeCommit func() error) (results []Result, errs []error, err error) {
+	results, errs = make([]Result, len(ds)), make([]error, len(ds))
+	for i := range ds {
+		results[i].Order = ds[i].Order
+	}
+	fail := func(err error) ([]Result, []error, error) {
+		for i := range errs {
+			errs[i] = err
+		}
+		return results, errs, err
+	}
+	if len(ds) == 0 {
+		return results, errs, nil
+	}
+	goods := ds[0].Order.GoodsID
+	for _, d := range ds {
+		if d.Order.GoodsID != goods {
+			return fail(fmt.Errorf("%w: a batch sells one goods, got %d and %d", ErrInvalid, goods, d.Order.GoodsID))
+		}
+	}
+	if fence != 0 {
+		if err := s.claim(ctx, goods, fence); err != nil {
+			return fail(err)
+		}
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		clear(errs)
+		stock, err := readStock(ctx, tx, goods, false)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(ds, func(d Deduction) bool { return d.Order.Qty <= stock }) {
+			if err := sleepCtx(ctx, ds[0].WorkDelay); err != nil {
+				return err
+			}
+		}
+		left := stock
+		sold := make([]bool, len(ds))
+		for i := range ds {
+			d := &ds[i]
+			d.trace(EventRead, left)
+			if d.Order.Qty > left {
+				errs[i] = ErrSoldOut
+				continue
+			}
+			if err := insertOrderTx(ctx, tx, &d.Order); err != nil {
+				if !errors.Is(err, errDuplicateRequest) {
+					return err
+				}
+				errs[i] = err
+				continue
+			}
+			left -= d.Order.Qty
+			results[i].Order, results[i].Remaining, sold[i] = d.Order, left, true
+		}
+		if left == stock {
+			return nil // nothing sold: nothing to write
+		}
+		var r sql.Result
+		if fence == 0 {
+			r, err = tx.ExecContext(ctx, sqlWriteStock, left, goods)
+		} else {
+			r, err = tx.ExecContext(ctx, sqlWriteFenced, left, goods, fence)
+		}
+		if err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		} else if n == 0 && fence != 0 {
+			return ErrStaleLock
+		}
+		for i := range ds {
+			if sold[i] {
+				ds[i].trace(EventWritten, results[i].Remaining)
+			}
+		}
+		if beforeCommit != nil {
+			return beforeCommit()
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return results, errs, nil
+}
+
+// claim marks goods id as being worked on by the holder of token, unless
+// a holder with a token at least as new already claimed it.
+func (s *SQLStore) claim(ctx context.Context, id int64, token uint64) error {
+	db, err := s.sqlDB()
+	if err != nil {
+		return err
+	}
+	r, err := db.ExecContext(ctx, sqlClaim, token, id, token)
+	if err != nil {
+		return fmt.Errorf("claim goods %d with token %d: %w", id, token, err)
+	}
+	if n, err := r.RowsAffected(); err != nil {
+		return fmt.Errorf("claim goods %d with token %d: %w", id, token, err)
+	} else if n == 0 {
+		if _, err := s.Goods(ctx, id); err != nil {
+			return err
+		}
+		return fmt.Errorf("token %d is older than the goods' fence: %w", token, ErrStaleLock)
+	}
+	return nil
+}
+
+// ForUpdate runs the unit with SELECT ... FOR UPDATE: the row lock is the
+// lock. lockWait bounds the row-lock wait (InnoDB counts whole seconds).
+func (s *SQLStore) ForUpdate(ctx context.Context, d Deduction, lockWait time.Duration) (Result, error) {
+	res := Result{Order: d.Order}
+	secs := max(int(lockWait.Round(time.Second)/time.Second), 1)
+	prefix, perTx := s.lockWaitPrefix(ctx, secs)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if perTx {
+			if _, err := tx.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = ?", secs); err != nil {
+				return fmt.Errorf("set lock wait: %w", err)
+			}
+		}
+		var stock int64
+		if err := tx.QueryRowContext(ctx, prefix+sqlReadStockLocked, d.Order.GoodsID).Scan(&stock); err != nil {
+			return goodsErr(d.Order.GoodsID, err)
+		}
+		if stock < d.Order.Qty {
+			return ErrSoldOut
+		}
+		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
+			return err
+		}
+		res.Remaining = stock - d.Order.Qty
+		if _, err := tx.ExecContext(ctx, sqlWriteStock, res.Remaining, d.Order.GoodsID); err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		}
+		return insertOrderTx(ctx, tx, &res.Order)
+	})
+	return res, classifyLockWait(err)
+}
+
+// Optimistic runs the unit as a version compare-and-swap: read stock and
+// version, work, then UPDATE ... WHERE version = read version. A lost race
+// retries after a short jittered backoff, at most maxRetries times and
+// within budget; then it gives up with ErrLockTimeout.
+func (s *SQLStore) Optimistic(ctx context.Context, d Deduction, maxRetries int, budget time.Duration) (Result, error) {
+	deadline := time.Now().Add(budget)
+	for attempt := 0; ; attempt++ {
+		res, err := s.optimisticOnce(ctx, d)
+		if !errors.Is(err, errVersionConflict) {
+			return res, err
+		}
+		if attempt >= maxRetries || time.Now().After(deadline) {
+			return res, fmt.Errorf("optimistic: %d attempts lost the version race: %w", attempt+1, ErrLockTimeout)
+		}
+		backoff := time.Duration(1+rand.IntN(1+min(attempt, 8))) * time.Millisecond
+		if err := sleepCtx(ctx, backoff); err != nil {
+			return res, err
+		}
+	}
+}
+
+var errVersionConflict = errors.New("version conflict")
+
+func (s *SQLStore) optimisticOnce(ctx context.Context, d Deduction) (Result, error) {
+	res := Result{Order: d.Order}
+	db, err := s.sqlDB()
+	if err != nil {
+		return res, err
+	}
+	var stock, version int64
+	if err := db.QueryRowContext(ctx, sqlReadVersioned, d.Order.GoodsID).Scan(&stock, &version); err != nil {
+		return res, goodsErr(d.Order.GoodsID, err)
+	}
+	if stock < d.Order.Qty {
+		return res, ErrSoldOut
+	}
+	if err := sleepCtx(ctx, d.WorkDelay); err != nil {
+		return res, err
+	}
+	res.Remaining = stock - d.Order.Qty
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, sqlWriteVersioned, res.Remaining, d.Order.GoodsID, version)
+		if err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return fmt.Errorf("write stock: %w", err)
+		} else if n == 0 {
+			return errVersionConflict
+		}
+		return insertOrderTx(ctx, tx, &res.Order)
+	})
+	return res, err
+}
+
+// Atomic runs the lock-free deduction: one conditional UPDATE
+// `stock = stock - qty WHERE stock >= qty` (SQLDeduct, which also returns
+// the new stock), then the order, in one transaction: BEGIN, two
+// statements, COMMIT. It is the sql-atomic strategy and the MySQL half of
+// redis-atomic.
+func (s *SQLStore) Atomic(ctx context.Context, d Deduction) (Result, error) {
+	res := Result{Order: d.Order}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
+			return err
+		}
+		r, err := tx.ExecContext(ctx, SQLDeduct, d.Order.Qty, d.Order.GoodsID, d.Order.Qty)
+		if err != nil {
+			return fmt.Errorf("deduct stock: %w", err)
+		}
+		n, err := r.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("deduct stock: %w", err)
+		}
+		if n == 0 {
+			return soldOutOrMissing(ctx, tx, d.Order.GoodsID)
+		}
+		if res.Remaining, err = r.LastInsertId(); err != nil {
+			return fmt.Errorf("deduct stock: %w", err)
+		}
+		return insertOrderTx(ctx, tx, &res.Order)
+	})
+	return res, err
+}
+
+// sqlDB is the store's database/sql handle (the one gorm wraps).
+func (s *SQLStore) sqlDB() (*sql.DB, error) {
+	db, err := s.db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("mysql: the store's gorm handle has no database/sql pool: %w", err)
+	}
+	return db, nil
+}
+
+// inTx runs f in one transaction: committed when f returns nil, rolled back
+// otherwise.
+func (s *SQLStore) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+	db, err := s.sqlDB()
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// insertOrderTx inserts o in tx and sets its id and creation time. A
+// request id that was already sold is errDuplicateRequest (MySQL rolls
+// back only that statement; the caller decides about the transaction).
+func insertOrderTx(ctx context.Context, tx *sql.Tx, o *Order) error {
+	if o.CreatedAt.IsZero() {
+		o.CreatedAt = time.Now()
+	}
+	r, err := tx.ExecContext(ctx, SQLInsertOrder, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
+	if err != nil {
+		if mysqlerr.IsDuplicate(err) {
+			return errDuplicateRequest
+		}
+		return fmt.Errorf("insert order: %w", err)
+	}
+	id, err := r.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("insert order: %w", err)
+	}
+	o.ID = id
+	return nil
+}
+
+// readStock reads goods id's stock in tx (FOR UPDATE when locked).
+func readStock(ctx context.Context, tx *sql.Tx, id int64, locked bool) (int64, error) {
+	q := sqlReadStock
+	if locked {
+		q = sqlReadStockLocked
+	}
+	var stock int64
+	if err := tx.QueryRowContext(ctx, q, id).Scan(&stock); err != nil {
+		return 0, goodsErr(id, err)
+	}
+	return stock, nil
+}
+
+// soldOutOrMissing tells why a conditional deduction matched no row.
+func soldOutOrMissing(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, id int64) error {
+	var n int64
+	if err := q.QueryRowContext(ctx, sqlGoodsExists, id).Scan(&n); err != nil {
+		return fmt.Errorf("check goods %d: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("goods %d: %w", id, ErrGoodsNotFound)
+	}
+	return ErrSoldOut
+}
+
+// lockWaitPrefix returns how to bound one statement's row-lock wait to
+// secs seconds: MariaDB takes it in the statement itself (SET STATEMENT ...
+// FOR), so it costs no round trip; on MySQL the session variable is set
+// first (one more statement per transaction).
+func (s *SQLStore) lockWaitPrefix(ctx context.Context, secs int) (prefix string, perTx bool) {
+	s.flavorOnce.Do(func() {
+		db, err := s.sqlDB()
+		if err != nil {
+			return
+		}
+		var v string
+		if db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v) == nil {
+			s.mariadb = strings.Contains(strings.ToLower(v), "mariadb")
+		}
+	})
+	if s.mariadb {
+		return fmt.Sprintf("SET STATEMENT innodb_lock_wait_timeout = %d FOR ", secs), false
+	}
+	return "", true
+}
+
+// flavor caches whether the server is MariaDB (see lockWaitPrefix).
+type flavor struct {
+	flavorOnce sync.Once
+	mariadb    bool
+}
+
+// goodsErr maps a failed read of goods id (sql.ErrNoRows: no such goods).
+func goodsErr(id int64, err error) error {
+	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, gorm.ErrRecordNotFound) {
+		return fmt.Errorf("goods %d: %w", id, ErrGoodsNotFound)
+	}
+	return fmt.Errorf("read goods %d: %w", id, err)
+}
+
+func classifyLockWait(err error) error {
+	if mysqlerr.IsContention(err) {
+		return fmt.Errorf("row lock: %w: %w", ErrLockTimeout, err)
+	}
+	return err
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
