@@ -192,6 +192,15 @@ func TestConfigWire(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil || back != c {
 			t.Errorf("%s: wire %s decodes to %+v (%v)", name, b, back, err)
 		}
+		var got ConfigWire
+		if err := json.Unmarshal(b, &got); err != nil || !got.Same(c.Wire()) {
+			t.Errorf("%s: the wire form read back (%v) is not the same setting: %s vs %s", name, err, got, c.Wire())
+		}
+		other := c
+		other.Batch++
+		if c.Wire().Same(other.Wire()) {
+			t.Errorf("%s: settings with batch %d and %d are the Same", name, c.Batch, other.Batch)
+		}
 	}
 	if slices.Contains(ConfigFields(), "instance") {
 		t.Errorf("ConfigFields %v: a PUT must not take instance", ConfigFields())

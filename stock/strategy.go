@@ -139,6 +139,22 @@ type ConfigWire struct {
 	Instance string `json:"instance,omitempty"`
 }
 
+// Same reports whether w and o are the same setting (Instance aside; an
+// absent switch is false).
+func (w ConfigWire) Same(o ConfigWire) bool {
+	flag := func(b *bool) bool { return b != nil && *b }
+	return w.Name == o.Name && w.WorkDelay == o.WorkDelay && w.LockTTL == o.LockTTL && w.LockWait == o.LockWait &&
+		w.Fencing == o.Fencing && flag(w.Watchdog) == flag(o.Watchdog) && flag(w.LocalQueue) == flag(o.LocalQueue) &&
+		flag(w.LeaseCheck) == flag(o.LeaseCheck) && w.Batch == o.Batch && w.ReleasePause == o.ReleasePause
+}
+
+// String shows the setting as the CLI's flags would.
+func (w ConfigWire) String() string {
+	flag := func(b *bool) bool { return b != nil && *b }
+	return fmt.Sprintf("%s work_delay=%s lock_ttl=%s lock_wait=%s fencing=%t watchdog=%t local_queue=%t lease_check=%t batch=%d release_pause=%s",
+		w.Name, w.WorkDelay, w.LockTTL, w.LockWait, w.Fencing, flag(w.Watchdog), flag(w.LocalQueue), flag(w.LeaseCheck), w.Batch, w.ReleasePause)
+}
+
 // Wire returns c's wire form.
 func (c Config) Wire() ConfigWire {
 	return ConfigWire{Name: c.Name, WorkDelay: c.WorkDelay.String(), LockTTL: c.LockTTL.String(), LockWait: c.LockWait.String(),

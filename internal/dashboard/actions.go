@@ -100,8 +100,7 @@ func (s *Server) handleStrategy(w http.ResponseWriter, r *http.Request, body []b
 	if !ok {
 		return
 	}
-	want := StrategyView{Name: cfg.Name, WorkDelay: cfg.WorkDelay.String(), LockTTL: cfg.LockTTL.String(), LockWait: cfg.LockWait.String(),
-		Fencing: cfg.Fencing, Watchdog: cfg.Watchdog, LocalQueue: cfg.LocalQueue, LeaseCheck: cfg.LeaseCheck}
+	want := cfg.Wire()
 	insts := st.Instances()
 	res := make([]InstanceResult, len(insts))
 	var wg sync.WaitGroup
@@ -119,8 +118,8 @@ func (s *Server) handleStrategy(w http.ResponseWriter, r *http.Request, body []b
 				res[i].Error = "verify: " + err.Error()
 				return
 			}
-			if !got.same(want) {
-				res[i].Error = fmt.Sprintf("verify: the instance reports %+v", got)
+			if !got.Same(want) {
+				res[i].Error = "verify: the instance reports " + got.String()
 				return
 			}
 			res[i].OK = true

@@ -54,24 +54,9 @@ type InstanceView struct {
 	Error    string        `json:"error,omitempty"`
 }
 
-// StrategyView is an instance's GET /admin/strategy answer.
-type StrategyView struct {
-	Name       string `json:"name"`
-	WorkDelay  string `json:"work_delay"`
-	LockTTL    string `json:"lock_ttl"`
-	LockWait   string `json:"lock_wait"`
-	Fencing    bool   `json:"fencing"`
-	Watchdog   bool   `json:"watchdog"`
-	LocalQueue bool   `json:"local_queue"`
-	LeaseCheck bool   `json:"lease_check"`
-	Instance   string `json:"instance,omitempty"`
-}
-
-// same compares two settings, not the instance names.
-func (v StrategyView) same(o StrategyView) bool {
-	v.Instance, o.Instance = "", ""
-	return v == o
-}
+// StrategyView is an instance's GET /admin/strategy answer: stock's one
+// wire form of a setting.
+type StrategyView = stock.ConfigWire
 
 // StrategyInfo is a registry entry for the page's select.
 type StrategyInfo struct {
@@ -171,7 +156,7 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 		if p.strategy != nil {
 			if snap.Strategy == nil {
 				snap.Strategy = p.strategy
-			} else if !snap.Strategy.same(*p.strategy) {
+			} else if !snap.Strategy.Same(*p.strategy) {
 				snap.Disagree = true
 			}
 		}
