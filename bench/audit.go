@@ -76,7 +76,13 @@ type Invariant struct {
 	Count      int    `json:"count"`
 	Applicable bool   `json:"applicable"`
 	Detail     string `json:"detail"`
+	// Undecided: the check could not decide (the linearizability check ran
+	// out of time). It is neither passed nor failed, and not counted.
+	Undecided bool `json:"undecided,omitempty"`
 }
+
+// Failed reports whether the check decided that the invariant broke.
+func (inv Invariant) Failed() bool { return !inv.Pass && !inv.Undecided }
 
 // Audit is the arithmetic of one run.
 type Audit struct {
@@ -85,6 +91,17 @@ type Audit struct {
 	Outcomes    map[string]int `json:"outcomes"`
 	ErrorKinds  map[string]int `json:"error_kinds,omitempty"`
 	Invariants  []Invariant    `json:"invariants"`
+}
+
+// Decided counts the invariants that were decided (passed or failed).
+func (a Audit) Decided() int {
+	n := 0
+	for _, inv := range a.Invariants {
+		if !inv.Undecided {
+			n++
+		}
+	}
+	return n
 }
 
 // Passed counts the invariants that hold.

@@ -562,8 +562,9 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 		err = fmt.Errorf("striker: %w", serr)
 	}
 	var events []stock.Event
+	var gaps []string
 	if ec != nil {
-		events = ec.stop()
+		events, gaps = ec.stop()
 	}
 	if err != nil {
 		return run, err
@@ -616,11 +617,11 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 		return run, err
 	}
 	run.LinearizabilityMS = float64(lrep.Elapsed.Microseconds()) / 1000
-	if !lin.Pass && view != "" && len(lrep.Visualization) > 0 {
+	if lin.Failed() && view != "" && len(lrep.Visualization) > 0 {
 		run.HistoryView = filepath.Join("raw", filepath.Base(view))
 	}
 	a.Invariants = append(a.Invariants, lin)
-	ex, err := lockEvidence(&run, events, evErr, rawDir, name)
+	ex, err := lockEvidence(&run, events, evidenceInput{sales: ids, gaps: gaps, err: evErr}, rawDir, name)
 	if err != nil {
 		return run, err
 	}
@@ -643,7 +644,7 @@ func fillRun(run *RunResult, a Audit, st ServerState, res attackResult) {
 	run.SalesPerInstance = st.PerInstance
 	run.Invariants = a.Invariants
 	run.InvariantsPassed = a.Passed()
-	run.InvariantsTotal = len(a.Invariants)
+	run.InvariantsTotal = a.Decided()
 	run.DurationS = res.Wall.Seconds()
 	if run.DurationS > 0 {
 		run.ThroughputRPS = float64(res.Results) / run.DurationS

@@ -7,15 +7,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/seckill-lab/seckill/bench/chart"
 	"github.com/seckill-lab/seckill/bench/history"
 	"github.com/seckill-lab/seckill/bench/lockcheck"
+	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -58,43 +62,167 @@ type eventCollector struct {
 	events []stock.Event
 	// held counts acquisitions without their release yet; last is when
 	// the last event came.
-	held   int
-	last   time.Time
+	held int
+	last time.Time
+	// gaps says what the collection may have missed: a stream that ended
+	// and came back without the events in between, events a slow
+	// subscriber lost, a stream that ended and did not come back.
+	gaps []string
+	// down are the instances whose stream is ended and not yet back.
+	down map[string]time.Time
+	// start is when the collection began: events from before (a replay
+	// keeps older runs' events) are not the run's.
+	start  int64
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
+// eventReconnect is the wait between two attempts to reopen an event
+// stream that ended during a run.
+const eventReconnect = 100 * time.Millisecond
+
 // collectEvents subscribes to every instance's /admin/events and keeps the
-// events of key until stop.
+// events of key until stop. A stream that ends before stop is opened again
+// (see follow).
 func collectEvents(ctx context.Context, fleet Fleet, key string) (*eventCollector, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &eventCollector{cancel: cancel}
+	c := &eventCollector{cancel: cancel, start: stock.MonoNow(), down: map[string]time.Time{}}
+	cl := adminclient.New(fleet.AdminToken)
 	for _, base := range fleet.Instances {
-		ch, err := SubscribeEvents(ctx, base, fleet.AdminToken)
+		body, err := cl.OpenEvents(ctx, base, false)
 		if err != nil {
 			cancel()
 			c.wg.Wait()
 			return nil, err
 		}
-		c.wg.Go(func() {
-			for ev := range ch {
-				if ev.Key == key {
-					c.mu.Lock()
-					c.events = append(c.events, ev)
-					c.last = time.Now()
-					switch ev.Kind {
-					case stock.EventAcquired:
-						c.held++
-					case stock.EventReleased:
-						c.held--
-					}
-					c.mu.Unlock()
-				}
-			}
-		})
+		c.wg.Go(func() { c.follow(ctx, cl, base, key, body) })
 	}
 	return c, nil
 }
+
+// follow reads the stream of the instance at base into c until ctx is
+// done. An instance numbers its events (Seq), so a jump in the numbers is
+// events lost to a slow subscriber. A stream that ends early is reopened
+// with the replay of the events the instance kept: the events up to the
+// last one seen are skipped; when the replay does not hold that one (the
+// ring moved on, or the instance restarted), all of it is taken and the
+// gap recorded.
+func (c *eventCollector) follow(ctx context.Context, cl *adminclient.Client, base, key string, body io.ReadCloser) {
+	var last stock.Event // the last event seen from base (Seq 0: none yet)
+	for {
+		var replay []stock.Event
+		replaying := body != nil && last.Seq != 0
+		adminclient.ReadEvents(body, func(it adminclient.Item) bool {
+			switch {
+			case it.Err != nil:
+				return false
+			case it.Replayed:
+				replaying = false
+				c.resync(base, key, &last, replay)
+				return true
+			case replaying:
+				replay = append(replay, it.Event)
+				return true
+			}
+			ev := it.Event
+			if last.Seq != 0 && ev.Seq != last.Seq+1 {
+				c.gap(fmt.Sprintf("%s: events %d to %d dropped (the subscriber fell behind)", base, last.Seq+1, ev.Seq-1))
+			}
+			last = ev
+			c.add(key, ev)
+			return true
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		c.mu.Lock()
+		if _, ok := c.down[base]; !ok {
+			c.down[base] = time.Now()
+		}
+		c.mu.Unlock()
+		body = nil
+		for body == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(eventReconnect):
+			}
+			b, err := cl.OpenEvents(ctx, base, true)
+			if err == nil {
+				body = b
+			}
+		}
+		if last.Seq == 0 {
+			// Nothing seen yet: the replay is all new (before-run events
+			// are filtered in add).
+			c.resync(base, key, &last, nil)
+		}
+	}
+}
+
+// resync takes the replay of a reopened stream: the events after last, or
+// all of them (the kept ones from before the run aside) and a gap when the
+// replay does not hold last.
+func (c *eventCollector) resync(base, key string, last *stock.Event, replay []stock.Event) {
+	c.mu.Lock()
+	since, wasDown := c.down[base]
+	delete(c.down, base)
+	c.mu.Unlock()
+	from := 0
+	if last.Seq != 0 {
+		from = -1
+		for i, ev := range replay {
+			if ev.Seq == last.Seq && ev.MonoNS == last.MonoNS {
+				from = i + 1
+				break
+			}
+		}
+		if from < 0 {
+			from = 0
+			if wasDown {
+				c.gap(fmt.Sprintf("%s: events missing from %s (its stream ended and the replay no longer held the last event seen: the ring moved on or the instance restarted)",
+					base, since.Format("15:04:05.000")))
+			}
+		}
+	}
+	for _, ev := range replay[from:] {
+		*last = ev
+		c.add(key, ev)
+	}
+}
+
+// add keeps ev if it is of key and of this run.
+func (c *eventCollector) add(key string, ev stock.Event) {
+	if ev.Key != key || ev.MonoNS < c.start {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, ev)
+	c.last = time.Now()
+	switch ev.Kind {
+	case stock.EventAcquired:
+		c.held++
+	case stock.EventReleased:
+		c.held--
+	}
+}
+
+// gap records something the collection missed.
+func (c *eventCollector) gap(what string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gaps = append(c.gaps, what)
+}
+
+// count is how many events were kept; has reports at least n.
+func (c *eventCollector) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.events)
+}
+
+func (c *eventCollector) has(n int) bool { return c.count() >= n }
 
 // settled reports whether every acquisition seen has been released and
 // no event came for eventQuiet.
@@ -106,8 +234,9 @@ func (c *eventCollector) settled() bool {
 
 // stop awaits the tail (every lock released, the streams quiet; at most
 // eventTailMax), ends the subscriptions and returns the events in time
-// order.
-func (c *eventCollector) stop() []stock.Event {
+// order, and what the collection missed (a stream still down at the end
+// included).
+func (c *eventCollector) stop() ([]stock.Event, []string) {
 	for deadline := time.Now().Add(eventTailMax); !c.settled() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -115,8 +244,11 @@ func (c *eventCollector) stop() []stock.Event {
 	c.wg.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, base := range slices.Sorted(maps.Keys(c.down)) {
+		c.gaps = append(c.gaps, fmt.Sprintf("%s: its stream ended at %s and did not come back before the run's end", base, c.down[base].Format("15:04:05.000")))
+	}
 	slices.SortStableFunc(c.events, func(a, b stock.Event) int { return cmp.Compare(a.MonoNS, b.MonoNS) })
-	return c.events
+	return c.events, c.gaps
 }
 
 // writeEvents writes events as JSON lines.
@@ -138,8 +270,9 @@ func writeEvents(path string, events []stock.Event) error {
 
 // historyOps turns the responses of a run into the history the
 // linearizability check reads: a 2xx sold qty (with the remaining stock it
-// reported), 409 sold_out sold nothing, another 4xx took no effect, and
-// anything else (5xx, a transport error) may or may not have.
+// reported), 409 sold_out sold nothing, another 4xx or a 503 lock_timeout
+// took no effect, and anything else (5xx, a transport error) may or may
+// not have.
 func historyOps(responses []Response, qty int) []history.Op {
 	ops := make([]history.Op, 0, len(responses))
 	for _, r := range responses {
@@ -151,7 +284,10 @@ func historyOps(responses []Response, qty int) []history.Op {
 			op.Result = history.Unknown
 		case o == OutcomeSoldOut:
 			op.Result = history.SoldOut
-		case r.Definite():
+		case r.Definite() || o == OutcomeLockTimeout:
+			// A lock wait that ran out never reached the deduction: the
+			// service answers lock_timeout only before it (or after a
+			// rolled-back row lock or compare-and-swap).
 			op.Result = history.Refused
 		default:
 			op.Result = history.Unknown
@@ -169,33 +305,99 @@ func checkHistory(ctx context.Context, responses []Response, qty, initial int, v
 	if err != nil {
 		return Invariant{}, rep, err
 	}
-	inv := Invariant{Name: InvLinearizable, Applicable: rep.Verdict != history.VerdictUnknown,
-		Pass:   rep.Verdict == history.Linearizable,
+	inv := linearizability(rep)
+	if inv.Failed() && view != "" && len(rep.Visualization) > 0 {
+		if err := os.WriteFile(view, rep.Visualization, 0o644); err != nil {
+			return inv, rep, fmt.Errorf("write the history view: %w", err)
+		}
+		inv.Detail += "; see " + filepath.Base(view)
+	}
+	return inv, rep, nil
+}
+
+// linearizability is the invariant of a history check's report. A check
+// that ran out of time decided nothing: it is undecided, neither passed
+// nor failed.
+func linearizability(rep history.Report) Invariant {
+	if rep.Verdict == history.VerdictUnknown {
+		return Invariant{Name: InvLinearizable, Undecided: true,
+			Detail: fmt.Sprintf("undecided: the check of %d operations ran out of its %s", rep.Ops, LinearizabilityTimeout)}
+	}
+	inv := Invariant{Name: InvLinearizable, Applicable: true, Pass: rep.Verdict == history.Linearizable,
 		Detail: fmt.Sprintf("%s: %d operations checked in %.1f ms", rep.Verdict, rep.Ops, float64(rep.Elapsed.Microseconds())/1000)}
 	if rep.Reason != "" {
 		inv.Detail += " (" + rep.Reason + ")"
 	}
-	if rep.Verdict == history.VerdictUnknown {
-		inv.Pass = true
-		inv.Detail = fmt.Sprintf("unknown: the check ran out of its %s", LinearizabilityTimeout)
-	}
 	if !inv.Pass {
 		inv.Count = 1
-		if view != "" && len(rep.Visualization) > 0 {
-			if err := os.WriteFile(view, rep.Visualization, 0o644); err != nil {
-				return inv, rep, fmt.Errorf("write the history view: %w", err)
-			}
-			inv.Detail += "; see " + filepath.Base(view)
+	}
+	return inv
+}
+
+// evidenceInput is what the lock evidence is checked against: the sales
+// (the request ids of the goods' persisted orders) and what the event
+// collection missed (gaps) or why it had none (err).
+type evidenceInput struct {
+	sales []string
+	gaps  []string
+	err   error
+}
+
+// coverage compares the committed critical sections seen with the sales:
+// every sale must have its section, complete from the stock read (and the
+// lock, for a strategy that takes one) to the commit, and every committed
+// section its sale. It returns what does not match, in words ("" when all
+// does).
+func coverage(secs []lockcheck.Section, sales []string, locked bool) string {
+	sold := make(map[string]bool, len(sales))
+	for _, id := range sales {
+		sold[id] = true
+	}
+	seen := map[string]bool{}
+	var extra, partial int
+	for _, sec := range secs {
+		if !sec.Committed {
+			continue
+		}
+		seen[sec.Purchase] = true
+		if !sold[sec.Purchase] {
+			extra++
+		}
+		if sec.ReadNS == 0 || locked && sec.AcquiredNS == 0 {
+			partial++
 		}
 	}
-	return inv, rep, nil
+	missing := 0
+	for id := range sold {
+		if !seen[id] {
+			missing++
+		}
+	}
+	var out []string
+	if missing > 0 {
+		out = append(out, fmt.Sprintf("%d sales without a committed critical section seen", missing))
+	}
+	if extra > 0 {
+		out = append(out, fmt.Sprintf("%d committed critical sections without a sale", extra))
+	}
+	if partial > 0 {
+		out = append(out, fmt.Sprintf("%d committed sections seen without their stock read or lock", partial))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the evidence is incomplete (%d sales, %d committed sections seen): %s", len(sales), len(seen), strings.Join(out, ", "))
 }
 
 // lockEvidence checks a run's lock events: mutual exclusion of the
 // critical sections and no release before COMMIT. It writes the events
 // (and, when sections overlapped, a timeline of the first overlaps) under
 // rawDir, and records their paths in run.
-func lockEvidence(run *RunResult, events []stock.Event, evErr error, rawDir, name string) ([]Invariant, error) {
+//
+// Mutual exclusion is checked over every sale or fails: the sections seen
+// are compared with in.sales first (coverage), so a stream that ended
+// early, or events lost on the way, cannot pass for a clean run.
+func lockEvidence(run *RunResult, events []stock.Event, in evidenceInput, rawDir, name string) ([]Invariant, error) {
 	na := func(why string) []Invariant {
 		return []Invariant{
 			{Name: InvMutualExclusion, Pass: true, Detail: "not applicable: " + why},
@@ -203,8 +405,8 @@ func lockEvidence(run *RunResult, events []stock.Event, evErr error, rawDir, nam
 		}
 	}
 	switch {
-	case evErr != nil:
-		return na(fmt.Sprintf("no lock events (%v)", evErr)), nil
+	case in.err != nil:
+		return na(fmt.Sprintf("no lock events (%v)", in.err)), nil
 	case len(events) == 0:
 		return na("the strategy records no lock events"), nil
 	}
@@ -217,8 +419,22 @@ func lockEvidence(run *RunResult, events []stock.Event, evErr error, rawDir, nam
 	secs := lockcheck.Sections(events)
 	overlaps := lockcheck.Overlaps(secs)
 	early := lockcheck.ReleasedBeforeCommit(secs)
+	locked := false
+	for _, s := range secs {
+		locked = locked || s.AcquiredNS > 0
+	}
 	mx := Invariant{Name: InvMutualExclusion, Applicable: true, Pass: len(overlaps) == 0, Count: len(overlaps),
-		Detail: fmt.Sprintf("%d critical sections (stock read to commit), none overlapping; the instances share this machine's monotonic clock", len(secs))}
+		Detail: fmt.Sprintf("%d critical sections (stock read to commit), none overlapping, every sale's among them; the instances share this machine's monotonic clock", len(secs))}
+	if len(in.gaps) > 0 {
+		mx.Detail += "; the event streams missed events, none of a sale: " + strings.Join(in.gaps, "; ")
+	}
+	if missed := coverage(secs, in.sales, locked); missed != "" && len(overlaps) == 0 {
+		mx.Pass, mx.Count = false, 1
+		mx.Detail = missed
+		if len(in.gaps) > 0 {
+			mx.Detail += "; the event streams: " + strings.Join(in.gaps, "; ")
+		}
+	}
 	if len(overlaps) > 0 {
 		var longest time.Duration
 		for _, o := range overlaps {
@@ -258,10 +474,6 @@ func lockEvidence(run *RunResult, events []stock.Event, evErr error, rawDir, nam
 	}
 	rc := Invariant{Name: InvReleaseAfterCommit, Applicable: true, Pass: len(early) == 0, Count: len(early),
 		Detail: "no lock released before its holder's COMMIT"}
-	locked := false
-	for _, s := range secs {
-		locked = locked || s.AcquiredNS > 0
-	}
 	if !locked {
 		rc = Invariant{Name: InvReleaseAfterCommit, Pass: true, Detail: "not applicable: the strategy takes no lock"}
 	} else if len(early) > 0 {

@@ -245,7 +245,7 @@ func evidenceRows(rep *Report) []strategyEvidence {
 	for _, s := range rep.Summary {
 		e := strategyEvidence{Strategy: s.Name, Anchor: strategyAnchor(s.Name), Flawed: !s.ExpectedCorrect}
 		for _, name := range evidenceInvariants {
-			fails, applicable, runs := 0, false, 0
+			fails, undecided, applicable, runs := 0, 0, false, 0
 			anchor := ""
 			for _, r := range rep.Runs {
 				if nameOf(r) != s.Name {
@@ -257,7 +257,10 @@ func evidenceRows(rep *Report) []strategyEvidence {
 					}
 					runs++
 					applicable = applicable || inv.Applicable
-					if !inv.Pass {
+					if inv.Undecided {
+						undecided++
+					}
+					if inv.Failed() {
 						fails++
 						if anchor == "" {
 							anchor = failureAnchor(r, name)
@@ -271,6 +274,8 @@ func evidenceRows(rep *Report) []strategyEvidence {
 				c = invariantCell{Text: "-", Class: "na"}
 			case fails > 0:
 				c = invariantCell{Text: fmt.Sprintf("FAIL %d/%d", fails, runs), Class: "fail", Link: "#" + anchor}
+			case undecided > 0:
+				c = invariantCell{Text: fmt.Sprintf("undecided %d/%d", undecided, runs), Class: "na"}
 			case !applicable:
 				c = invariantCell{Text: "n/a", Class: "na"}
 			}
@@ -381,7 +386,7 @@ func HTML(rep *Report) ([]byte, error) {
 	nameOf := runNamer(rep.Runs)
 	for _, r := range rep.Runs {
 		for _, inv := range r.Invariants {
-			if !inv.Pass {
+			if inv.Failed() {
 				fails = append(fails, failureItem{failureAnchor(r, inv.Name),
 					fmt.Sprintf("%s #%d: %s failed (count %d): %s", nameOf(r), r.Repeat, inv.Name, inv.Count, inv.Detail)})
 			}

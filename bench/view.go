@@ -123,7 +123,7 @@ func buildView(rep *Report) view {
 	}
 	for _, r := range rep.Runs {
 		for _, inv := range r.Invariants {
-			if !inv.Pass {
+			if inv.Failed() {
 				v.Failed = append(v.Failed, fmt.Sprintf("%s #%d: %s failed (count %d): %s", nameOf(r), r.Repeat, inv.Name, inv.Count, inv.Detail))
 			}
 		}
