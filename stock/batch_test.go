@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -226,8 +227,7 @@ func TestBatchPurchases(t *testing.T) {
 
 			// One lock hold per batch: the committed purchases carry the
 			// leader's id; each batch has at most Batch of them.
-			past, _, stop := events.Subscribe(1)
-			stop()
+			past := events.Kept(0, math.MaxUint64, math.MaxInt)
 			perBatch := map[string]int{}
 			for _, ev := range past {
 				if ev.Key == key && ev.Kind == EventCommitted {

@@ -2,6 +2,7 @@ package stock
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -98,25 +99,64 @@ func (e *Events) emit(ev Event) {
 	}
 }
 
-// Subscribe returns the events kept so far (oldest first) and a channel of
-// the ones to come, with buffer room for buf of them. Call cancel to stop.
-func (e *Events) Subscribe(buf int) (past []Event, live <-chan Event, cancel func()) {
+// MaxSubscribers bounds the live subscribers of one Events: past it,
+// Subscribe answers ErrTooManySubscribers (the admin API: 503). Each holds
+// a buffer of its own (about 200 bytes an event), so the bound is the
+// memory a crowd of subscribers can take.
+const MaxSubscribers = 64
+
+// ErrTooManySubscribers: MaxSubscribers are already subscribed.
+var ErrTooManySubscribers = errors.New("too many event subscribers")
+
+// Subscribe registers a live subscriber with buffer room for buf events.
+// upTo is the Seq of the last event before the live ones: the replay of
+// the events kept so far is Kept(0, upTo, n), read in pieces. Call cancel
+// to stop.
+func (e *Events) Subscribe(buf int) (upTo uint64, live <-chan Event, cancel func(), err error) {
 	ch := make(chan Event, max(buf, 1))
 	e.mu.Lock()
-	if e.full {
-		past = append(past, e.ring[e.next:]...)
+	if len(e.subs) >= MaxSubscribers {
+		e.mu.Unlock()
+		return 0, nil, nil, fmt.Errorf("%w: %d already", ErrTooManySubscribers, MaxSubscribers)
 	}
-	past = append(past, e.ring[:e.next]...)
+	upTo = e.seq
 	e.subs[ch] = struct{}{}
 	e.mu.Unlock()
 	var once sync.Once
-	return past, ch, func() {
+	return upTo, ch, func() {
 		once.Do(func() {
 			e.mu.Lock()
 			delete(e.subs, ch)
 			e.mu.Unlock()
 		})
+	}, nil
+}
+
+// Kept returns, oldest first, at most n of the kept events whose Seq is in
+// (after, upTo]. A replay reads the ring a piece at a time this way, so it
+// copies no more than n events at once.
+func (e *Events) Kept(after, upTo uint64, n int) []Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	size := uint64(len(e.ring))
+	oldest := uint64(1)
+	if e.seq > size {
+		oldest = e.seq - size + 1
 	}
+	from := max(after+1, oldest)
+	to := min(upTo, e.seq)
+	var out []Event
+	for s := from; s <= to && len(out) < n; s++ {
+		out = append(out, e.ring[(s-1)%size])
+	}
+	return out
+}
+
+// Subscribers counts the live subscribers.
+func (e *Events) Subscribers() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.subs)
 }
 
 // Dropped counts events that a slow subscriber missed.

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"gorm.io/driver/mysql"
@@ -28,6 +29,12 @@ const token = "test-token"
 // MariaDB, with the in-process mutex as its only lock backend.
 func newHandler(t *testing.T, adminToken string) (http.Handler, *stock.Service) {
 	t.Helper()
+	return newHandlerEvents(t, adminToken, stock.NewEvents(100))
+}
+
+// newHandlerEvents is newHandler recording into events.
+func newHandlerEvents(t *testing.T, adminToken string, events *stock.Events) (http.Handler, *stock.Service) {
+	t.Helper()
 	gin.SetMode(gin.TestMode)
 	db, err := gorm.Open(mysql.Open(testenv.Get(t, testenv.MySQLDSN)), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
@@ -45,7 +52,7 @@ func newHandler(t *testing.T, adminToken string) (http.Handler, *stock.Service) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	return api.New(api.Options{Service: svc, AdminToken: adminToken, Events: stock.NewEvents(100), Log: log.New(io.Discard, "", 0)}), svc
+	return api.New(api.Options{Service: svc, AdminToken: adminToken, Events: events, Log: log.New(io.Discard, "", 0)}), svc
 }
 
 type answer struct {
@@ -170,5 +177,56 @@ func TestEventsStream(t *testing.T) {
 	buf := make([]byte, len(api.ReplayedComment))
 	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != api.ReplayedComment {
 		t.Errorf("first bytes %q (%v), want %q", buf, err, api.ReplayedComment)
+	}
+}
+
+// TestEventSubscribersBounded: past stock.MaxSubscribers live streams, a
+// subscriber gets 503 with a JSON error and Retry-After, and a stream that
+// ends frees its place.
+func TestEventSubscribersBounded(t *testing.T) {
+	events := stock.NewEvents(100)
+	h, _ := newHandlerEvents(t, token, events)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	open := func(ctx context.Context) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/admin/events?replay=true", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cancels := make([]context.CancelFunc, stock.MaxSubscribers)
+	for i := range cancels {
+		sctx, scancel := context.WithCancel(ctx)
+		cancels[i] = scancel
+		resp := open(sctx)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("subscriber %d: %d", i+1, resp.StatusCode)
+		}
+		t.Cleanup(func() { scancel(); resp.Body.Close() })
+	}
+	resp := open(ctx)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"too_many_subscribers"`) || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("subscriber %d: %d %q (Retry-After %q), want 503 too_many_subscribers", stock.MaxSubscribers+1, resp.StatusCode, body, resp.Header.Get("Retry-After"))
+	}
+	cancels[0]()
+	for events.Subscribers() >= stock.MaxSubscribers {
+		select {
+		case <-ctx.Done():
+			t.Fatal("a closed stream kept its place")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if resp := open(ctx); resp.StatusCode != http.StatusOK {
+		t.Fatalf("after one left: %d", resp.StatusCode)
+	} else {
+		resp.Body.Close()
 	}
 }

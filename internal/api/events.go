@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // eventsKeepAlive is how often an idle event stream sends a comment line,
@@ -19,6 +20,14 @@ const eventsKeepAlive = 15 * time.Second
 // connection's deadline instead, so a stream lives as long as its client
 // reads, and a client that stops reading is cut after this window.
 const eventsWriteWindow = 2 * eventsKeepAlive
+
+// eventsBuffer is a live subscriber's room for events not yet written:
+// about 0.2 MB; a subscriber that falls further behind loses events (the
+// instance counts them, and the gap in Seq shows the reader).
+const eventsBuffer = 1024
+
+// replayPiece is how many kept events a replay copies at once.
+const replayPiece = 256
 
 // ReplayedComment is the comment line that ends the replayed events of
 // GET /admin/events?replay=true: what follows is live.
@@ -34,11 +43,15 @@ func (h *handler) events(c *gin.Context) {
 		fail(c, http.StatusNotFound, "not_found", "this instance records no events")
 		return
 	}
-	past, live, cancel := h.Events.Subscribe(4096)
-	defer cancel()
-	if c.Query("replay") != "true" {
-		past = nil
+	upTo, live, cancel, err := h.Events.Subscribe(eventsBuffer)
+	if err != nil {
+		c.Header("Retry-After", "5")
+		fail(c, http.StatusServiceUnavailable, "too_many_subscribers",
+			fmt.Sprintf("this instance streams its events to at most %d subscribers at once (seckill events -f, dashboards, benches); close one and retry", stock.MaxSubscribers))
+		return
 	}
+	defer cancel()
+	replay := c.Query("replay") == "true"
 	w := c.Writer
 	rc := http.NewResponseController(w)
 	// extend moves the write deadline past the next write; a server
@@ -57,12 +70,21 @@ func (h *handler) events(c *gin.Context) {
 		_, err = fmt.Fprintf(w, "event: lock\ndata: %s\n\n", b)
 		return err == nil
 	}
-	for _, ev := range past {
-		if !send(ev) {
-			return
+	// The replay is read from the ring a piece at a time: a subscriber
+	// holds replayPiece events at once, not the whole ring.
+	for after := uint64(0); replay; {
+		piece := h.Events.Kept(after, upTo, replayPiece)
+		if len(piece) == 0 {
+			break
 		}
+		for _, ev := range piece {
+			if !send(ev) {
+				return
+			}
+		}
+		after = piece[len(piece)-1].Seq
 	}
-	if c.Query("replay") == "true" {
+	if replay {
 		// A comment line (clients skip it): what follows is live. A
 		// reader that wants only the past stops here.
 		if _, err := fmt.Fprint(w, ReplayedComment+"\n\n"); err != nil {
