@@ -44,14 +44,17 @@ type Row struct {
 	Runs       int        `json:"runs"`
 	// RunsOversold counts the runs that oversold; Oversold and the other
 	// counts are summed over the runs.
-	RunsOversold int            `json:"runs_oversold"`
-	Oversold     int            `json:"oversold"`
-	LostUpdates  int            `json:"lost_updates"`
-	StaleRefused int            `json:"stale_refused"`
-	LeaseLost    int            `json:"lease_lost"`
-	OKWithout    int            `json:"ok_without_order"` // 2xx answers with no order
-	Errors       map[string]int `json:"errors"`           // outcomes other than ok and sold_out
-	Strikes      int            `json:"strikes"`
+	RunsOversold int `json:"runs_oversold"`
+	Oversold     int `json:"oversold"`
+	LostUpdates  int `json:"lost_updates"`
+	StaleRefused int `json:"stale_refused"`
+	LeaseLost    int `json:"lease_lost"`
+	OKWithout    int `json:"ok_without_order"` // 2xx answers with no order
+	// RunsMostlyErrors counts the runs in which most purchases got an
+	// error (5xx, a transport error): such a run proves nothing.
+	RunsMostlyErrors int            `json:"runs_mostly_errors,omitempty"`
+	Errors           map[string]int `json:"errors"` // outcomes other than ok and sold_out
+	Strikes          int            `json:"strikes"`
 	// LongestGapS is the longest time without a sale in any run (the
 	// outage buyers saw).
 	LongestGapS float64 `json:"longest_gap_without_sale_s"`
@@ -148,6 +151,10 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 		if r.Protection == ProtectFencing && r.Oversold > 0 {
 			res.Failures = append(res.Failures, fmt.Sprintf("%s with fencing oversold %d in %d of %d runs", r.Strategy, r.Oversold, r.RunsOversold, r.Runs))
 		}
+		if r.RunsMostlyErrors > 0 {
+			res.Failures = append(res.Failures, fmt.Sprintf("%s (%s): %d of %d runs lost most of their purchases to errors, so they prove nothing",
+				r.Strategy, r.Protection, r.RunsMostlyErrors, r.Runs))
+		}
 		if r.OKWithout > 0 {
 			res.Failures = append(res.Failures, fmt.Sprintf("%s (%s): %d answers of 2xx have no order", r.Strategy, r.Protection, r.OKWithout))
 		}
@@ -182,6 +189,9 @@ func (r *Row) add(run bench.RunResult) {
 		if inv.Name == bench.InvOKHasOrder && !inv.Pass {
 			r.OKWithout += inv.Count
 		}
+	}
+	if answered := sum(run.Outcomes); answered > 0 && 2*run.Outcomes[bench.OutcomeError] > answered {
+		r.RunsMostlyErrors++
 	}
 	r.Strikes += len(run.Strikes)
 	r.LongestGapS = max(r.LongestGapS, run.LongestGapS)
@@ -287,4 +297,13 @@ func write(dir string, res *Result) error {
 		}
 	}
 	return nil
+}
+
+// sum adds up counts.
+func sum(counts map[string]int) int {
+	n := 0
+	for _, v := range counts {
+		n += v
+	}
+	return n
 }

@@ -60,6 +60,11 @@ type Scenario struct {
 	Seed, Story, Predicts string
 	// Topology is what it needs: "single" (the default stack) or "ha".
 	Topology string
+	// ExactTopology: the scenario proves nothing on another topology, so
+	// it refuses one (NotOn says why): it strikes a component that serves
+	// the lock on Topology only.
+	ExactTopology bool
+	NotOn         string
 	// Proxy: it needs the fault proxy (`seckill up --proxy`).
 	Proxy bool
 	// Strategies it runs by default.
@@ -97,6 +102,10 @@ func (sc Scenario) Fits(st *stack.State) error {
 	flags := ""
 	if sc.Topology == stack.TopologyHA && !st.HA() {
 		need, flags = append(need, "the ha topology"), flags+" --topology ha"
+	}
+	if sc.ExactTopology && sc.Topology != stack.TopologyHA && st.HA() {
+		return fmt.Errorf("scenario %s proves nothing on the ha topology (%s): seckill down --dir %s, then seckill up --dir %s",
+			sc.Name, sc.NotOn, st.Dir, st.Dir)
 	}
 	if sc.Proxy && !st.Proxy {
 		need, flags = append(need, "the fault proxy"), flags+" --proxy"

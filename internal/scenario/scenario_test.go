@@ -210,6 +210,11 @@ func TestFindAndParse(t *testing.T) {
 		{"redis-failover", single, "needs the ha topology: seckill down --dir /run/x, then seckill up --dir /run/x --topology ha"},
 		{"partition-holder", single, "needs the fault proxy: seckill down --dir /run/x, then seckill up --dir /run/x --proxy"},
 		{"partition-holder", &stack.State{Dir: "/run/x", Topology: stack.TopologySingle, Proxy: true}, ""},
+		// On ha the redis lock is on the primary: restarting redis-1
+		// would prove nothing (0 oversold in every row, verdict ok).
+		{"redis-restart-fencing", &stack.State{Dir: "/run/x", Topology: stack.TopologyHA}, "proves nothing on the ha topology"},
+		{"redis-restart-fencing", single, ""},
+		{"pause-holder", &stack.State{Dir: "/run/x", Topology: stack.TopologyHA}, ""},
 	} {
 		sc, _ := Find(tc.name)
 		err := sc.Fits(tc.st)
@@ -257,4 +262,25 @@ func TestHAScenariosShort(t *testing.T) {
 			t.Errorf("etcd without a quorum answered every purchase: %+v", r)
 		}
 	})
+}
+
+// TestMostlyErrorsFails: a run that lost most of its purchases to errors
+// proves nothing, and the row says so (4 of 15 instance-crash runs once
+// lost 36-39 of 40 purchases to 502 and got the verdict ok).
+func TestMostlyErrorsFails(t *testing.T) {
+	for _, tc := range []struct {
+		outcomes map[string]int
+		mostly   int
+	}{
+		{map[string]int{bench.OutcomeOK: 1, bench.OutcomeError: 39}, 1},
+		{map[string]int{bench.OutcomeOK: 30, bench.OutcomeError: 10}, 0},
+		{map[string]int{bench.OutcomeOK: 20, bench.OutcomeError: 20}, 0},
+		{map[string]int{}, 0},
+	} {
+		r := Row{Errors: map[string]int{}}
+		r.add(bench.RunResult{Outcomes: tc.outcomes})
+		if r.RunsMostlyErrors != tc.mostly {
+			t.Errorf("%v: runs mostly errors %d, want %d", tc.outcomes, r.RunsMostlyErrors, tc.mostly)
+		}
+	}
 }
