@@ -37,7 +37,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps build up down status test demo bench lint clean proxy-cost report-shot perf readme doctor
+.PHONY: all deps build up down status test demo bench lint clean proxy-cost report-shot perf readme doctor soak
 
 all: build
 
@@ -116,6 +116,13 @@ readme: up
 # local queue on and off, the scaling sweep and batching, against `make up`.
 perf: up
 	DIR=$(DIR) scripts/perf.sh
+
+# soak: one hour (SOAK_FOR) of steady load (SOAK_RATE purchases/s) on an ha
+# stack of its own, every process's RSS and every instance's goroutines and
+# fds sampled, one event stream open throughout; rewrites README's soak
+# block (scripts/soak.sh).
+soak: build
+	scripts/soak.sh
 
 # proxy-cost: the fault proxy's cost to `redis` throughput, one stack
 # with it and one without, interleaved seeded runs (scripts/proxy-cost.sh).

@@ -42,6 +42,7 @@ var commands = map[string]command{
 	"strategy":   {"show every instance's strategy, or switch them all (strategy NAME [knobs])", runStrategy},
 	"reset":      {"reset a goods' stock and orders, then print its audit", runReset},
 	"events":     {"the instances' lock events as text, merged (-f: follow)", runEvents},
+	"soak":       {"a steady load for a long time (--for 1h): RSS, goroutines and fds sampled, leaks flagged", runSoak},
 }
 
 func main() {

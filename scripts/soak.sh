@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# scripts/soak.sh (`make soak`): one steady load on the ha topology for
+# SOAK_FOR (default 1h) at SOAK_RATE purchases/s (default 40), with every
+# process's RSS and every instance's goroutines and open fds sampled and one
+# event stream open throughout (`seckill soak`). The stack is its own
+# (SOAK_DIR, SOAK_BASE_PORT) and is stopped at the end. The report goes to
+# results/soak-<timestamp>/; its summary replaces README.md's soak block.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SOAK_DIR=${SOAK_DIR:-.seckill-soak}
+SOAK_BASE_PORT=${SOAK_BASE_PORT:-24000}
+SOAK_FOR=${SOAK_FOR:-1h}
+SOAK_RATE=${SOAK_RATE:-40}
+OUT=${SOAK_OUT:-results/soak-$(date +%Y%m%d-%H%M%S)}
+
+bin/seckill down --dir "$SOAK_DIR"
+trap 'bin/seckill down --dir "$SOAK_DIR" || true' EXIT
+bin/seckill up --dir "$SOAK_DIR" --base-port "$SOAK_BASE_PORT" --topology ha --instances 3
+status=0
+bin/seckill soak --dir "$SOAK_DIR" --for "$SOAK_FOR" --rate "$SOAK_RATE" --out "$OUT" || status=$?
+if [ -f "$OUT/soak.md" ]; then
+  scripts/readme-block.sh soak "$OUT/soak.md"
+fi
+exit "$status"
