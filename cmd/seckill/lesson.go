@@ -23,6 +23,7 @@ func runLesson(ctx context.Context, args []string) error {
 	dir := fs.String("dir", stack.DefaultDir, "run directory of the local stack")
 	short := fs.Bool("short", false, "smaller loads (seconds per lesson; the tests')")
 	seed := fs.Int64("seed", 1, "seed of every load")
+	repeat := fs.Int("repeat", 0, fmt.Sprintf("runs of each failure story, so a verdict says how often it showed (default %d, 1 with --short)", lesson.DefaultRepeat))
 	out := fs.String("out", "", "report directory of lesson all (default: a new results/course-<timestamp>/)")
 	if len(args) == 0 {
 		fs.Usage()
@@ -45,7 +46,10 @@ func runLesson(ctx context.Context, args []string) error {
 	if what == "list" {
 		return lesson.WriteList(os.Stdout)
 	}
-	o := lesson.Options{Dir: *dir, Short: *short, Seed: *seed, Progress: os.Stderr}
+	if err := checkBounds(fs, bound{name: "repeat", min: 1, max: 100, omit: "0"}); err != nil {
+		return err
+	}
+	o := lesson.Options{Dir: *dir, Short: *short, Seed: *seed, Repeat: *repeat, Progress: os.Stderr}
 	began := time.Now()
 	var err error
 	if o.OutDir = *out; o.OutDir == "" {

@@ -80,6 +80,10 @@ type Options struct {
 	Short bool
 	// Seed seeds every load. Default 1.
 	Seed int64
+	// Repeat runs each failure story this many times, so its verdict says
+	// how often the story showed ("oversold in 2 of 3 runs"). Default 3,
+	// 1 with Short.
+	Repeat int
 	// OutDir receives each lesson's reports (and Write's course report);
 	// "" writes none.
 	OutDir   string
@@ -253,7 +257,7 @@ func (r *runner) scenario(ctx context.Context, name string, prots ...scenario.Pr
 		prots = []scenario.Protection{scenario.ProtectNone, scenario.ProtectFencing}
 	}
 	o := scenario.Options{Dir: r.o.Dir, Fleet: bench.Fleet{Target: r.st.NginxURL(), Instances: r.st.InstanceURLs(), AdminToken: r.st.AdminToken},
-		Protections: prots, Strategies: sc.Strategies[:1], Seed: r.o.Seed, Short: r.o.Short, Progress: r.o.Progress}
+		Protections: prots, Strategies: sc.Strategies[:1], Seed: r.o.Seed, Short: r.o.Short, Progress: r.o.Progress, Repeat: r.o.repeat()}
 	if r.o.OutDir != "" {
 		r.n++
 		o.OutDir = fmt.Sprintf("%s/lesson-%02d-%s-%d", r.o.OutDir, r.lesson.N, r.lesson.Slug, r.n)
@@ -263,7 +267,7 @@ func (r *runner) scenario(ctx context.Context, name string, prots ...scenario.Pr
 	for _, p := range prots {
 		ps = append(ps, string(p))
 	}
-	r.commands = append(r.commands, fmt.Sprintf("seckill scenario run %s --strategies %s --protections %s", name, sc.Strategies[0], strings.Join(ps, ",")))
+	r.commands = append(r.commands, fmt.Sprintf("seckill scenario run %s --strategies %s --protections %s --repeat %d", name, sc.Strategies[0], strings.Join(ps, ","), o.Repeat))
 	res, err := scenario.Run(ctx, sc, o)
 	if errors.Is(err, scenario.ErrFailed) {
 		return res, nil // the verdict is the lesson's to give
@@ -290,4 +294,18 @@ func row(res *scenario.Result, p scenario.Protection) (scenario.Row, error) {
 		}
 	}
 	return scenario.Row{}, fmt.Errorf("scenario %s has no %s row", res.Scenario, p)
+}
+
+// DefaultRepeat is how many times a lesson runs a failure story.
+const DefaultRepeat = 3
+
+// repeat is o.Repeat with its default.
+func (o Options) repeat() int {
+	switch {
+	case o.Repeat > 0:
+		return o.Repeat
+	case o.Short:
+		return 1
+	}
+	return DefaultRepeat
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/stack/stacktest"
 	"github.com/seckill-lab/seckill/internal/testenv"
@@ -129,5 +131,44 @@ func TestLessonsShort(t *testing.T) {
 	}
 	if bytes.Contains(html, []byte("<script")) || bytes.Contains(html, []byte("http://")) || bytes.Count(html, []byte("<section")) != len(outs) {
 		t.Errorf("course.html: a script, an external reference, or not one section per lesson")
+	}
+}
+
+// TestStoryVerdict: a story is reproduced when the unprotected runs
+// oversold in most repeats and fencing in none; one run that oversold of
+// three is not a lesson.
+func TestStoryVerdict(t *testing.T) {
+	un := func(oversold, runs int) scenario.Row {
+		return scenario.Row{Strategy: "redis", Protection: scenario.ProtectNone, Runs: runs, RunsOversold: oversold, Oversold: 2 * oversold}
+	}
+	fen := func(oversold, runs int) scenario.Row {
+		return scenario.Row{Strategy: "redis", Protection: scenario.ProtectFencing, Runs: runs, RunsOversold: oversold, Oversold: oversold}
+	}
+	lease := func(oversold, runs int) scenario.Row {
+		return scenario.Row{Strategy: "redis", Protection: scenario.ProtectLeaseCheck, Runs: runs, RunsOversold: oversold, Oversold: oversold}
+	}
+	tests := []struct {
+		name string
+		rows []scenario.Row
+		want Verdict
+		why  string
+	}{
+		{"most runs oversold, fencing none", []scenario.Row{un(2, 3), fen(0, 3)}, Reproduced, ""},
+		{"one run of three", []scenario.Row{un(1, 3), fen(0, 3)}, NotReproduced, "oversold in 1 of 3, not most"},
+		{"half is not most", []scenario.Row{un(5, 10), fen(0, 10)}, NotReproduced, "5 of 10"},
+		{"the one short run", []scenario.Row{un(1, 1), fen(0, 1)}, Reproduced, ""},
+		{"fencing oversold", []scenario.Row{un(3, 3), fen(1, 3)}, NotReproduced, "fencing oversold in 1 of 3 runs: a defect"},
+		{"lease check is no guarantee", []scenario.Row{un(3, 3), lease(2, 3), fen(0, 3)}, Reproduced, "not a guarantee"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := storyVerdict("pause-holder", tc.rows)
+			if out.Verdict != tc.want || !strings.Contains(out.Why, tc.why) {
+				t.Errorf("verdict %s (%q), want %s with %q", out.Verdict, out.Why, tc.want, tc.why)
+			}
+			if !strings.Contains(out.Ours, fmt.Sprintf("oversold in %d of %d runs", tc.rows[0].RunsOversold, tc.rows[0].Runs)) {
+				t.Errorf("ours %q does not give the frequency", out.Ours)
+			}
+		})
 	}
 }

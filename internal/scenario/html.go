@@ -21,6 +21,7 @@ tr.bad td{background:#fde2e2}
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr{{if .Bad}} class="bad"{{end}}>{{range .Cells}}<td>{{.}}</td>{{end}}<td>{{range .Reports}}<a href="{{.Href}}">{{.N}}</a> {{end}}</td></tr>
 {{end}}</table>
+<ul>{{range .Meanings}}<li>{{.}}</li>{{end}}</ul>
 {{if .R.Failures}}<p class="fail"><b>Verdict: failed.</b> {{range .R.Failures}}{{.}}; {{end}}</p>{{else}}<p class="ok"><b>Verdict: ok.</b> No fenced strategy oversold; every 2xx has its order.</p>{{end}}
 </body></html>
 `))
@@ -36,10 +37,11 @@ func renderHTML(res *Result) ([]byte, error) {
 		Bad     bool
 	}
 	data := struct {
-		R      *Result
-		Date   string
-		Header []string
-		Rows   []row
+		R        *Result
+		Date     string
+		Header   []string
+		Rows     []row
+		Meanings []string
 	}{R: res, Date: res.Date.Format("2006-01-02 15:04:05 MST"), Header: append(header[:len(header):len(header)], "run reports")}
 	for _, r := range res.Rows {
 		rw := row{Cells: r.cells(), Bad: r.Oversold > 0}
@@ -47,6 +49,9 @@ func renderHTML(res *Result) ([]byte, error) {
 			rw.Reports = append(rw.Reports, link{i + 1, h})
 		}
 		data.Rows = append(data.Rows, rw)
+	}
+	for _, p := range res.protections() {
+		data.Meanings = append(data.Meanings, Meaning[p])
 	}
 	var b bytes.Buffer
 	if err := page.Execute(&b, data); err != nil {

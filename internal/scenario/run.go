@@ -213,7 +213,7 @@ func (r *Row) finish() {
 }
 
 // header and cells are the scenario table's, shared by every rendering.
-var header = []string{"strategy", "protection", "runs", "runs oversold", "oversold", "lost updates", "stale refused", "lease_lost", "2xx without order", "other outcomes", "strikes", "longest gap s", "ok/s before", "during", "after"}
+var header = []string{"strategy", "protection", "runs", "oversold in", "units oversold", "lost updates", "stale refused", "lease_lost", "2xx without order", "other outcomes", "strikes", "longest gap s", "ok/s before", "during", "after"}
 
 func (r Row) cells() []string {
 	var errs []string
@@ -225,7 +225,7 @@ func (r Row) cells() []string {
 	if len(errs) == 0 {
 		errs = []string{"-"}
 	}
-	return []string{r.Strategy, string(r.Protection), fmt.Sprint(r.Runs), fmt.Sprint(r.RunsOversold), fmt.Sprint(r.Oversold),
+	return []string{r.Strategy, string(r.Protection), fmt.Sprint(r.Runs), fmt.Sprintf("%d of %d runs", r.RunsOversold, r.Runs), fmt.Sprint(r.Oversold),
 		fmt.Sprint(r.LostUpdates), fmt.Sprint(r.StaleRefused), fmt.Sprint(r.LeaseLost), fmt.Sprint(r.OKWithout),
 		strings.Join(errs, " "), fmt.Sprint(r.Strikes), fmt.Sprintf("%.1f", r.LongestGapS),
 		rate(r.OKPerSec[0]), rate(r.OKPerSec[1]), rate(r.OKPerSec[2])}
@@ -259,6 +259,10 @@ func WriteTable(w io.Writer, res *Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(w)
+	for _, p := range res.protections() {
+		fmt.Fprintf(w, "  %s\n", Meaning[p])
+	}
 	if len(res.Failures) == 0 {
 		_, err := fmt.Fprintf(w, "\nverdict: ok (no fenced strategy oversold, every 2xx has its order); %.0f s\n", res.WallS)
 		return err
@@ -281,6 +285,10 @@ func write(dir string, res *Result) error {
 	md.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat("---|", len(header)) + "\n")
 	for _, r := range res.Rows {
 		md.WriteString("| " + strings.Join(r.cells(), " | ") + " |\n")
+	}
+	md.WriteString("\n")
+	for _, p := range res.protections() {
+		md.WriteString("- " + Meaning[p] + "\n")
 	}
 	if len(res.Failures) > 0 {
 		md.WriteString("\n**Verdict: failed.** " + strings.Join(res.Failures, "; ") + "\n")
@@ -306,4 +314,18 @@ func sum(counts map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// protections are the protections of res's rows, in order, once each.
+func (res *Result) protections() []Protection {
+	var out []Protection
+	for _, p := range Protections() {
+		for _, r := range res.Rows {
+			if r.Protection == p {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
 }

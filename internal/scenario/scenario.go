@@ -37,6 +37,13 @@ const (
 )
 
 // Protections lists them in the lesson's order.
+// Meaning says in one line what a protection does and what it does not.
+var Meaning = map[Protection]string{
+	ProtectNone:       "unprotected: the lock alone; a holder whose lock was lost (expired, failed over, restarted) still writes",
+	ProtectLeaseCheck: "lease-check: the holder checks its lease right before COMMIT; it narrows the window but is not a guarantee, since a holder paused after the check, or whose client has not yet noticed the loss, still commits",
+	ProtectFencing:    "fencing: the store refuses a token older than the newest it has seen, so a stale holder's write is rolled back whatever its timing (needs a lock with increasing tokens)",
+}
+
 func Protections() []Protection {
 	return []Protection{ProtectNone, ProtectLeaseCheck, ProtectFencing}
 }
