@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -130,6 +131,9 @@ type Environment struct {
 	Hostname  string `json:"hostname"`
 	Target    string `json:"target"`
 	Instances int    `json:"instances"`
+	// Durability is the servers' durability level (Fleet.Durability),
+	// "unknown" for a fleet started elsewhere.
+	Durability string `json:"durability"`
 }
 
 // Report is everything a bench produced (report.json).
@@ -396,6 +400,7 @@ func environment(f Fleet) Environment {
 	return Environment{
 		GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Hostname: h, Target: f.Target, Instances: len(f.Instances),
+		Durability: cmp.Or(f.Durability, "unknown"),
 	}
 }
 

@@ -21,6 +21,10 @@ type Fleet struct {
 	Target     string
 	Instances  []string
 	AdminToken string
+	// Durability is what the fleet's servers make durable before they
+	// acknowledge a write (`seckill up --durability`); "" when the fleet
+	// was started elsewhere and nobody said. Reports state it.
+	Durability string
 }
 
 // Scaler re-scales the fleet to n service instances and returns the fleet

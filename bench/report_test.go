@@ -151,3 +151,26 @@ func TestReportMarkdownAndTable(t *testing.T) {
 		t.Errorf("invariant counts wrong:\n%s", b.String())
 	}
 }
+
+// TestDurabilityStated: every report says the servers' durability, and
+// "unknown" for a fleet started elsewhere.
+func TestDurabilityStated(t *testing.T) {
+	for _, tc := range []struct{ fleet, want string }{
+		{"fsync", "fsync: every server fsyncs"},
+		{"none", "none: no server fsyncs per write"},
+		{"", "unknown (a fleet started elsewhere"},
+	} {
+		rep := craftedReport()
+		rep.Environment = environment(Fleet{Target: "http://127.0.0.1:1", Durability: tc.fleet})
+		found := false
+		for _, f := range buildView(rep).Facts {
+			found = found || f.Label == "durability" && strings.Contains(f.Value, tc.want)
+		}
+		if !found {
+			t.Errorf("durability %q: no fact %q in %+v", tc.fleet, tc.want, buildView(rep).Facts)
+		}
+		if !strings.Contains(string(Markdown(rep)), tc.want) {
+			t.Errorf("durability %q: report.md does not say it", tc.fleet)
+		}
+	}
+}

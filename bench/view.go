@@ -35,6 +35,7 @@ func buildView(rep *Report) view {
 		fact{"date", rep.Date.Format("2006-01-02 15:04:05 MST")},
 		fact{"command", rep.CommandLine},
 		fact{"environment", fmt.Sprintf("%s %s/%s, %d CPUs, host %s", e.GoVersion, e.OS, e.Arch, e.CPUs, e.Hostname)},
+		fact{"durability", durabilityFact(e.Durability)},
 		fact{"fleet", fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)})
 	if len(rep.Runs) > 0 {
 		r := rep.Runs[0]
@@ -211,4 +212,18 @@ func backendTable(runs []RunResult) table {
 		t.Bad = append(t.Bad, false)
 	}
 	return t
+}
+
+// durabilityFact says what the servers' durability level means, for the
+// report's facts.
+func durabilityFact(level string) string {
+	switch level {
+	case "default":
+		return "default: Redis without persistence, etcd, ZooKeeper and MariaDB fsync every write (seckill up --durability)"
+	case "fsync":
+		return "fsync: every server fsyncs an acknowledged write, Redis with appendfsync always (seckill up --durability)"
+	case "none":
+		return "none: no server fsyncs per write (MariaDB once a second, ZooKeeper forceSync=no, etcd on tmpfs) (seckill up --durability)"
+	}
+	return level + " (a fleet started elsewhere: its servers' durability was not given)"
 }

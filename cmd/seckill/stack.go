@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -48,6 +49,7 @@ func runUp(ctx context.Context, args []string) error {
 		"; a running stack is re-scaled to it (without the flag: back to the default)")
 	strategy := newAliasFlag(fs, "strategy", "strategies", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+"), one of "+strings.Join(stock.StrategyNames(), ", "))
 	proxy := fs.Bool("proxy", false, "put the fault proxy (Toxiproxy) between the instances and the servers, for 'seckill fault partition|latency'")
+	durability := fs.String("durability", server.DurabilityDefault, "what every server makes durable before it acknowledges a write: default (Redis without persistence, the others fsync each write), fsync (all fsync, Redis AOF appendfsync always), none (no fsync per write; etcd's data on tmpfs)")
 	topology := fs.String("topology", stack.DefaultTopology, "single: one node per server; ha: also a Redis primary+replica under 3 Sentinels, and 3-member quorum groups for the other lock servers")
 	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port B; single: "+stack.PortHelp(stack.TopologySingle)+";\n"+
 		"ha: "+stack.PortHelp(stack.TopologyHA))
@@ -68,6 +70,9 @@ func runUp(ctx context.Context, args []string) error {
 	if !slices.Contains(stack.Topologies(), *topology) {
 		return exitError{code: 2, msg: fmt.Sprintf("up: --topology %q: want %s", *topology, strings.Join(stack.Topologies(), " or "))}
 	}
+	if _, err := server.ValidDurability(*durability); err != nil {
+		return exitError{code: 2, msg: "up: " + err.Error()}
+	}
 	if err := checkBounds(fs,
 		bound{name: "instances", min: 1, max: stack.MaxInstances, omit: strconv.Itoa(stack.DefaultInstances)},
 		bound{name: "base-port", min: stack.MinBasePort, max: stack.MaxBasePort, omit: strconv.Itoa(stack.DefaultBasePort)},
@@ -83,7 +88,7 @@ func runUp(ctx context.Context, args []string) error {
 		return exitError{code: 2, msg: fmt.Sprintf("up: --strategy: %v", err)}
 	}
 	o := stack.Options{
-		Dir: *dir, BasePort: *basePort, Topology: *topology, Proxy: *proxy, Strategy: name,
+		Dir: *dir, BasePort: *basePort, Topology: *topology, Durability: *durability, Proxy: *proxy, Strategy: name,
 		Binary: *binary, Dashboard: *dashboard, Out: os.Stdout, Backends: backends,
 	}
 	if setFlags(fs)["instances"] {

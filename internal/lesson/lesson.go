@@ -220,14 +220,14 @@ func (r *runner) bench(ctx context.Context, o bench.Options, cmd string) (*bench
 	if err != nil {
 		return nil, err
 	}
-	o.Fleet = bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken}
+	o.Fleet = bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken, Durability: st.DurabilityLevel()}
 	dir := r.o.Dir
 	o.Scaler = bench.ScalerFunc(func(ctx context.Context, n int) (bench.Fleet, error) {
 		st, err := stack.Scale(ctx, dir, n)
 		if err != nil {
 			return bench.Fleet{}, err
 		}
-		return bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken}, nil
+		return bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken, Durability: st.DurabilityLevel()}, nil
 	})
 	o.Seed, o.CalibrateRequests, o.Warmup = r.o.Seed, -1, -1
 	if r.o.OutDir != "" {
@@ -256,7 +256,7 @@ func (r *runner) scenario(ctx context.Context, name string, prots ...scenario.Pr
 	if len(prots) == 0 {
 		prots = []scenario.Protection{scenario.ProtectNone, scenario.ProtectFencing}
 	}
-	o := scenario.Options{Dir: r.o.Dir, Fleet: bench.Fleet{Target: r.st.NginxURL(), Instances: r.st.InstanceURLs(), AdminToken: r.st.AdminToken},
+	o := scenario.Options{Dir: r.o.Dir, Fleet: bench.Fleet{Target: r.st.NginxURL(), Instances: r.st.InstanceURLs(), AdminToken: r.st.AdminToken, Durability: r.st.DurabilityLevel()},
 		Protections: prots, Strategies: sc.Strategies[:1], Seed: r.o.Seed, Short: r.o.Short, Progress: r.o.Progress, Repeat: r.o.repeat()}
 	if r.o.OutDir != "" {
 		r.n++

@@ -75,7 +75,7 @@ var Etcd = Spec{
 		bin := l.Tools.Bin["etcd"]
 		if !l.HA {
 			client, peer := Addr(l.Base+offEtcdClient), Addr(l.Base+offEtcdPeer)
-			dir := filepath.Join(l.Dir, "etcd")
+			dir := l.DataDir(filepath.Join(l.Dir, "etcd"))
 			return []Node{{Name: "etcd", Kind: KindEtcd, Port: l.Base + offEtcdClient, Bin: bin, Prepare: wipePrepare("etcd", dir),
 				Args: []string{"--name", "seckill", "--data-dir", dir,
 					"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
@@ -90,7 +90,7 @@ var Etcd = Spec{
 		for _, k := range members() {
 			name := etcdMemberName(k)
 			client, peer := Addr(etcdMemberClient(l.Base, k)), Addr(etcdMemberPeer(l.Base, k))
-			dir := filepath.Join(l.Dir, name)
+			dir := l.DataDir(filepath.Join(l.Dir, name))
 			ns = append(ns, Node{Name: name, Kind: KindEtcdMember, Port: etcdMemberClient(l.Base, k), Bin: bin, Prepare: wipePrepare(name, dir),
 				Args: append([]string{"--name", name, "--data-dir", dir,
 					"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
@@ -103,9 +103,13 @@ var Etcd = Spec{
 	Env: func(base int, ha, has bool) [][2]string {
 		return [][2]string{{config.EnvEtcdEndpoints, clientAddrs(base, ha, has, offEtcdClient, etcdMemberClient)}}
 	},
-	Links:      func(bool) []Link { return []Link{{Name: "etcd", Kinds: []Kind{KindEtcd, KindEtcdMember}}} },
-	Serves:     map[string]string{"etcd": "etcd"},
-	Durability: "fsync of its write-ahead log on every write (etcd 3.4 has no --unsafe-no-fsync)",
+	Links:  func(bool) []Link { return []Link{{Name: "etcd", Kinds: []Kind{KindEtcd, KindEtcdMember}}} },
+	Serves: map[string]string{"etcd": "etcd"},
+	Durability: map[string]string{
+		DurabilityDefault: "its write-ahead log fsynced on every write (as shipped)",
+		DurabilityFsync:   "its write-ahead log fsynced on every write (as shipped)",
+		DurabilityNone:    "data directory on tmpfs (" + Tmpfs + "), where an fsync costs nothing: etcd 3.4 has no --unsafe-no-fsync",
+	},
 }
 
 // httpClient is for the servers' HTTP health and status endpoints.

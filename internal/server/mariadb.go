@@ -65,6 +65,7 @@ var MariaDB = Spec{
 		args = append(args, "--datadir="+dataDir, "--tmpdir="+tmpDir, "--port="+itoa(l.Base+offMySQL), "--bind-address=127.0.0.1",
 			"--socket="+mysqlSocket(base), "--pid-file="+filepath.Join(base, "mariadb.pid"),
 			"--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=128M",
+			"--innodb-flush-log-at-trx-commit="+map[bool]string{true: "2", false: "1"}[l.Durability == DurabilityNone],
 			"--log-error="+filepath.Join(l.Dir, "logs", name+".log"))
 		return []Node{{Name: name, Kind: KindMySQL, Port: l.Base + offMySQL, Bin: l.Tools.Bin["mariadbd"], Args: args,
 			Prepare: func(ctx context.Context) error {
@@ -83,9 +84,13 @@ var MariaDB = Spec{
 	Env: func(base int, _, _ bool) [][2]string {
 		return [][2]string{{config.EnvMySQLDSN, MySQLDSN(Addr(base+offMySQL), DatabaseName)}}
 	},
-	Links:      func(bool) []Link { return []Link{{Name: "mysql", Kinds: []Kind{KindMySQL}}} },
-	Serves:     map[string]string{"mysql": "mysql"},
-	Durability: "innodb_flush_log_at_trx_commit=1 (the default): the redo log is fsynced at every commit",
+	Links:  func(bool) []Link { return []Link{{Name: "mysql", Kinds: []Kind{KindMySQL}}} },
+	Serves: map[string]string{"mysql": "mysql"},
+	Durability: map[string]string{
+		DurabilityDefault: "innodb_flush_log_at_trx_commit=1 (as shipped): the redo log is fsynced at every commit",
+		DurabilityFsync:   "innodb_flush_log_at_trx_commit=1 (as shipped): the redo log is fsynced at every commit",
+		DurabilityNone:    "innodb_flush_log_at_trx_commit=2: the redo log is written at commit and fsynced once a second",
+	},
 }
 
 // mysqlSocket returns the socket path, moved to the temp dir when the run

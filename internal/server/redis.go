@@ -56,10 +56,15 @@ const (
 
 func sentinelName(k int) string { return "sentinel-" + itoa(k) }
 
-// redisArgs is a Redis server without persistence on port, data in dir.
-func redisArgs(port int, dir string) []string {
-	return []string{"--port", itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--logfile", "", "--maxclients", "10000"}
+// redisArgs is a Redis server on port, data in dir: without persistence,
+// or with DurabilityFsync an AOF fsynced before every reply.
+func redisArgs(l Layout, port int, dir string) []string {
+	aof := []string{"--appendonly", "no"}
+	if l.Durability == DurabilityFsync {
+		aof = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
+	return append(append([]string{"--port", itoa(port), "--bind", "127.0.0.1", "--save", ""}, aof...),
+		"--dir", dir, "--daemonize", "no", "--logfile", "", "--maxclients", "10000")
 }
 
 func mkdirPrepare(dir string) func(context.Context) error {
@@ -96,7 +101,7 @@ var Redis = Spec{
 		for k := 1; k <= RedisCount; k++ {
 			name, port := "redis-"+itoa(k), l.Base+offRedis+k
 			dir := filepath.Join(l.Dir, name)
-			ns = append(ns, Node{Name: name, Kind: KindRedis, Port: port, Bin: bin, Args: redisArgs(port, dir), Prepare: mkdirPrepare(dir)})
+			ns = append(ns, Node{Name: name, Kind: KindRedis, Port: port, Bin: bin, Args: redisArgs(l, port, dir), Prepare: mkdirPrepare(dir)})
 		}
 		if !l.HA {
 			return ns
@@ -104,9 +109,9 @@ var Redis = Spec{
 		primary := l.Base + offRedisPrimary
 		pdir, rdir := filepath.Join(l.Dir, RedisPrimary), filepath.Join(l.Dir, RedisReplica)
 		ns = append(ns,
-			Node{Name: RedisPrimary, Kind: KindRedisHA, Port: primary, Bin: bin, Args: redisArgs(primary, pdir), Prepare: mkdirPrepare(pdir)},
+			Node{Name: RedisPrimary, Kind: KindRedisHA, Port: primary, Bin: bin, Args: redisArgs(l, primary, pdir), Prepare: mkdirPrepare(pdir)},
 			Node{Name: RedisReplica, Kind: KindRedisHA, Port: l.Base + offRedisReplica, Bin: bin,
-				Args: append(redisArgs(l.Base+offRedisReplica, rdir), "--replicaof", "127.0.0.1", itoa(primary)), Prepare: mkdirPrepare(rdir)})
+				Args: append(redisArgs(l, l.Base+offRedisReplica, rdir), "--replicaof", "127.0.0.1", itoa(primary)), Prepare: mkdirPrepare(rdir)})
 		for _, k := range members() {
 			ns = append(ns, sentinelNode(l, k, bin, primary))
 		}
@@ -136,9 +141,13 @@ var Redis = Spec{
 		}
 		return []Link{single, {Name: "redlock", Kinds: []Kind{KindRedis}}}
 	},
-	Serves:     map[string]string{"redis": "redis", "redis x5": "redlock"},
-	Order:      map[string]int{RedisReplica: 1},
-	Durability: `none: --save "" --appendonly no, nothing reaches the disk (seckill fault persistence turns the AOF on)`,
+	Serves: map[string]string{"redis": "redis", "redis x5": "redlock"},
+	Order:  map[string]int{RedisReplica: 1},
+	Durability: map[string]string{
+		DurabilityDefault: `nothing reaches the disk: --save "" --appendonly no (seckill fault persistence turns the AOF on)`,
+		DurabilityFsync:   "AOF with appendfsync always: each write is fsynced before the reply",
+		DurabilityNone:    `nothing reaches the disk: --save "" --appendonly no`,
+	},
 }
 
 // sentinelNode writes a fresh sentinel.conf at each `up` (Sentinel

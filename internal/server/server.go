@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,6 +86,9 @@ type Layout struct {
 	Base int
 	// HA is the ha topology.
 	HA bool
+	// Durability is the level every server runs at (Durabilities; ""
+	// is DurabilityDefault).
+	Durability string
 	// Tools are the programs found.
 	Tools Tools
 }
@@ -149,8 +153,9 @@ type Spec struct {
 	// Serves are the names the strategy registry gives this server
 	// (stock.Server), each with the link group that carries it.
 	Serves map[string]string
-	// Durability says what reaches the disk, as the lab runs it.
-	Durability string
+	// Durability says what reaches the disk at each level of `up
+	// --durability` (DurabilityDefault, DurabilityFsync, DurabilityNone).
+	Durability map[string]string
 	// Order places a component among those of its kind whose name has
 	// no number (the replica after the primary).
 	Order map[string]int
@@ -335,3 +340,48 @@ func writeLines(path string, lines []string) error {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// The durability levels of `up --durability`: what a server makes durable
+// before it acknowledges a write.
+const (
+	// DurabilityDefault runs each server as the lab always has: Redis
+	// without persistence, the others fsyncing every write.
+	DurabilityDefault = "default"
+	// DurabilityFsync: every server fsyncs an acknowledged write first
+	// (Redis: AOF with appendfsync always).
+	DurabilityFsync = "fsync"
+	// DurabilityNone: no server pays an fsync per write (ZooKeeper
+	// forceSync=no, MariaDB flushing once a second, Redis without AOF;
+	// etcd 3.4 has no switch, so its data directory goes to tmpfs).
+	DurabilityNone = "none"
+)
+
+// Durabilities lists the levels.
+func Durabilities() []string { return []string{DurabilityDefault, DurabilityFsync, DurabilityNone} }
+
+// ValidDurability returns d ("" is DurabilityDefault) or an error naming
+// the levels.
+func ValidDurability(d string) (string, error) {
+	if d == "" {
+		return DurabilityDefault, nil
+	}
+	for _, v := range Durabilities() {
+		if d == v {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("--durability %q: want %s", d, strings.Join(Durabilities(), ", "))
+}
+
+// Tmpfs is where DurabilityNone puts the data of a server without a switch
+// for its fsync: a RAM file system, where an fsync costs nothing.
+var Tmpfs = "/dev/shm"
+
+// DataDir is where a server keeps data that DurabilityNone moves to tmpfs:
+// dir itself, or a directory of the same stack and name under Tmpfs.
+func (l Layout) DataDir(dir string) string {
+	if l.Durability != DurabilityNone {
+		return dir
+	}
+	return filepath.Join(Tmpfs, "seckill-"+itoa(l.Base), filepath.Base(dir))
+}

@@ -79,9 +79,13 @@ var ZooKeeper = Spec{
 	Env: func(base int, ha, has bool) [][2]string {
 		return [][2]string{{config.EnvZKServers, clientAddrs(base, ha, has, offZooKeeper, zkMemberClient)}}
 	},
-	Links:      func(bool) []Link { return []Link{{Name: "zookeeper", Kinds: []Kind{KindZooKeeper, KindZKMember}}} },
-	Serves:     map[string]string{"zookeeper": "zookeeper"},
-	Durability: "forceSync=yes (the default): its transaction log is fsynced before each write is acknowledged",
+	Links:  func(bool) []Link { return []Link{{Name: "zookeeper", Kinds: []Kind{KindZooKeeper, KindZKMember}}} },
+	Serves: map[string]string{"zookeeper": "zookeeper"},
+	Durability: map[string]string{
+		DurabilityDefault: "forceSync=yes (as shipped): its transaction log is fsynced before each write is acknowledged",
+		DurabilityFsync:   "forceSync=yes (as shipped): its transaction log is fsynced before each write is acknowledged",
+		DurabilityNone:    "forceSync=no: the transaction log is written, not fsynced, before the acknowledgement",
+	},
 }
 
 // zkNode is a standalone server (k = 0) or member k of the ensemble: its
@@ -97,6 +101,8 @@ func zkNode(l Layout, name string, kind Kind, port, k int) Node {
 		"admin.enableServer=false",
 		"4lw.commands.whitelist=ruok,srvr,stat,mntr",
 		"maxClientCnxns=0",
+		// Read as the system property zookeeper.forceSync.
+		"forceSync=" + map[bool]string{true: "no", false: "yes"}[l.Durability == DurabilityNone],
 	}
 	if k > 0 {
 		for _, m := range members() {

@@ -158,10 +158,13 @@ type State struct {
 	BasePort int    `json:"base_port"`
 	// Topology is TopologySingle or TopologyHA (Load reads a state
 	// without one, written by an older seckill, as single).
-	Topology  string    `json:"topology"`
-	Strategy  string    `json:"strategy"`
-	Binary    string    `json:"binary"`
-	StartedAt time.Time `json:"started_at"`
+	Topology string `json:"topology"`
+	// Durability is the servers' level (server.Durabilities; a state
+	// without one, written by an older seckill, ran at the default).
+	Durability string    `json:"durability,omitempty"`
+	Strategy   string    `json:"strategy"`
+	Binary     string    `json:"binary"`
+	StartedAt  time.Time `json:"started_at"`
 	// Ready is set once every component passed its health check.
 	Ready bool `json:"ready"`
 	// AdminTokenFile holds the token; AdminTokenSource tells where it came

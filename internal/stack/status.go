@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/supervise"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -123,6 +124,7 @@ func WriteTable(w io.Writer, st *State, cs []ComponentStatus) error {
 		return fmt.Errorf("write table: %w", err)
 	}
 	fmt.Fprintf(w, "\ntopology:    %s\n", st.Topology)
+	fmt.Fprintf(w, "durability:  %s (%s)\n", st.DurabilityLevel(), strings.Join(st.DurabilityLines(), "; "))
 	fmt.Fprintf(w, "nginx:       %s (access log %s)\n", st.NginxURL(), relPath(st.NginxAccessLog))
 	fmt.Fprintf(w, "strategy:    %s (new instances start with it; STRATEGY is what each instance runs now)\n", st.Strategy)
 	fmt.Fprintf(w, "admin token: %s, in %s\n", st.AdminTokenSource, relPath(st.AdminTokenFile))
@@ -316,6 +318,10 @@ func Down(ctx context.Context, dir string, out io.Writer) error {
 	_ = os.Remove(filepath.Join(d, stateFile))
 	_ = os.Remove(filepath.Join(d, envFile))
 	_ = os.Remove(filepath.Join(d, faultsFile)) // stopping undid every fault
+	if st.Durability == server.DurabilityNone {
+		// The data put on tmpfs (RAM) goes with the stack.
+		_ = os.RemoveAll(filepath.Dir(server.Layout{Base: st.BasePort, Durability: st.Durability}.DataDir("x")))
+	}
 	if running == 0 {
 		fmt.Fprintf(out, "stack in %s is not running (removed its stale state)\n", d)
 		return nil

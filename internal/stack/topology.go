@@ -57,3 +57,24 @@ func validTopology(t string) (string, error) {
 	}
 	return "", fmt.Errorf("--topology %q: want %s", t, strings.Join(Topologies(), " or "))
 }
+
+// DurabilityLevel is the stack's durability level (the default for a state
+// written before there was one).
+func (s *State) DurabilityLevel() string {
+	if s.Durability == "" {
+		return server.DurabilityDefault
+	}
+	return s.Durability
+}
+
+// DurabilityLines say, server by server, what its level means for the
+// servers this stack runs: "redis: ...", in server.All order.
+func (s *State) DurabilityLines() []string {
+	var out []string
+	for _, sp := range server.All {
+		if d := sp.Durability[s.DurabilityLevel()]; d != "" && s.Has(sp.Group) {
+			out = append(out, string(sp.Group)+": "+d)
+		}
+	}
+	return out
+}

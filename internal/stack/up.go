@@ -32,6 +32,10 @@ type Options struct {
 	BasePort int
 	// Topology is TopologySingle (default) or TopologyHA.
 	Topology string
+	// Durability is what every server makes durable before it
+	// acknowledges a write: server.DurabilityDefault (default),
+	// DurabilityFsync or DurabilityNone (see internal/server).
+	Durability string
 	// Instances is the number of `seckill serve` instances (default 3).
 	Instances int
 	// Strategy is SECKILL_STRATEGY for the instances (default "none"); Scale
@@ -74,6 +78,9 @@ func (o Options) normalize() (Options, error) {
 		o.BasePort = DefaultBasePort
 	}
 	if o.Topology, err = validTopology(o.Topology); err != nil {
+		return o, err
+	}
+	if o.Durability, err = server.ValidDurability(o.Durability); err != nil {
 		return o, err
 	}
 	if o.Instances == 0 {
@@ -394,7 +401,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		return nil, err
 	}
 	st := &State{
-		Dir: o.Dir, BasePort: o.BasePort, Topology: o.Topology, Strategy: o.Strategy, Binary: o.Binary,
+		Dir: o.Dir, BasePort: o.BasePort, Topology: o.Topology, Durability: o.Durability, Strategy: o.Strategy, Binary: o.Binary,
 		StartedAt: time.Now().UTC(), AdminTokenFile: tokPath, AdminTokenSource: tokSource, AdminToken: tok,
 		NginxAccessLog: nginxPaths(&State{Dir: o.Dir}).accessLog, Proxy: o.Proxy, Backends: o.Backends,
 	}
@@ -434,7 +441,7 @@ func (r *runner) up(ctx context.Context, o Options, paths Tools) error {
 	st := r.st
 	// The servers start together; the first failure cancels the others.
 	g, gctx := errgroup.WithContext(ctx)
-	l := server.Layout{Dir: o.Dir, Base: o.BasePort, HA: st.HA(), Tools: paths}
+	l := server.Layout{Dir: o.Dir, Base: o.BasePort, HA: st.HA(), Durability: st.Durability, Tools: paths}
 	for _, sp := range server.All {
 		if sp.Nodes == nil || !st.Has(sp.Group) {
 			continue
