@@ -23,6 +23,7 @@ const (
 	EnvRedisMaster   = "SECKILL_REDIS_MASTER"
 	EnvEtcdEndpoints = "SECKILL_ETCD_ENDPOINTS"
 	EnvZKServers     = "SECKILL_ZK_SERVERS"
+	EnvConsulAddrs   = "SECKILL_CONSUL_ADDRS"
 	EnvAdminToken    = "SECKILL_ADMIN_TOKEN"
 	EnvStrategy      = "SECKILL_STRATEGY"
 	EnvMaxQty        = "SECKILL_MAX_QTY"

@@ -83,7 +83,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	backends := o.Backends
 	if len(backends) == 0 {
-		backends = stack.AllBackends
+		// The default: every backend, an optional one (Consul) only when
+		// it is there.
+		for _, b := range stack.AllBackends {
+			if sp, ok := server.ByGroup(b); !ok || !sp.Optional {
+				backends = append(backends, b)
+			}
+		}
 	}
 	pm := f.PackageManager()
 	rep := Report{Platform: server.Platform(f.RootDir()), PackageManager: pm}
@@ -119,8 +125,15 @@ func doctorItem(ctx context.Context, f stack.Finder, pm string, sp *server.Spec,
 	}
 	p, err := f.Command(tool.Names...)
 	if err != nil {
-		it.Install = server.InstallLine(pm, []string{tool.Package(pm)})
-		it.Note = "looked for " + strings.Join(tool.Names, ", ") + " on PATH and in /usr/sbin, /usr/libexec, Homebrew's bin, sbin and opt/*/bin"
+		it.Note = "looked for " + strings.Join(tool.Names, ", ") + " on PATH, in the lab's bin/ and in /usr/sbin, /usr/libexec, Homebrew's bin, sbin and opt/*/bin"
+		if pkg := tool.Package(pm); pkg != "" {
+			it.Install = server.InstallLine(pm, []string{pkg})
+		} else {
+			it.Install, it.Note = "make deps", tool.Hint+"; "+it.Note
+		}
+		if sp.Optional && !needed {
+			it.Note += "; optional: the lab runs without it"
+		}
 		return it
 	}
 	it.Path = p

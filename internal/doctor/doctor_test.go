@@ -23,7 +23,7 @@ func TestDoctorFake(t *testing.T) {
 		install  string
 	}{
 		{"all there (debian)", []string{"x usr/bin/apt-get", "x usr/bin/redis-server", "x usr/bin/etcd", "x usr/bin/java",
-			"x usr/sbin/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx", "usr/share/java/zookeeper.jar"}, nil, true, "", ""},
+			"x usr/sbin/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx", "usr/share/java/zookeeper.jar", "x lab/bin/consul"}, nil, true, "", ""},
 		{"etcd missing (fedora)", []string{"x usr/bin/dnf", "x usr/bin/redis-server", "x usr/bin/java",
 			"x usr/libexec/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx",
 			"x opt/zookeeper/bin/zkServer.sh", "opt/zookeeper/lib/zookeeper-3.8.4.jar"}, nil, false, "etcd", "sudo dnf install etcd"},
@@ -36,7 +36,7 @@ func TestDoctorFake(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			testenv.Tree(t, root, append([]string{"usr/bin/"}, tc.files...)...)
-			f := stack.Finder{Root: root, Path: filepath.Join(root, "usr/bin")}
+			f := stack.Finder{Root: root, Path: filepath.Join(root, "usr/bin"), Lab: filepath.Join(root, "lab/bin")}
 			rep, err := Run(context.Background(), Options{Finder: &f, Backends: tc.backends, Dir: filepath.Join(root, "run"), NoVersions: true})
 			if err != nil {
 				t.Fatal(err)
@@ -46,6 +46,11 @@ func TestDoctorFake(t *testing.T) {
 			}
 			for _, it := range rep.Items {
 				switch {
+				case it.Name == "consul" && !it.Found():
+					// Optional, and no package has it: make deps builds it.
+					if it.Needed || it.Install != "make deps" || !strings.Contains(it.Note, "optional") {
+						t.Errorf("consul: %+v, want not needed, installed by make deps", it)
+					}
 				case it.Name == tc.missing:
 					if it.Found() || it.Install != server.InstallLine(rep.PackageManager, strings.Fields(tc.install)[len(strings.Fields(tc.install))-1:]) {
 						t.Errorf("%s: %+v, want missing with %q", it.Name, it, tc.install)

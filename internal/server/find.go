@@ -28,11 +28,19 @@ type Finder struct {
 	// Getenv reads the variables that point at an install (JAVA_HOME, and
 	// the *_HOME a description reads); nil reads none.
 	Getenv func(string) string
+	// Lab is the lab's own bin/ directory, searched after PATH: `make deps`
+	// builds the servers no package has there (Consul). "" for none.
+	Lab string
 }
 
-// SystemFinder searches this machine: $PATH, then the well-known places.
+// SystemFinder searches this machine: $PATH, the directory of the running
+// seckill (the lab's bin/), then the well-known places.
 func SystemFinder() Finder {
-	return Finder{Path: os.Getenv("PATH"), Getenv: os.Getenv}
+	f := Finder{Path: os.Getenv("PATH"), Getenv: os.Getenv}
+	if exe, err := os.Executable(); err == nil {
+		f.Lab = filepath.Dir(exe)
+	}
+	return f
 }
 
 func (f Finder) at(p string) string { return filepath.Join(f.rootDir(), p) }
@@ -70,6 +78,9 @@ func (f Finder) searchDirs(extra ...string) []string {
 		if d != "" {
 			dirs = append(dirs, d)
 		}
+	}
+	if f.Lab != "" {
+		dirs = append(dirs, f.Lab)
 	}
 	dirs = append(dirs, extra...)
 	for _, d := range wellKnownDirs {
@@ -208,7 +219,7 @@ func (z JavaInstall) ClasspathArg() string {
 // install line of this platform's package manager.
 func (f Finder) Find(groups []Group) (Tools, error) {
 	t := Tools{Bin: map[string]string{}, Java: map[string]JavaInstall{}}
-	var missing, pkgs []string
+	var missing, pkgs, hints []string
 	pm := f.PackageManager()
 	for _, tool := range ToolsOf(groups) {
 		var err error
@@ -221,14 +232,23 @@ func (f Finder) Find(groups []Group) (Tools, error) {
 		}
 		if err != nil {
 			missing = append(missing, tool.Label())
-			if p := tool.Package(pm); !slices.Contains(pkgs, p) {
+			switch p := tool.Package(pm); {
+			case p == "":
+				hints = append(hints, tool.Label()+": "+tool.Hint)
+			case !slices.Contains(pkgs, p):
 				pkgs = append(pkgs, p)
 			}
 		}
 	}
 	if len(missing) > 0 {
-		return t, fmt.Errorf("%s not found: run 'make deps' or '%s' (`seckill doctor` shows what was looked for)",
-			strings.Join(missing, ", "), installLine(pm, pkgs))
+		how := "run 'make deps'"
+		if len(pkgs) > 0 {
+			how += " or '" + installLine(pm, pkgs) + "'"
+		}
+		if len(hints) > 0 {
+			how += "; " + strings.Join(hints, "; ")
+		}
+		return t, fmt.Errorf("%s not found: %s (`seckill doctor` shows what was looked for)", strings.Join(missing, ", "), how)
 	}
 	return t, nil
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,7 +105,7 @@ func TestFinderLayouts(t *testing.T) {
 				}
 				return ""
 			}}
-			got, err := f.Find(Groups())
+			got, err := f.Find(packaged())
 			if err != nil {
 				t.Fatalf("Find: %v", err)
 			}
@@ -143,7 +144,8 @@ func TestFinderMissing(t *testing.T) {
 		wantErr  []string // substrings; none = no error
 	}{
 		{"nothing, apt", []string{"x usr/bin/apt-get"}, Groups(),
-			[]string{"redis-server", "etcd", "java", "zookeeper", "mariadbd/mysqld", "nginx", "sudo apt-get install redis-server etcd-server default-jre-headless zookeeper mariadb-server nginx-light"}},
+			[]string{"redis-server", "etcd", "java", "zookeeper", "mariadbd/mysqld", "nginx", "sudo apt-get install redis-server etcd-server default-jre-headless zookeeper mariadb-server nginx-light'",
+				"consul: Consul " + ConsulVersion + " (MPL-2.0; no distribution packages it): `make deps` builds it"}},
 		{"nothing, dnf", []string{"x usr/bin/dnf"}, Groups(),
 			[]string{"sudo dnf install redis etcd java-21-openjdk-headless zookeeper mariadb-server nginx"}},
 		{"nothing, brew", []string{"x opt/homebrew/bin/brew"}, Groups(),
@@ -185,5 +187,33 @@ func TestFindZooKeeperNotFound(t *testing.T) {
 	_, err := Finder{Root: root}.FindZooKeeper()
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "ZOOKEEPER_HOME") {
 		t.Fatalf("FindZooKeeper: %v, want ErrNotExist naming ZOOKEEPER_HOME", err)
+	}
+}
+
+// packaged are the groups whose servers a package manager installs (the
+// optional Consul is built by make deps).
+func packaged() []Group {
+	var out []Group
+	for _, s := range All {
+		if s.Group != "" && !s.Optional && !slices.Contains(out, s.Group) {
+			out = append(out, s.Group)
+		}
+	}
+	return out
+}
+
+// TestFinderLab: a tool no package provides is found in the lab's bin/
+// (where make deps builds it), after PATH.
+func TestFinderLab(t *testing.T) {
+	root := t.TempDir()
+	testenv.Tree(t, root, "x usr/bin/nginx", "x lab/bin/consul")
+	f := Finder{Root: root, Path: filepath.Join(root, "usr/bin"), Lab: filepath.Join(root, "lab/bin")}
+	got, err := f.Find([]Group{"consul"})
+	if err != nil || got.Bin["consul"] != filepath.Join(root, "lab/bin/consul") {
+		t.Fatalf("Find consul: %v, %v", got.Bin, err)
+	}
+	f.Lab = ""
+	if _, err := f.Find([]Group{"consul"}); err == nil || !strings.Contains(err.Error(), "make deps") {
+		t.Fatalf("without the lab's bin/: %v, want a hint at make deps", err)
 	}
 }

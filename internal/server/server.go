@@ -133,6 +133,10 @@ type Spec struct {
 	// out.
 	Group    Group
 	Required bool
+	// Optional: `up` without --backends starts it only when its tools are
+	// found, and goes on without it otherwise (its strategies answer 503
+	// backend_unavailable); --backends naming it requires it.
+	Optional bool
 	// Tools it needs.
 	Tools []Tool
 	// Kinds of its components.

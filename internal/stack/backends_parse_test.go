@@ -11,7 +11,7 @@ func TestParseBackends(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{"", "redis,etcd,zookeeper,mysql", ""},
+		{"", "redis,etcd,zookeeper,mysql,consul", ""},
 		{"mysql,redis", "redis,mysql", ""},
 		{" MySQL , zookeeper ", "zookeeper,mysql", ""},
 		{"redis,etcd", "", "mysql is always needed"},

@@ -385,8 +385,8 @@ func TestStackPorts(t *testing.T) {
 		topology string
 		count    int
 	}{
-		{TopologySingle, RedisCount + 5 + 3},
-		{TopologyHA, RedisCount + 2 + HAMembers + 2*HAMembers + 3*HAMembers + 2 + 3},
+		{TopologySingle, RedisCount + 5 + 3 + 3},                                                   // + consul's http, server, serf
+		{TopologyHA, RedisCount + 2 + HAMembers + 2*HAMembers + 3*HAMembers + 2 + 3 + 3*HAMembers}, // + 3 per consul server
 	} {
 		t.Run(tc.topology, func(t *testing.T) {
 			ps := stackPorts(tc.topology, base, 3, false, false)

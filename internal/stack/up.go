@@ -66,6 +66,33 @@ type Options struct {
 	// Finder is where the servers are looked for. Default nil: this
 	// machine (SystemFinder: $PATH, then the packages' known places).
 	Finder *Finder
+
+	// missingOptional are the optional backends left out of the default
+	// because their tools are missing (said at `up`).
+	missingOptional []Backend
+}
+
+// finder is o.Finder, or this machine's.
+func (o Options) finder() Finder {
+	if o.Finder != nil {
+		return *o.Finder
+	}
+	return SystemFinder()
+}
+
+// defaultBackends are every backend, but an optional one (Consul) only
+// when its tools are found: a machine without it runs the lab without it.
+func defaultBackends(f Finder) (use, missing []Backend) {
+	for _, b := range AllBackends {
+		if sp, ok := server.ByGroup(b); ok && sp.Optional {
+			if _, err := f.Find([]Backend{b}); err != nil {
+				missing = append(missing, b)
+				continue
+			}
+		}
+		use = append(use, b)
+	}
+	return use, missing
 }
 
 func (o Options) normalize() (Options, error) {
@@ -99,7 +126,7 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("--strategy: %w", err)
 	}
 	if len(o.Backends) == 0 {
-		o.Backends = slices.Clone(AllBackends)
+		o.Backends, o.missingOptional = defaultBackends(o.finder())
 	}
 	if o.Backends, err = ParseBackends(joinBackends(o.Backends)); err != nil {
 		return o, err
@@ -385,11 +412,10 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		return nil, err
 	}
 
-	finder := SystemFinder()
-	if o.Finder != nil {
-		finder = *o.Finder
+	for _, b := range o.missingOptional {
+		fmt.Fprintf(o.Out, "%s not found: the stack runs without it (its strategies answer 503 backend_unavailable); `make deps` builds it, `seckill doctor` says more\n", b)
 	}
-	paths, err := finder.Find(o.Backends)
+	paths, err := o.finder().Find(o.Backends)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/seckill-lab/seckill/internal/config"
+)
+
+// Consul component kinds.
+const (
+	// KindConsul is the single server of the single topology.
+	KindConsul Kind = "consul"
+	// KindConsulMember is a server of the three-server cluster (ha).
+	KindConsulMember Kind = "consul-member"
+)
+
+// ConsulVersion is the Consul the lab builds and runs: 1.16.1, the last
+// release under MPL-2.0 (tools/consul pins it; `make deps` builds it).
+const ConsulVersion = "1.16.1"
+
+// Port offsets: the single server's HTTP API B+50, server RPC B+51, Serf
+// LAN B+52; server K of the ha cluster: B+50+3K .. B+52+3K (B+53 .. B+61).
+// Serf WAN, DNS and gRPC are off.
+const (
+	offConsul       = 50
+	offConsulMember = 50
+)
+
+func consulMemberName(k int) string    { return "consul-" + itoa(k) }
+func consulMemberHTTP(base, k int) int { return base + offConsulMember + 3*k }
+
+// consulPorts are a server's HTTP, server RPC and Serf LAN ports.
+func consulPorts(http int) (int, int, int) { return http, http + 1, http + 2 }
+
+// Consul is the Consul description: real raft with a data directory (not
+// -dev), wiped at each `up`; one server, or three that elect a leader.
+// It is optional: a machine without the binary runs the lab without it,
+// and the consul strategy answers 503 backend_unavailable.
+var Consul = Spec{
+	Position: 6,
+	Group:    "consul",
+	Optional: true,
+	Tools: []Tool{{Key: "consul", Names: []string{"consul"}, Version: []string{"version"},
+		Hint: "Consul " + ConsulVersion + " (MPL-2.0; no distribution packages it): `make deps` builds it from the Go module proxy into bin/"}},
+	Kinds: []KindSpec{
+		{Kind: KindConsul, Rank: 3, Check: checkConsul, Role: consulRole},
+		{Kind: KindConsulMember, Rank: 3, Check: checkConsul, Role: consulRole, Member: true, StopInTurn: true},
+	},
+	Ports: func(base int, ha bool) []PortUse {
+		var https []int
+		if !ha {
+			https = []int{base + offConsul}
+		}
+		for _, k := range members() {
+			if ha {
+				https = append(https, consulMemberHTTP(base, k))
+			}
+		}
+		var ps []PortUse
+		for i, h := range https {
+			name := "consul"
+			if ha {
+				name = consulMemberName(i + 1)
+			}
+			hp, rpc, serf := consulPorts(h)
+			ps = append(ps, PortUse{hp, name + " http"}, PortUse{rpc, name + " server"}, PortUse{serf, name + " serf"})
+		}
+		return ps
+	},
+	Nodes: func(l Layout) []Node {
+		if !l.HA {
+			return []Node{consulNode(l, "consul", KindConsul, l.Base+offConsul, 1, nil)}
+		}
+		var ns []Node
+		for _, k := range members() {
+			var join []string
+			for _, m := range members() {
+				if m != k {
+					_, _, serf := consulPorts(consulMemberHTTP(l.Base, m))
+					join = append(join, Addr(serf))
+				}
+			}
+			ns = append(ns, consulNode(l, consulMemberName(k), KindConsulMember, consulMemberHTTP(l.Base, k), HAMembers, join))
+		}
+		return ns
+	},
+	Env: func(base int, ha, has bool) [][2]string {
+		return [][2]string{{config.EnvConsulAddrs, clientAddrs(base, ha, has, offConsul, consulMemberHTTP)}}
+	},
+	Links:  func(bool) []Link { return []Link{{Name: "consul", Kinds: []Kind{KindConsul, KindConsulMember}}} },
+	Serves: map[string]string{"consul": "consul"},
+	Durability: map[string]string{
+		DurabilityDefault: "raft log fsynced before a write is acknowledged (as shipped)",
+		DurabilityFsync:   "raft log fsynced before a write is acknowledged (as shipped)",
+		DurabilityNone:    "data directory on tmpfs (" + Tmpfs + "): Consul has no switch for its fsync",
+	},
+}
+
+// consulNode is a Consul server on the HTTP port http, in a cluster of
+// expect servers joining the Serf addresses join.
+func consulNode(l Layout, name string, kind Kind, http, expect int, join []string) Node {
+	dir := l.DataDir(filepath.Join(l.Dir, name))
+	hp, rpc, serf := consulPorts(http)
+	args := []string{"agent", "-server", "-bootstrap-expect=" + itoa(expect), "-node=" + name, "-data-dir=" + dir,
+		"-bind=127.0.0.1", "-advertise=127.0.0.1", "-client=127.0.0.1", "-log-level=warn", "-disable-host-node-id=true",
+		"-hcl=" + fmt.Sprintf("ports { http = %d, server = %d, serf_lan = %d, serf_wan = -1, dns = -1, grpc = -1, grpc_tls = -1 }", hp, rpc, serf),
+		// Production timing (the default, 5, is for development): a new
+		// leader within about a second of the old one's loss.
+		"-hcl=performance { raft_multiplier = 1 }",
+		"-hcl=disable_update_check = true"}
+	for _, j := range join {
+		args = append(args, "-retry-join="+j)
+	}
+	return Node{Name: name, Kind: kind, Port: hp, Bin: l.Tools.Bin["consul"], Args: args, Prepare: wipePrepare(name, dir)}
+}
+
+// consulLeader reads /v1/status/leader: the leader's server address, ""
+// while there is none.
+func consulLeader(ctx context.Context, hostport string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+hostport+"/v1/status/leader", nil)
+	if err != nil {
+		return "", fmt.Errorf("consul status: %w", err)
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("consul GET /v1/status/leader: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("consul GET /v1/status/leader: %s", resp.Status)
+	}
+	var leader string
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<12)).Decode(&leader); err != nil {
+		return "", fmt.Errorf("consul GET /v1/status/leader: %w", err)
+	}
+	return leader, nil
+}
+
+// checkConsul: the server knows a leader (raft has one).
+func checkConsul(ctx context.Context, hostport string) error {
+	leader, err := consulLeader(ctx, hostport)
+	if err != nil {
+		return err
+	}
+	if leader == "" {
+		return fmt.Errorf("consul %s: no leader yet", hostport)
+	}
+	return nil
+}
+
+// consulRole is "leader" when the leader's server address is this
+// server's (its HTTP port + 1), else "follower".
+func consulRole(ctx context.Context, hostport string) (string, error) {
+	leader, err := consulLeader(ctx, hostport)
+	if err != nil {
+		return "", err
+	}
+	_, port, _ := strings.Cut(hostport, ":")
+	http, err := strconv.Atoi(port)
+	if err != nil {
+		return "", fmt.Errorf("consul role: address %q: %w", hostport, err)
+	}
+	if _, rpc, _ := consulPorts(http); leader == Addr(rpc) {
+		return "leader", nil
+	}
+	return "follower", nil
+}
+
+func init() { register(&Consul) }
