@@ -83,7 +83,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	backends := o.Backends
 	if len(backends) == 0 {
-		// The default: every backend, an optional one (Consul) only when
+		// The default: every backend, an optional one only when
 		// it is there.
 		for _, b := range stack.AllBackends {
 			if sp, ok := server.ByGroup(b); !ok || !sp.Optional {

@@ -29,7 +29,7 @@ type Finder struct {
 	// the *_HOME a description reads); nil reads none.
 	Getenv func(string) string
 	// Lab is the lab's own bin/ directory, searched after PATH: `make deps`
-	// builds the servers no package has there (Consul). "" for none.
+	// builds the servers no distribution packages there. "" for none.
 	Lab string
 }
 

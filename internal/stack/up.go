@@ -80,7 +80,7 @@ func (o Options) finder() Finder {
 	return SystemFinder()
 }
 
-// defaultBackends are every backend, but an optional one (Consul) only
+// defaultBackends are every backend, but an optional one only
 // when its tools are found: a machine without it runs the lab without it.
 func defaultBackends(f Finder) (use, missing []Backend) {
 	for _, b := range AllBackends {
