@@ -58,8 +58,10 @@
 // writes RUNDIR/nginx/seckill.d/http.conf (upstream servers, access log,
 // temp paths) and listen.conf, and passes pid and user with -g; compose
 // mounts nginx/compose/ there. See nginx.conf for the choices: only /api/
-// and /healthz are exposed, round robin, keepalive, no retry of a request
-// on another upstream, short client timeouts.
+// and /healthz are exposed, round robin, keepalive, a failed request retried
+// on the next instance (a key-less purchase only when it never reached
+// one), an instance out for 1 s after 3 failures (upstreamServerParams),
+// short client timeouts.
 //
 // # Processes
 //

@@ -131,7 +131,15 @@ func TestNginxConfChoices(t *testing.T) {
 			"proxy_pass http://seckill;",
 			"proxy_http_version 1.1;",
 			`proxy_set_header Connection "";`,
-			"proxy_next_upstream off;",
+			"proxy_next_upstream error timeout non_idempotent;",
+			"proxy_next_upstream_tries 3;",
+			"proxy_next_upstream_timeout 40s;",
+			"proxy_read_timeout 35s;",
+			"location @unkeyed {",
+			"proxy_next_upstream error timeout;",
+			"error_page 418 = @unkeyed;",
+			"map $http_idempotency_key $seckill_unkeyed {",
+			"zone seckill 64k;",
 			"client_header_timeout 10s;",
 			"client_body_timeout 10s;",
 			"send_timeout 10s;",
@@ -146,11 +154,29 @@ func TestNginxConfChoices(t *testing.T) {
 		if !slices.ContainsFunc(ds, func(d string) bool { return strings.HasPrefix(d, "keepalive ") }) {
 			t.Errorf("%s: upstream has no keepalive", name)
 		}
-		if strings.Contains(joined, "non_idempotent") {
-			t.Errorf("%s: non_idempotent would retry a POST on another upstream", name)
+		// Only keyed requests may be resent after they reached an
+		// instance: non_idempotent once, at the server level, and the
+		// key-less ones' location overrides it.
+		if n := strings.Count(joined, "non_idempotent"); n != 1 {
+			t.Errorf("%s: non_idempotent %d times, want once (the server's default, not @unkeyed's)", name, n)
 		}
-		if strings.Count(joined, "proxy_pass") != 2 {
-			t.Errorf("%s: want exactly /api/ and /healthz proxied, got %d proxy_pass", name, strings.Count(joined, "proxy_pass"))
+		if unkeyed := joined[strings.Index(joined, "location @unkeyed {"):]; strings.Contains(unkeyed[:strings.Index(unkeyed, "}")], "non_idempotent") {
+			t.Errorf("%s: @unkeyed resends key-less POSTs", name)
+		}
+		if strings.Count(joined, "proxy_pass") != 3 {
+			t.Errorf("%s: want exactly /api/, @unkeyed and /healthz proxied, got %d proxy_pass", name, strings.Count(joined, "proxy_pass"))
+		}
+		servers := 0
+		for _, d := range ds {
+			if strings.HasPrefix(d, "server ") && d != "server {" {
+				servers++
+				if !strings.HasSuffix(d, " "+upstreamServerParams+";") {
+					t.Errorf("%s: %q lacks %s", name, d, upstreamServerParams)
+				}
+			}
+		}
+		if servers == 0 {
+			t.Errorf("%s: no upstream server", name)
 		}
 		if !slices.ContainsFunc(ds, func(d string) bool { return strings.HasPrefix(d, "access_log ") && strings.HasSuffix(d, " seckill;") }) {
 			t.Errorf("%s: access_log does not use the seckill format", name)
@@ -165,7 +191,7 @@ func TestNginxIncludes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ds := directives(httpConf + listenConf)
-	for _, w := range []string{"listen 127.0.0.1:17080;", "server 127.0.0.1:17101;", "server 127.0.0.1:17102;",
+	for _, w := range []string{"listen 127.0.0.1:17080;", "server 127.0.0.1:17101 " + upstreamServerParams + ";", "server 127.0.0.1:17102 " + upstreamServerParams + ";", upstreamZone,
 		"access_log /run/logs/nginx-access.log seckill;", "proxy_temp_path /run/nginx/temp/proxy;", "client_body_temp_path /run/nginx/temp/client_body;"} {
 		if !slices.Contains(ds, w) {
 			t.Errorf("no %q in\n%s", w, httpConf+listenConf)
@@ -338,7 +364,7 @@ func TestComposeConfig(t *testing.T) {
 	}
 	// The compose upstreams are the instance services.
 	for _, name := range instances {
-		if !strings.Contains(composeUpstreams(t), "server "+name+":8080;") {
+		if !strings.Contains(composeUpstreams(t), "server "+name+":8080 "+upstreamServerParams+";") {
 			t.Errorf("nginx.conf has no upstream %s:8080", name)
 		}
 	}
