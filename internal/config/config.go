@@ -45,13 +45,13 @@ const (
 // ServerVars are the variables that give the servers' addresses (and the
 // database's DSN).
 func ServerVars() []string {
-	return []string{EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvEtcdEndpoints, EnvZKServers, EnvMySQLDSN}
+	return []string{EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvEtcdEndpoints, EnvZKServers, EnvConsulAddrs, EnvMySQLDSN}
 }
 
 // one list the config, the stack and the compose check use.
 func EnvVars() []string {
 	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster,
-		EnvEtcdEndpoints, EnvZKServers, EnvAdminToken, EnvStrategy, EnvMaxQty, EnvProxyShift}
+		EnvEtcdEndpoints, EnvZKServers, EnvConsulAddrs, EnvAdminToken, EnvStrategy, EnvMaxQty, EnvProxyShift}
 }
 
 // Defaults.
@@ -87,6 +87,8 @@ type Config struct {
 	EtcdEndpoints []string
 	// ZKServers are ZooKeeper host:port. Optional.
 	ZKServers []string
+	// ConsulAddrs are the Consul agents' HTTP host:port. Optional.
+	ConsulAddrs []string
 	// AdminToken guards /admin. Empty disables the admin API (403).
 	AdminToken string
 	// Strategy is the starting strategy. Default: the service's (none);
@@ -112,6 +114,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RedisMaster:    getenv(EnvRedisMaster),
 		EtcdEndpoints:  SplitList(getenv(EnvEtcdEndpoints)),
 		ZKServers:      SplitList(getenv(EnvZKServers)),
+		ConsulAddrs:    SplitList(getenv(EnvConsulAddrs)),
 		AdminToken:     getenv(EnvAdminToken),
 		Strategy:       getenv(EnvStrategy),
 		MaxQty:         DefaultMaxQty,
@@ -164,6 +167,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RedisMaster, "redis-master", c.RedisMaster, "Sentinel master name ($"+EnvRedisMaster+")")
 	fs.Var(listFlag{&c.EtcdEndpoints}, "etcd-endpoints", "comma-separated etcd endpoints ($"+EnvEtcdEndpoints+")")
 	fs.Var(listFlag{&c.ZKServers}, "zk-servers", "comma-separated ZooKeeper servers ($"+EnvZKServers+")")
+	fs.Var(listFlag{&c.ConsulAddrs}, "consul-addrs", "comma-separated Consul agents' HTTP addresses ($"+EnvConsulAddrs+")")
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "starting strategy ($"+EnvStrategy+")")
 	fs.Int64Var(&c.MaxQty, "max-qty", c.MaxQty, "largest qty per purchase ($"+EnvMaxQty+")")
 	fs.IntVar(&c.ProxyShift, "proxy-shift", c.ProxyShift, "dial the 127.0.0.1 Redis addresses Sentinels name this many ports higher, through the fault proxy ($"+EnvProxyShift+")")

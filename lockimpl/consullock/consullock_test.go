@@ -1,0 +1,166 @@
+package consullock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/consullock"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
+)
+
+// client is a client of the test stack's Consul, which must answer.
+func client(tb testing.TB) *api.Client {
+	tb.Helper()
+	c, err := consullock.NewClient(testenv.List(tb, testenv.ConsulAddrs), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := consullock.NewBackend(c, consullock.Config{}).Ping(ctx); err != nil {
+		testenv.Unavailable(tb, "consul", err)
+	}
+	return c
+}
+
+func newLocker(tb testing.TB, opts lockimpl.Options, cfg consullock.Config) *consullock.Locker {
+	return consullock.New(client(tb), opts, cfg)
+}
+
+func TestConformance(t *testing.T) {
+	locktest.Run(t, locktest.Factory{
+		New: func(tb testing.TB, opts lockimpl.Options) lockimpl.Locker {
+			return newLocker(tb, opts, consullock.Config{LockDelay: consullock.NoLockDelay})
+		},
+		// NoRenew is left out: Consul's 10 s minimum TTL, which it may take
+		// twice to enforce, makes the suite's expiry case 20 s or more.
+		// TestSessionInvalidated covers the loss.
+		Caps: locktest.Capabilities{Distributed: true, Tokens: true, Watchdog: true, LostLease: true},
+		Break: func(tb testing.TB, l lockimpl.Locker, lease *lockimpl.Lease) {
+			if _, err := client(tb).KV().Delete(l.(*consullock.Locker).Name(lease.Key), nil); err != nil {
+				tb.Fatalf("delete the lock key: %v", err)
+			}
+		},
+		AssertClean: func(tb testing.TB, l lockimpl.Locker, key string) {
+			pair, _, err := client(tb).KV().Get(l.(*consullock.Locker).Name(key), nil)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if pair != nil {
+				tb.Errorf("lock key %q left (session %q)", pair.Key, pair.Session)
+			}
+		},
+		Iterations: 5,
+	})
+}
+
+// TestSessionInvalidated: a holder's session destroyed by another client
+// (what Consul does when the TTL runs out) marks the lease lost, and the
+// next holder gets the key once the lock-delay, 0 here, allows it; with a
+// lock-delay, nobody gets it before the delay.
+func TestSessionInvalidated(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+		min   time.Duration
+	}{
+		{"no lock-delay", consullock.NoLockDelay, 0},
+		{"lock-delay 2s", 2 * time.Second, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c := client(t)
+			a, b := newLocker(t, lockimpl.Options{}, consullock.Config{LockDelay: tc.delay}), newLocker(t, lockimpl.Options{}, consullock.Config{LockDelay: tc.delay})
+			key := locktest.Key(t)
+			first, err := a.Lock(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pair, _, err := c.KV().Get(a.Name(key), nil)
+			if err != nil || pair == nil {
+				t.Fatalf("the lock key: %v %v", pair, err)
+			}
+			destroyed := time.Now()
+			if _, err := c.Session().Destroy(pair.Session, nil); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-first.Lost():
+			case <-ctx.Done():
+				t.Fatal("the lease does not report the invalidated session")
+			}
+			if err := first.Err(); !errors.Is(err, lockimpl.ErrLeaseLost) {
+				t.Errorf("Err() = %v, want ErrLeaseLost", err)
+			}
+			second, err := b.Lock(ctx, key)
+			if err != nil {
+				t.Fatalf("the next holder: %v", err)
+			}
+			if waited := time.Since(destroyed); waited < tc.min {
+				t.Errorf("the next holder got the key %v after the invalidation, within the lock-delay %v", waited, tc.min)
+			}
+			if second.Token <= first.Token {
+				t.Errorf("token %d after %d: want it higher", second.Token, first.Token)
+			}
+			if err := first.Unlock(ctx); !errors.Is(err, lockimpl.ErrNotHeld) {
+				t.Errorf("stale Unlock: %v, want ErrNotHeld (it must not remove the next holder's key)", err)
+			}
+			if err := second.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestTTLClamped: Consul's sessions last at least 10 s.
+func TestTTLClamped(t *testing.T) {
+	for _, tc := range []struct{ in, want time.Duration }{
+		{time.Second, consullock.MinTTL}, {0, consullock.MinTTL}, {12 * time.Second, 12 * time.Second}, {12400 * time.Millisecond, 12 * time.Second},
+	} {
+		if got := consullock.EffectiveTTL(tc.in); got != tc.want {
+			t.Errorf("EffectiveTTL(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestDownIsAnError: an agent that is not there is an error, at once.
+func TestDownIsAnError(t *testing.T) {
+	c, err := consullock.NewClient([]string{"127.0.0.1:1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := consullock.NewBackend(c, consullock.Config{}).Ping(ctx); err == nil {
+		t.Fatal("Ping of a dead agent: no error")
+	}
+	if _, err := consullock.New(c, lockimpl.Options{}, consullock.Config{}).Lock(ctx, "k"); err == nil || ctx.Err() != nil {
+		t.Fatalf("Lock on a dead agent: %v (ctx %v), want an error before the deadline", err, ctx.Err())
+	}
+}
+
+// TestFailover: a client of several agents moves past one that is down.
+func TestFailover(t *testing.T) {
+	addrs := testenv.List(t, testenv.ConsulAddrs)
+	c, err := consullock.NewClient(append([]string{"127.0.0.1:1"}, addrs...), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l := consullock.New(c, lockimpl.Options{}, consullock.Config{})
+	lease, err := l.Lock(ctx, locktest.Key(t))
+	if err != nil {
+		t.Fatalf("Lock through a dead first agent: %v", err)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
