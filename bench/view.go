@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/lockimpl"
 )
 
@@ -218,12 +219,12 @@ func backendTable(runs []RunResult) table {
 // report's facts.
 func durabilityFact(level string) string {
 	switch level {
-	case "default":
-		return "default: Redis without persistence, etcd, ZooKeeper and MariaDB fsync every write (seckill up --durability)"
-	case "fsync":
+	case server.DurabilityDefault:
+		return "default: Redis without persistence, the other servers fsync every write (seckill up --durability)"
+	case server.DurabilityFsync:
 		return "fsync: every server fsyncs an acknowledged write, Redis with appendfsync always (seckill up --durability)"
-	case "none":
-		return "none: no server fsyncs per write (MariaDB once a second, ZooKeeper forceSync=no, etcd on tmpfs) (seckill up --durability)"
+	case server.DurabilityNone:
+		return "none: no server fsyncs per write (MariaDB once a second, ZooKeeper forceSync=no, the servers without a switch on tmpfs) (seckill up --durability)"
 	}
 	return level + " (a fleet started elsewhere: its servers' durability was not given)"
 }

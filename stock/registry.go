@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/consullock"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/lockimpl/mysqllock"
@@ -42,6 +43,8 @@ const (
 	MySQLOptimistic = "mysql-optimistic"
 	SQLAtomic       = "sql-atomic"
 	RedisAtomic     = "redis-atomic"
+	Consul          = "consul"
+	ConsulNoDelay   = "consul-nodelay"
 )
 
 // Kind says how a strategy protects the read-modify-write.
@@ -87,6 +90,7 @@ const (
 	ServerRedlock   Server = "redis x5"  // the five independent Redis servers
 	ServerZooKeeper Server = "zookeeper" // the ZooKeeper ensemble
 	ServerEtcd      Server = "etcd"      // the etcd cluster
+	ServerConsul    Server = "consul"    // the Consul server(s)
 	ServerMySQL     Server = "mysql"     // MariaDB, beyond the goods row
 )
 
@@ -121,6 +125,9 @@ type Clients struct {
 	// ZooKeeper are the ZooKeeper servers (host:port); the backend opens
 	// its own sessions, one per session timeout.
 	ZooKeeper []string
+	// Consul are the Consul agents' HTTP addresses (host:port); the
+	// backend opens its own client, moving between them.
+	Consul []string
 	// MySQL is the database handle shared with the store.
 	MySQL *sql.DB
 	// Mutex is the instance's in-process lock table, shared by the
@@ -295,6 +302,21 @@ var registry = []Strategy{
 		},
 	},
 	{
+		Name: Consul, Kind: KindLocker, Tokens: true, Renews: true, Server: ServerConsul,
+		Summary: "session (TTL at least 10 s, renewed) + KV acquire, blocking-query wait, lock-delay 15 s, ModifyIndex token",
+		Seed:    "001 基于 Consul 做分布式锁",
+		Open:    onConsul(consullock.Config{}),
+	},
+	// The same lock with lock-delay 0: the key is free the moment its
+	// holder's session is invalidated, so a paused holder is overtaken at
+	// once. It shows what Consul's lock-delay is for.
+	{
+		Name: ConsulNoDelay, Kind: KindLocker, Flawed: true, Breaks: BreaksWorkOutlastsTTL, Tokens: true, Renews: true, Server: ServerConsul,
+		Summary: "the consul lock with lock-delay 0: nothing holds the key back after its session is invalidated",
+		Seed:    "001 Consul; its lock-delay",
+		Open:    onConsul(consullock.Config{LockDelay: consullock.NoLockDelay}),
+	},
+	{
 		Name: MySQLUnique, Kind: KindLocker, Tokens: true, Renews: true, Server: ServerMySQL,
 		Summary: "lock row under a UNIQUE index, expired rows reclaimed",
 		Seed:    "003, 001 database unique index",
@@ -325,6 +347,20 @@ var registry = []Strategy{
 		Summary: "Lua check-and-decrement in Redis, order persisted to MySQL",
 		Seed:    "003 Redis pre-deduction",
 	},
+}
+
+// onConsul opens a backend of the Consul agents with cfg.
+func onConsul(cfg consullock.Config) func(context.Context, Clients) (LockBackend, error) {
+	return func(_ context.Context, c Clients) (LockBackend, error) {
+		if len(c.Consul) == 0 {
+			return nil, notConfigured(ServerConsul)
+		}
+		client, err := consullock.NewClient(c.Consul, nil)
+		if err != nil {
+			return nil, err
+		}
+		return consullock.NewBackend(client, cfg), nil
+	}
 }
 
 func notConfigured(s Server) error {

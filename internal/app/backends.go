@@ -45,6 +45,7 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB) (*backends
 	b.clients.MySQL = sqlDB
 	b.clients.Mutex = mutexlock.New(lockimpl.Options{})
 	b.clients.ZooKeeper = cfg.ZKServers
+	b.clients.Consul = cfg.ConsulAddrs
 	for _, addr := range cfg.RedisAddrs {
 		c := newRedis(addr)
 		b.redis = append(b.redis, c)
@@ -101,11 +102,14 @@ func (b *backends) checks(store *stock.SQLStore) []api.Check {
 	if c := b.failover; c != nil {
 		out = append(out, api.Check{Name: "redis-primary", Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
 	}
-	if lb, ok := b.locks[stock.Etcd]; ok {
-		out = append(out, api.Check{Name: string(stock.ServerEtcd), Ping: lb.Ping})
-	}
-	if lb, ok := b.locks[stock.ZooKeeper]; ok {
-		out = append(out, api.Check{Name: string(stock.ServerZooKeeper), Ping: lb.Ping})
+	// The lock servers with no client of their own here: the first lock
+	// backend on each probes it.
+	seen := map[stock.Server]bool{stock.ServerNone: true, stock.ServerProcess: true, stock.ServerMySQL: true, stock.ServerRedis: true, stock.ServerRedlock: true}
+	for _, s := range stock.Strategies() {
+		if lb, ok := b.locks[s.Name]; ok && !seen[s.Server] {
+			seen[s.Server] = true
+			out = append(out, api.Check{Name: string(s.Server), Ping: lb.Ping})
+		}
 	}
 	return out
 }

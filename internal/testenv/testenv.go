@@ -30,7 +30,6 @@ import (
 const (
 	RedisAddrs   = config.EnvRedisAddrs
 	ZKServers    = config.EnvZKServers
-	ConsulAddrs  = config.EnvConsulAddrs
 	MySQLDSN     = config.EnvMySQLDSN
 	NginxURL     = config.EnvNginxURL
 	InstanceURLs = config.EnvInstanceURLs

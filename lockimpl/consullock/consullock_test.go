@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/consullock"
@@ -17,7 +18,7 @@ import (
 // client is a client of the test stack's Consul, which must answer.
 func client(tb testing.TB) *api.Client {
 	tb.Helper()
-	c, err := consullock.NewClient(testenv.List(tb, testenv.ConsulAddrs), nil)
+	c, err := consullock.NewClient(testenv.List(tb, config.EnvConsulAddrs), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestDownIsAnError(t *testing.T) {
 
 // TestFailover: a client of several agents moves past one that is down.
 func TestFailover(t *testing.T) {
-	addrs := testenv.List(t, testenv.ConsulAddrs)
+	addrs := testenv.List(t, config.EnvConsulAddrs)
 	c, err := consullock.NewClient(append([]string{"127.0.0.1:1"}, addrs...), nil)
 	if err != nil {
 		t.Fatal(err)
