@@ -110,13 +110,15 @@ func (l *Locker) TTL() time.Duration { return l.ttl }
 
 // session creates the session of one acquisition.
 func (l *Locker) session(ctx context.Context) (string, error) {
-	id, _, err := l.client.Session().Create(&api.SessionEntry{
-		Name: "seckill-lock", TTL: l.ttl.String(), Behavior: api.SessionBehaviorRelease, LockDelay: l.lockDelay,
-	}, (&api.WriteOptions{}).WithContext(ctx))
-	if err != nil {
+	// Written raw: the api package leaves a zero LockDelay out of the
+	// request, and Consul then applies its default 15 s.
+	body := map[string]any{"Name": "seckill-lock", "TTL": l.ttl.String(), "Behavior": api.SessionBehaviorRelease,
+		"LockDelay": fmt.Sprintf("%dms", l.lockDelay.Milliseconds())}
+	var out struct{ ID string }
+	if _, err := l.client.Raw().Write("/v1/session/create", body, &out, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
 		return "", fmt.Errorf("consullock: create session: %w", err)
 	}
-	return id, nil
+	return out.ID, nil
 }
 
 // destroy ends session id, in the background of a caller that gave up.
