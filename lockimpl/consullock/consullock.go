@@ -171,19 +171,24 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 // a free key.
 func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	name := l.Name(key)
-	id, err := l.session(ctx)
-	if err != nil {
-		return nil, err
+	var id string
+	for {
+		var err error
+		if id, err = l.session(ctx); err == nil {
+			break
+		}
+		if !l.retry(ctx, err) {
+			return nil, l.gaveUp(ctx, key, err)
+		}
 	}
 	for {
 		ok, held, index, err := l.acquire(ctx, name, id)
 		switch {
+		case err != nil && l.retry(ctx, err):
+			continue
 		case err != nil:
 			go l.destroy(id)
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("consullock: lock %q: %w", key, ctx.Err())
-			}
-			return nil, err
+			return nil, l.gaveUp(ctx, key, err)
 		case ok:
 			return l.hold(ctx, key, name, id)
 		case held:
@@ -207,6 +212,33 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 			return nil, fmt.Errorf("consullock: wait for %q: %w", name, err)
 		}
 	}
+}
+
+// retry waits a moment and reports true when err is one Consul answers
+// while it elects a leader or an agent is down (a 500, a refused
+// connection) and ctx has time left: the lock waits through an election
+// within the caller's lock wait, as the other locks wait through theirs.
+func (l *Locker) retry(ctx context.Context, err error) bool {
+	var ne net.Error
+	if !errors.As(err, &ne) && !api.IsRetryableError(errors.Unwrap(err)) && !strings.Contains(err.Error(), "Unexpected response code: 500") || ctx.Err() != nil {
+		return false
+	}
+	t := time.NewTimer(lockDelayRetry)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// gaveUp is the error of a Lock that stopped on err.
+func (l *Locker) gaveUp(ctx context.Context, key string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("consullock: lock %q: %w (last: %v)", key, ctx.Err(), err)
+	}
+	return err
 }
 
 // hold reads the token (the key's ModifyIndex), then starts the renewal
@@ -348,9 +380,11 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if req.GetBody != nil {
-			if req.Body, err = req.GetBody(); err != nil {
-				return nil, err
+			body, berr := req.GetBody()
+			if berr != nil {
+				return nil, berr
 			}
+			req.Body = body
 		}
 		f.mu.Lock()
 		if f.cur == i {
