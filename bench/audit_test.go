@@ -183,8 +183,8 @@ func TestParseStrategies(t *testing.T) {
 		{"nope", 0, true},
 		{"all,redis", 0, true},
 		{",", 0, true},
-		{"correct", len(Strategies()) - 7, false},
-		{"flawed", 7, false},
+		{"correct", len(Strategies()) - 8, false},
+		{"flawed", 8, false},
 	}
 	for _, tt := range tests {
 		got, err := ParseStrategies(tt.in)
@@ -201,8 +201,8 @@ func TestParseStrategies(t *testing.T) {
 			}
 		}
 	}
-	if len(Strategies()) != 17 {
-		t.Errorf("got %d strategies, want 17: %v", len(Strategies()), Strategies())
+	if len(Strategies()) != 19 {
+		t.Errorf("got %d strategies, want 19: %v", len(Strategies()), Strategies())
 	}
 }
 

@@ -94,8 +94,10 @@ func TestConfigJSONAndValidate(t *testing.T) {
 			}
 		})
 	}
-	if len(StrategyNames()) != 17 {
-		t.Fatalf("catalogue has %d strategies, want the 17 of STRATEGIES.md", len(StrategyNames()))
+	// The 18 of STRATEGIES.md that run (redis-stream is the async-order
+	// issue's), plus consul-nodelay, the consul lock with lock-delay 0.
+	if len(StrategyNames()) != 19 {
+		t.Fatalf("catalogue has %d strategies, want 19", len(StrategyNames()))
 	}
 }
 

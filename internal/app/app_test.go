@@ -35,6 +35,7 @@ func fleet(t *testing.T, n int, mutate func(*config.Config)) []instance {
 		RedisAddrs:    testenv.List(t, testenv.RedisAddrs),
 		EtcdEndpoints: testenv.List(t, config.EnvEtcdEndpoints),
 		ZKServers:     testenv.List(t, testenv.ZKServers),
+		ConsulAddrs:   testenv.List(t, config.EnvConsulAddrs),
 		AdminToken:    token,
 		Strategy:      stock.None,
 		MaxQty:        100,
@@ -515,7 +516,7 @@ func TestHealthAndGoods(t *testing.T) {
 	ins := fleet(t, 1, nil)
 	h := do(t, http.MethodGet, ins[0].url+"/healthz", "", nil, nil)
 	backends, _ := h.body["backends"].(map[string]any)
-	if h.status != 200 || h.header.Get("X-Instance") != "t1" || len(backends) != 8 {
+	if h.status != 200 || h.header.Get("X-Instance") != "t1" || len(backends) != 9 { // mysql, redis-1..5, etcd, zookeeper, consul
 		t.Fatalf("healthz: %d %v", h.status, h.body)
 	}
 	goods := goodsID()

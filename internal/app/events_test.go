@@ -58,6 +58,7 @@ func TestEventStream(t *testing.T) {
 		RedisAddrs:    testenv.List(t, testenv.RedisAddrs),
 		EtcdEndpoints: testenv.List(t, config.EnvEtcdEndpoints),
 		ZKServers:     testenv.List(t, testenv.ZKServers),
+		ConsulAddrs:   testenv.List(t, config.EnvConsulAddrs),
 	}))
 	ins := []instance{{name: "f1", url: url}}
 	events := subscribe(t, url)

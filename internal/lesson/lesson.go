@@ -49,8 +49,13 @@ type Lesson struct {
 	// any topology.
 	Topology string
 	Proxy    bool
-	// Estimate is how long the lesson takes on a 2-core machine.
+	// Backend is the server group the lesson needs that a stack may run
+	// without (an optional one); "" for none.
+	Backend string
+	// Estimate is how long the lesson takes on a 2-core machine: at most
+	// 60 s, unless Longer says why a server's timing does not allow it.
 	Estimate time.Duration
+	Longer   string
 	// Speed marks a lesson whose verdict compares throughputs: it varies
 	// with the machine's load, so the tests check that it ran and sold
 	// correctly, not its verdict (speed is measured, never asserted).
@@ -125,6 +130,9 @@ func (l Lesson) Needs() string {
 func (l Lesson) fits(st *stack.State) error {
 	if l.Topology == stack.TopologyHA && !st.HA() || l.Proxy && !st.Proxy {
 		return fmt.Errorf("needs a stack started with `%s`", l.Needs())
+	}
+	if l.Backend != "" && !st.Has(stack.Backend(l.Backend)) {
+		return fmt.Errorf("needs %s, which this stack runs without: `make deps` builds it, then `seckill down` and `seckill up`", l.Backend)
 	}
 	return nil
 }
@@ -250,6 +258,13 @@ func (r *runner) scenario(ctx context.Context, name string, prots ...scenario.Pr
 	if err != nil {
 		return nil, err
 	}
+	return r.scenarioOf(ctx, sc, sc.Strategies[:1], prots...)
+}
+
+// scenarioOf runs sc on the stack for strategies, under prots
+// (unprotected and fenced when none are given).
+func (r *runner) scenarioOf(ctx context.Context, sc scenario.Scenario, strategies []string, prots ...scenario.Protection) (*scenario.Result, error) {
+	name := sc.Name
 	if err := sc.Fits(r.st); err != nil {
 		return nil, err
 	}
@@ -257,7 +272,7 @@ func (r *runner) scenario(ctx context.Context, name string, prots ...scenario.Pr
 		prots = []scenario.Protection{scenario.ProtectNone, scenario.ProtectFencing}
 	}
 	o := scenario.Options{Dir: r.o.Dir, Fleet: bench.Fleet{Target: r.st.NginxURL(), Instances: r.st.InstanceURLs(), AdminToken: r.st.AdminToken, Durability: r.st.DurabilityLevel()},
-		Protections: prots, Strategies: sc.Strategies[:1], Seed: r.o.Seed, Short: r.o.Short, Progress: r.o.Progress, Repeat: r.o.repeat()}
+		Protections: prots, Strategies: strategies, Seed: r.o.Seed, Short: r.o.Short, Progress: r.o.Progress, Repeat: r.o.repeat()}
 	if r.o.OutDir != "" {
 		r.n++
 		o.OutDir = fmt.Sprintf("%s/lesson-%02d-%s-%d", r.o.OutDir, r.lesson.N, r.lesson.Slug, r.n)
@@ -267,7 +282,7 @@ func (r *runner) scenario(ctx context.Context, name string, prots ...scenario.Pr
 	for _, p := range prots {
 		ps = append(ps, string(p))
 	}
-	r.commands = append(r.commands, fmt.Sprintf("seckill scenario run %s --strategies %s --protections %s --repeat %d", name, sc.Strategies[0], strings.Join(ps, ","), o.Repeat))
+	r.commands = append(r.commands, fmt.Sprintf("seckill scenario run %s --strategies %s --protections %s --repeat %d", name, strings.Join(strategies, ","), strings.Join(ps, ","), o.Repeat))
 	res, err := scenario.Run(ctx, sc, o)
 	if errors.Is(err, scenario.ErrFailed) {
 		return res, nil // the verdict is the lesson's to give

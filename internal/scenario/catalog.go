@@ -84,6 +84,40 @@ func All() []Scenario {
 			},
 		},
 		{
+			Name: "consul-session",
+			Seed: "001 基于 Consul 做分布式锁: the holder's session is invalidated during a pause (Consul's lock-delay)",
+			Story: "the instance that just took the Consul lock is SIGSTOPped for 24 s, past its session's 10 s TTL (Consul's minimum; it may take up to twice that to invalidate it); " +
+				"the session goes and the key is released. consul-nodelay runs with lock-delay 0, consul with Consul's default 15 s, during which nobody may take the key",
+			Predicts: "lock-delay 0: the next waiter takes the key at once, two holders, oversold; the default lock-delay holds the key back for 15 s after the invalidation, " +
+				"which covers a pause that ends within it, not a longer one; fencing by the key's index refuses the stale holder: oversold 0. " +
+				"Over 60 s: Consul's 10 s minimum session TTL sets the pause",
+			Topology:   "single",
+			Strategies: []string{stock.ConsulNoDelay, stock.Consul},
+			// The lock wait (25 s) stays under the bench's 30 s client
+			// timeout: with the default lock-delay, waiters that need the
+			// key before invalidation + 15 s get lock_timeout, the price.
+			Load:  Load{Stock: 20, Requests: 30, Concurrency: 8, WorkDelay: 200 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 25 * time.Second},
+			Short: Load{Stock: 8, Requests: 12, Concurrency: 6, WorkDelay: 200 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 25 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				// Struck once it has read the stock: what it writes when it
+				// wakes is stale, whatever the timing of the acquisition.
+				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: pauseHolder(dir, 24*time.Second), max: 1, on: stock.EventRead}
+			},
+		},
+		{
+			Name:       "consul-leader",
+			Seed:       "001 Consul: its lock lives in a raft cluster that must elect a new leader",
+			Story:      "while purchases run, the leader of the 3-server Consul cluster is killed (SIGKILL) just after an instance took the lock, and started again 3 s later; the two others elect a new leader",
+			Predicts:   "nothing oversells and no 2xx is lost; acquisitions wait (or fail with 503) during the election and resume; held sessions survive it",
+			Topology:   "ha",
+			Strategies: []string{stock.Consul},
+			Load:       Load{Stock: 100, Requests: 80, Concurrency: 8, WorkDelay: 50 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 10 * time.Second},
+			Short:      Load{Stock: 100, Requests: 40, Concurrency: 8, WorkDelay: 50 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 10 * time.Second},
+			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: killLeader(dir, "consul", 3*time.Second), max: 1, after: 2 * time.Second}
+			},
+		},
+		{
 			Name:       "etcd-leader",
 			Seed:       "003 high availability: etcd survives the loss of its leader",
 			Story:      "while purchases run, the etcd cluster's leader is killed (SIGKILL) just after an instance took the lock, and started again 3 s later; the two others elect a new leader",

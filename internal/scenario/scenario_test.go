@@ -46,7 +46,10 @@ func ownStack(t *testing.T, topology string, base int) (*stack.State, bench.Flee
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: base, Instances: 3, Binary: seckillBin, Out: io.Discard, Topology: topology, Proxy: true})
+	// The optional servers (Consul) too: make deps builds them into bin/.
+	f := stack.SystemFinder()
+	f.Lab = testenv.LabBin()
+	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: base, Instances: 3, Binary: seckillBin, Out: io.Discard, Topology: topology, Proxy: true, Finder: &f})
 	if err != nil {
 		testenv.Unavailable(t, "the scenario stack", err)
 	}
@@ -87,6 +90,25 @@ func TestScenariosShort(t *testing.T) {
 		}
 		if r := row(t, res, stock.Redis, ProtectNone); r.RunsOversold == 0 || r.Strikes == 0 {
 			t.Errorf("unfenced redis never oversold in %d runs with %d pauses: %+v", r.Runs, r.Strikes, r)
+		}
+	})
+	// Consul's session invalidated in a pause, with lock-delay 0: two
+	// holders unfenced, none fenced (the key's ModifyIndex as the token).
+	t.Run("consul-session", func(t *testing.T) {
+		if _, ok := st.Component(string(stock.ServerConsul)); !ok {
+			testenv.Unavailable(t, "consul", errors.New("the stack runs without it: `make deps` builds bin/consul"))
+		}
+		sc, _ := Find("consul-session")
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Strategies: []string{stock.ConsulNoDelay},
+			Protections: []Protection{ProtectNone, ProtectFencing}, Repeat: 1, Seed: 7, Short: true})
+		if err != nil {
+			t.Fatalf("%v (rows %+v)", err, res)
+		}
+		if r := row(t, res, stock.ConsulNoDelay, ProtectFencing); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes == 0 {
+			t.Errorf("fenced consul-nodelay: %+v, want a strike, oversold 0 and every 2xx with its order", r)
+		}
+		if r := row(t, res, stock.ConsulNoDelay, ProtectNone); r.LostUpdates == 0 && r.RunsOversold == 0 || r.Strikes == 0 {
+			t.Errorf("unfenced consul-nodelay: %+v, want the stale holder's write to show (a lost update or an oversell)", r)
 		}
 	})
 	// The link faults, through the proxy: the fenced holder that lost its
@@ -260,6 +282,20 @@ func TestHAScenariosShort(t *testing.T) {
 		}
 		if r.Errors[bench.OutcomeLockTimeout]+r.Errors[bench.OutcomeError] == 0 {
 			t.Errorf("etcd without a quorum answered every purchase: %+v", r)
+		}
+	})
+	// The Consul cluster loses its leader while locks are held and wanted.
+	t.Run("consul-leader", func(t *testing.T) {
+		if _, ok := st.Component("consul-1"); !ok {
+			testenv.Unavailable(t, "consul", errors.New("the stack runs without it: `make deps` builds bin/consul"))
+		}
+		sc, _ := Find("consul-leader")
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Protections: []Protection{ProtectNone}, Repeat: 1, Seed: 7, Short: true})
+		if err != nil {
+			t.Fatalf("%v (rows %+v)", err, res)
+		}
+		if r := row(t, res, stock.Consul, ProtectNone); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes != 1 {
+			t.Errorf("consul through a leader kill: %+v, want 1 kill, oversold 0, every 2xx with its order", r)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,10 @@ type holderStriker struct {
 	// after holds the first strike until this long into the run, so the
 	// run has a "before" to compare with.
 	after time.Duration
+	// on is the event of the holder that triggers the strike: by default
+	// its acquisition (stock.EventAcquired); stock.EventRead strikes once
+	// it has read the stock, so what it writes after the strike is stale.
+	on stock.EventKind
 	// setup, when set, runs before the load is watched; the func it
 	// returns undoes it after the last strike.
 	setup func(ctx context.Context) (undo func(ctx context.Context) error, err error)
@@ -77,7 +82,7 @@ func (h holderStriker) Run(ctx context.Context, fleet bench.Fleet, t0 time.Time)
 			return strikes, nil
 		case ev = <-merged:
 		}
-		if ev.Kind != stock.EventAcquired || ev.Key != h.key || struck[ev.Instance] || time.Now().Before(next) || time.Since(t0) < h.after {
+		if ev.Kind != cmp.Or(h.on, stock.EventAcquired) || ev.Key != h.key || struck[ev.Instance] || time.Now().Before(next) || time.Since(t0) < h.after {
 			continue
 		}
 		struck[ev.Instance] = true
@@ -88,7 +93,7 @@ func (h holderStriker) Run(ctx context.Context, fleet bench.Fleet, t0 time.Time)
 		// cancelled), but its undo always runs: a paused instance is
 		// resumed before the audit.
 		what, d, err = h.strike(ctx, ev.Instance)
-		strikes = append(strikes, bench.NewStrike(what, fmt.Sprintf("%s acquired %s, token %d", ev.Instance, ev.Key, ev.Token), at, d))
+		strikes = append(strikes, bench.NewStrike(what, fmt.Sprintf("%s %s %s, token %d", ev.Instance, ev.Kind, ev.Key, ev.Token), at, d))
 		next = time.Now().Add(h.gap)
 	}
 	return strikes, err

@@ -51,7 +51,9 @@ func TestMain(m *testing.M) {
 // requireTools fails (CI) or skips the test when a server binary is missing.
 func requireTools(t *testing.T) {
 	t.Helper()
-	if _, err := SystemFinder().Find(AllBackends); err != nil {
+	// The packaged servers; the optional ones (Consul) are started only
+	// when found, and tested where the test gives the lab's bin/.
+	if _, err := SystemFinder().Find(packagedBackends()); err != nil {
 		if testenv.InCI() {
 			t.Fatalf("%v (CI=true: a missing server is a failure)", err)
 		}
@@ -293,7 +295,7 @@ func composeConfig(t *testing.T, bin string, args ...string) composeFile {
 func TestComposeConfig(t *testing.T) {
 	bin := requireCommand(t, "docker-compose")
 	cf := composeConfig(t, bin)
-	backends := []string{"redis1", "redis2", "redis3", "redis4", "redis5", "etcd", "zookeeper", "mysql"}
+	backends := []string{"redis1", "redis2", "redis3", "redis4", "redis5", "etcd", "zookeeper", "consul", "mysql"}
 	instances := []string{"inst1", "inst2", "inst3"}
 	for _, name := range append(append(append([]string{}, backends...), instances...), "nginx") {
 		if _, ok := cf.Services[name]; !ok {
@@ -372,7 +374,7 @@ func TestComposeConfig(t *testing.T) {
 	// The ha profile: exactly the services of `up --topology ha`, each
 	// with a healthcheck; compose-ha.env points the instances at them.
 	wantHA := []string{"redis-primary", "redis-replica", "sentinel1", "sentinel2", "sentinel3",
-		"etcd1", "etcd2", "etcd3", "zookeeper1", "zookeeper2", "zookeeper3"}
+		"etcd1", "etcd2", "etcd3", "zookeeper1", "zookeeper2", "zookeeper3", "consul1", "consul2", "consul3"}
 	slices.Sort(haServices)
 	slices.Sort(wantHA)
 	if !slices.Equal(haServices, wantHA) {
@@ -1341,4 +1343,15 @@ func cleanEnv(prefix string) []string {
 		}
 	}
 	return env
+}
+
+// packagedBackends are the backends a package manager installs.
+func packagedBackends() []Backend {
+	var out []Backend
+	for _, b := range AllBackends {
+		if sp, ok := server.ByGroup(b); ok && !sp.Optional {
+			out = append(out, b)
+		}
+	}
+	return out
 }

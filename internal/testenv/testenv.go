@@ -197,6 +197,18 @@ func BuildSeckill() (bin string, cleanup func(), err error) {
 	return bin, func() { os.RemoveAll(tmp) }, nil
 }
 
+// LabBin is the module's bin/ directory, where `make deps` builds the
+// servers no distribution packages: tests that start a stack of their own
+// give it to the stack's finder (stack.Finder.Lab), as bin/seckill finds
+// it next to itself.
+func LabBin() string {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "bin")
+}
+
 // PortShiftVar moves every fixed port the tests use (the stacks of
 // stacktest, the scenario and stack tests) by its value, so two checkouts
 // can run their suites side by side on one machine: SECKILL_TEST_PORT_SHIFT=-6000.

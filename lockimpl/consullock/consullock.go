@@ -241,6 +241,42 @@ func (l *Locker) gaveUp(ctx context.Context, key string, err error) error {
 	return err
 }
 
+// release deletes name in one transaction that first checks session id
+// holds it, so a stale holder never removes the next one's lock (and the
+// key, deleted rather than released, is not held back by a lock-delay).
+// ok is false when the session no longer holds it.
+func (l *Locker) release(ctx context.Context, name, id string) (ok bool, err error) {
+	ok, _, _, err = l.client.Txn().Txn(api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: name, Session: id}},
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: name}},
+	}, (&api.QueryOptions{}).WithContext(ctx))
+	return ok, err
+}
+
+// Retries of a release that failed: every releaseBackoff, doubling up to
+// a second, for releaseBudget; then the session is destroyed.
+const (
+	releaseBackoff = 100 * time.Millisecond
+	releaseBudget  = time.Minute
+)
+
+// retryRelease retries the release of name by session id until the
+// cluster answers (or releaseBudget runs out), then ends the session.
+func (l *Locker) retryRelease(name, id string) {
+	defer l.destroy(id)
+	deadline := time.Now().Add(releaseBudget)
+	for wait := releaseBackoff; time.Now().Before(deadline); wait = min(2*wait, time.Second) {
+		time.Sleep(wait)
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		_, err := l.release(ctx, name, id)
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+	l.onErr("consul_release", fmt.Errorf("consullock: release %q: gave up after %v", name, releaseBudget))
+}
+
 // hold reads the token (the key's ModifyIndex), then starts the renewal
 // and the watch of the key.
 func (l *Locker) hold(ctx context.Context, key, name, id string) (*lockimpl.Lease, error) {
@@ -264,21 +300,21 @@ func (l *Locker) hold(ctx context.Context, key, name, id string) (*lockimpl.Leas
 	}
 	lease := lockimpl.NewLease(key, pair.ModifyIndex, func(ctx context.Context) error {
 		stop()
-		// One transaction: the key is deleted only while this session
-		// holds it, so a stale holder never removes the next one's lock.
-		ok, _, _, err := l.client.Txn().Txn(api.TxnOps{
-			{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: name, Session: id}},
-			{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: name}},
-		}, (&api.QueryOptions{}).WithContext(ctx))
-		if _, derr := l.client.Session().Destroy(id, (&api.WriteOptions{}).WithContext(ctx)); derr != nil && err == nil {
-			l.onErr("consul_session_destroy", derr)
-		}
+		ok, err := l.release(ctx, name, id)
 		switch {
 		case err != nil:
+			// No leader (an election), or the agent is gone: the key would
+			// stay held until the session expires (up to twice its TTL)
+			// and then the lock-delay ran out, a stall of 35 s after a
+			// leader kill. The release is retried until the cluster
+			// answers; the caller sees the first failure.
+			go l.retryRelease(name, id)
 			return fmt.Errorf("consullock: unlock %q: %w", key, err)
 		case !ok:
+			go l.destroy(id)
 			return fmt.Errorf("consullock: unlock %q: the session no longer holds it: %w", key, lockimpl.ErrNotHeld)
 		}
+		go l.destroy(id)
 		return nil
 	})
 	lease.SetValidUntil(start.Add(l.ttl))
