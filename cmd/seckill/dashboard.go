@@ -16,13 +16,15 @@ func runDashboard(ctx context.Context, args []string) error {
 	addr := fs.String("addr", "", "listen address (default 127.0.0.1:B+88, B the stack's base port)")
 	goods := fs.Int64("goods", dashboard.DefaultGoodsID, "goods id the dashboard shows, resets and buys")
 	poll := fs.Duration("poll", dashboard.DefaultPoll, "how often /metrics, the strategy and the stock are polled while a browser watches")
+	var allow listFlag
+	fs.Var(&allow, "allow-host", "a host name the dashboard answers besides loopback and the --addr host (repeatable; e.g. the projector machine's LAN name); any other Host gets 403")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	err := dashboard.Serve(ctx, dashboard.Options{Dir: *dir, Addr: *addr, GoodsID: *goods, Poll: *poll, Out: os.Stderr})
+	err := dashboard.Serve(ctx, dashboard.Options{Dir: *dir, Addr: *addr, GoodsID: *goods, Poll: *poll, Out: os.Stderr, AllowHosts: allow})
 	if errors.Is(err, stack.ErrNotRunning) || errors.Is(err, dashboard.ErrInvalidOption) {
 		return exitError{code: 2, msg: err.Error()}
 	}

@@ -122,3 +122,17 @@ func (a aliasFlag) get(fs *flag.FlagSet) (string, error) {
 	}
 	return strings.TrimSpace(*a.byName), nil
 }
+
+// listFlag is a repeatable string flag (also comma-separated).
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}

@@ -28,6 +28,7 @@ package dashboard
 
 import (
 	"context"
+	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -87,6 +88,11 @@ type Options struct {
 	Poll time.Duration
 	// Out receives the server's log lines (default stderr).
 	Out io.Writer
+	// AllowHosts are host names the dashboard answers besides the
+	// loopback names and addresses and the host of Addr (a projector's
+	// LAN name). Any other Host is refused (403 forbidden_host): a page
+	// that rebinds its own name to this machine gets nothing.
+	AllowHosts []string
 }
 
 // Server is the dashboard: an http.Handler plus the collector that Run
@@ -159,6 +165,15 @@ func New(opts Options) (*Server, error) {
 	}, nil
 }
 
+// tokenOK reports whether r carries the stack's admin token.
+func (s *Server) tokenOK(r *http.Request) bool {
+	s.mu.Lock()
+	want := s.st.AdminToken
+	s.mu.Unlock()
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
 // Addr is the address Serve listens on.
 func (s *Server) Addr() string { return s.opts.Addr }
 
@@ -185,6 +200,10 @@ func Serve(ctx context.Context, opts Options) error {
 		_ = srv.Shutdown(sctx)
 	}()
 	s.log.Printf("serving the stack in %s on http://%s/ (goods %d)", s.opts.Dir, ln.Addr(), s.opts.GoodsID)
+	if s.Public() {
+		s.log.Printf("listening beyond loopback: the buttons need the admin token; open http://HOST:%s/#token=%s (HOST: this machine's name, allowed with --allow-host HOST, or its address)",
+			portOf(ln.Addr().String()), s.st.AdminToken)
+	}
 	err = srv.Serve(ln)
 	s.ending.Wait() // a fault it made ends before it exits
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -193,8 +212,61 @@ func Serve(ctx context.Context, opts Options) error {
 	return nil
 }
 
-// ServeHTTP routes the dashboard's endpoints.
+// hostOf is the host of a host[:port], lower case, without brackets.
+func hostOf(hostport string) string {
+	h := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		h = hh
+	}
+	return strings.ToLower(strings.Trim(h, "[]"))
+}
+
+// loopback reports whether host names this machine's loopback.
+func loopback(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// allowedHost reports whether the dashboard answers requests for host
+// (a Host header or an Origin's host): loopback, the listen address's
+// host, or one of Options.AllowHosts.
+func (s *Server) allowedHost(hostport string) bool {
+	h := hostOf(hostport)
+	if h == "" {
+		return false
+	}
+	if loopback(h) {
+		return true
+	}
+	if lh := hostOf(s.opts.Addr); lh != "" && h == lh {
+		if ip := net.ParseIP(lh); ip == nil || !ip.IsUnspecified() {
+			return true
+		}
+	}
+	for _, a := range s.opts.AllowHosts {
+		if strings.EqualFold(strings.TrimSpace(a), h) {
+			return true
+		}
+	}
+	return false
+}
+
+// Public reports whether the dashboard listens beyond loopback (a
+// projector on a LAN): its buttons then need the admin token.
+func (s *Server) Public() bool { return !loopback(hostOf(s.opts.Addr)) }
+
+// ServeHTTP routes the dashboard's endpoints, for the hosts it answers.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.allowedHost(r.Host) {
+		h := hostOf(r.Host)
+		fail(w, http.StatusForbidden, "forbidden_host", fmt.Sprintf(
+			"the dashboard answers only its own host (loopback, %s); a request for %q may come from a page that rebound its name to this machine (DNS rebinding). To open it by that name: seckill dashboard --allow-host %s",
+			s.opts.Addr, h, h))
+		return
+	}
 	switch r.URL.Path {
 	case "/":
 		if s.method(w, r, http.MethodGet) {
@@ -253,10 +325,16 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, h func(w http.Resp
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" {
-		if u, err := url.Parse(o); err != nil || u.Host != r.Host {
+		if u, err := url.Parse(o); err != nil || u.Host != r.Host || !s.allowedHost(u.Host) {
 			fail(w, http.StatusForbidden, "cross_origin", "the dashboard's buttons only answer its own page")
 			return
 		}
+	}
+	if s.Public() && !s.tokenOK(r) {
+		fail(w, http.StatusUnauthorized, "unauthorized", fmt.Sprintf(
+			"this dashboard listens beyond loopback (%s): its buttons need the admin token. Open the page as http://HOST:PORT/#token=TOKEN (seckill dashboard prints it; the token is in the stack's admin-token file), or send Authorization: Bearer TOKEN",
+			s.opts.Addr))
+		return
 	}
 	ct := r.Header.Get("Content-Type")
 	if mt, _, _ := strings.Cut(ct, ";"); strings.TrimSpace(strings.ToLower(mt)) != "application/json" {
@@ -343,3 +421,9 @@ func (s *Server) state() (*stack.State, error) {
 func (s *Server) goodsKey() string { return stock.LockKey(s.opts.GoodsID) }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// portOf is the port of a host:port.
+func portOf(hostport string) string {
+	_, p, _ := net.SplitHostPort(hostport)
+	return p
+}

@@ -109,7 +109,7 @@ func TestHandlers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := httptest.NewRequest(tt.method, tt.path, strings.NewReader(tt.body))
+			req := localRequest(tt.method, tt.path, strings.NewReader(tt.body))
 			if tt.contentType != "" {
 				req.Header.Set("Content-Type", tt.contentType)
 			}
@@ -145,7 +145,7 @@ func TestHandlers(t *testing.T) {
 // checked by internal/stack and named in the error.
 func TestPartitionTarget(t *testing.T) {
 	s := newServer(t, true)
-	req := httptest.NewRequest("POST", "/api/fault", strings.NewReader(`{"kind":"partition","target":"inst-7/redis"}`))
+	req := localRequest("POST", "/api/fault", strings.NewReader(`{"kind":"partition","target":"inst-7/redis"}`))
 	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, req)
@@ -158,7 +158,7 @@ func TestPartitionTarget(t *testing.T) {
 func TestPageIsSelfContained(t *testing.T) {
 	s := newServer(t, false)
 	w := httptest.NewRecorder()
-	s.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	s.ServeHTTP(w, localRequest("GET", "/", nil))
 	if w.Code != http.StatusOK || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
 		t.Fatalf("GET /: %d %s", w.Code, w.Header().Get("Content-Type"))
 	}
@@ -185,7 +185,7 @@ func TestPageIsSelfContained(t *testing.T) {
 func TestSnapshotStackDown(t *testing.T) {
 	s := newServer(t, false)
 	w := httptest.NewRecorder()
-	s.ServeHTTP(w, httptest.NewRequest("GET", "/api/snapshot", nil))
+	s.ServeHTTP(w, localRequest("GET", "/api/snapshot", nil))
 	var snap Snapshot
 	if err := json.Unmarshal(w.Body.Bytes(), &snap); err != nil || w.Code != http.StatusOK {
 		t.Fatalf("%d %v: %s", w.Code, err, w.Body.String())
@@ -271,4 +271,12 @@ func TestTimeline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// localRequest is httptest.NewRequest for the dashboard's own host
+// (httptest's default, example.com, is refused as a rebound name).
+func localRequest(method, target string, body io.Reader) *http.Request {
+	r := httptest.NewRequest(method, target, body)
+	r.Host = "127.0.0.1"
+	return r
 }
