@@ -125,9 +125,9 @@ type Clients struct {
 	// ZooKeeper are the ZooKeeper servers (host:port); the backend opens
 	// its own sessions, one per session timeout.
 	ZooKeeper []string
-	// Consul are the Consul agents' HTTP addresses (host:port); the
-	// backend opens its own client, moving between them.
-	Consul []string
+	// Addrs are the addresses (host:port) of the servers whose backends
+	// open their own clients, by Server: Consul's agents.
+	Addrs map[string][]string
 	// MySQL is the database handle shared with the store.
 	MySQL *sql.DB
 	// Mutex is the instance's in-process lock table, shared by the
@@ -352,10 +352,11 @@ var registry = []Strategy{
 // onConsul opens a backend of the Consul agents with cfg.
 func onConsul(cfg consullock.Config) func(context.Context, Clients) (LockBackend, error) {
 	return func(_ context.Context, c Clients) (LockBackend, error) {
-		if len(c.Consul) == 0 {
+		addrs := c.Addrs[string(ServerConsul)]
+		if len(addrs) == 0 {
 			return nil, notConfigured(ServerConsul)
 		}
-		client, err := consullock.NewClient(c.Consul, nil)
+		client, err := consullock.NewClient(addrs, nil)
 		if err != nil {
 			return nil, err
 		}

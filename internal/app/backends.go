@@ -45,7 +45,7 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB) (*backends
 	b.clients.MySQL = sqlDB
 	b.clients.Mutex = mutexlock.New(lockimpl.Options{})
 	b.clients.ZooKeeper = cfg.ZKServers
-	b.clients.Consul = cfg.ConsulAddrs
+	b.clients.Addrs = cfg.Addrs()
 	for _, addr := range cfg.RedisAddrs {
 		c := newRedis(addr)
 		b.redis = append(b.redis, c)

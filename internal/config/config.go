@@ -103,6 +103,13 @@ type Config struct {
 	ProxyShift int
 }
 
+// Addrs are the addresses of the lock servers whose backends open their
+// own clients, by server group (stock.Server): what the instance passes to
+// the strategy registry without naming each server.
+func (c Config) Addrs() map[string][]string {
+	return map[string][]string{"consul": c.ConsulAddrs}
+}
+
 // FromEnv reads the variables through getenv (os.Getenv in production).
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{

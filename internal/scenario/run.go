@@ -50,6 +50,9 @@ type Row struct {
 	StaleRefused int `json:"stale_refused"`
 	LeaseLost    int `json:"lease_lost"`
 	OKWithout    int `json:"ok_without_order"` // 2xx answers with no order
+	// RunsTwoHolders counts the runs that show two holders' writes: an
+	// oversell or a lost update (a stale holder's write over another's).
+	RunsTwoHolders int `json:"runs_two_holders"`
 	// RunsMostlyErrors counts the runs in which most purchases got an
 	// error (5xx, a transport error): such a run proves nothing.
 	RunsMostlyErrors int            `json:"runs_mostly_errors,omitempty"`
@@ -175,6 +178,9 @@ func (r *Row) add(run bench.RunResult) {
 	r.Runs++
 	if run.Oversold > 0 {
 		r.RunsOversold++
+	}
+	if run.Oversold > 0 || run.LostUpdates > 0 {
+		r.RunsTwoHolders++
 	}
 	r.Oversold += run.Oversold
 	r.LostUpdates += run.LostUpdates
