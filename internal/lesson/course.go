@@ -428,14 +428,6 @@ var course = []Lesson{
 		Seed:       seed001 + ": Consul (raft: a lock service is as available as its quorum)",
 		SeedFigure: "none given; raft: a new leader within an election timeout",
 		Topology:   stack.TopologyHA, Backend: "consul", Estimate: 60 * time.Second, run: fenced("consul-leader", scenario.ProtectNone)},
-	{N: 26, Slug: "consul-partition", TitleZH: "Consul：网络分区隔开持有者", TitleEN: "Consul: a partition cuts the holder off",
-		ShowsZH:    "持有者读完库存后，它到 Consul 的链路被切断 26 秒，而它的业务要做 24 秒；会话续不上、失效，键被释放。lock-delay 为 0 时第二个人也提交：丢失更新；默认 lock-delay 让键一直留到第一个人提交完，代价是别人等到超时；fencing 挡住旧持有者。",
-		ShowsEN:    "Once the holder has read the stock, its link to Consul is cut for 26 s while its work takes 24 s; its session cannot be renewed and is invalidated, and the key is released. With lock-delay 0 a second holder commits too: lost updates. The default lock-delay keeps the key until the first has committed, at the price of waits that run out; fencing refuses the stale holder.",
-		Seed:       seed001 + ": Consul; " + seed003 + ": Fencing token (a partition outlasts the lease)",
-		SeedFigure: "none given for Consul; 003: two holders unless fenced",
-		Proxy:      true, Backend: "consul", Estimate: 4 * time.Minute,
-		Longer: "the work must outlast the session's invalidation (up to twice Consul's 10 s minimum TTL), so each run takes about a minute",
-		run:    consulStory("consul-partition")},
 }
 
 // consulStory runs a Consul story three ways: lock-delay 0 unprotected

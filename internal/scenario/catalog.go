@@ -105,22 +105,6 @@ func All() []Scenario {
 			},
 		},
 		{
-			Name: "consul-partition",
-			Seed: "001 Consul; 003 \"Fencing token\" (Kleppmann): a partition outlasts the session",
-			Story: "the instance that just read the stock under the Consul lock is cut off from Consul (its link only, through the fault proxy) for 26 s while its work takes 24 s; " +
-				"its session cannot be renewed and is invalidated (after up to twice its 10 s TTL), the key is released, and the first, still working against MySQL, commits",
-			Predicts: "lock-delay 0: a second holder commits too (lost updates); Consul's 15 s lock-delay keeps the key until the first has committed, at the price of waits that run out; " +
-				"the lease check sees the session gone and aborts; fencing refuses the stale holder. Over 60 s: Consul's TTL sets the work",
-			Topology:   "single",
-			Proxy:      true,
-			Strategies: []string{stock.ConsulNoDelay, stock.Consul},
-			Load:       Load{Stock: 3, Requests: 4, Concurrency: 4, WorkDelay: 24 * time.Second, LockTTL: 10 * time.Second, LockWait: 25 * time.Second},
-			Short:      Load{Stock: 3, Requests: 4, Concurrency: 4, WorkDelay: 24 * time.Second, LockTTL: 10 * time.Second, LockWait: 25 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
-				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: linkHolder(dir, fault.Partition, string(stock.ServerConsul), 0, 26*time.Second), max: 1, on: stock.EventRead}
-			},
-		},
-		{
 			Name:       "consul-leader",
 			Seed:       "001 Consul: its lock lives in a raft cluster that must elect a new leader",
 			Story:      "while purchases run, the leader of the 3-server Consul cluster is killed (SIGKILL) just after an instance took the lock, and started again 3 s later; the two others elect a new leader",

@@ -163,7 +163,7 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 		}
 		return nil, fmt.Errorf("consullock: trylock %q: %w", key, lockimpl.ErrLocked)
 	}
-	return l.hold(ctx, key, name, id)
+	return l.hold(ctx, key, name, id, time.Now())
 }
 
 // Lock waits for the key until ctx is done: a blocking query on the key
@@ -172,16 +172,24 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	name := l.Name(key)
 	var id string
+	var renewed time.Time
 	for {
-		var err error
-		if id, err = l.session(ctx); err == nil {
-			break
+		// The waiting session is renewed too: a wait longer than its TTL
+		// would otherwise acquire with a session Consul is about to
+		// invalidate (the lease lost at once).
+		if id == "" || time.Since(renewed) >= l.ttl/3 {
+			nid, err := l.refresh(ctx, id)
+			if err != nil {
+				if l.retry(ctx, err) {
+					continue
+				}
+				if id != "" {
+					go l.destroy(id)
+				}
+				return nil, l.gaveUp(ctx, key, err)
+			}
+			id, renewed = nid, time.Now()
 		}
-		if !l.retry(ctx, err) {
-			return nil, l.gaveUp(ctx, key, err)
-		}
-	}
-	for {
 		ok, held, index, err := l.acquire(ctx, name, id)
 		switch {
 		case err != nil && l.retry(ctx, err):
@@ -190,10 +198,14 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 			go l.destroy(id)
 			return nil, l.gaveUp(ctx, key, err)
 		case ok:
-			return l.hold(ctx, key, name, id)
+			return l.hold(ctx, key, name, id, renewed)
 		case held:
-			// Wait for the key to change (released, its session gone).
-			_, _, err = l.client.KV().Get(name, (&api.QueryOptions{WaitIndex: index, WaitTime: time.Minute}).WithContext(ctx))
+			// Wait for the key to change (released, its session gone),
+			// at most until the session is due for renewal.
+			_, _, err = l.client.KV().Get(name, (&api.QueryOptions{WaitIndex: index, WaitTime: l.ttl / 3}).WithContext(ctx))
+			if err != nil && l.retry(ctx, err) {
+				err = nil
+			}
 		default:
 			// Free but refused: the lock-delay of an invalidated session.
 			t := time.NewTimer(lockDelayRetry)
@@ -212,6 +224,21 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 			return nil, fmt.Errorf("consullock: wait for %q: %w", name, err)
 		}
 	}
+}
+
+// refresh renews the waiting session id, or creates one when there is
+// none or Consul no longer has it.
+func (l *Locker) refresh(ctx context.Context, id string) (string, error) {
+	if id != "" {
+		entry, _, err := l.client.Session().Renew(id, (&api.WriteOptions{}).WithContext(ctx))
+		if err != nil {
+			return id, fmt.Errorf("consullock: renew the waiting session: %w", err)
+		}
+		if entry != nil {
+			return id, nil
+		}
+	}
+	return l.session(ctx)
 }
 
 // retry waits a moment and reports true when err is one Consul answers
@@ -279,8 +306,7 @@ func (l *Locker) retryRelease(name, id string) {
 
 // hold reads the token (the key's ModifyIndex), then starts the renewal
 // and the watch of the key.
-func (l *Locker) hold(ctx context.Context, key, name, id string) (*lockimpl.Lease, error) {
-	start := time.Now()
+func (l *Locker) hold(ctx context.Context, key, name, id string, start time.Time) (*lockimpl.Lease, error) {
 	pair, meta, err := l.client.KV().Get(name, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
 	if err != nil || pair == nil || pair.Session != id {
 		go l.destroy(id)

@@ -176,3 +176,44 @@ func TestFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWaiterOutlastsItsTTL: a waiter that waits longer than its session's
+// TTL (Consul invalidates an unrenewed session after up to twice it) still
+// holds a live lease once it acquires. Before, the waiting session was not
+// renewed, and such a waiter acquired with a session about to go: its
+// lease was lost at once (seen in consul-partition: lease_lost 10 ms after
+// the acquisition).
+func TestWaiterOutlastsItsTTL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := consullock.Config{LockDelay: consullock.NoLockDelay}
+	a, b := newLocker(t, lockimpl.Options{}, cfg), newLocker(t, lockimpl.Options{}, cfg)
+	key := locktest.Key(t)
+	first, err := a.Lock(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *lockimpl.Lease, 1)
+	go func() {
+		lease, err := b.Lock(ctx, key)
+		if err != nil {
+			t.Errorf("the waiter: %v", err)
+		}
+		got <- lease
+	}()
+	// Past twice the minimum TTL: an unrenewed waiting session is gone.
+	time.Sleep(2*consullock.MinTTL + 2*time.Second)
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-got
+	if second == nil {
+		t.FailNow()
+	}
+	defer func() { _ = second.Unlock(context.Background()) }()
+	select {
+	case <-second.Lost():
+		t.Fatalf("the waiter's lease was lost right after it acquired: %v", second.Err())
+	case <-time.After(2 * time.Second):
+	}
+}
