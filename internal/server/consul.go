@@ -25,16 +25,18 @@ const (
 // release under MPL-2.0 (tools/consul pins it; `make deps` builds it).
 const ConsulVersion = "1.16.1"
 
-// Port offsets: the single server's HTTP API B+50, server RPC B+51, Serf
-// LAN B+52; server K of the ha cluster: B+50+3K .. B+52+3K (B+53 .. B+61).
-// Serf WAN, DNS and gRPC are off.
+// Port offsets: the single server's HTTP API B+41, server RPC B+42, Serf
+// LAN B+43; server K of the ha cluster: B+41+3(K-1) .. B+43+3(K-1) (B+41 ..
+// B+49; server 1 takes the single one's ports). Serf WAN, DNS and gRPC are
+// off. Every server port stays below B+50: the fault proxy gives instance
+// K the ports P+200+50(K-1), 50 apart.
 const (
-	offConsul       = 50
-	offConsulMember = 50
+	offConsul       = 41
+	offConsulMember = 41
 )
 
 func consulMemberName(k int) string    { return "consul-" + itoa(k) }
-func consulMemberHTTP(base, k int) int { return base + offConsulMember + 3*k }
+func consulMemberHTTP(base, k int) int { return base + offConsulMember + 3*(k-1) }
 
 // consulPorts are a server's HTTP, server RPC and Serf LAN ports.
 func consulPorts(http int) (int, int, int) { return http, http + 1, http + 2 }

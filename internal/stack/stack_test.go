@@ -1355,3 +1355,18 @@ func packagedBackends() []Backend {
 	}
 	return out
 }
+
+// TestServerPortsBelowProxyStride: every server port of either topology
+// is below B+50, the stride of the fault proxy's per-instance ports
+// (P+200+50(K-1)): a server port at B+53 collided with the next
+// instance's proxy of redis-3 (CI: "bind: address already in use").
+func TestServerPortsBelowProxyStride(t *testing.T) {
+	const base = 17000
+	for _, topology := range Topologies() {
+		for _, p := range stackPorts(topology, base, 1, false, false) {
+			if p.port < base+offNginx && p.port-base >= proxySlot {
+				t.Errorf("%s: %s on B+%d, at or past the proxy's stride of %d", topology, p.name, p.port-base, proxySlot)
+			}
+		}
+	}
+}
