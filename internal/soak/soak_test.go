@@ -29,6 +29,8 @@ func TestGrowth(t *testing.T) {
 		{"flat after a warm-up climb", mk(10, 30, 40, 41, 40, 41, 40, 41, 40, 41, 41, 40, 41), false},
 		{"grows", mk(40, 40, 40, 45, 50, 55, 60, 65, 70, 75, 80, 85, 90), true},
 		{"grows a little", mk(40, 40, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50), false},
+		{"grows with its cache", cached(mk(100, 100, 100, 105, 110, 115, 120, 125, 130, 135, 140, 145, 150), 0, 50), false},
+		{"grows past its cache", cached(mk(100, 100, 100, 105, 110, 115, 120, 125, 130, 135, 140, 145, 150), 0, 10), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,4 +91,12 @@ func TestOptions(t *testing.T) {
 			t.Errorf("%+v: err = %v, want invalid soak options", o, err)
 		}
 	}
+}
+
+// cached gives inst-1 a cache growing linearly from a to b over samples.
+func cached(samples []Sample, a, b float64) []Sample {
+	for i := range samples {
+		samples[i].CacheMiB = map[string]float64{"inst-1": a + (b-a)*float64(i)/float64(len(samples)-1)}
+	}
+	return samples
 }
