@@ -86,7 +86,7 @@ func All() []Scenario {
 		{
 			Name: "consul-session",
 			Seed: "001 基于 Consul 做分布式锁: the holder's session is invalidated during a pause (Consul's lock-delay)",
-			Story: "the instance that just took the Consul lock is SIGSTOPped for 24 s, past its session's 10 s TTL (Consul's minimum; it may take up to twice that to invalidate it); " +
+			Story: "the instance that just took the Consul lock and read the stock is SIGSTOPped for 24 s, past its session's 10 s TTL (Consul's minimum; it may take up to twice that to invalidate it); " +
 				"the session goes and the key is released. consul-nodelay runs with lock-delay 0, consul with Consul's default 15 s, during which nobody may take the key",
 			Predicts: "lock-delay 0: the next waiter takes the key at once, two holders, oversold; the default lock-delay holds the key back for 15 s after the invalidation, " +
 				"which covers a pause that ends within it, not a longer one; fencing by the key's index refuses the stale holder: oversold 0. " +
