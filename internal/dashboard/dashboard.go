@@ -140,6 +140,11 @@ func New(opts Options) (*Server, error) {
 	if opts.Out == nil {
 		opts.Out = os.Stderr
 	}
+	for _, h := range opts.AllowHosts {
+		if h = strings.TrimSpace(h); h == "" || strings.ContainsAny(h, "/:@ ") && net.ParseIP(strings.Trim(h, "[]")) == nil {
+			return nil, fmt.Errorf("%w: --allow-host %q: want a host name or address, without scheme or port (e.g. --allow-host projector.lan)", ErrInvalidOption, h)
+		}
+	}
 	st, err := stack.Load(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
