@@ -55,12 +55,23 @@ func Poll(ctx context.Context, b Backoff, try func(ctx context.Context) (*Lease,
 		if d <= 0 {
 			continue
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+		if err := Sleep(ctx, d); err != nil {
+			return nil, err
 		}
+	}
+}
+
+// Sleep waits d, or until ctx is done (then it returns ctx.Err()).
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/mysqlerr"
+	"github.com/seckill-lab/seckill/lockimpl"
 	"gorm.io/gorm"
 )
 
@@ -484,12 +485,5 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return lockimpl.Sleep(ctx, d)
 }

@@ -208,12 +208,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 			}
 		default:
 			// Free but refused: the lock-delay of an invalidated session.
-			t := time.NewTimer(lockDelayRetry)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-			}
+			_ = lockimpl.Sleep(ctx, lockDelayRetry)
 		}
 		if ctx.Err() != nil {
 			go l.destroy(id)
@@ -250,14 +245,7 @@ func (l *Locker) retry(ctx context.Context, err error) bool {
 	if !errors.As(err, &ne) && !api.IsRetryableError(errors.Unwrap(err)) && !strings.Contains(err.Error(), "Unexpected response code: 500") || ctx.Err() != nil {
 		return false
 	}
-	t := time.NewTimer(lockDelayRetry)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return lockimpl.Sleep(ctx, lockDelayRetry) == nil
 }
 
 // gaveUp is the error of a Lock that stopped on err.
@@ -377,11 +365,7 @@ func (l *Locker) watch(ctx context.Context, lease *lockimpl.Lease, name, id stri
 		if err != nil {
 			// The server may be gone for a while: the renewal decides
 			// then; look again shortly.
-			t := time.NewTimer(time.Second)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
+			if lockimpl.Sleep(ctx, time.Second) != nil {
 				return
 			}
 			continue

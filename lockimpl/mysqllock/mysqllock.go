@@ -121,12 +121,8 @@ func (l *Locker) execRetry(ctx context.Context, query string, args ...any) (sql.
 		if err == nil || !isContention(err) || i == 9 {
 			return res, err
 		}
-		t := time.NewTimer(time.Duration(2*(i+1)) * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+		if err := lockimpl.Sleep(ctx, time.Duration(2*(i+1))*time.Millisecond); err != nil {
+			return nil, err
 		}
 	}
 }
