@@ -293,8 +293,8 @@ var course = []Lesson{
 			o.WorkDelay, o.LockTTL, o.Stock, o.Requests, o.Concurrency = 300*time.Millisecond, 100*time.Millisecond, 20, 60, 20
 		})},
 	{N: 11, Slug: "no-watchdog", TitleZH: "没有续期：停顿超过 TTL", TitleEN: "No renewal: a pause past the TTL",
-		ShowsZH: "关掉看门狗和租约检查：持有者停顿（GC）超过 TTL，锁给了下一个人，两个人同时在临界区。",
-		ShowsEN: "With the watchdog and the lease check off, a holder that stalls (a GC pause) past its TTL loses the lock to the next while it still works: two holders.",
+		ShowsZH: "关掉看门狗和租约检查：持有者在锁里停顿超过 TTL（这里是临界区里 250 毫秒的等待，代替 GC 停顿；TTL 100 毫秒），锁给了下一个人，两个人同时在临界区。",
+		ShowsEN: "With the watchdog and the lease check off, a holder that stalls past its TTL (here a 250 ms wait inside the lock, standing in for a GC pause, against a 100 ms TTL) loses the lock to the next while it still works: two holders.",
 		Seed:    seed003 + ": 锁超时 (Kleppmann's GC pause, quoted in 003)", SeedFigure: "two holders: oversold",
 		Estimate: 15 * time.Second, run: oversells(stock.Redis, 3, func(o *bench.Options) {
 			o.NoWatchdog, o.NoLeaseCheck = true, true
@@ -411,8 +411,8 @@ var course = []Lesson{
 		Seed:    seed003 + ": Fencing token (Kleppmann, quoted in 003)", SeedFigure: "stale writes refused",
 		Estimate: 45 * time.Second, run: fenced("pause-holder")},
 	{N: 23, Slug: "failover", TitleZH: "Redis 主从切换丢锁", TitleEN: "Redis failover loses the lock",
-		ShowsZH: "锁写到主节点，还没复制到从节点主节点就挂了；从节点升主，锁不见了：两个持有者。",
-		ShowsEN: "The lock is written to the primary, which fails before replicating it; the replica is promoted without it: two holders.",
+		ShowsZH: "锁写到主节点，还没复制到从节点主节点就挂了；从节点升主，锁不见了：两个持有者。复制延迟是模拟的（先删掉从节点上的那份：本机回环的复制远不到一毫秒），主从切换是真的。",
+		ShowsEN: "The lock is written to the primary, which fails before replicating it; the replica is promoted without it: two holders. The replication lag is emulated (the replica's copy is deleted first: loopback replicates in well under a millisecond); the failover is real.",
 		Seed:    seed001 + " and " + seed003 + ": 主从切换 (Redis 主从异步复制)", SeedFigure: "two holders; fencing saves the data",
 		Topology: stack.TopologyHA, Estimate: 60 * time.Second, run: fenced("redis-failover")},
 	{N: 24, Slug: "consul-session", TitleZH: "Consul：会话失效与 lock-delay", TitleEN: "Consul: the session is invalidated in a pause; lock-delay",

@@ -243,7 +243,7 @@ func (r *runner) bench(ctx context.Context, o bench.Options, cmd string) (*bench
 		o.OutDir = fmt.Sprintf("%s/lesson-%02d-%s-%d", r.o.OutDir, r.lesson.N, r.lesson.Slug, r.n)
 		r.reports = append(r.reports, o.OutDir)
 	}
-	r.commands = append(r.commands, cmd)
+	r.commands = append(r.commands, r.repeatable(cmd))
 	rep, err := bench.Run(ctx, o)
 	if err != nil {
 		return rep, err
@@ -282,7 +282,7 @@ func (r *runner) scenarioOf(ctx context.Context, sc scenario.Scenario, strategie
 	for _, p := range prots {
 		ps = append(ps, string(p))
 	}
-	r.commands = append(r.commands, fmt.Sprintf("seckill scenario run %s --strategies %s --protections %s --repeat %d", name, strings.Join(strategies, ","), strings.Join(ps, ","), o.Repeat))
+	r.commands = append(r.commands, r.repeatable(fmt.Sprintf("seckill scenario run %s --strategies %s --protections %s --repeat %d", name, strings.Join(strategies, ","), strings.Join(ps, ","), o.Repeat)))
 	res, err := scenario.Run(ctx, sc, o)
 	if errors.Is(err, scenario.ErrFailed) {
 		return res, nil // the verdict is the lesson's to give
@@ -323,4 +323,15 @@ func (o Options) repeat() int {
 		return 1
 	}
 	return DefaultRepeat
+}
+
+// repeatable makes a "seckill ..." command one a user can paste: the
+// binary as `make build` puts it (bin/seckill; seckill is not on PATH) and
+// the stack's directory, wherever the lab runs.
+func (r *runner) repeatable(cmd string) string {
+	dir := r.o.Dir
+	if dir == "" {
+		dir = r.st.Dir
+	}
+	return "bin/" + cmd + " --dir " + dir
 }

@@ -123,6 +123,12 @@ func TestLessonsShort(t *testing.T) {
 			case o.Verdict != Reproduced && o.Verdict != InKind:
 				t.Errorf("%s: %s (%s)", o.Ours, o.Verdict, o.Why)
 			}
+			for _, c := range o.Commands {
+				// A command a user can paste: the built binary, the stack.
+				if !strings.HasPrefix(c, "bin/seckill ") || !strings.Contains(c, " --dir "+dir) {
+					t.Errorf("repeat command %q: want bin/seckill ... --dir %s", c, dir)
+				}
+			}
 			if o.Verdict != Skipped && (o.Ours == "" || len(o.Commands) == 0 || len(o.Reports) == 0) {
 				t.Errorf("outcome without figures, command or report: %+v", o)
 			}
