@@ -84,7 +84,7 @@ func (f Fleet) Events(ctx context.Context, w io.Writer, o EventsOptions) error {
 				past = append(past, it.ev)
 			}
 		case <-timeout.C:
-			return fmt.Errorf("events: %d instance(s) did not send their recorded events within %s (a seckill serve older than this command? restart the stack)", pending, ReplayTimeout)
+			return fmt.Errorf("events: instances that did not send their recorded events within %s: %d (a seckill serve older than this command? restart the stack)", ReplayTimeout, pending)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -55,8 +55,8 @@ func oversells(strategy string, instances int, set func(*bench.Options), seedFig
 		if err != nil {
 			return Outcome{}, err
 		}
-		out := Outcome{Ours: fmt.Sprintf("%s on %d instance(s), %d requests: %.0f sold of a stock of %d, oversold %.0f, lost updates %.0f, %.0f still in stock",
-			strategy, rep.Runs[0].Instances, o.Requests, s.OK.Median, o.Stock, s.Oversold.Median, s.LostUpdates.Median, s.FinalStock.Median)}
+		out := Outcome{Ours: fmt.Sprintf("%s on %s, %d requests: %.0f sold of a stock of %d, oversold %.0f, lost updates %.0f, %.0f still in stock",
+			strategy, instanceCount(rep.Runs[0].Instances), o.Requests, s.OK.Median, o.Stock, s.Oversold.Median, s.LostUpdates.Median, s.FinalStock.Median)}
 		share := s.FinalStock.Median / float64(o.Stock)
 		switch {
 		case s.Oversold.Median <= 0 && s.LostUpdates.Median <= 0:
@@ -312,7 +312,7 @@ var course = []Lesson{
 				return InKind, "the lock server does less work, but on one 2-core box the spinning lock's retries are cheap enough to keep up"
 			})},
 	{N: 13, Slug: "redlock-votes", TitleZH: "Redlock：多数派与分票", TitleEN: "Redlock: a majority, and split votes",
-		ShowsZH: "五个独立的 Redis 主节点，拿到过半才算加锁成功。高并发下各人各拿到几票，谁也不过半：分票（脑裂）。数一数失败的多数派轮次。",
+		ShowsZH: "五个独立的 Redis 主节点，拿到过半才算加锁成功。高并发下各人各拿到几票，谁也不过半：分票（种子 003 称之为“脑裂”）。数一数失败的多数派轮次。",
 		ShowsEN: "Five independent Redis masters; the lock is held with a majority. Under contention each contender wins a few votes and nobody a majority: split votes. We count the failed quorum rounds.",
 		Seed:    seed003 + " and " + seed004 + ": RedLock (N/2+1, 脑裂)", SeedFigure: "correct, split votes under contention",
 		Estimate: 20 * time.Second, run: func(ctx context.Context, r *runner) (Outcome, error) {
@@ -406,12 +406,12 @@ var course = []Lesson{
 		Seed:    seed003 + ": the conditional update behind every lock's write", SeedFigure: "correct, fastest",
 		Estimate: 15 * time.Second, run: holds([]string{stock.SQLAtomic, stock.RedisAtomic}, 3, nil)},
 	{N: 22, Slug: "fencing", TitleZH: "Fencing token：挡住过期的持有者", TitleEN: "Fencing tokens: the stale holder is refused",
-		ShowsZH: "锁发一个单调递增的号码，资源只接受不比见过的号码小的写：停顿醒来的旧持有者被拒绝，库存不错。",
+		ShowsZH: "锁发一个单调递增的号码，资源只接受不比见过的号码小的写：停顿醒来的旧持有者被拒绝，库存正确。",
 		ShowsEN: "The lock hands out an increasing number and the resource accepts no write with a smaller one than it has seen: the holder that wakes from a pause is refused, and the stock stays right.",
 		Seed:    seed003 + ": Fencing token (Kleppmann, quoted in 003)", SeedFigure: "stale writes refused",
 		Estimate: 45 * time.Second, run: fenced("pause-holder")},
 	{N: 23, Slug: "failover", TitleZH: "Redis 主从切换丢锁", TitleEN: "Redis failover loses the lock",
-		ShowsZH: "锁写到主节点，还没复制到从节点主节点就挂了；从节点升主，锁不见了：两个持有者。复制延迟是模拟的（先删掉从节点上的那份：本机回环的复制远不到一毫秒），主从切换是真的。",
+		ShowsZH: "锁写到主节点，还没复制到从节点，主节点就挂了；从节点升主，锁不见了：两个持有者。复制延迟是模拟的（先删掉从节点上的那份：本机回环的复制远不到一毫秒），主从切换是真的。",
 		ShowsEN: "The lock is written to the primary, which fails before replicating it; the replica is promoted without it: two holders. The replication lag is emulated (the replica's copy is deleted first: loopback replicates in well under a millisecond); the failover is real.",
 		Seed:    seed001 + " and " + seed003 + ": 主从切换 (Redis 主从异步复制)", SeedFigure: "two holders; fencing saves the data",
 		Topology: stack.TopologyHA, Estimate: 60 * time.Second, run: fenced("redis-failover")},
@@ -467,4 +467,12 @@ func lockDelayStory(ctx context.Context, r *runner, name string) (Outcome, error
 	}
 	out.Ours += fmt.Sprintf("; %s (lock-delay 15 s) unprotected: oversold in %d of %d runs (%d units, %d lease lost)", rw.Strategy, rw.RunsOversold, rw.Runs, rw.Oversold, rw.LeaseLost)
 	return out, nil
+}
+
+// instanceCount says "1 instance" or "N instances".
+func instanceCount(n int) string {
+	if n == 1 {
+		return "1 instance"
+	}
+	return fmt.Sprintf("%d instances", n)
 }
