@@ -78,6 +78,8 @@ func TestUsageErrors(t *testing.T) {
 		{"lesson --repeat 101", []string{"lesson", "1", "--dir", dir, "--repeat", "101"}, []string{"--repeat 101"}},
 		{"lesson --repeat 0", []string{"lesson", "1", "--dir", dir, "--repeat", "0"}, []string{"--repeat 0"}},
 		{"dashboard --allow-host with a scheme", []string{"dashboard", "--dir", dir, "--allow-host", "http://projector.lan"}, []string{"--allow-host \"http://projector.lan\"", "without scheme or port"}},
+		{"restart a name then an unknown flag", []string{"restart", "inst-1", "--nope"}, []string{"flag provided but not defined: -nope"}},
+		{"restart two names", []string{"restart", "--dir", dir, "inst-1", "inst-2"}, []string{"usage: seckill restart"}},
 		{"soak --for 1s", []string{"soak", "--dir", dir, "--for", "1s", "--out", out}, []string{"--for must be between 5s and 24h"}},
 		{"soak --rate -1", []string{"soak", "--dir", dir, "--rate", "-1", "--out", out}, []string{"--rate must be between 1 and 5000"}},
 		{"soak an argument", []string{"soak", "--dir", dir, "extra"}, []string{"unexpected argument \"extra\""}},

@@ -193,19 +193,21 @@ func runRestart(ctx context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "usage: seckill restart [--dir DIR] COMPONENT\n\nStops one component and starts it again (a Redis comes back empty).")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return exitError{code: 2, msg: "usage: seckill restart [--dir DIR] COMPONENT (see `seckill status` for the names)"}
 	}
+	name := pos[0]
 	t0 := time.Now()
-	if err := stack.Restart(ctx, *dir, fs.Arg(0)); err != nil {
+	if err := stack.Restart(ctx, *dir, name); err != nil {
 		if errors.Is(err, stack.ErrUnknownComponent) {
 			return exitError{code: 2, msg: err.Error()}
 		}
 		return err
 	}
-	fmt.Printf("%s restarted, healthy in %.1fs\n", fs.Arg(0), time.Since(t0).Seconds())
+	fmt.Printf("%s restarted, healthy in %.1fs\n", name, time.Since(t0).Seconds())
 	return nil
 }
