@@ -152,6 +152,10 @@ func Run(ctx context.Context, l Lesson, o Options) (Outcome, error) {
 		out.Verdict, out.Why = Skipped, err.Error()
 		return out, nil
 	}
+	// The lesson leaves the fleet as it found it: its instance count and
+	// the setting of its first instance (a 300 ms work delay or a 100 ms
+	// TTL must not follow the class into the dashboard's next burst).
+	defer capture(ctx, o.Dir, len(st.Instances())).restore(o.Dir)
 	r := &runner{o: o, st: st, lesson: l}
 	began := time.Now()
 	out, err = l.run(ctx, r)
@@ -170,8 +174,7 @@ func RunAll(ctx context.Context, o Options) ([]Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lessons: %w (start the lab with `seckill up`)", err)
 	}
-	n := len(st.Instances())
-	defer restore(o.Dir, n)
+	defer capture(ctx, o.Dir, len(st.Instances())).restore(o.Dir)
 	var outs []Outcome
 	for _, l := range course {
 		if o.Progress != nil {
@@ -189,15 +192,33 @@ func RunAll(ctx context.Context, o Options) ([]Outcome, error) {
 	return outs, nil
 }
 
-// restore scales the fleet back to n instances and sets strategy none.
-func restore(dir string, n int) {
+// fleetState is what a lesson puts back: the instance count and the
+// setting the fleet ran (strategy none when it could not be read).
+type fleetState struct {
+	instances int
+	cfg       stock.Config
+}
+
+// capture reads the fleet of the stack in dir, which has n instances.
+func capture(ctx context.Context, dir string, n int) fleetState {
+	fs := fleetState{instances: n, cfg: stock.DefaultConfig(stock.None)}
+	if f, err := democli.FromStack(dir); err == nil {
+		if settings, err := f.Strategies(ctx); err == nil && len(settings) > 0 {
+			fs.cfg = settings[0].Config
+		}
+	}
+	return fs
+}
+
+// restore scales the fleet back and sets its setting again.
+func (fs fleetState) restore(dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if st, err := stack.Load(dir); err == nil && len(st.Instances()) != n {
-		_, _ = stack.Scale(ctx, dir, n)
+	if st, err := stack.Load(dir); err == nil && len(st.Instances()) != fs.instances {
+		_, _ = stack.Scale(ctx, dir, fs.instances)
 	}
 	if f, err := democli.FromStack(dir); err == nil {
-		_, _ = f.SetStrategy(ctx, stock.DefaultConfig(stock.None))
+		_, _ = f.SetStrategy(ctx, fs.cfg)
 	}
 }
 

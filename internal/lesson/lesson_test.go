@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/stack/stacktest"
 	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // TestMain gives the course a stack of its own (every server, base port
@@ -134,7 +136,7 @@ func TestLessonsShort(t *testing.T) {
 			}
 		})
 	}
-	restore(dir, stack.DefaultInstances)
+	fleetState{instances: stack.DefaultInstances, cfg: stock.DefaultConfig(stock.None)}.restore(dir)
 	if err := Write(filepath.Join(out, "course"), Course{Date: time.Now(), Short: true, Outcomes: outs}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,5 +186,39 @@ func TestStoryVerdict(t *testing.T) {
 				t.Errorf("ours %q does not give the frequency", out.Ours)
 			}
 		})
+	}
+}
+
+// TestLessonRestoresFleet: a lesson leaves the fleet as it found it: its
+// setting (not the lesson's 250 ms work and 100 ms TTL) and its size.
+func TestLessonRestoresFleet(t *testing.T) {
+	dir := testenv.Get(t, testenv.StackDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, err := democli.FromStack(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := stock.DefaultConfig(stock.Redis)
+	want.Fencing, want.LockTTL = true, 7*time.Second
+	if _, err := f.SetStrategy(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = f.SetStrategy(context.Background(), stock.DefaultConfig(stock.None)) }()
+	l, err := Find("no-watchdog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, l, Options{Dir: dir, Short: true}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.Strategies(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range got {
+		if s.Config != want {
+			t.Errorf("%s runs %+v after the lesson, want %+v as before it", s.Instance, s.Config, want)
+		}
 	}
 }
