@@ -161,20 +161,21 @@ func runEvents(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("events")
 	follow := fs.Bool("f", false, "follow: print live events as they come, until Ctrl-C")
 	goods := fs.Int64("goods", 0, "only the events of this goods' lock (default: every goods)")
+	last := fs.Int("last", 0, "only the last N recorded events (default: all the instances kept, up to 20000 each)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	if err := checkBounds(fs, bound{name: "goods", min: int64(1), omit: "every goods"}); err != nil {
+	if err := checkBounds(fs, bound{name: "goods", min: int64(1), omit: "every goods"}, bound{name: "last", min: 1, omit: "every recorded event"}); err != nil {
 		return err
 	}
 	f, err := demoFleet(*dir)
 	if err != nil {
 		return err
 	}
-	if err := f.Events(ctx, os.Stdout, democli.EventsOptions{GoodsID: *goods, Follow: *follow}); err != nil {
+	if err := f.Events(ctx, os.Stdout, democli.EventsOptions{GoodsID: *goods, Follow: *follow, Last: *last}); err != nil {
 		return demoErr("events", err)
 	}
 	return nil

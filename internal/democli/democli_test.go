@@ -235,6 +235,17 @@ func TestEvents(t *testing.T) {
 	if !strings.Contains(b.String(), "token=") || !strings.Contains(b.String(), "value=") {
 		t.Errorf("no token or value in:\n%s", b.String())
 	}
+	// --last: the most recent events only, the newest last.
+	var lb bytes.Buffer
+	if err := f.Events(ctx, &lb, EventsOptions{GoodsID: goods, Last: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Split(strings.TrimSpace(lb.String()), "\n"); len(got) != 2 || got[1] != lines[len(lines)-1] {
+		t.Errorf("--last 2: %q, want the last 2 of the %d lines", got, len(lines))
+	}
+	if err := f.Events(ctx, &lb, EventsOptions{Last: -1}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("--last -1: %v, want ErrInvalid", err)
+	}
 
 	// Following: a purchase made after the start shows up; cancelling ends
 	// it without an error.

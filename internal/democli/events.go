@@ -25,6 +25,9 @@ type EventsOptions struct {
 	// Follow keeps printing live events after the recorded ones, until
 	// ctx is done (Ctrl-C); that end is not an error.
 	Follow bool
+	// Last prints only the last Last recorded events (the instances keep
+	// up to 20000 each); 0 prints all of them.
+	Last int
 }
 
 // streamItem is one event of one instance, or the end of its replay, or
@@ -44,6 +47,9 @@ type streamItem struct {
 func (f Fleet) Events(ctx context.Context, w io.Writer, o EventsOptions) error {
 	if o.GoodsID < 0 {
 		return fmt.Errorf("%w: goods id %d: want >= 1 (or 0 for every goods)", ErrInvalid, o.GoodsID)
+	}
+	if o.Last < 0 {
+		return fmt.Errorf("%w: --last %d: want >= 1 (or 0 for every recorded event)", ErrInvalid, o.Last)
 	}
 	if len(f.Instances) == 0 {
 		return fmt.Errorf("%w: the fleet has no instances", ErrInvalid)
@@ -94,6 +100,9 @@ func (f Fleet) Events(ctx context.Context, w io.Writer, o EventsOptions) error {
 	slices.SortStableFunc(past, func(a, b stock.Event) int {
 		return cmp.Or(cmp.Compare(a.MonoNS, b.MonoNS), cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Seq, b.Seq))
 	})
+	if o.Last > 0 && len(past) > o.Last {
+		past = past[len(past)-o.Last:]
+	}
 	for _, ev := range past {
 		if _, err := fmt.Fprintln(w, FormatEvent(ev)); err != nil {
 			return fmt.Errorf("write events: %w", err)
