@@ -3,6 +3,8 @@ package consullock_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,10 +41,11 @@ func TestConformance(t *testing.T) {
 		New: func(tb testing.TB, opts lockimpl.Options) lockimpl.Locker {
 			return newLocker(tb, opts, consullock.Config{LockDelay: consullock.NoLockDelay})
 		},
-		// NoRenew is left out: Consul's 10 s minimum TTL, which it may take
-		// twice to enforce, makes the suite's expiry case 20 s or more.
-		// TestSessionInvalidated covers the loss.
-		Caps: locktest.Capabilities{Distributed: true, Tokens: true, Watchdog: true, LostLease: true},
+		// NoRenew is in: the suite's 500 ms TTL is raised to Consul's 10 s
+		// minimum, and Consul invalidates the unrenewed session after twice
+		// that, so ExpiresWithoutRenewal takes about 20 s of its 30 s (it
+		// runs in parallel with the other cases).
+		Caps: locktest.Capabilities{Distributed: true, Tokens: true, Watchdog: true, LostLease: true, NoRenew: true},
 		Break: func(tb testing.TB, l lockimpl.Locker, lease *lockimpl.Lease) {
 			if _, err := client(tb).KV().Delete(l.(*consullock.Locker).Name(lease.Key), nil); err != nil {
 				tb.Fatalf("delete the lock key: %v", err)
@@ -215,5 +218,96 @@ func TestWaiterOutlastsItsTTL(t *testing.T) {
 	case <-second.Lost():
 		t.Fatalf("the waiter's lease was lost right after it acquired: %v", second.Err())
 	case <-time.After(2 * time.Second):
+	}
+}
+
+// counting is a transport that counts a client's requests, and among them
+// the blocking queries (a read with an index) on one key.
+type counting struct {
+	next     http.RoundTripper
+	path     string // the key's path, /v1/kv/NAME
+	requests atomic.Int64
+	blocking atomic.Int64 // blocking queries started on path
+	inFlight atomic.Int64 // of which not answered yet
+}
+
+func (c *counting) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.requests.Add(1)
+	if req.Method == http.MethodGet && req.URL.Path == c.path && req.URL.Query().Get("index") != "" {
+		c.blocking.Add(1)
+		c.inFlight.Add(1)
+		defer c.inFlight.Add(-1)
+	}
+	return c.next.RoundTrip(req)
+}
+
+// TestWaiterWakesOnRelease: a waiter waits on one blocking query on the
+// key and sends nothing else while the key stays held (no polling), and
+// that query returns on the release: the waiter has the key before the
+// query's wait (TTL/3, 10 s here) could have run out.
+func TestWaiterWakesOnRelease(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := consullock.Config{LockDelay: consullock.NoLockDelay}
+	opts := lockimpl.Options{TTL: 30 * time.Second}
+	holder := newLocker(t, opts, cfg)
+	key := locktest.Key(t)
+	rt := &counting{next: http.DefaultTransport.(*http.Transport).Clone(), path: "/v1/kv/" + holder.Name(key)}
+	t.Cleanup(rt.next.(*http.Transport).CloseIdleConnections)
+	wc, err := api.NewClient(&api.Config{Address: testenv.List(t, config.EnvConsulAddrs)[0], Scheme: "http", HttpClient: &http.Client{Transport: rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiter := consullock.New(wc, opts, cfg)
+
+	first, err := holder.Lock(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		lease *lockimpl.Lease
+		at    time.Time
+		err   error
+	}
+	got := make(chan result, 1)
+	go func() {
+		lease, err := waiter.Lock(ctx, key)
+		got <- result{lease, time.Now(), err}
+	}()
+	for rt.inFlight.Load() == 0 {
+		select {
+		case r := <-got:
+			t.Fatalf("the waiter returned while the key is held: %v", r.err)
+		case <-ctx.Done():
+			t.Fatal("the waiter never sent a blocking query on the key")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	// While the key stays held, the waiter sends nothing more: its one
+	// query waits at the server.
+	sent := rt.requests.Load()
+	time.Sleep(1500 * time.Millisecond)
+	if n := rt.requests.Load() - sent; n != 0 {
+		t.Fatalf("the waiter sent %d requests in 1.5 s while the key was held, want 0 (it polls)", n)
+	}
+	if n := rt.blocking.Load(); n != 1 {
+		t.Fatalf("%d blocking queries before the release, want 1", n)
+	}
+	released := time.Now()
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("the waiter: %v", r.err)
+	}
+	defer func() { _ = r.lease.Unlock(context.Background()) }()
+	woke := r.at.Sub(released)
+	t.Logf("the waiter had the key %v after the release", woke)
+	if woke >= opts.TTL/3 {
+		t.Fatalf("the waiter had the key %v after the release: its blocking query ran out (%v), the release did not wake it", woke, opts.TTL/3)
+	}
+	if r.lease.Token <= first.Token {
+		t.Errorf("token %d after %d: want it higher", r.lease.Token, first.Token)
 	}
 }
