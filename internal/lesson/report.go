@@ -47,7 +47,8 @@ func WriteOutcome(w io.Writer, l Lesson, o Outcome) error {
 	if o.Why != "" {
 		fmt.Fprintf(&b, " (%s)", o.Why)
 	}
-	fmt.Fprintf(&b, "\n  seed figure: %s\n", l.SeedFigure)
+	// The seed's figure was printed once, with the lesson (WriteLesson).
+	b.WriteString("\n")
 	for _, c := range o.Commands {
 		fmt.Fprintf(&b, "  repeat it:   %s\n", c)
 	}
