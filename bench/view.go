@@ -203,6 +203,9 @@ func backendTable(runs []RunResult) table {
 		}
 		split := e[lockimpl.RoundSplit]
 		total := e[lockimpl.RoundAcquired] + e[lockimpl.RoundTaken] + split + e[lockimpl.RoundUnreachable]
+		if total == 0 {
+			continue // another backend's counts (the flawed locks' deletions)
+		}
 		per := "-"
 		if r.OK > 0 {
 			per = fmt.Sprintf("%.2f", split/float64(r.OK))

@@ -102,10 +102,13 @@ const (
 	// not a quorum (the votes split between contenders, or another owner
 	// was partway through its own round), or the quorum came too late for
 	// the validity time; it gives its masters back and retries. The lab's
-	// count of Redlock's split votes (脑裂 pressure).
+	// count of Redlock's split votes (分票; seed 003: 脑裂).
 	RoundSplit = "round_split"
 	// RoundUnreachable: too many masters did not answer for any quorum.
 	RoundUnreachable = "round_unreachable"
+	// DeletedAnother: a release deleted a lock another holder had taken
+	// meanwhile (the seeds' 锁误删): the flawed Redis locks count it.
+	DeletedAnother = "deleted_another"
 )
 
 // CountOrDrop returns o.Count, or a function that drops the name when it

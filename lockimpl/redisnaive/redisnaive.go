@@ -56,6 +56,7 @@ type TTL struct {
 	client redis.UniversalClient
 	prefix string
 	ttl    time.Duration
+	count  func(string)
 }
 
 var (
@@ -74,7 +75,7 @@ func NewSpin(client redis.UniversalClient, opts lockimpl.Options) *Spin {
 // Options.TTL (default lockimpl.DefaultTTL) is the key's PX; it is never
 // renewed. Prefix defaults to DefaultPrefix.
 func NewTTL(client redis.UniversalClient, opts lockimpl.Options) *TTL {
-	return &TTL{client: client, prefix: opts.PrefixOr(DefaultPrefix), ttl: opts.TTLOrDefault()}
+	return &TTL{client: client, prefix: opts.PrefixOr(DefaultPrefix), ttl: opts.TTLOrDefault(), count: opts.CountOrDrop()}
 }
 
 // Key returns the Redis key that backs the lock named key.
@@ -120,17 +121,38 @@ func (s *Spin) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	return lease, err
 }
 
-// TryLock makes one SET NX PX.
+// TryLock makes one SET NX PX. The value names the holder only so that the
+// lab can count a release that deletes another's lock: the release itself
+// does not look at it (see countingDel).
 func (s *TTL) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	full := s.Key(key)
-	ok, err := s.client.SetNX(ctx, full, "1", s.ttl).Result()
+	owner := uuid.NewString()
+	ok, err := s.client.SetNX(ctx, full, owner, s.ttl).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisnaive: set nx px %q: %w", full, err)
 	}
 	if !ok {
 		return nil, fmt.Errorf("redisnaive: trylock %q: %w", key, lockimpl.ErrLocked)
 	}
-	return lockimpl.NewLease(key, 0, plainDel(s.client, full, key)), nil
+	return lockimpl.NewLease(key, 0, countingDel(s.client, full, key, owner, s.count)), nil
+}
+
+// countingDel is plainDel that also learns whose lock it deleted: GETDEL
+// deletes whatever is there, as DEL does, and returns it, so a release that
+// removed another holder's lock is counted (lockimpl.DeletedAnother).
+func countingDel(client redis.UniversalClient, full, key, owner string, count func(string)) func(context.Context) error {
+	return func(ctx context.Context) error {
+		v, err := client.GetDel(ctx, full).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			return fmt.Errorf("redisnaive: unlock %q: %w", key, lockimpl.ErrNotHeld)
+		case err != nil:
+			return fmt.Errorf("redisnaive: del %q: %w", full, err)
+		case v != owner:
+			count(lockimpl.DeletedAnother)
+		}
+		return nil
+	}
 }
 
 // Lock repeats SET NX PX with a 5-10ms sleep between attempts until it
@@ -150,6 +172,7 @@ type Owner struct {
 	prefix string
 	ttl    time.Duration
 	pause  time.Duration
+	count  func(string)
 }
 
 var _ lockimpl.Locker = (*Owner)(nil)
@@ -159,7 +182,7 @@ var _ lockimpl.Locker = (*Owner)(nil)
 // never renewed; Options.ReleasePause is slept between the GET and the
 // DEL of every release. Prefix defaults to DefaultPrefix.
 func NewOwner(client redis.UniversalClient, opts lockimpl.Options) *Owner {
-	return &Owner{client: client, prefix: opts.PrefixOr(DefaultPrefix), ttl: opts.TTLOrDefault(), pause: opts.ReleasePause}
+	return &Owner{client: client, prefix: opts.PrefixOr(DefaultPrefix), ttl: opts.TTLOrDefault(), pause: opts.ReleasePause, count: opts.CountOrDrop()}
 }
 
 // Key returns the Redis key that backs the lock named key.
@@ -210,8 +233,13 @@ func (o *Owner) release(full, key, owner string) func(context.Context) error {
 				return fmt.Errorf("redisnaive: unlock %q: pause before DEL: %w", key, ctx.Err())
 			}
 		}
-		if err := o.client.Del(ctx, full).Err(); err != nil {
+		// GETDEL deletes as DEL does, and says whose lock it was.
+		v, err = o.client.GetDel(ctx, full).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("redisnaive: del %q: %w", full, err)
+		}
+		if err == nil && v != owner {
+			o.count(lockimpl.DeletedAnother)
 		}
 		return nil
 	}

@@ -3,6 +3,7 @@ package redisnaive_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,8 +68,11 @@ func TestConformance(t *testing.T) {
 func TestTTLFlaw(t *testing.T) {
 	ctx := context.Background()
 	ttl := 200 * time.Millisecond
-	a := redisnaive.NewTTL(client(t), lockimpl.Options{TTL: ttl})
-	b := redisnaive.NewTTL(client(t), lockimpl.Options{TTL: ttl})
+	var mu sync.Mutex
+	counts := map[string]int{}
+	count := func(name string) { mu.Lock(); counts[name]++; mu.Unlock() }
+	a := redisnaive.NewTTL(client(t), lockimpl.Options{TTL: ttl, Count: count})
+	b := redisnaive.NewTTL(client(t), lockimpl.Options{TTL: ttl, Count: count})
 	key := locktest.Key(t)
 
 	first, err := a.Lock(ctx, key)
@@ -88,9 +92,16 @@ func TestTTLFlaw(t *testing.T) {
 	if waited := time.Since(took); waited < ttl-20*time.Millisecond {
 		t.Fatalf("second holder got in after %v, before the %v TTL ran out", waited, ttl)
 	}
-	// The first holder finishes and deletes the lock — the second's.
+	// The first holder finishes and deletes the lock — the second's, and
+	// the lab counts it.
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatalf("first holder's DEL: %v (want it to succeed: it deletes the second's key)", err)
+	}
+	mu.Lock()
+	deleted := counts[lockimpl.DeletedAnother]
+	mu.Unlock()
+	if deleted != 1 {
+		t.Fatalf("deleted_another = %d after the first holder deleted the second's lock, want 1", deleted)
 	}
 	third, err := a.TryLock(ctx, key)
 	if err != nil {
