@@ -106,6 +106,9 @@ const (
 	RoundSplit = "round_split"
 	// RoundUnreachable: too many masters did not answer for any quorum.
 	RoundUnreachable = "round_unreachable"
+	// Attempt: one try to take a lock (a SETNX of the spinning lock): the
+	// attempts per acquisition measure a busy wait.
+	Attempt = "attempt"
 	// DeletedAnother: a release deleted a lock another holder had taken
 	// meanwhile (the seeds' 锁误删): the flawed Redis locks count it.
 	DeletedAnother = "deleted_another"

@@ -76,6 +76,31 @@ func oversells(strategy string, instances int, set func(*bench.Options), seedFig
 	}
 }
 
+// spins is lesson 7: redis-spin sells exactly the stock, and its waiters
+// spin: the SETNX attempts per acquisition (lockimpl.Attempt), each a
+// command to Redis, are the figure.
+func spins(ctx context.Context, r *runner) (Outcome, error) {
+	out, err := holds([]string{stock.RedisSpin}, 3, nil)(ctx, r)
+	if err != nil || out.Verdict != Reproduced {
+		return out, err
+	}
+	attempts, acquired := 0.0, 0.0
+	for _, run := range r.last.Runs {
+		attempts += run.BackendEvents[lockimpl.Attempt]
+		acquired += run.LockAcquisitions
+	}
+	if acquired == 0 {
+		out.Verdict, out.Why = NotReproduced, "no acquisition was counted: the instances' /metrics did not answer"
+		return out, nil
+	}
+	per := attempts / acquired
+	out.Ours += fmt.Sprintf("; %.0f SETNX attempts for %.0f acquisitions: %.1f commands to Redis per acquisition", attempts, acquired, per)
+	if per < 2 {
+		out.Verdict, out.Why = NotReproduced, "the waiters hardly retried on this run: the spin needs contention; rerun"
+	}
+	return out, nil
+}
+
 // deletesAnother is lesson 8: redis-ttl and redis-owner under the same
 // expiry (300 ms of work, a 100 ms TTL). Both lose the lock to the expiry
 // and oversell; only redis-ttl's release then deletes the next holder's
@@ -341,7 +366,7 @@ var course = []Lesson{
 		ShowsZH: "SETNX 抢锁、DEL 放锁，失败就重试：不超卖，但等锁的请求一直在空转重试。",
 		ShowsEN: "SETNX to take, DEL to release, retry on failure: no oversell, but the waiters spin.",
 		Seed:    seed003 + ": “在高并发场景下就变成了低效重试”", SeedFigure: "correct, inefficient retries",
-		Estimate: 10 * time.Second, run: holds([]string{stock.RedisSpin}, 3, nil)},
+		Estimate: 10 * time.Second, run: spins},
 	{N: 8, Slug: "ttl", TitleZH: "加过期时间：锁超时后误删", TitleEN: "A TTL: the lock expires, the late holder deletes another's",
 		ShowsZH: "给锁加过期时间防死锁。业务比 TTL 长时，锁自己过期，别人拿到锁，前一个人再用 DEL 把别人的锁删了。",
 		ShowsEN: "A TTL keeps a dead holder from blocking forever. When the work outlasts it, the lock expires, another takes it, and the late holder's DEL removes that one's lock.",

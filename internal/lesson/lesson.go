@@ -224,6 +224,8 @@ func (fs fleetState) restore(dir string) {
 
 // runner gives a lesson its experiments.
 type runner struct {
+	// last is the report of the lesson's latest bench.
+	last     *bench.Report
 	o        Options
 	st       *stack.State
 	lesson   Lesson
@@ -269,6 +271,7 @@ func (r *runner) bench(ctx context.Context, o bench.Options, cmd string) (*bench
 	if err != nil {
 		return rep, err
 	}
+	r.last = rep
 	return rep, nil
 }
 

@@ -48,6 +48,7 @@ var ttlBackoff = lockimpl.Backoff{Base: 10 * time.Millisecond}
 type Spin struct {
 	client redis.UniversalClient
 	prefix string
+	count  func(string)
 }
 
 // TTL is the SET NX PX lock with sleep-retry and an unchecked DEL. Safe for
@@ -68,7 +69,7 @@ var (
 // Options.TTL is ignored: this lock has none. Prefix defaults to
 // DefaultPrefix.
 func NewSpin(client redis.UniversalClient, opts lockimpl.Options) *Spin {
-	return &Spin{client: client, prefix: opts.PrefixOr(DefaultPrefix)}
+	return &Spin{client: client, prefix: opts.PrefixOr(DefaultPrefix), count: opts.CountOrDrop()}
 }
 
 // NewTTL returns the SET NX PX lock over client (owned by the caller).
@@ -99,9 +100,10 @@ func plainDel(client redis.UniversalClient, full, key string) func(context.Conte
 	}
 }
 
-// TryLock makes one SETNX.
+// TryLock makes one SETNX (counted: lockimpl.Attempt).
 func (s *Spin) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	full := s.Key(key)
+	s.count(lockimpl.Attempt)
 	ok, err := s.client.SetNX(ctx, full, "1", 0).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisnaive: setnx %q: %w", full, err)
