@@ -1,8 +1,14 @@
 package lesson
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,6 +105,97 @@ func spins(ctx context.Context, r *runner) (Outcome, error) {
 		out.Verdict, out.Why = NotReproduced, "the waiters hardly retried on this run: the spin needs contention; rerun"
 	}
 	return out, nil
+}
+
+// fairness is lesson 15: zookeeper beside redis, both correct; the figure
+// is the share of purchases that got the lock before one that asked for
+// it earlier and was still waiting (out of order: 0 for a FIFO lock),
+// from the lock events of each run.
+func fairness(ctx context.Context, r *runner) (Outcome, error) {
+	names := []string{stock.ZooKeeper, stock.Redis}
+	out, err := holds(names, 3, nil)(ctx, r)
+	if err != nil || out.Verdict != Reproduced {
+		return out, err
+	}
+	share := map[string]float64{}
+	for _, name := range names {
+		for _, run := range r.last.Runs {
+			if run.Strategy != name || run.Events == "" || r.lastDir == "" {
+				continue
+			}
+			sh, err := outOfOrder(filepath.Join(r.lastDir, run.Events))
+			if err != nil {
+				return Outcome{}, err
+			}
+			share[name] = sh
+		}
+	}
+	if len(share) < len(names) {
+		out.Verdict, out.Why = NotReproduced, "the order of acquisition needs the runs' lock events: run the lesson with a report directory (--out)"
+		return out, nil
+	}
+	out.Ours += fmt.Sprintf("; acquired out of order (before an earlier waiter): zookeeper %.1f%%, redis %.1f%%", 100*share[stock.ZooKeeper], 100*share[stock.Redis])
+	if share[stock.ZooKeeper] >= share[stock.Redis] {
+		out.Verdict, out.Why = NotReproduced, "zookeeper was no fairer than redis on this run"
+	}
+	return out, nil
+}
+
+// outOfOrder reads a run's lock events and returns the share of waiting
+// pairs served out of arrival order: of two purchases that both waited,
+// the later request acquired first.
+func outOfOrder(path string) (float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("lock events: %w", err)
+	}
+	defer f.Close()
+	type span struct{ requested, acquired int64 }
+	spans := map[string]*span{}
+	dec := json.NewDecoder(f)
+	for {
+		var ev stock.Event
+		if err := dec.Decode(&ev); err == io.EOF {
+			break
+		} else if err != nil {
+			return 0, fmt.Errorf("lock events %s: %w", path, err)
+		}
+		id := ev.Instance + "/" + ev.Purchase
+		sp := spans[id]
+		if sp == nil {
+			sp = &span{}
+			spans[id] = sp
+		}
+		switch ev.Kind {
+		case stock.EventRequested:
+			sp.requested = ev.MonoNS
+		case stock.EventAcquired:
+			if sp.acquired == 0 {
+				sp.acquired = ev.MonoNS
+			}
+		}
+	}
+	var list []span
+	for _, sp := range spans {
+		if sp.requested > 0 && sp.acquired > 0 {
+			list = append(list, *sp)
+		}
+	}
+	slices.SortFunc(list, func(a, b span) int { return cmp.Compare(a.requested, b.requested) })
+	pairs, inverted := 0, 0
+	for i := range list {
+		for j := i + 1; j < len(list) && list[j].requested < list[i].acquired; j++ {
+			// j asked while i still waited: both waited together.
+			pairs++
+			if list[j].acquired < list[i].acquired {
+				inverted++
+			}
+		}
+	}
+	if pairs == 0 {
+		return 0, nil
+	}
+	return float64(inverted) / float64(pairs), nil
 }
 
 // deletesAnother is lesson 8: redis-ttl and redis-owner under the same
@@ -440,7 +537,7 @@ var course = []Lesson{
 		ShowsZH: "每个等待者创建临时顺序节点，只监听前一个节点：最小号拿锁，公平、不超卖。",
 		ShowsEN: "Each waiter creates an ephemeral sequential node and watches only its predecessor: the lowest number holds the lock, fair, no oversell.",
 		Seed:    seed001 + ": “获得最小号得锁……节点监听机制”", SeedFigure: "correct, fair",
-		Estimate: 15 * time.Second, run: holds([]string{stock.ZooKeeper}, 3, nil)},
+		Estimate: 20 * time.Second, run: fairness},
 	{N: 16, Slug: "herd", TitleZH: "羊群效应", TitleEN: "The herd effect",
 		ShowsZH: "每个等待者都监听父节点：一次释放唤醒所有人，每次加锁收到的事件随等待者增多而增多。",
 		ShowsEN: "Every waiter watches the parent: each release wakes them all, and the watch events per acquisition grow with the waiters.",

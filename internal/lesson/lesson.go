@@ -224,8 +224,10 @@ func (fs fleetState) restore(dir string) {
 
 // runner gives a lesson its experiments.
 type runner struct {
-	// last is the report of the lesson's latest bench.
+	// last is the report of the lesson's latest bench, lastDir where it
+	// was written ("" without Options.OutDir).
 	last     *bench.Report
+	lastDir  string
 	o        Options
 	st       *stack.State
 	lesson   Lesson
@@ -267,6 +269,7 @@ func (r *runner) bench(ctx context.Context, o bench.Options, cmd string) (*bench
 		r.reports = append(r.reports, o.OutDir)
 	}
 	r.commands = append(r.commands, r.repeatable(cmd))
+	r.lastDir = o.OutDir
 	rep, err := bench.Run(ctx, o)
 	if err != nil {
 		return rep, err
