@@ -215,15 +215,6 @@ func (c *eventCollector) gap(what string) {
 	c.gaps = append(c.gaps, what)
 }
 
-// count is how many events were kept; has reports at least n.
-func (c *eventCollector) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.events)
-}
-
-func (c *eventCollector) has(n int) bool { return c.count() >= n }
-
 // settled reports whether every acquisition seen has been released and
 // no event came for eventQuiet.
 func (c *eventCollector) settled() bool {

@@ -205,3 +205,12 @@ func TestEventStreamReconnects(t *testing.T) {
 		})
 	}
 }
+
+// count is how many events c kept; has reports at least n.
+func (c *eventCollector) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.events)
+}
+
+func (c *eventCollector) has(n int) bool { return c.count() >= n }

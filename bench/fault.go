@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/fault"
+	"github.com/seckill-lab/seckill/lockimpl"
 )
 
 // FaultKinds lists the kinds ParseFault accepts.
@@ -126,18 +127,7 @@ func runFault(ctx context.Context, fl Faulter, f Fault, t0 time.Time) error {
 
 // sleepUntil waits until t; false when ctx ended first.
 func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return lockimpl.Sleep(ctx, time.Until(t)) == nil
 }
 
 // Window is one span of a run with faults: before the first fault, during

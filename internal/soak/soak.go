@@ -228,6 +228,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		})
 	}()
 
+	// One pool for the samples' reads of MariaDB's status.
+	db, err := sql.Open("mysql", st.MySQLDSN())
+	if err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	defer db.Close()
+
 	// The sampler.
 	samplerCtx, stopSampler := context.WithCancel(ctx)
 	samplerDone := make(chan struct{})
@@ -236,7 +243,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		t := time.NewTicker(o.Every)
 		defer t.Stop()
 		for {
-			s := sample(samplerCtx, o.Dir, began)
+			s := sample(samplerCtx, o.Dir, db, began)
 			res.Samples = append(res.Samples, s)
 			if o.Progress != nil {
 				fmt.Fprintf(o.Progress, "soak %5.0fs: %s\n", s.AtS, brief(s))
@@ -262,7 +269,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	streamMu.Unlock()
 	stopSampler()
 	<-samplerDone
-	res.Samples = append(res.Samples, sample(ctx, o.Dir, began))
+	res.Samples = append(res.Samples, sample(ctx, o.Dir, db, began))
 	stopStream()
 	<-streamDone
 	if err != nil {
@@ -288,14 +295,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // sample reads every component's RSS and every instance's goroutines and
 // open file descriptors. A component that does not answer is left out of
 // the sample (a gap in its line), not an error.
-func sample(ctx context.Context, dir string, began time.Time) Sample {
+func sample(ctx context.Context, dir string, db *sql.DB, began time.Time) Sample {
 	s := Sample{AtS: time.Since(began).Seconds(), RSSMiB: map[string]float64{}, Goroutines: map[string]float64{}, OpenFDs: map[string]float64{}, CacheMiB: map[string]float64{}}
 	st, err := stack.Load(dir)
 	if err != nil {
 		return s
 	}
 	if c, ok := st.Component("mariadb"); ok {
-		if mib, err := bufferPoolData(ctx, st.MySQLDSN()); err == nil {
+		if mib, err := bufferPoolData(ctx, db); err == nil {
 			s.CacheMiB[c.Name] = mib
 		}
 	}
@@ -316,14 +323,9 @@ func sample(ctx context.Context, dir string, began time.Time) Sample {
 }
 
 // bufferPoolData is the InnoDB buffer pool's data in MiB.
-func bufferPoolData(ctx context.Context, dsn string) (float64, error) {
+func bufferPoolData(ctx context.Context, db *sql.DB) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return 0, fmt.Errorf("soak: %w", err)
-	}
-	defer db.Close()
 	var name string
 	var bytes float64
 	if err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_bytes_data'").Scan(&name, &bytes); err != nil {

@@ -241,11 +241,18 @@ func (l *Locker) refresh(ctx context.Context, id string) (string, error) {
 // connection) and ctx has time left: the lock waits through an election
 // within the caller's lock wait, as the other locks wait through theirs.
 func (l *Locker) retry(ctx context.Context, err error) bool {
-	var ne net.Error
-	if !errors.As(err, &ne) && !api.IsRetryableError(errors.Unwrap(err)) && !strings.Contains(err.Error(), "Unexpected response code: 500") || ctx.Err() != nil {
+	if !retryable(err) || ctx.Err() != nil {
 		return false
 	}
 	return lockimpl.Sleep(ctx, lockDelayRetry) == nil
+}
+
+// retryable reports a connection error or a 500 (no leader, an invalid
+// session being replaced): what api.IsRetryableError accepts, looked for
+// through the wrapping of this package's errors.
+func retryable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || strings.Contains(err.Error(), "Unexpected response code: 500")
 }
 
 // gaveUp is the error of a Lock that stopped on err.
