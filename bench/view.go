@@ -227,7 +227,7 @@ func durabilityFact(level string) string {
 	case server.DurabilityFsync:
 		return "fsync: every server fsyncs an acknowledged write, Redis with appendfsync always (seckill up --durability)"
 	case server.DurabilityNone:
-		return "none: no server fsyncs per write (MariaDB once a second, ZooKeeper forceSync=no, the servers without a switch on tmpfs) (seckill up --durability)"
+		return "none: no server fsyncs per write (each turns it off, or keeps its data on tmpfs: seckill status says which) (seckill up --durability)"
 	}
 	return level + " (a fleet started elsewhere: its servers' durability was not given)"
 }

@@ -354,9 +354,9 @@ const (
 	// DurabilityFsync: every server fsyncs an acknowledged write first
 	// (Redis: AOF with appendfsync always).
 	DurabilityFsync = "fsync"
-	// DurabilityNone: no server pays an fsync per write (ZooKeeper
-	// forceSync=no, MariaDB flushing once a second, Redis without AOF;
-	// etcd 3.4 has no switch, so its data directory goes to tmpfs).
+	// DurabilityNone: no server pays an fsync per write: each
+	// description turns its fsync off, or, for a server without a switch,
+	// puts its data directory on tmpfs (Layout.DataDir).
 	DurabilityNone = "none"
 )
 
