@@ -49,7 +49,7 @@ func runUp(ctx context.Context, args []string) error {
 		"; a running stack is re-scaled to it (without the flag: back to the default)")
 	strategy := newAliasFlag(fs, "strategy", "strategies", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+"), one of "+strings.Join(stock.StrategyNames(), ", "))
 	proxy := fs.Bool("proxy", false, "put the fault proxy (Toxiproxy) between the instances and the servers, for 'seckill fault partition|latency'")
-	durability := fs.String("durability", server.DurabilityDefault, "what every server makes durable before it acknowledges a write: default (Redis without persistence, the others fsync each write), fsync (all fsync, Redis AOF appendfsync always), none (no fsync per write; the data of servers without a switch on tmpfs); `seckill status` says it server by server")
+	durability := fs.String("durability", server.DurabilityDefault, "what every server makes durable before it acknowledges a write: default (Redis without persistence, the others fsync each write), fsync (all fsync, Redis AOF appendfsync always), none (no fsync per write; the data of servers without a switch on tmpfs); seckill status says it server by server")
 	topology := fs.String("topology", stack.DefaultTopology, "single: one node per server; ha: also a Redis primary+replica under 3 Sentinels, and 3-member quorum groups for the other lock servers")
 	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port B; single: "+stack.PortHelp(stack.TopologySingle)+";\n"+
 		"ha: "+stack.PortHelp(stack.TopologyHA))
