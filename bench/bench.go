@@ -134,6 +134,8 @@ type Environment struct {
 	// Durability is the servers' durability level (Fleet.Durability),
 	// "unknown" for a fleet started elsewhere.
 	Durability string `json:"durability"`
+	// RTT is the round trip the fleet's links added (Fleet.RTT).
+	RTT RTT `json:"rtt"`
 }
 
 // Report is everything a bench produced (report.json).
@@ -400,7 +402,7 @@ func environment(f Fleet) Environment {
 	return Environment{
 		GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Hostname: h, Target: f.Target, Instances: len(f.Instances),
-		Durability: cmp.Or(f.Durability, "unknown"),
+		Durability: cmp.Or(f.Durability, "unknown"), RTT: f.RTT,
 	}
 }
 

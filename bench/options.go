@@ -25,6 +25,26 @@ type Fleet struct {
 	// acknowledge a write (`seckill up --durability`); "" when the fleet
 	// was started elsewhere and nobody said. Reports state it.
 	Durability string
+	// RTT is the network round trip the fleet's links add (`seckill up
+	// --rtt`); the zero value when none was asked for or nobody said.
+	RTT RTT
+}
+
+// RTT is a network round-trip time added on the fleet's links: the one
+// asked for (a profile's or a duration) and the one measured through the
+// links (what the figures ran under). Reports state both.
+type RTT struct {
+	// Profile is the named profile asked for (loopback, zone,
+	// cross-zone, region), "" for a bare duration.
+	Profile string `json:"profile,omitempty"`
+	// RequestedMS is the added round trip asked for, in ms.
+	RequestedMS float64 `json:"requested_ms"`
+	// MeasuredMS is the median round trip measured through the links
+	// (the proxy's own cost included); 0 when not measured.
+	MeasuredMS float64 `json:"measured_ms"`
+	// DirectMS is the same measure without the links (plain loopback),
+	// so MeasuredMS - DirectMS is what the links add.
+	DirectMS float64 `json:"direct_ms,omitempty"`
 }
 
 // Scaler re-scales the fleet to n service instances and returns the fleet

@@ -247,5 +247,5 @@ func runBench(ctx context.Context, args []string) error {
 
 // fleetOf describes a local stack as a bench fleet.
 func fleetOf(st *stack.State) bench.Fleet {
-	return bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken, Durability: st.DurabilityLevel()}
+	return st.Fleet()
 }

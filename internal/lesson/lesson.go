@@ -253,14 +253,14 @@ func (r *runner) bench(ctx context.Context, o bench.Options, cmd string) (*bench
 	if err != nil {
 		return nil, err
 	}
-	o.Fleet = bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken, Durability: st.DurabilityLevel()}
+	o.Fleet = st.Fleet()
 	dir := r.o.Dir
 	o.Scaler = bench.ScalerFunc(func(ctx context.Context, n int) (bench.Fleet, error) {
 		st, err := stack.Scale(ctx, dir, n)
 		if err != nil {
 			return bench.Fleet{}, err
 		}
-		return bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken, Durability: st.DurabilityLevel()}, nil
+		return st.Fleet(), nil
 	})
 	o.Seed, o.CalibrateRequests, o.Warmup = r.o.Seed, -1, -1
 	if r.o.OutDir != "" {
@@ -298,7 +298,7 @@ func (r *runner) scenarioOf(ctx context.Context, sc scenario.Scenario, strategie
 	if len(prots) == 0 {
 		prots = []scenario.Protection{scenario.ProtectNone, scenario.ProtectFencing}
 	}
-	o := scenario.Options{Dir: r.o.Dir, Fleet: bench.Fleet{Target: r.st.NginxURL(), Instances: r.st.InstanceURLs(), AdminToken: r.st.AdminToken, Durability: r.st.DurabilityLevel()},
+	o := scenario.Options{Dir: r.o.Dir, Fleet: r.st.Fleet(),
 		Protections: prots, Strategies: strategies, Seed: r.o.Seed, Short: r.o.Short, Progress: r.o.Progress, Repeat: r.o.repeat()}
 	if r.o.OutDir != "" {
 		r.n++

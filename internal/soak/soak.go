@@ -257,9 +257,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}()
 
 	requests := int(float64(o.Rate) * o.For.Seconds())
+	fleet := st.Fleet()
+	fleet.Instances = insts
 	rep, err := bench.Run(ctx, bench.Options{
 		Strategies: []string{o.Strategy}, Stock: requests, Requests: requests, Rate: o.Rate, Concurrency: 50,
-		GoodsID: o.GoodsID, Fleet: bench.Fleet{Target: st.NginxURL(), Instances: insts, AdminToken: st.AdminToken, Durability: st.DurabilityLevel()},
+		GoodsID: o.GoodsID, Fleet: fleet,
 		Warmup: -1, CalibrateRequests: -1, RunTimeout: o.For + 10*time.Minute,
 		OutDir: filepath.Join(o.OutDir, "bench"), CommandLine: strings.Fields(res.Command),
 	})

@@ -83,6 +83,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/stock"
@@ -163,10 +164,13 @@ type State struct {
 	Topology string `json:"topology"`
 	// Durability is the servers' level (server.Durabilities; a state
 	// without one, written by an older seckill, ran at the default).
-	Durability string    `json:"durability,omitempty"`
-	Strategy   string    `json:"strategy"`
-	Binary     string    `json:"binary"`
-	StartedAt  time.Time `json:"started_at"`
+	Durability string `json:"durability,omitempty"`
+	// RTT is the round trip added on every link through the proxy (`up
+	// --rtt`), as asked and as measured; nil for none.
+	RTT       *bench.RTT `json:"rtt,omitempty"`
+	Strategy  string     `json:"strategy"`
+	Binary    string     `json:"binary"`
+	StartedAt time.Time  `json:"started_at"`
 	// Ready is set once every component passed its health check.
 	Ready bool `json:"ready"`
 	// AdminTokenFile holds the token; AdminTokenSource tells where it came

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/server"
 )
 
@@ -65,6 +66,16 @@ func (s *State) DurabilityLevel() string {
 		return server.DurabilityDefault
 	}
 	return s.Durability
+}
+
+// Fleet is the stack as a bench sees it: nginx, the instances, the admin
+// token and the conditions the servers run under.
+func (s *State) Fleet() bench.Fleet {
+	f := bench.Fleet{Target: s.NginxURL(), Instances: s.InstanceURLs(), AdminToken: s.AdminToken, Durability: s.DurabilityLevel()}
+	if s.RTT != nil {
+		f.RTT = *s.RTT
+	}
+	return f
 }
 
 // DurabilityLines say, server by server, what its level means for the
