@@ -2,18 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"runtime"
 
 	"github.com/seckill-lab/seckill/internal/netfault"
 )
 
-// runProxy maps `seckill proxy --listen ADDR --config FILE` to
-// netfault.Serve: the stack's fault proxy (`seckill up --proxy` starts it).
+// runProxy maps `seckill proxy --listen ADDR --config FILE [--echo ADDR]`
+// to netfault.Serve (and ServeEcho): the stack's fault proxy (`seckill up --proxy` starts it).
 func runProxy(ctx context.Context, args []string) error {
 	fs := newFlagSet("proxy")
 	listen := fs.String("listen", "127.0.0.1:17090", "address of the Toxiproxy HTTP API")
 	config := fs.String("config", "", "JSON file of the proxies, in Toxiproxy's format (required)")
+	echo := fs.String("echo", "", "also answer a round-trip probe (an echo server) on this address; seckill up measures the links' round trip through it")
 	procs := fs.Int("procs", 1, "GOMAXPROCS of the proxy (1: the lowest added latency per round trip)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -26,5 +28,14 @@ func runProxy(ctx context.Context, args []string) error {
 	// latency here (PING through the proxy, p50: 0.143 ms with 2 Ps, 0.103
 	// ms with 1; 0.039 ms direct).
 	runtime.GOMAXPROCS(*procs)
+	if *echo != "" {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		errc := make(chan error, 1)
+		go func() { errc <- netfault.ServeEcho(ctx, *echo) }()
+		err := netfault.Serve(ctx, *listen, *config, os.Stderr)
+		cancel()
+		return errors.Join(err, <-errc)
+	}
 	return netfault.Serve(ctx, *listen, *config, os.Stderr)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/netfault"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
@@ -49,6 +50,8 @@ func runUp(ctx context.Context, args []string) error {
 		"; a running stack is re-scaled to it (without the flag: back to the default)")
 	strategy := newAliasFlag(fs, "strategy", "strategies", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+"), one of "+strings.Join(stock.StrategyNames(), ", "))
 	proxy := fs.Bool("proxy", false, "put the fault proxy (Toxiproxy) between the instances and the servers, for 'seckill fault partition|latency'")
+	rtt := fs.String("rtt", "loopback", "network round trip added on every link (instances to servers; in ha also the members' links to one another), through the fault proxy (turns --proxy on): "+
+		"a profile (loopback: none, zone: 0.2ms, cross-zone: 2ms, region: 30ms) or a duration such as 0.5ms; seckill status prints it as measured")
 	durability := fs.String("durability", server.DurabilityDefault, "what every server makes durable before it acknowledges a write: default (Redis without persistence, the others fsync each write), fsync (all fsync, Redis AOF appendfsync always), none (no fsync per write; the data of servers without a switch on tmpfs); seckill status says it server by server")
 	topology := fs.String("topology", stack.DefaultTopology, "single: one node per server; ha: also a Redis primary+replica under 3 Sentinels, and 3-member quorum groups for the other lock servers")
 	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port B; single: "+stack.PortHelp(stack.TopologySingle)+";\n"+
@@ -73,6 +76,10 @@ func runUp(ctx context.Context, args []string) error {
 	if _, err := server.ValidDurability(*durability); err != nil {
 		return exitError{code: 2, msg: "up: " + err.Error()}
 	}
+	rttProfile, rttDelay, err := netfault.ParseRTT(*rtt)
+	if err != nil {
+		return exitError{code: 2, msg: "up: --" + err.Error()}
+	}
 	if err := checkBounds(fs,
 		bound{name: "instances", min: 1, max: stack.MaxInstances, omit: strconv.Itoa(stack.DefaultInstances)},
 		bound{name: "base-port", min: stack.MinBasePort, max: stack.MaxBasePort, omit: strconv.Itoa(stack.DefaultBasePort)},
@@ -89,6 +96,7 @@ func runUp(ctx context.Context, args []string) error {
 	}
 	o := stack.Options{
 		Dir: *dir, BasePort: *basePort, Topology: *topology, Durability: *durability, Proxy: *proxy, Strategy: name,
+		RTT: rttDelay, RTTProfile: rttProfile,
 		Binary: *binary, Dashboard: *dashboard, Out: os.Stdout, Backends: backends,
 	}
 	if setFlags(fs)["instances"] {

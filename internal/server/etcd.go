@@ -84,21 +84,29 @@ var Etcd = Spec{
 		}
 		var cluster []string
 		for _, m := range members() {
-			cluster = append(cluster, etcdMemberName(m)+"=http://"+Addr(etcdMemberPeer(l.Base, m)))
+			cluster = append(cluster, etcdMemberName(m)+"=http://"+Addr(l.Peer(etcdMemberPeer(l.Base, m))))
 		}
 		var ns []Node
 		for _, k := range members() {
 			name := etcdMemberName(k)
 			client, peer := Addr(etcdMemberClient(l.Base, k)), Addr(etcdMemberPeer(l.Base, k))
+			advertised := Addr(l.Peer(etcdMemberPeer(l.Base, k)))
 			dir := l.DataDir(filepath.Join(l.Dir, name))
 			ns = append(ns, Node{Name: name, Kind: KindEtcdMember, Port: etcdMemberClient(l.Base, k), Bin: bin, Prepare: wipePrepare(name, dir),
 				Args: append([]string{"--name", name, "--data-dir", dir,
 					"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
-					"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
+					"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + advertised,
 					"--initial-cluster", strings.Join(cluster, ","), "--initial-cluster-state", "new",
 					"--initial-cluster-token", "seckill-" + itoa(l.Base)}, etcdlock.ServerFlags()...)})
 		}
 		return ns
+	},
+	Peers: func(base int) []PortUse {
+		var ps []PortUse
+		for _, k := range members() {
+			ps = append(ps, PortUse{etcdMemberPeer(base, k), etcdMemberName(k) + " peer"})
+		}
+		return ps
 	},
 	Env: func(base int, ha, has bool) [][2]string {
 		return [][2]string{{config.EnvEtcdEndpoints, clientAddrs(base, ha, has, offEtcdClient, etcdMemberClient)}}

@@ -117,6 +117,10 @@ var Redis = Spec{
 		}
 		return ns
 	},
+	// No Peers: the replica's link to its primary stays direct. Pointed
+	// at the primary through the proxy, it is re-pointed by the
+	// Sentinels at the primary's own address (what they monitor, and
+	// what they must hand the instances).
 	Env: func(base int, ha, has bool) [][2]string {
 		var redlock, sentinels []int
 		for k := 1; k <= RedisCount; k++ {

@@ -89,9 +89,16 @@ type Layout struct {
 	// Durability is the level every server runs at (Durabilities; ""
 	// is DurabilityDefault).
 	Durability string
+	// PeerShift, when not 0, is how far above a member's peer port
+	// (Spec.Peers) the other members dial it: the fault proxy listens
+	// there and adds the links' round trip (`seckill up --rtt` in ha).
+	PeerShift int
 	// Tools are the programs found.
 	Tools Tools
 }
+
+// Peer is port as the other members dial it.
+func (l Layout) Peer(port int) int { return port + l.PeerShift }
 
 // Node is one process a description asks the stack to run.
 type Node struct {
@@ -145,6 +152,11 @@ type Spec struct {
 	Ports func(base int, ha bool) []PortUse
 	// Nodes lays out its processes.
 	Nodes func(l Layout) []Node
+	// Peers lists the ports of the ha topology that its members dial one
+	// another on (raft peers, quorum and election, the replica's link to
+	// its primary); nil for none. With Layout.PeerShift they dial them
+	// PeerShift higher, through the proxy.
+	Peers func(base int) []PortUse
 	// Env is the SECKILL_* variables that give its addresses to an
 	// instance; has is false when the stack left it out (the addresses
 	// are then empty).

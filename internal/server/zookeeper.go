@@ -76,6 +76,14 @@ var ZooKeeper = Spec{
 		}
 		return ns
 	},
+	Peers: func(base int) []PortUse {
+		var ps []PortUse
+		for _, k := range members() {
+			ps = append(ps, PortUse{zkMemberPeer(base, k), zkMemberName(k) + " peer"},
+				PortUse{zkMemberElection(base, k), zkMemberName(k) + " election"})
+		}
+		return ps
+	},
 	Env: func(base int, ha, has bool) [][2]string {
 		return [][2]string{{config.EnvZKServers, clientAddrs(base, ha, has, offZooKeeper, zkMemberClient)}}
 	},
@@ -105,8 +113,14 @@ func zkNode(l Layout, name string, kind Kind, port, k int) Node {
 		"forceSync=" + map[bool]string{true: "no", false: "yes"}[l.Durability == DurabilityNone],
 	}
 	if k > 0 {
+		// A member binds its own ports and dials the others' through
+		// Layout.Peer: each member's zoo.cfg differs only there.
 		for _, m := range members() {
-			lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", m, zkMemberPeer(l.Base, m), zkMemberElection(l.Base, m)))
+			peer, election := zkMemberPeer(l.Base, m), zkMemberElection(l.Base, m)
+			if m != k {
+				peer, election = l.Peer(peer), l.Peer(election)
+			}
+			lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", m, peer, election))
 		}
 	}
 	return Node{Name: name, Kind: kind, Port: port, Bin: l.Tools.Bin["java"], Args: zkArgs(l.Tools.Java[zkKey], dir, cfg),

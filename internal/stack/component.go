@@ -78,6 +78,11 @@ func startComponent(ctx context.Context, st *State, c Component) (Component, err
 	if err := waitHealthy(ctx, c.Name, p, c.Log, componentStartTimeout, func(ctx context.Context) error { return checkComponent(ctx, st, c) }); err != nil {
 		return c, err
 	}
+	if c.Kind == KindProxy {
+		if err := applyRTT(st); err != nil {
+			return c, err
+		}
+	}
 	if c.Kind == KindInstance {
 		if err := rejoinStrategy(ctx, st, c); err != nil {
 			return c, err

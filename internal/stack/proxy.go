@@ -29,6 +29,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/fault"
+	"github.com/seckill-lab/seckill/internal/netfault"
 	"github.com/seckill-lab/seckill/internal/server"
 )
 
@@ -88,9 +89,9 @@ func proxied(k Kind) bool {
 func proxyID(inst, srv string) string { return inst + "." + srv }
 
 // proxyConfig lists the proxies of instances 1..n: one per instance and
-// server.
+// server (and those of the links' round trip, rttProxies).
 func proxyConfig(st *State, n int) []toxiproxy.Proxy {
-	var out []toxiproxy.Proxy
+	out := rttProxies(st)
 	for k := 1; k <= n; k++ {
 		for _, c := range st.Components {
 			if !proxied(c.Kind) {
@@ -130,8 +131,11 @@ func (r *runner) startProxy(ctx context.Context, o Options) error {
 		return err
 	}
 	want := len(proxyConfig(r.st, o.Instances))
-	return r.launch(ctx, o, ProxyName, KindProxy, r.st.ProxyAddr(), o.Binary,
-		[]string{"proxy", "--listen", r.st.ProxyAddr(), "--config", f}, nil,
+	args := []string{"proxy", "--listen", r.st.ProxyAddr(), "--config", f}
+	if r.st.rttOn() {
+		args = append(args, "--echo", addr(r.st.port(offEcho)))
+	}
+	return r.launch(ctx, o, ProxyName, KindProxy, r.st.ProxyAddr(), o.Binary, args, nil,
 		func(ctx context.Context, c Component) error { return checkProxy(c.Addr, want) })
 }
 
@@ -172,7 +176,7 @@ func syncProxies(st *State, n int) error {
 			errs = append(errs, p.Delete())
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, applyRTT(st))...)
 }
 
 // proxiedEnv rewrites the server addresses of instance k's environment to
@@ -268,8 +272,9 @@ var linkToxics = map[string][]struct{ name, typ, stream string }{
 	// A partition drops every byte both ways, on open and new connections,
 	// and closes nothing: what a client sees of a silent network.
 	fault.Partition: {{"partition-up", "timeout", "upstream"}, {"partition-down", "timeout", "downstream"}},
-	// Latency delays every answer: each round trip takes Delay longer.
-	fault.Latency: {{"latency", "latency", "downstream"}},
+	// Latency delays every answer: each round trip takes Delay longer,
+	// half on the way there, half on the way back, to the microsecond.
+	fault.Latency: {{"latency-up", netfault.RTTToxic, "upstream"}, {"latency-down", netfault.RTTToxic, "downstream"}},
 }
 
 // setLinkFault adds (on) or removes the toxics of kind on the proxies.
@@ -290,8 +295,8 @@ func setLinkFault(st *State, kind string, proxies []string, delay time.Duration,
 				continue
 			}
 			attrs := toxiproxy.Attributes{"timeout": 0}
-			if t.typ == "latency" {
-				attrs = toxiproxy.Attributes{"latency": delay.Milliseconds()}
+			if t.typ == netfault.RTTToxic {
+				attrs = toxiproxy.Attributes{"delay_us": delay.Microseconds() / 2}
 			}
 			if _, err := p.AddToxic(t.name, t.typ, t.stream, 1, attrs); err != nil {
 				errs = append(errs, fmt.Errorf("proxy %s: add %s: %w", name, t.name, err))
@@ -312,5 +317,6 @@ func resetProxy(st *State) error {
 	if err := toxiproxy.NewClient(st.ProxyAddr()).ResetState(); err != nil {
 		return fmt.Errorf("proxy: reset: %w", err)
 	}
-	return nil
+	// A heal ends the faults, not the network: the round trip stays.
+	return applyRTT(st)
 }

@@ -54,6 +54,12 @@ type Options struct {
 	// the instances and the servers, for the partition and latency faults.
 	// Off by default: the quick demo measures the locks, not a proxy.
 	Proxy bool
+	// RTT is a network round trip the proxy adds on every link (RTT > 0
+	// turns Proxy on): the instances' links to the servers and, in ha,
+	// the members' links to one another. RTTProfile names it when it came
+	// from a profile (netfault.Profiles).
+	RTT        time.Duration
+	RTTProfile string
 	// Backends are the server groups to start (default AllBackends; see
 	// ParseBackends). The instances start without the others' addresses:
 	// the strategies that need them answer 503 backend_unavailable.
@@ -112,6 +118,12 @@ func (o Options) normalize() (Options, error) {
 	}
 	if o.Instances == 0 {
 		o.Instances = DefaultInstances
+	}
+	if o.RTT < 0 {
+		return o, fmt.Errorf("--rtt %s: a round trip cannot be negative", o.RTT)
+	}
+	if o.RTT > 0 {
+		o.Proxy = true // the round trip is the proxy's
 	}
 	if o.Instances < 1 || o.Instances > MaxInstances {
 		return o, fmt.Errorf("--instances %d: want 1..%d", o.Instances, MaxInstances)
@@ -182,6 +194,7 @@ func stackPorts(topology string, base, instances int, proxy, dashboard bool, bac
 	var ps []portUse
 	if proxy {
 		ps = append(ps, portUse{base + offProxy, "proxy API"})
+		ps = append(ps, rttPorts(topology, base, backends)...)
 	}
 	if dashboard {
 		ps = append(ps, portUse{base + offDashboard, DashboardName})
@@ -430,6 +443,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		Dir: o.Dir, BasePort: o.BasePort, Topology: o.Topology, Durability: o.Durability, Strategy: o.Strategy, Binary: o.Binary,
 		StartedAt: time.Now().UTC(), AdminTokenFile: tokPath, AdminTokenSource: tokSource, AdminToken: tok,
 		NginxAccessLog: nginxPaths(&State{Dir: o.Dir}).accessLog, Proxy: o.Proxy, Backends: o.Backends,
+		RTT: newRTT(o.RTTProfile, o.RTT),
 	}
 	r := &runner{st: st, out: o.Out, t0: time.Now(), procs: map[string]*proc{}}
 	if lo, hi, ok := ephemeralPorts(); ok && o.BasePort+offInstance+o.Instances >= lo && o.BasePort <= hi {
@@ -465,9 +479,17 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 
 func (r *runner) up(ctx context.Context, o Options, paths Tools) error {
 	st := r.st
+	// With a round trip on the links, the proxy starts first: the ha
+	// members dial one another through it (its instances' proxies are
+	// added once the servers run).
+	if st.rttOn() {
+		if err := r.startProxy(ctx, o); err != nil {
+			return err
+		}
+	}
 	// The servers start together; the first failure cancels the others.
 	g, gctx := errgroup.WithContext(ctx)
-	l := server.Layout{Dir: o.Dir, Base: o.BasePort, HA: st.HA(), Durability: st.Durability, Tools: paths}
+	l := st.layout(paths)
 	for _, sp := range server.All {
 		if sp.Nodes == nil || !st.Has(sp.Group) {
 			continue
@@ -479,7 +501,16 @@ func (r *runner) up(ctx context.Context, o Options, paths Tools) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	if st.Proxy {
+	switch {
+	case st.rttOn():
+		if err := syncProxies(st, o.Instances); err != nil {
+			return err
+		}
+		if err := measureRTT(ctx, st); err != nil {
+			return err
+		}
+		r.logf("  %-13s %.3f ms measured (%.3f ms requested, %.3f ms direct)\n", "round trip", st.RTT.MeasuredMS, st.RTT.RequestedMS, st.RTT.DirectMS)
+	case st.Proxy:
 		if err := r.startProxy(ctx, o); err != nil {
 			return err
 		}

@@ -1,0 +1,178 @@
+package stack
+
+// The links' round trip (`seckill up --rtt`): every proxy of the fault
+// proxy (inst-K to each server, and in ha the members' links to one
+// another) carries a toxic of the embedded Toxiproxy that delays each
+// direction by half the round trip, to the microsecond
+// (netfault.RTTToxic). The round trip the figures then run under is
+// measured, not assumed: a one-byte echo through a proxy with the same
+// toxics ("probe", B+92, to the proxy process's echo server on B+91),
+// beside the same echo reached directly.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+
+	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/netfault"
+	"github.com/seckill-lab/seckill/internal/server"
+)
+
+const (
+	// offEcho is the proxy process's echo server; offProbe the proxy in
+	// front of it.
+	offEcho  = 91
+	offProbe = 92
+	// peerShift: a member's peer port P is dialled by the others at
+	// P+peerShift (B+151..B+199, between the instances and their
+	// proxies), where the proxy forwards it to P.
+	peerShift = 150
+	// probeName is the probe's proxy.
+	probeName = "probe"
+	// rttProbes is how many one-byte round trips a measure takes.
+	rttProbes = 400
+)
+
+// rttToxics are the toxics of the links' round trip, half on each stream.
+var rttToxics = []struct{ name, stream string }{{"rtt-up", "upstream"}, {"rtt-down", "downstream"}}
+
+// rttOn reports whether the links carry a round trip (`up --rtt`).
+func (s *State) rttOn() bool { return s.Proxy && s.RTT != nil }
+
+// peered reports whether the members of the ha clusters reach one another
+// through the proxy: with a round trip on the links, in ha.
+func (s *State) peered() bool { return s.rttOn() && s.HA() }
+
+// layout is the servers' layout of the stack.
+func (s *State) layout(tools Tools) server.Layout {
+	l := server.Layout{Dir: s.Dir, Base: s.BasePort, HA: s.HA(), Durability: s.Durability, Tools: tools}
+	if s.peered() {
+		l.PeerShift = peerShift
+	}
+	return l
+}
+
+// rttProxies are the proxies beyond the instances' that a round trip on
+// the links needs: the probe, and in ha the members' peer links.
+func rttProxies(st *State) []toxiproxy.Proxy {
+	if !st.rttOn() {
+		return nil
+	}
+	out := []toxiproxy.Proxy{{Name: probeName, Listen: addr(st.port(offProbe)), Upstream: addr(st.port(offEcho)), Enabled: true}}
+	if !st.peered() {
+		return out
+	}
+	for _, sp := range server.All {
+		if sp.Peers == nil || !st.Has(sp.Group) {
+			continue
+		}
+		for _, p := range sp.Peers(st.BasePort) {
+			out = append(out, toxiproxy.Proxy{Name: "peer." + strings.ReplaceAll(p.Name, " ", "-"),
+				Listen: addr(p.Port + peerShift), Upstream: addr(p.Port), Enabled: true})
+		}
+	}
+	return out
+}
+
+// rttPorts are the ports rttProxies may take, for the port check of `up`.
+func rttPorts(topology string, base int, backends []Backend) []portUse {
+	ps := []portUse{{base + offEcho, "round-trip probe echo"}, {base + offProbe, "round-trip probe"}}
+	if topology != TopologyHA {
+		return ps
+	}
+	for _, sp := range server.All {
+		if sp.Peers == nil || len(backends) > 0 && !slices.Contains(backends, sp.Group) {
+			continue
+		}
+		for _, p := range sp.Peers(base) {
+			ps = append(ps, portUse{p.Port + peerShift, "proxy to " + p.Name})
+		}
+	}
+	return ps
+}
+
+// applyRTT puts the round trip's toxics on every proxy that lacks them
+// (after the proxy started, a scale added proxies, or a heal removed
+// every toxic).
+func applyRTT(st *State) error {
+	if !st.rttOn() {
+		return nil
+	}
+	half := time.Duration(st.RTT.RequestedMS*float64(time.Millisecond)) / 2
+	cl := toxiproxy.NewClient(st.ProxyAddr())
+	have, err := cl.Proxies()
+	if err != nil {
+		return fmt.Errorf("proxy: round trip: %w", err)
+	}
+	var errs []error
+	for name, p := range have {
+		for _, t := range rttToxics {
+			if _, err := p.AddToxic(t.name, netfault.RTTToxic, t.stream, 1, toxiproxy.Attributes{"delay_us": half.Microseconds()}); err != nil &&
+				!strings.Contains(err.Error(), "already exists") {
+				errs = append(errs, fmt.Errorf("proxy %s: add %s: %w", name, t.name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// measureRTT measures the round trip through the links (the probe) and
+// directly, into st.RTT.
+func measureRTT(ctx context.Context, st *State) error {
+	if !st.rttOn() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second+time.Duration(rttProbes)*time.Duration(st.RTT.RequestedMS*float64(time.Millisecond)))
+	defer cancel()
+	through, err := netfault.MeasureRTT(ctx, addr(st.port(offProbe)), rttProbes)
+	if err != nil {
+		return err
+	}
+	direct, err := netfault.MeasureRTT(ctx, addr(st.port(offEcho)), rttProbes)
+	if err != nil {
+		return err
+	}
+	st.RTT.MeasuredMS = ms(through)
+	st.RTT.DirectMS = ms(direct)
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// newRTT is the state's round trip for `up --rtt`: nil for none.
+func newRTT(profile string, d time.Duration) *bench.RTT {
+	if d <= 0 {
+		return nil
+	}
+	return &bench.RTT{Profile: profile, RequestedMS: ms(d)}
+}
+
+// RTTLine says the links' round trip, for status: "none" without one.
+func (s *State) RTTLine() string {
+	if s.RTT == nil {
+		return "none (loopback: the links add nothing; seckill up --rtt " + strings.Join(netfault.ProfileNames(), "|") + "|DURATION)"
+	}
+	name := s.RTT.Profile
+	if name == "" {
+		name = "custom"
+	}
+	peers := "instances to servers"
+	if s.peered() {
+		var with []string
+		for _, sp := range server.All {
+			if sp.Peers != nil && s.Has(sp.Group) {
+				for _, p := range sp.Peers(s.BasePort) {
+					with = append(with, p.Name)
+				}
+			}
+		}
+		peers += ", and the members' links to one another: " + strings.Join(with, ", ") + " (no other)"
+	}
+	return fmt.Sprintf("%s: %.3f ms requested, %.3f ms measured through the proxy (%.3f ms direct) on every link: %s", name, s.RTT.RequestedMS, s.RTT.MeasuredMS, s.RTT.DirectMS, peers)
+}
