@@ -37,6 +37,7 @@ func buildView(rep *Report) view {
 		fact{"command", rep.CommandLine},
 		fact{"environment", fmt.Sprintf("%s %s/%s, %d CPUs, host %s", e.GoVersion, e.OS, e.Arch, e.CPUs, e.Hostname)},
 		fact{"durability", durabilityFact(e.Durability)},
+		fact{"round trip", rttFact(e.RTT)},
 		fact{"fleet", fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)})
 	if len(rep.Runs) > 0 {
 		r := rep.Runs[0]
@@ -230,4 +231,16 @@ func durabilityFact(level string) string {
 		return "none: no server fsyncs per write (each turns it off, or keeps its data on tmpfs: seckill status says which) (seckill up --durability)"
 	}
 	return level + " (a fleet started elsewhere: its servers' durability was not given)"
+}
+
+// rttFact says the round trip the links added, for the report's facts.
+func rttFact(r RTT) string {
+	if r == (RTT{}) {
+		return "none added (the links are this machine's loopback, or a fleet started elsewhere that did not say; seckill up --rtt)"
+	}
+	name := r.Profile
+	if name == "" {
+		name = "custom"
+	}
+	return fmt.Sprintf("%s: %.3f ms requested, %.3f ms measured through the links (%.3f ms without them) (seckill up --rtt)", name, r.RequestedMS, r.MeasuredMS, r.DirectMS)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/netfault"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -33,6 +34,7 @@ func runBench(ctx context.Context, args []string) error {
 	noWatchdog := fs.Bool("no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
 	noEvents := fs.Bool("no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
 	noQueue := fs.Bool("no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
+	sweepRTT := fs.String("sweep-rtt", "", "run the bench at each of these network round trips on the stack's links, e.g. 0,0.2,2 (ms) or loopback,zone,cross-zone (2 to 10; needs a stack with the proxy: seckill up --rtt loopback); writes rtt-sweep.html with throughput and p50 against the measured round trip, each point's report in rtt-N/, and puts the stack's round trip back after")
 	sweep := fs.String("sweep", "", "run each strategy at each of these client counts, e.g. 1,10,50,200 (at most 10; replaces --concurrency); the report adds throughput and p99 by clients and the locks' scaling ratio")
 	compareQueue := fs.Bool("compare-queue", false, "run each distributed lock ("+strings.Join(bench.Queued(), ", ")+") with and without the local queue, the second as \"NAME (no queue)\"")
 	warmup := fs.Int("warmup", bench.DefaultWarmup, "purchases fired, uncounted, on a separate goods before each strategy's first run; 0 = no warm-up")
@@ -225,6 +227,9 @@ func runBench(ctx context.Context, args []string) error {
 		}
 	}
 
+	if *sweepRTT != "" {
+		return runRTTSweep(ctx, o, *sweepRTT, *dir, *target != "", *adminToken)
+	}
 	rep, err := bench.Run(ctx, o)
 	if rep == nil && *out == "" {
 		_ = os.Remove(o.OutDir) // the new directory, when nothing was written to it
@@ -248,4 +253,61 @@ func runBench(ctx context.Context, args []string) error {
 // fleetOf describes a local stack as a bench fleet.
 func fleetOf(st *stack.State) bench.Fleet {
 	return st.Fleet()
+}
+
+// runRTTSweep maps --sweep-rtt to bench.RunRTTSweep on the local stack,
+// and puts the stack's round trip back as it was.
+func runRTTSweep(ctx context.Context, o bench.Options, list, dir string, remote bool, adminToken string) error {
+	points, err := bench.ParseRTTSweep(list, netfault.ParseRTT)
+	if err != nil {
+		return exitError{code: 2, msg: "bench: " + err.Error()}
+	}
+	var set bench.RTTSetter
+	if !remote {
+		st, err := stack.Load(dir)
+		if err != nil {
+			return fmt.Errorf("load the stack in %s: %w", dir, err)
+		}
+		if !st.Proxy {
+			return exitError{code: 2, msg: "bench: --sweep-rtt changes the round trip on the proxy's links, and the stack in " + dir + " runs without the proxy: seckill down, then seckill up --rtt loopback (add --topology ha to put the members' links under it too)"}
+		}
+		before := st.RTT
+		defer func() {
+			profile, d := "", time.Duration(0)
+			if before != nil {
+				profile, d = before.Profile, time.Duration(before.RequestedMS*float64(time.Millisecond))
+			}
+			if err := stack.SetRTT(context.WithoutCancel(ctx), st, profile, d); err != nil {
+				fmt.Fprintf(os.Stderr, "warning: putting the round trip back: %v\n", err)
+			}
+		}()
+		set = rttSetter{st: st, token: adminToken}
+	}
+	sw, err := bench.RunRTTSweep(ctx, o, points, set)
+	if errors.Is(err, bench.ErrInvalidOptions) {
+		return exitError{code: 2, msg: "bench: " + err.Error()}
+	}
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	os.Stdout.Write(bench.RTTSweepMarkdown(sw))
+	fmt.Fprintf(os.Stderr, "\nwall time %.1fs; the sweep in %s (rtt-sweep.json, rtt-sweep.md, rtt-sweep.html), each point's reports in rtt-N/\n", sw.WallS, o.OutDir)
+	return nil
+}
+
+// rttSetter is the local stack as a bench.RTTSetter.
+type rttSetter struct {
+	st    *stack.State
+	token string
+}
+
+func (r rttSetter) SetRTT(ctx context.Context, profile string, d time.Duration) (bench.Fleet, error) {
+	if err := stack.SetRTT(ctx, r.st, profile, d); err != nil {
+		return bench.Fleet{}, err
+	}
+	f := r.st.Fleet()
+	if r.token != "" {
+		f.AdminToken = r.token
+	}
+	return f, nil
 }

@@ -96,11 +96,14 @@ func runUp(ctx context.Context, args []string) error {
 	}
 	o := stack.Options{
 		Dir: *dir, BasePort: *basePort, Topology: *topology, Durability: *durability, Proxy: *proxy, Strategy: name,
-		RTT: rttDelay, RTTProfile: rttProfile,
+		RTT:    rttDelay,
 		Binary: *binary, Dashboard: *dashboard, Out: os.Stdout, Backends: backends,
 	}
 	if setFlags(fs)["instances"] {
 		o.Instances = *instances
+	}
+	if setFlags(fs)["rtt"] {
+		o.RTTProfile = rttProfile // loopback too: the links through the proxy, its cost measured
 	}
 	st, err := stack.Ensure(ctx, o, os.Stderr)
 	if errors.Is(err, stack.ErrAlreadyRunning) {

@@ -2,6 +2,7 @@ package netfault
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -28,8 +29,6 @@ func (t *rttToxic) GetBufferSize() int { return 1024 }
 // Pipe forwards each chunk once its delay since arrival has passed.
 func (t *rttToxic) Pipe(stub *toxics.ToxicStub) {
 	delay := time.Duration(t.DelayUS) * time.Microsecond
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	for {
 		select {
 		case <-stub.Interrupt:
@@ -39,21 +38,48 @@ func (t *rttToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
-			wait := delay - time.Since(c.Timestamp)
+			due := c.Timestamp.Add(delay)
 			// The next toxic on the stream (a latency fault on a link
 			// that already has its round trip) counts from here.
-			c.Timestamp = c.Timestamp.Add(delay)
-			if wait > 0 {
-				timer.Reset(wait)
-				select {
-				case <-timer.C:
-				case <-stub.Interrupt:
-					timer.Stop()
-					stub.Output <- c // drop no data on an interrupt
-					return
-				}
+			c.Timestamp = due
+			if !waitUntil(due, stub.Interrupt) {
+				stub.Output <- c // drop no data on an interrupt
+				return
 			}
 			stub.Output <- c
+		}
+	}
+}
+
+// spinBelow: Go's timers wake an idle runtime about a millisecond late
+// (the poller waits in whole milliseconds), which would make every
+// sub-millisecond delay one of 1 ms. The last spinBelow of a wait yields
+// in a loop instead: exact to a few microseconds, at the price of CPU
+// while a chunk waits.
+const spinBelow = 1500 * time.Microsecond
+
+// waitUntil returns true at due, false when interrupt closes first.
+func waitUntil(due time.Time, interrupt <-chan struct{}) bool {
+	for {
+		left := time.Until(due)
+		if left <= 0 {
+			return true
+		}
+		if left > spinBelow {
+			t := time.NewTimer(left - spinBelow)
+			select {
+			case <-t.C:
+			case <-interrupt:
+				t.Stop()
+				return false
+			}
+			continue
+		}
+		select {
+		case <-interrupt:
+			return false
+		default:
+			runtime.Gosched()
 		}
 	}
 }

@@ -132,9 +132,7 @@ func (r *runner) startProxy(ctx context.Context, o Options) error {
 	}
 	want := len(proxyConfig(r.st, o.Instances))
 	args := []string{"proxy", "--listen", r.st.ProxyAddr(), "--config", f}
-	if r.st.rttOn() {
-		args = append(args, "--echo", addr(r.st.port(offEcho)))
-	}
+	args = append(args, "--echo", addr(r.st.port(offEcho)))
 	return r.launch(ctx, o, ProxyName, KindProxy, r.st.ProxyAddr(), o.Binary, args, nil,
 		func(ctx context.Context, c Component) error { return checkProxy(c.Addr, want) })
 }

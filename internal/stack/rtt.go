@@ -42,12 +42,12 @@ const (
 // rttToxics are the toxics of the links' round trip, half on each stream.
 var rttToxics = []struct{ name, stream string }{{"rtt-up", "upstream"}, {"rtt-down", "downstream"}}
 
-// rttOn reports whether the links carry a round trip (`up --rtt`).
+// rttOn reports whether the links carry a round trip (`up --rtt`, SetRTT).
 func (s *State) rttOn() bool { return s.Proxy && s.RTT != nil }
 
 // peered reports whether the members of the ha clusters reach one another
-// through the proxy: with a round trip on the links, in ha.
-func (s *State) peered() bool { return s.rttOn() && s.HA() }
+// through the proxy (decided at `up`: ha with --rtt).
+func (s *State) peered() bool { return s.Proxy && s.PeerLinks }
 
 // layout is the servers' layout of the stack.
 func (s *State) layout(tools Tools) server.Layout {
@@ -58,10 +58,10 @@ func (s *State) layout(tools Tools) server.Layout {
 	return l
 }
 
-// rttProxies are the proxies beyond the instances' that a round trip on
-// the links needs: the probe, and in ha the members' peer links.
+// rttProxies are the proxies beyond the instances': the round-trip probe,
+// and the members' peer links when they cross the proxy.
 func rttProxies(st *State) []toxiproxy.Proxy {
-	if !st.rttOn() {
+	if !st.Proxy {
 		return nil
 	}
 	out := []toxiproxy.Proxy{{Name: probeName, Listen: addr(st.port(offProbe)), Upstream: addr(st.port(offEcho)), Enabled: true}}
@@ -101,7 +101,7 @@ func rttPorts(topology string, base int, backends []Backend) []portUse {
 // (after the proxy started, a scale added proxies, or a heal removed
 // every toxic).
 func applyRTT(st *State) error {
-	if !st.rttOn() {
+	if !st.rttOn() || st.RTT.RequestedMS == 0 {
 		return nil
 	}
 	half := time.Duration(st.RTT.RequestedMS*float64(time.Millisecond)) / 2
@@ -145,9 +145,47 @@ func measureRTT(ctx context.Context, st *State) error {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// SetRTT changes the round trip on a running stack's links (the proxy's
+// toxics), measures it and saves it in the state: what a sweep over round
+// trips runs between its points. The members' peer links follow only when
+// the stack started with --rtt in ha (they are dialled through the proxy
+// from the start or never).
+func SetRTT(ctx context.Context, st *State, profile string, d time.Duration) error {
+	if !st.Proxy {
+		return fmt.Errorf("%w: restart the stack with it (seckill down, then seckill up --rtt loopback or --proxy)", ErrNoProxy)
+	}
+	if d < 0 {
+		return fmt.Errorf("rtt %s: a round trip cannot be negative", d)
+	}
+	cl := toxiproxy.NewClient(st.ProxyAddr())
+	have, err := cl.Proxies()
+	if err != nil {
+		return fmt.Errorf("proxy: round trip: %w", err)
+	}
+	var errs []error
+	for name, p := range have {
+		for _, t := range rttToxics {
+			if err := p.RemoveToxic(t.name); err != nil && !strings.Contains(err.Error(), "not found") {
+				errs = append(errs, fmt.Errorf("proxy %s: remove %s: %w", name, t.name, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	st.RTT = &bench.RTT{Profile: profile, RequestedMS: ms(d)}
+	if err := applyRTT(st); err != nil {
+		return err
+	}
+	if err := measureRTT(ctx, st); err != nil {
+		return err
+	}
+	return st.save()
+}
+
 // newRTT is the state's round trip for `up --rtt`: nil for none.
 func newRTT(profile string, d time.Duration) *bench.RTT {
-	if d <= 0 {
+	if d <= 0 && profile == "" {
 		return nil
 	}
 	return &bench.RTT{Profile: profile, RequestedMS: ms(d)}

@@ -3,6 +3,8 @@ package stack
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -124,5 +126,30 @@ func TestRTT(t *testing.T) {
 	}
 	if p["sql-atomic"] < 2 || p["redis"] < p["sql-atomic"]+2 {
 		t.Errorf("purchase p50 sql-atomic %.2f ms, redis %.2f ms at rtt 2 ms: want sql-atomic >= 2 and redis >= sql-atomic + 2", p["sql-atomic"], p["redis"])
+	}
+
+	// A sweep over round trips changes the links between its points,
+	// measures each, and writes its page.
+	out := t.TempDir()
+	sw, err := bench.RunRTTSweep(ctx, bench.Options{Strategies: []string{"sql-atomic"}, Requests: 10, Stock: 20, Concurrency: 2,
+		Warmup: -1, CalibrateRequests: -1, OutDir: out},
+		[]bench.RTTPoint{{Profile: "loopback"}, {RTT: 3 * time.Millisecond}},
+		bench.RTTSetterFunc(func(ctx context.Context, profile string, d time.Duration) (bench.Fleet, error) {
+			err := SetRTT(ctx, st, profile, d)
+			return st.Fleet(), err
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sw.Points) != 2 || sw.Points[0].MeasuredMS >= 3 || sw.Points[1].MeasuredMS < 3 || len(sw.Series) != 1 || sw.Series[0].OKPerSec[1] == nil {
+		t.Errorf("sweep points %+v, series %+v: want loopback under 3 ms and 3 ms at least, sql-atomic at both", sw.Points, sw.Series)
+	}
+	if loaded, err := Load(dir); err != nil || loaded.RTT == nil || loaded.RTT.RequestedMS != 3 {
+		t.Errorf("state.json after SetRTT: %+v (%v), want 3 ms requested", loaded.RTT, err)
+	}
+	for _, f := range []string{"rtt-sweep.json", "rtt-sweep.md", "rtt-sweep.html", "rtt-1/report.json", "rtt-2/report.html"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("the sweep did not write %s: %v", f, err)
+		}
 	}
 }

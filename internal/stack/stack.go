@@ -167,10 +167,13 @@ type State struct {
 	Durability string `json:"durability,omitempty"`
 	// RTT is the round trip added on every link through the proxy (`up
 	// --rtt`), as asked and as measured; nil for none.
-	RTT       *bench.RTT `json:"rtt,omitempty"`
-	Strategy  string     `json:"strategy"`
-	Binary    string     `json:"binary"`
-	StartedAt time.Time  `json:"started_at"`
+	RTT *bench.RTT `json:"rtt,omitempty"`
+	// PeerLinks is set when the ha members dial one another through the
+	// proxy (`up --rtt` in ha), so the round trip is on their links too.
+	PeerLinks bool      `json:"peer_links,omitempty"`
+	Strategy  string    `json:"strategy"`
+	Binary    string    `json:"binary"`
+	StartedAt time.Time `json:"started_at"`
 	// Ready is set once every component passed its health check.
 	Ready bool `json:"ready"`
 	// AdminTokenFile holds the token; AdminTokenSource tells where it came

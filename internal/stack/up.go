@@ -54,10 +54,11 @@ type Options struct {
 	// the instances and the servers, for the partition and latency faults.
 	// Off by default: the quick demo measures the locks, not a proxy.
 	Proxy bool
-	// RTT is a network round trip the proxy adds on every link (RTT > 0
-	// turns Proxy on): the instances' links to the servers and, in ha,
-	// the members' links to one another. RTTProfile names it when it came
-	// from a profile (netfault.Profiles).
+	// RTT is a network round trip the proxy adds on every link: the
+	// instances' links to the servers and, in ha, the members' links to
+	// one another. RTTProfile names it when it came from a profile
+	// (netfault.Profiles). Either turns Proxy on (profile loopback: the
+	// links through the proxy, nothing added, the proxy's cost measured).
 	RTT        time.Duration
 	RTTProfile string
 	// Backends are the server groups to start (default AllBackends; see
@@ -77,6 +78,10 @@ type Options struct {
 	// because their tools are missing (said at `up`).
 	missingOptional []Backend
 }
+
+// rtt reports whether a round trip was asked for (loopback, 0, included:
+// the links then go through the proxy, whose own cost is measured).
+func (o Options) rtt() bool { return o.RTT > 0 || o.RTTProfile != "" }
 
 // finder is o.Finder, or this machine's.
 func (o Options) finder() Finder {
@@ -122,7 +127,7 @@ func (o Options) normalize() (Options, error) {
 	if o.RTT < 0 {
 		return o, fmt.Errorf("--rtt %s: a round trip cannot be negative", o.RTT)
 	}
-	if o.RTT > 0 {
+	if o.rtt() {
 		o.Proxy = true // the round trip is the proxy's
 	}
 	if o.Instances < 1 || o.Instances > MaxInstances {
@@ -443,7 +448,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		Dir: o.Dir, BasePort: o.BasePort, Topology: o.Topology, Durability: o.Durability, Strategy: o.Strategy, Binary: o.Binary,
 		StartedAt: time.Now().UTC(), AdminTokenFile: tokPath, AdminTokenSource: tokSource, AdminToken: tok,
 		NginxAccessLog: nginxPaths(&State{Dir: o.Dir}).accessLog, Proxy: o.Proxy, Backends: o.Backends,
-		RTT: newRTT(o.RTTProfile, o.RTT),
+		RTT: newRTT(o.RTTProfile, o.RTT), PeerLinks: o.rtt() && o.Topology == TopologyHA,
 	}
 	r := &runner{st: st, out: o.Out, t0: time.Now(), procs: map[string]*proc{}}
 	if lo, hi, ok := ephemeralPorts(); ok && o.BasePort+offInstance+o.Instances >= lo && o.BasePort <= hi {
@@ -482,7 +487,7 @@ func (r *runner) up(ctx context.Context, o Options, paths Tools) error {
 	// With a round trip on the links, the proxy starts first: the ha
 	// members dial one another through it (its instances' proxies are
 	// added once the servers run).
-	if st.rttOn() {
+	if st.peered() {
 		if err := r.startProxy(ctx, o); err != nil {
 			return err
 		}
@@ -502,18 +507,23 @@ func (r *runner) up(ctx context.Context, o Options, paths Tools) error {
 		return err
 	}
 	switch {
-	case st.rttOn():
+	case st.peered():
 		if err := syncProxies(st, o.Instances); err != nil {
 			return err
 		}
-		if err := measureRTT(ctx, st); err != nil {
-			return err
-		}
-		r.logf("  %-13s %.3f ms measured (%.3f ms requested, %.3f ms direct)\n", "round trip", st.RTT.MeasuredMS, st.RTT.RequestedMS, st.RTT.DirectMS)
 	case st.Proxy:
 		if err := r.startProxy(ctx, o); err != nil {
 			return err
 		}
+		if err := applyRTT(st); err != nil {
+			return err
+		}
+	}
+	if st.rttOn() {
+		if err := measureRTT(ctx, st); err != nil {
+			return err
+		}
+		r.logf("  %-13s %.3f ms measured (%.3f ms requested, %.3f ms direct)\n", "round trip", st.RTT.MeasuredMS, st.RTT.RequestedMS, st.RTT.DirectMS)
 	}
 
 	var insts []Component
