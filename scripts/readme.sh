@@ -6,14 +6,18 @@
 #            --repeat 3 --seed 42
 #   lessons  the course's verdicts: seckill lesson all
 #   perf     scripts/perf.sh (also `make perf` alone)
+#   rtt      a sweep over round trips on a stack of its own with the proxy
+#            (RTT_DIR, base port RTT_PORT): seckill bench --sweep-rtt
 # The strategy table comes from the registry (seckill strategies --markdown)
 # and a test fails when it differs. Takes about 20 minutes on 2 cores; run
 # it on an otherwise idle machine.
-#   make readme [DIR=.seckill] [ONLY="demo lessons perf"]
+#   make readme [DIR=.seckill] [ONLY="demo lessons perf rtt"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${DIR:-.seckill}
-ONLY=${ONLY:-demo lessons perf}
+ONLY=${ONLY:-demo lessons perf rtt}
+RTT_DIR=${RTT_DIR:-.seckill-rtt}
+RTT_PORT=${RTT_PORT:-24000}
 BIN=bin/seckill
 OUT=results/readme-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$OUT"
@@ -49,8 +53,25 @@ for part in $ONLY; do
 	perf)
 		DIR=$DIR scripts/perf.sh
 		;;
+	rtt)
+		up="$BIN up --dir $RTT_DIR --base-port $RTT_PORT --rtt loopback --instances 2 --backends redis,mysql,etcd,zookeeper --dashboard=false"
+		sweep="$BIN bench --dir $RTT_DIR --strategies sql-atomic,mysql-forupdate,redis,etcd,zookeeper --requests 150 --sweep-rtt loopback,zone,cross-zone"
+		$up > "$OUT/rtt-up.txt"
+		began=$(date +%s)
+		$sweep --out "$OUT/rtt" > "$OUT/rtt.txt" || true
+		wall=$(( $(date +%s) - began ))
+		"$BIN" down --dir "$RTT_DIR" > /dev/null
+		{
+			echo "Printed by \`$sweep\` on a stack started with \`$up\` (\`make readme\`, $(date -u +%Y-%m-%d), $(nproc) CPUs, $wall s; 50 clients, one run per point; the sweep in \`$OUT/rtt/\`):"
+			echo
+			# The sweep's own headings become the README's lower ones.
+			grep -v '^- command:' "$OUT/rtt.txt" | sed -e 's/^## /#### /' -e 's/^# /### /'
+
+		} > "$OUT/rtt.md"
+		scripts/readme-block.sh rtt "$OUT/rtt.md"
+		;;
 	*)
-		echo "readme: unknown part $part (demo, lessons, perf)" >&2
+		echo "readme: unknown part $part (demo, lessons, perf, rtt)" >&2
 		exit 2
 		;;
 	esac
