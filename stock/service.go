@@ -45,6 +45,9 @@ type ServiceOptions struct {
 	Instance string
 	// Store is required.
 	Store Store
+	// Counter keeps the lock-alone goods (LockAlone: ids from
+	// CounterGoodsBase); nil means they answer backend_unavailable.
+	Counter *CounterStore
 	// Backends are the lock backends by strategy name (see Clients and
 	// the registry's Open); a locker strategy without one is unavailable.
 	// Reset clears a goods' lock state at every one of them. The caller
@@ -87,6 +90,11 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Store == nil {
 		return nil, errors.New("stock: ServiceOptions.Store is required")
 	}
+	var counter Store = noCounter{}
+	if opts.Counter != nil {
+		counter = opts.Counter
+	}
+	opts.Store = byGoods{db: opts.Store, counter: counter}
 	if opts.MaxQty <= 0 {
 		opts.MaxQty = 100
 	}

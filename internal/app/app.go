@@ -110,6 +110,9 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 	if b.clients.Redis != nil {
 		opts.Mirror = stock.NewRedisMirror(b.clients.Redis)
 	}
+	if b.counter != nil {
+		opts.Counter = stock.NewCounterStore(b.counter)
+	}
 	svc, err := stock.NewService(opts)
 	if err != nil {
 		b.Close()

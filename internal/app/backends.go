@@ -30,7 +30,10 @@ type backends struct {
 	// failover follows the Sentinel-monitored master when sentinels are
 	// configured; it then serves the single-Redis strategies.
 	failover *redis.Client
-	locks    map[string]stock.LockBackend
+	// counter is the lock-alone goods' Redis (cfg.CounterRedis), dialled
+	// directly; nil without one.
+	counter *redis.Client
+	locks   map[string]stock.LockBackend
 }
 
 // newBackends connects the clients cfg names (lazily: servers that are down
@@ -53,6 +56,9 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB) (*backends
 	}
 	if len(b.redis) > 0 {
 		b.clients.Redis = b.redis[0]
+	}
+	if cfg.CounterRedis != "" {
+		b.counter = newRedis(cfg.CounterRedis)
 	}
 	if len(cfg.RedisSentinels) > 0 {
 		b.failover = redis.NewFailoverClient(&redis.FailoverOptions{
@@ -125,6 +131,9 @@ func (b *backends) Close() error {
 	}
 	if b.failover != nil {
 		errs = append(errs, b.failover.Close())
+	}
+	if b.counter != nil {
+		errs = append(errs, b.counter.Close())
 	}
 	if b.clients.Etcd != nil {
 		errs = append(errs, b.clients.Etcd.Close())

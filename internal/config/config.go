@@ -15,10 +15,13 @@ import (
 
 // Environment variables read by `seckill serve`.
 const (
-	EnvListen        = "SECKILL_LISTEN"
-	EnvInstance      = "SECKILL_INSTANCE"
-	EnvMySQLDSN      = "SECKILL_MYSQL_DSN"
-	EnvRedisAddrs    = "SECKILL_REDIS_ADDRS"
+	EnvListen     = "SECKILL_LISTEN"
+	EnvInstance   = "SECKILL_INSTANCE"
+	EnvMySQLDSN   = "SECKILL_MYSQL_DSN"
+	EnvRedisAddrs = "SECKILL_REDIS_ADDRS"
+	// EnvCounterRedis is the Redis of the lock-alone goods' counter
+	// (stock.CounterStore), dialled directly, never through the proxy.
+	EnvCounterRedis  = "SECKILL_COUNTER_REDIS"
 	EnvSentinels     = "SECKILL_REDIS_SENTINELS"
 	EnvRedisMaster   = "SECKILL_REDIS_MASTER"
 	EnvEtcdEndpoints = "SECKILL_ETCD_ENDPOINTS"
@@ -45,12 +48,12 @@ const (
 // ServerVars are the variables that give the servers' addresses (and the
 // database's DSN).
 func ServerVars() []string {
-	return []string{EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvEtcdEndpoints, EnvZKServers, EnvConsulAddrs, EnvMySQLDSN}
+	return []string{EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvCounterRedis, EnvEtcdEndpoints, EnvZKServers, EnvConsulAddrs, EnvMySQLDSN}
 }
 
 // one list the config, the stack and the compose check use.
 func EnvVars() []string {
-	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster,
+	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvCounterRedis,
 		EnvEtcdEndpoints, EnvZKServers, EnvConsulAddrs, EnvAdminToken, EnvStrategy, EnvMaxQty, EnvProxyShift}
 }
 
@@ -83,6 +86,10 @@ type Config struct {
 	RedisSentinels []string
 	// RedisMaster is the Sentinel master name. Default "seckill".
 	RedisMaster string
+	// CounterRedis is the Redis of the lock-alone goods' counter
+	// (stock.CounterStore), reached directly. Optional: without it the
+	// lock-alone goods answer backend_unavailable.
+	CounterRedis string
 	// EtcdEndpoints are etcd client endpoints. Optional.
 	EtcdEndpoints []string
 	// ZKServers are ZooKeeper host:port. Optional.
@@ -119,6 +126,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RedisAddrs:     SplitList(getenv(EnvRedisAddrs)),
 		RedisSentinels: SplitList(getenv(EnvSentinels)),
 		RedisMaster:    getenv(EnvRedisMaster),
+		CounterRedis:   getenv(EnvCounterRedis),
 		EtcdEndpoints:  SplitList(getenv(EnvEtcdEndpoints)),
 		ZKServers:      SplitList(getenv(EnvZKServers)),
 		ConsulAddrs:    SplitList(getenv(EnvConsulAddrs)),
@@ -172,6 +180,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Var(listFlag{&c.RedisAddrs}, "redis-addrs", "comma-separated Redis addresses; 5 for redlock ($"+EnvRedisAddrs+")")
 	fs.Var(listFlag{&c.RedisSentinels}, "redis-sentinels", "comma-separated Redis Sentinel addresses; the single-Redis strategies then follow the master ($"+EnvSentinels+")")
 	fs.StringVar(&c.RedisMaster, "redis-master", c.RedisMaster, "Sentinel master name ($"+EnvRedisMaster+")")
+	fs.StringVar(&c.CounterRedis, "counter-redis", c.CounterRedis, "Redis of the lock-alone goods' counter, dialled directly ($"+EnvCounterRedis+")")
 	fs.Var(listFlag{&c.EtcdEndpoints}, "etcd-endpoints", "comma-separated etcd endpoints ($"+EnvEtcdEndpoints+")")
 	fs.Var(listFlag{&c.ZKServers}, "zk-servers", "comma-separated ZooKeeper servers ($"+EnvZKServers+")")
 	fs.Var(listFlag{&c.ConsulAddrs}, "consul-addrs", "comma-separated Consul agents' HTTP addresses ($"+EnvConsulAddrs+")")

@@ -133,11 +133,14 @@ var Redis = Spec{
 		}
 		return [][2]string{
 			{config.EnvRedisAddrs, joinAddrs(has, redlock...)},
+			// The lock-alone counter lives on the last Redlock node.
+			{config.EnvCounterRedis, joinAddrs(has, redlock[len(redlock)-1])},
 			{config.EnvSentinels, joinAddrs(has, sentinels...)},
 			{config.EnvRedisMaster, SentinelMaster},
 		}
 	},
 	ServeOnly: []string{config.EnvSentinels, config.EnvRedisMaster},
+	Direct:    []string{config.EnvCounterRedis},
 	Links: func(ha bool) []Link {
 		single := Link{Name: "redis", Names: []string{"redis-1"}}
 		if ha {

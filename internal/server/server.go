@@ -161,6 +161,10 @@ type Spec struct {
 	// instance; has is false when the stack left it out (the addresses
 	// are then empty).
 	Env func(base int, ha, has bool) [][2]string
+	// Direct lists the variables of Env whose addresses an instance
+	// dials directly even when the fault proxy runs (the lock-alone
+	// counter: it must not pay the links' round trip).
+	Direct []string
 	// ServeOnly lists the variables of Env an instance gets only when
 	// they are not empty.
 	ServeOnly []string

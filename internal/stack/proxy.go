@@ -35,7 +35,7 @@ import (
 
 // proxiedVars are the instance variables that hold server addresses: the
 // server descriptions' (the Sentinels' too: the addresses they name are
-// dialled through the proxy host as well).
+// dialled through the proxy host as well), but for their Direct ones.
 func proxiedVars() []string {
 	var out []string
 	for _, sp := range server.All {
@@ -43,7 +43,9 @@ func proxiedVars() []string {
 			continue
 		}
 		for _, kv := range sp.Env(0, true, true) {
-			out = append(out, kv[0])
+			if !slices.Contains(sp.Direct, kv[0]) {
+				out = append(out, kv[0])
+			}
 		}
 	}
 	return out
