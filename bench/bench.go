@@ -136,6 +136,8 @@ type Environment struct {
 	Durability string `json:"durability"`
 	// RTT is the round trip the fleet's links added (Fleet.RTT).
 	RTT RTT `json:"rtt"`
+	// Mode is what the critical section did (Options.Mode).
+	Mode string `json:"mode"`
 }
 
 // Report is everything a bench produced (report.json).
@@ -294,7 +296,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{
 		Date:        began.UTC(),
 		CommandLine: strings.Join(o.CommandLine, " "),
-		Environment: environment(fleet),
+		Environment: environment(fleet, o.Mode),
 	}
 	if o.CalibrateRequests > 0 {
 		c, err := Calibrate(ctx, o.CalibrateRequests, o.Concurrency, o.Rate)
@@ -397,12 +399,12 @@ func checkTarget(ctx context.Context, target string) error {
 	return nil
 }
 
-func environment(f Fleet) Environment {
+func environment(f Fleet, mode string) Environment {
 	h, _ := os.Hostname()
 	return Environment{
 		GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Hostname: h, Target: f.Target, Instances: len(f.Instances),
-		Durability: cmp.Or(f.Durability, "unknown"), RTT: f.RTT,
+		Durability: cmp.Or(f.Durability, "unknown"), RTT: f.RTT, Mode: mode,
 	}
 }
 

@@ -323,3 +323,44 @@ func TestIntegrationSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegrationLockAlone: in Mode lock the purchases sell a lock-alone
+// goods (a Redis counter, no database transaction) with every invariant
+// checked as in a purchase: a correct lock passes them all, none on the
+// fleet loses updates; the report says the mode; a strategy that deducts
+// in the database is refused with the fix.
+func TestIntegrationLockAlone(t *testing.T) {
+	fleet, _ := fleetFromEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o := bench.Options{Fleet: fleet, Mode: bench.ModeLock, Strategies: []string{stock.Redis, stock.None}, Stock: 30, Requests: 60,
+		Concurrency: 10, WorkDelay: 2 * time.Millisecond, Warmup: -1, Seed: 7, CalibrateRequests: -1, RunTimeout: time.Minute,
+		OutDir: filepath.Join(t.TempDir(), "out")}
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("bench --mode lock: %v", err)
+	}
+	if rep.Environment.Mode != bench.ModeLock {
+		t.Errorf("environment.mode %q, want lock", rep.Environment.Mode)
+	}
+	for _, r := range rep.Runs {
+		switch r.Strategy {
+		case stock.Redis:
+			if r.Oversold != 0 || r.LostUpdates != 0 || r.OK != 30 || r.InvariantsPassed != r.InvariantsTotal {
+				t.Errorf("redis, lock alone: %s", describe(r))
+			}
+		case stock.None:
+			if r.LostUpdates == 0 {
+				t.Errorf("none, lock alone, lost no update: %s", describe(r))
+			}
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(o.OutDir, "report.md"))
+	if err != nil || !strings.Contains(string(md), "- mode: lock alone") {
+		t.Errorf("report.md (%v) does not state the mode", err)
+	}
+	o.Strategies = []string{stock.SQLAtomic}
+	if _, err := bench.Run(ctx, o); !errors.Is(err, bench.ErrInvalidOptions) || !strings.Contains(err.Error(), "drop it") {
+		t.Errorf("sql-atomic in Mode lock: %v, want ErrInvalidOptions with the fix", err)
+	}
+}

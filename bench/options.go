@@ -100,6 +100,12 @@ type Options struct {
 	Repeat      int      // runs per strategy; 0 = 1. Each repeat is a round over all strategies, in an order shuffled per round from Seed (round 1 keeps the given order)
 	Seed        int64    // seeds request ids and user ids; 0 = derived from the clock (recorded)
 	GoodsID     int64    // goods to sell; 0 = DefaultGoodsID
+	// Mode is what a purchase's critical section does: ModePurchase (the
+	// default: the database's transaction) or ModeLock (a Redis counter,
+	// stock.CounterStore: the lock alone, what the seeds rank). In
+	// ModeLock the goods is GoodsID + stock.CounterGoodsBase and only the
+	// strategies that run the read-modify-write (none and the locks) run.
+	Mode string
 
 	Instances int           // >0: re-scale to this many instances first (needs Scaler); 0 = as it is
 	WorkDelay time.Duration // simulated work inside the critical section; 0 = none
@@ -188,14 +194,49 @@ func (o Options) serviceConfig(name string) stock.Config {
 	return c
 }
 
+// The modes of Options.Mode.
+const (
+	ModePurchase = "purchase"
+	ModeLock     = "lock"
+)
+
+// Modes lists Options.Mode's values.
+func Modes() []string { return []string{ModePurchase, ModeLock} }
+
+// lockAlone reports whether strategy s runs in ModeLock: the read-modify-
+// write, unprotected or under a lock that releases after its commit.
+func lockAlone(s string) bool {
+	info, ok := stock.Lookup(s)
+	return ok && (info.Kind == stock.KindUnprotected || info.Kind == stock.KindLocker && !info.ReleaseBeforeCommit)
+}
+
 // ErrInvalidOptions wraps every option validation error.
 var ErrInvalidOptions = errors.New("invalid options")
 
 // withDefaults returns o with defaults filled in, or an error naming the
 // first invalid option.
 func (o Options) withDefaults() (Options, error) {
+	if o.Mode == "" {
+		o.Mode = ModePurchase
+	}
+	if !slices.Contains(Modes(), o.Mode) {
+		return o, fmt.Errorf("%w: Mode %q: want %s", ErrInvalidOptions, o.Mode, strings.Join(Modes(), " or "))
+	}
 	if len(o.Strategies) == 0 {
 		o.Strategies = Strategies()
+		if o.Mode == ModeLock {
+			o.Strategies = slices.DeleteFunc(o.Strategies, func(s string) bool { return !lockAlone(s) })
+		}
+	}
+	if o.Mode == ModeLock {
+		for _, s := range o.Strategies {
+			if !lockAlone(s) {
+				return o, fmt.Errorf("%w: Mode lock: %s deducts in the database itself (row lock, version or one statement), so it has no lock to measure alone; drop it (the locks and none run)", ErrInvalidOptions, s)
+			}
+		}
+		if o.Fencing || o.Batch > 0 {
+			return o, fmt.Errorf("%w: Mode lock: fencing and batches work on the database's row; drop them", ErrInvalidOptions)
+		}
 	}
 	for _, s := range o.Strategies {
 		if !slices.Contains(Strategies(), s) {
@@ -231,6 +272,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.GoodsID == 0 {
 		o.GoodsID = DefaultGoodsID
+	}
+	if o.Mode == ModeLock && !stock.LockAlone(o.GoodsID) {
+		o.GoodsID += stock.CounterGoodsBase
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = DefaultRequestTimeout

@@ -161,7 +161,7 @@ func TestDurabilityStated(t *testing.T) {
 		{"", "unknown (a fleet started elsewhere"},
 	} {
 		rep := craftedReport()
-		rep.Environment = environment(Fleet{Target: "http://127.0.0.1:1", Durability: tc.fleet})
+		rep.Environment = environment(Fleet{Target: "http://127.0.0.1:1", Durability: tc.fleet}, ModePurchase)
 		found := false
 		for _, f := range buildView(rep).Facts {
 			found = found || f.Label == "durability" && strings.Contains(f.Value, tc.want)

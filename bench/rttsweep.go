@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,11 +33,24 @@ func (f RTTSetterFunc) SetRTT(ctx context.Context, profile string, d time.Durati
 	return f(ctx, profile, d)
 }
 
-// RTTPoint is one round trip of a sweep: a profile's name or "" for a
-// bare duration.
+// RTTPoint is one condition of a sweep: a round trip (a profile's name or
+// "" for a bare duration) and the mode (Options.Mode; "" is o's).
 type RTTPoint struct {
 	Profile string
 	RTT     time.Duration
+	Mode    string
+}
+
+// CrossModes returns every point under each mode, mode by mode.
+func CrossModes(points []RTTPoint, modes []string) []RTTPoint {
+	var out []RTTPoint
+	for _, m := range modes {
+		for _, p := range points {
+			p.Mode = m
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // RTTSweep is a sweep over round trips (RunRTTSweep): the same bench at
@@ -46,9 +60,11 @@ type RTTSweep struct {
 	Date        time.Time   `json:"date"`
 	CommandLine string      `json:"command_line"`
 	Environment Environment `json:"environment"`
-	// Points are the round trips as asked and measured; Dirs the
-	// points' report directories, relative to the sweep's.
+	// Points are the round trips as asked and measured, Modes each
+	// point's mode; Dirs the points' report directories, relative to the
+	// sweep's.
 	Points []RTT       `json:"points"`
+	Modes  []string    `json:"modes"`
 	Dirs   []string    `json:"dirs"`
 	Series []RTTSeries `json:"series"`
 	Runs   int         `json:"runs_per_point"`
@@ -86,10 +102,10 @@ func ParseRTTSweep(s string, parse func(string) (string, time.Duration, error)) 
 		if err != nil {
 			return nil, fmt.Errorf("%w: --sweep-rtt: %v", ErrInvalidOptions, err)
 		}
-		out = append(out, RTTPoint{p, d})
+		out = append(out, RTTPoint{Profile: p, RTT: d})
 	}
-	if len(out) < 2 || len(out) > MaxSweepPoints {
-		return nil, fmt.Errorf("%w: --sweep-rtt %q: want 2 to %d round trips, e.g. 0,0.2,2 (ms) or loopback,zone,cross-zone", ErrInvalidOptions, s, MaxSweepPoints)
+	if len(out) < 1 || len(out) > MaxSweepPoints {
+		return nil, fmt.Errorf("%w: --sweep-rtt %q: want 1 to %d round trips, e.g. 0,0.2,2 (ms) or loopback,zone,cross-zone", ErrInvalidOptions, s, MaxSweepPoints)
 	}
 	return out, nil
 }
@@ -104,7 +120,11 @@ func RunRTTSweep(ctx context.Context, o Options, points []RTTPoint, set RTTSette
 	if len(o.Sweep) > 0 {
 		return nil, fmt.Errorf("%w: --sweep-rtt and --sweep: sweep one condition at a time", ErrInvalidOptions)
 	}
+	if len(points) < 2 {
+		return nil, fmt.Errorf("%w: a sweep needs 2 conditions at least: give 2 round trips, or 1 with --mode both", ErrInvalidOptions)
+	}
 	t0 := time.Now()
+	mode := o.Mode
 	sw := &RTTSweep{Date: t0.UTC(), CommandLine: strings.Join(o.CommandLine, " "), Runs: max(o.Repeat, 1)}
 	base := o.OutDir
 	for i, p := range points {
@@ -112,20 +132,27 @@ func RunRTTSweep(ctx context.Context, o Options, points []RTTPoint, set RTTSette
 		if err != nil {
 			return nil, fmt.Errorf("round trip %s: %w", p.RTT, err)
 		}
-		o.Fleet = fleet
+		po := o
+		po.Fleet = fleet
+		po.Mode = cmp.Or(p.Mode, mode, ModePurchase)
+		if po.Mode == ModeLock {
+			// The strategies that deduct in the database sit the
+			// lock-alone points out.
+			po.Strategies = slices.DeleteFunc(slices.Clone(o.Strategies), func(s string) bool { return !lockAlone(s) })
+		}
 		dir := fmt.Sprintf("rtt-%d", i+1)
-		o.OutDir = filepath.Join(base, dir)
+		po.OutDir = filepath.Join(base, dir)
 		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, "round trip %d/%d: %.3f ms requested, %.3f ms measured\n", i+1, len(points), fleet.RTT.RequestedMS, fleet.RTT.MeasuredMS)
+			fmt.Fprintf(o.Progress, "condition %d/%d: mode %s, round trip %.3f ms requested, %.3f ms measured\n", i+1, len(points), po.Mode, fleet.RTT.RequestedMS, fleet.RTT.MeasuredMS)
 		}
-		rep, err := Run(ctx, o)
+		rep, err := Run(ctx, po)
 		if err != nil {
-			return nil, fmt.Errorf("round trip %s: %w", p.RTT, err)
+			return nil, fmt.Errorf("round trip %s, mode %s: %w", p.RTT, po.Mode, err)
 		}
-		sw.Points, sw.Dirs, sw.point = append(sw.Points, fleet.RTT), append(sw.Dirs, dir), append(sw.point, rep)
+		sw.Points, sw.Modes, sw.Dirs, sw.point = append(sw.Points, fleet.RTT), append(sw.Modes, po.Mode), append(sw.Dirs, dir), append(sw.point, rep)
 		sw.Environment = rep.Environment
 	}
-	sw.Environment.RTT = RTT{} // per point
+	sw.Environment.RTT, sw.Environment.Mode = RTT{}, "" // per point
 	sw.Series = rttSeries(sw.point)
 	if sw.Environment.Durability == "unknown" {
 		sw.Notes = append(sw.Notes, "The servers' durability was not given: compare these figures only with runs under the same one.")
@@ -155,11 +182,16 @@ func rttSeries(reps []*Report) []RTTSeries {
 	return out
 }
 
-// rttHeader names a point by its measured round trip (and profile).
-func rttHeader(r RTT) string {
+// rttHeader names a point by its measured round trip (and profile), and
+// its mode when the sweep has two.
+func (sw *RTTSweep) rttHeader(i int) string {
+	r := sw.Points[i]
 	h := fmt.Sprintf("%.2f ms", r.MeasuredMS)
 	if r.Profile != "" {
 		h = r.Profile + " " + h
+	}
+	if len(slices.Compact(slices.Clone(sw.Modes))) > 1 {
+		h += map[string]string{ModeLock: ", lock alone", ModePurchase: ", purchase"}[sw.Modes[i]]
 	}
 	return h
 }
@@ -174,10 +206,11 @@ func (sw *RTTSweep) view() view {
 		fact{"environment", fmt.Sprintf("%s %s/%s, %d CPUs, host %s", e.GoVersion, e.OS, e.Arch, e.CPUs, e.Hostname)},
 		fact{"durability", durabilityFact(e.Durability)},
 		fact{"fleet", fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)},
+		fact{"modes", "purchase: the critical section is the database transaction; lock alone: a Redis counter on a direct link instead (seckill bench --mode)"},
 		fact{"round trips", "added by the fault proxy on every link of an instance to a server (and the ha members' links when the stack started with --rtt); each point's measured round trip is a one-byte echo through a proxy with the same toxics (the proxy's own cost included), the requested one is in report.json"})
 	header := []string{"strategy"}
-	for _, p := range sw.Points {
-		header = append(header, rttHeader(p))
+	for i := range sw.Points {
+		header = append(header, sw.rttHeader(i))
 	}
 	okt := table{Title: "Successful purchases per second by round trip (median)", Header: header}
 	p50t := table{Title: "p50 latency (ms) by round trip (median)", Header: header}
@@ -207,19 +240,33 @@ func (sw *RTTSweep) view() view {
 // charts are the sweep's two line charts over the measured round trip (log
 // scale): throughput and p50, one line per strategy.
 func (sw *RTTSweep) charts() []chartSVG {
+	modes := slices.Compact(slices.Clone(sw.Modes))
+	slices.Sort(modes)
+	modes = slices.Compact(modes)
 	var okLines, p50Lines []chart.Line
-	for _, s := range sw.Series {
-		okl := chart.Line{Label: s.Label, Flawed: !s.ExpectedCorrect, Points: true}
-		p50l := okl
-		for i, p := range sw.Points {
-			if st := s.OKPerSec[i]; st != nil {
-				okl.X, okl.Y = append(okl.X, p.MeasuredMS), append(okl.Y, st.Median)
+	for _, m := range modes {
+		for _, s := range sw.Series {
+			label := s.Label
+			if len(modes) > 1 {
+				label += map[string]string{ModeLock: " · lock alone", ModePurchase: " · purchase"}[m]
 			}
-			if st := s.P50MS[i]; st != nil {
-				p50l.X, p50l.Y = append(p50l.X, p.MeasuredMS), append(p50l.Y, st.Median)
+			okl := chart.Line{Label: label, Flawed: !s.ExpectedCorrect, Points: true}
+			p50l := okl
+			for i, p := range sw.Points {
+				if sw.Modes[i] != m {
+					continue
+				}
+				if st := s.OKPerSec[i]; st != nil {
+					okl.X, okl.Y = append(okl.X, p.MeasuredMS), append(okl.Y, st.Median)
+				}
+				if st := s.P50MS[i]; st != nil {
+					p50l.X, p50l.Y = append(p50l.X, p.MeasuredMS), append(p50l.Y, st.Median)
+				}
+			}
+			if len(okl.X) > 0 {
+				okLines, p50Lines = append(okLines, okl), append(p50Lines, p50l)
 			}
 		}
-		okLines, p50Lines = append(okLines, okl), append(p50Lines, p50l)
 	}
 	return []chartSVG{
 		{"RTT throughput", inlineSVG(chart.LineChart("Successful purchases per second by round trip (median)", "measured round trip, ms (log scale)", "ok/s", okLines, true))},
@@ -262,8 +309,8 @@ func WriteRTTSweep(dir string, sw *RTTSweep) error {
 	}
 	v := sw.view()
 	heads := make([]string, len(sw.Points))
-	for i, p := range sw.Points {
-		heads[i] = rttHeader(p)
+	for i := range sw.Points {
+		heads[i] = sw.rttHeader(i)
 	}
 	for i := range v.Facts {
 		v.Facts[i].Value = noScheme(v.Facts[i].Value)

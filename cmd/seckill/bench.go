@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ func runBench(ctx context.Context, args []string) error {
 	noWatchdog := fs.Bool("no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
 	noEvents := fs.Bool("no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
 	noQueue := fs.Bool("no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
+	mode := fs.String("mode", bench.ModePurchase, "what a purchase's critical section does: purchase (the database transaction: ranks whole purchases) or lock (a Redis counter on a direct link: ranks the locks alone, as the seeds do; the locks and none run); both (with --sweep-rtt) runs every round trip in each mode")
 	sweepRTT := fs.String("sweep-rtt", "", "run the bench at each of these network round trips on the stack's links, e.g. 0,0.2,2 (ms) or loopback,zone,cross-zone (2 to 10; needs a stack with the proxy: seckill up --rtt loopback); writes rtt-sweep.html with throughput and p50 against the measured round trip, each point's report in rtt-N/, and puts the stack's round trip back after")
 	sweep := fs.String("sweep", "", "run each strategy at each of these client counts, e.g. 1,10,50,200 (at most 10; replaces --concurrency); the report adds throughput and p99 by clients and the locks' scaling ratio")
 	compareQueue := fs.Bool("compare-queue", false, "run each distributed lock ("+strings.Join(bench.Queued(), ", ")+") with and without the local queue, the second as \"NAME (no queue)\"")
@@ -227,8 +229,18 @@ func runBench(ctx context.Context, args []string) error {
 		}
 	}
 
+	modes := []string{*mode}
+	if *mode == "both" {
+		if *sweepRTT == "" {
+			return exitError{code: 2, msg: "bench: --mode both compares the two modes in a sweep: add --sweep-rtt (one round trip will do, e.g. --sweep-rtt loopback)"}
+		}
+		modes = bench.Modes()
+	} else if !slices.Contains(bench.Modes(), *mode) {
+		return exitError{code: 2, msg: fmt.Sprintf("bench: --mode %q: want purchase, lock or both (with --sweep-rtt)", *mode)}
+	}
+	o.Mode = modes[0]
 	if *sweepRTT != "" {
-		return runRTTSweep(ctx, o, *sweepRTT, *dir, *target != "", *adminToken)
+		return runRTTSweep(ctx, o, *sweepRTT, modes, *dir, *target != "", *adminToken)
 	}
 	rep, err := bench.Run(ctx, o)
 	if rep == nil && *out == "" {
@@ -257,11 +269,12 @@ func fleetOf(st *stack.State) bench.Fleet {
 
 // runRTTSweep maps --sweep-rtt to bench.RunRTTSweep on the local stack,
 // and puts the stack's round trip back as it was.
-func runRTTSweep(ctx context.Context, o bench.Options, list, dir string, remote bool, adminToken string) error {
+func runRTTSweep(ctx context.Context, o bench.Options, list string, modes []string, dir string, remote bool, adminToken string) error {
 	points, err := bench.ParseRTTSweep(list, netfault.ParseRTT)
 	if err != nil {
 		return exitError{code: 2, msg: "bench: " + err.Error()}
 	}
+	points = bench.CrossModes(points, modes)
 	var set bench.RTTSetter
 	if !remote {
 		st, err := stack.Load(dir)
