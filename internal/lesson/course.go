@@ -461,6 +461,10 @@ func ratioLesson(a, b string, instances int, l, short load, set func(*bench.Opti
 	}
 }
 
+// rankingStrategies are seed 003's four lock services (lesson 26), as our
+// strategies: the database, Redis, ZooKeeper, etcd.
+var rankingStrategies = []string{stock.MySQLUnique, stock.Redis, stock.ZooKeeper, stock.Etcd}
+
 var course = []Lesson{
 	{N: 1, Slug: "no-lock", TitleZH: "无锁：超卖", TitleEN: "No lock: oversold",
 		ShowsZH: "读库存、判断、写回，三步之间没有任何保护。并发请求读到同一个库存，都卖出，都写回：库存却没少多少（种子的数字）。店铺接着卖它以为还有的库存，直到库存读到 0：卖出的比库存多，这就是超卖。",
@@ -633,6 +637,13 @@ var course = []Lesson{
 		Seed:       seed001 + ": Consul (raft: a lock service is as available as its quorum)",
 		SeedFigure: "none given; raft: a new leader within an election timeout",
 		Topology:   stack.TopologyHA, Backend: "consul", Estimate: 60 * time.Second, run: fenced("consul-leader", scenario.ProtectNone)},
+	{N: 26, Slug: "ranking", TitleZH: "排名取决于什么：网络、持久化、只测锁", TitleEN: "What the ranking depends on: network, durability, the lock alone",
+		ShowsZH:    "种子给锁服务排了名：数据库慢，Redis 快，ZooKeeper 稍慢于 Redis，etcd 不错。我们在三种条件下测同样四把锁：本机回环 + 默认持久化（Redis 不落盘）、跨可用区 2 ms + 全部 fsync、只测锁（临界区不做数据库事务）。种子的排名说的是锁服务本身；整笔购买的排名里，数据库事务的开销和网络往返占了大头。",
+		ShowsEN:    "The seed ranks the lock services: the database slow, Redis fast, ZooKeeper a little below Redis, etcd good. We measure the same four locks under three conditions: this machine's loopback at the default durability (Redis writes nothing to disk), a cross-zone 2 ms round trip with every server fsyncing, and the lock alone (no database transaction in the critical section). The seed's ranking is about the lock service; a whole purchase's ranking is mostly the database transaction and the round trips.",
+		Seed:       seed003 + ": “基于数据库的分布式锁……性能较低；基于Redis……性能⾼；基于Zookeeper……性能稍弱于Redis；基于Etcd……性能不错”",
+		SeedFigure: "database low < etcd good, ZooKeeper slightly below Redis < Redis high",
+		Speed:      true, Estimate: 2 * time.Minute, run: ranking,
+		Longer: "it starts two stacks of its own (default and fsync durability, with the proxy) and runs three benches, one at a 2 ms round trip: about 2 minutes"},
 }
 
 // consulStory runs a Consul story three ways: lock-delay 0 unprotected

@@ -244,6 +244,18 @@ func PortHelp(topology string) string {
 
 // strategyBackend is the backend strategy name needs besides MySQL ("" for
 // none or an unknown name, which the instances reject themselves).
+// BackendsFor lists the backends strategies need, MySQL first (always
+// needed), each once.
+func BackendsFor(strategies ...string) []Backend {
+	out := []Backend{BackendMySQL}
+	for _, s := range strategies {
+		if b := strategyBackend(s); b != "" && !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 func strategyBackend(name string) Backend {
 	s, _ := stock.Lookup(name)
 	return server.GroupOfServer(string(s.Server))
