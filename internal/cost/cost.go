@@ -168,6 +168,16 @@ func (s Snapshot) combine(o Snapshot, sign int64) Snapshot {
 	}
 	put(s, 1)
 	put(o, sign)
+	for srv, ps := range out {
+		for p, c := range ps {
+			if c == (Counts{}) {
+				delete(ps, p)
+			}
+		}
+		if len(ps) == 0 {
+			delete(out, srv)
+		}
+	}
 	return out
 }
 

@@ -63,9 +63,12 @@ func statement(query string) (write, locks bool) {
 	return false, false
 }
 
-// counted counts one statement that reached the server under ctx.
-func (c *sqlConn) counted(ctx context.Context, query string) {
+// counted counts one statement that reached the server under ctx and was
+// answered with err: a failed statement (a duplicate key) wrote nothing
+// and locked nothing.
+func (c *sqlConn) counted(ctx context.Context, query string, err error) {
 	write, locks := statement(query)
+	write, locks = write && err == nil, locks && err == nil
 	mk := markOf(ctx)
 	t := c.tx
 	if t == nil {
@@ -88,7 +91,7 @@ func (c *sqlConn) ExecContext(ctx context.Context, query string, args []driver.N
 	}
 	r, err := e.ExecContext(ctx, query, args)
 	if !errors.Is(err, driver.ErrSkip) {
-		c.counted(ctx, query)
+		c.counted(ctx, query, err)
 	}
 	return r, err
 }
@@ -100,7 +103,7 @@ func (c *sqlConn) QueryContext(ctx context.Context, query string, args []driver.
 	}
 	r, err := q.QueryContext(ctx, query, args)
 	if !errors.Is(err, driver.ErrSkip) {
-		c.counted(ctx, query)
+		c.counted(ctx, query, err)
 	}
 	return r, err
 }
@@ -202,7 +205,7 @@ func (s *sqlStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (dr
 		return nil, errors.New("cost: the MySQL driver's statement has no ExecContext")
 	}
 	r, err := e.ExecContext(ctx, args)
-	s.c.counted(ctx, s.query)
+	s.c.counted(ctx, s.query, err)
 	return r, err
 }
 
@@ -212,7 +215,7 @@ func (s *sqlStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (d
 		return nil, errors.New("cost: the MySQL driver's statement has no QueryContext")
 	}
 	r, err := q.QueryContext(ctx, args)
-	s.c.counted(ctx, s.query)
+	s.c.counted(ctx, s.query, err)
 	return r, err
 }
 
