@@ -184,18 +184,19 @@ func (s Snapshot) combine(o Snapshot, sign int64) Snapshot {
 // Meter is one instance's counters. Its methods are safe for concurrent
 // use; the zero value is not: build it with NewMeter.
 type Meter struct {
-	c [nServers][nPhases]counter
+	c [][]counter // by index in Servers(), then in Phases()
 }
 
 type counter struct{ rt, w, wait atomic.Int64 }
 
-const (
-	nServers = 5
-	nPhases  = 6
-)
-
 // NewMeter returns a Meter with every count at zero.
-func NewMeter() *Meter { return &Meter{} }
+func NewMeter() *Meter {
+	m := &Meter{c: make([][]counter, len(Servers()))}
+	for i := range m.c {
+		m.c[i] = make([]counter, len(Phases()))
+	}
+	return m
+}
 
 func index[T comparable](all []T, v T) int {
 	for i, x := range all {

@@ -22,6 +22,11 @@ var redisWrites = map[string]bool{
 	"flushdb": true, "flushall": true,
 }
 
+// redisSetup are the commands go-redis sends to set up a new connection
+// (through the hooks, under the context of the request that needed it):
+// counted as Other, whatever the phase.
+var redisSetup = map[string]bool{"hello": true, "client": true, "auth": true, "select": true, "readonly": true}
+
 // RedisHook returns the go-redis hook that counts a client's commands
 // (redis.Client.AddHook).
 func (m *Meter) RedisHook() redis.Hook { return redisHook{m} }
@@ -35,6 +40,10 @@ func (h redisHook) DialHook(next redis.DialHook) redis.DialHook {
 func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
+		if redisSetup[cmd.Name()] {
+			h.m.recordIn(Redis, mark{phase: Other}, op{})
+			return err
+		}
 		h.m.record(ctx, Redis, op{write: redisWrote(err, cmd)})
 		return err
 	}
@@ -43,9 +52,14 @@ func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		wrote := false
+		wrote, setup := false, true
 		for _, c := range cmds {
 			wrote = wrote || redisWrote(c.Err(), c)
+			setup = setup && redisSetup[c.Name()]
+		}
+		if setup {
+			h.m.recordIn(Redis, mark{phase: Other}, op{})
+			return err
 		}
 		h.m.record(ctx, Redis, op{write: wrote})
 		return err
