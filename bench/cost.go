@@ -246,7 +246,7 @@ func costTable(m *CostModel) (table, []string) {
 			pred, fmt.Sprintf("%.1f", r.MeasuredOKPerS), ratio, verdict})
 		t.Bad = append(t.Bad, r.Disagrees)
 	}
-	fsyncs := "none"
+	fsyncs := "no server"
 	if len(m.FsyncServers) > 0 {
 		names := make([]string, len(m.FsyncServers))
 		for i, s := range m.FsyncServers {
