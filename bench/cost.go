@@ -279,7 +279,7 @@ func disagreement(r CostRow) string {
 func serverFigures(m map[cost.Server]float64) string {
 	var parts []string
 	for _, s := range cost.Servers() {
-		if v, ok := m[s]; ok && v > 0 {
+		if v, ok := m[s]; ok && v >= 0.005 {
 			parts = append(parts, fmt.Sprintf("%s %.2f", s, v))
 		}
 	}
