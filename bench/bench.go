@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -120,6 +121,10 @@ type RunResult struct {
 	// Warnings are what the run went on despite: the reset before it
 	// skipped a dead backend that this strategy does not use.
 	Warnings []string `json:"warnings,omitempty"`
+	// Cost is what the run's purchases cost at the servers, counted by
+	// the instances' clients (nil when the instances do not count or
+	// nothing sold).
+	Cost *RunCost `json:"cost,omitempty"`
 }
 
 // Environment describes where the bench ran.
@@ -165,6 +170,9 @@ type Report struct {
 	Summary []Summary   `json:"summary"`
 	// Sweep is the concurrency sweep (Options.Sweep); nil without one.
 	Sweep *Sweep `json:"sweep,omitempty"`
+	// CostModel sets each strategy's predicted serial limit beside its
+	// measured ok/s (bench/cost.go); nil when no run had counts.
+	CostModel *CostModel `json:"cost_model,omitempty"`
 }
 
 // VariantNoQueue labels the runs of Options.CompareQueue made without the
@@ -298,6 +306,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		CommandLine: strings.Join(o.CommandLine, " "),
 		Environment: environment(fleet, o.Mode),
 	}
+	costCond := measureCostConditions(ctx, fleet)
 	if o.CalibrateRequests > 0 {
 		c, err := Calibrate(ctx, o.CalibrateRequests, o.Concurrency, o.Rate)
 		if err != nil {
@@ -355,6 +364,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 						rep.Summary = Summarize(rep.Runs)
 						setDBCeiling(rep.Summary, rep.DBCeiling)
 						rep.Sweep = sweepOf(rep.Summary, o.Sweep)
+						rep.CostModel = costModel(costCond, rep.Runs, rep.Summary)
 						rep.WallS = time.Since(began).Seconds()
 						if werr := WriteReports(o.OutDir, rep); werr == nil {
 							err = fmt.Errorf("%w (reports of the %d runs before it are in %s)", err, len(rep.Runs), o.OutDir)
@@ -369,6 +379,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Summary = Summarize(rep.Runs)
 	setDBCeiling(rep.Summary, rep.DBCeiling)
 	rep.Sweep = sweepOf(rep.Summary, o.Sweep)
+	rep.CostModel = costModel(costCond, rep.Runs, rep.Summary)
 	if best := bestThroughput(rep.Summary); best > 0 && rep.CeilingRPS > 0 {
 		rep.CeilingRatio = rep.CeilingRPS / best
 	}
@@ -490,6 +501,7 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 		}
 	}
 	before, lockErr := adm.scrapeLocks(ctx, fleet.Instances, strategy)
+	costBefore, costErr := adm.costCounts(ctx, fleet.Instances)
 
 	run := RunResult{
 		Strategy: strategy, Variant: rs.variant(), Name: name, Repeat: repeat, Warmup: warmed,
@@ -578,6 +590,12 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 	if err != nil {
 		return run, err
 	}
+	var costDelta cost.Snapshot
+	if costErr == nil {
+		if after, err := adm.costCounts(ctx, fleet.Instances); err == nil {
+			costDelta = after.Sub(costBefore)
+		}
+	}
 	run.Strikes = strikes
 	run.Windows = faultWindows(responses, t0, append(slices.Clone(o.Faults), strikeFaults(strikes)...), res.Wall)
 	if run.Windows != nil {
@@ -637,6 +655,9 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 	a.Invariants = append(a.Invariants, ex...)
 	fillRun(&run, a, st, res)
 	run.ServiceOversold, run.ServiceLostUpdates = au.Oversold, au.LostUpdates
+	if costDelta != nil {
+		run.Cost = newRunCost(costDelta, run.OK, fsyncServers(fleet.Durability))
+	}
 	return run, nil
 }
 

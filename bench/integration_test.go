@@ -256,6 +256,11 @@ func TestIntegrationFlawedAndCorrect(t *testing.T) {
 				t.Errorf("%s: %+v, want a linearizable history", s, inv)
 			}
 			checkOutputs(t, o.OutDir, r)
+			// Every sale runs a MySQL transaction, counted by the
+			// instances' clients.
+			if r.Cost == nil || r.Cost.Purchases != r.OK || r.Cost.RoundTrips["mysql"] < 2 {
+				t.Errorf("%s: request counts %+v, want the MySQL round trips of %d sales", s, r.Cost, r.OK)
+			}
 		})
 	}
 }

@@ -28,6 +28,10 @@ type Fleet struct {
 	// RTT is the network round trip the fleet's links add (`seckill up
 	// --rtt`); the zero value when none was asked for or nobody said.
 	RTT RTT
+	// DataDir is a directory on the file system of the servers' data
+	// (the stack's directory), where the cost model measures the fsync
+	// latency; "" when unknown (the temporary directory is measured).
+	DataDir string
 }
 
 // RTT is a network round-trip time added on the fleet's links: the one

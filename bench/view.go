@@ -121,6 +121,10 @@ func buildView(rep *Report) view {
 		v.Tables = append(v.Tables, b)
 		v.Notes = append(v.Notes, "Redlock rounds: each acquisition round asks every master at once. A failed quorum round (split) won some masters but not a majority, gave them back and retried: the votes split between contenders. Taken: every master that answered was held by another owner.")
 	}
+	if c, notes := costTable(rep.CostModel); len(c.Rows) > 0 {
+		v.Tables = append(v.Tables, c)
+		v.Notes = append(v.Notes, notes...)
+	}
 	if w := windowsTable(rep.Runs); len(w.Rows) > 0 {
 		v.Tables = append(v.Tables, w)
 		v.Notes = append(v.Notes, "Fault windows count each purchase by the time its answer came back: before the first fault starts, while a fault lasts, and after the last one ends. ok/s is successful purchases per second of the window.")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/lockimpl"
 )
 
@@ -27,7 +28,7 @@ func (s *Service) protected(ctx context.Context, a *active, d Deduction) (Result
 func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trace) (Result, error) {
 	st, cfg, key := s.opts.Store, a.cfg, tr.key
 	if a.locker == nil { // KindUnprotected
-		res, err := st.ReadModifyWrite(ctx, d, nil)
+		res, err := st.ReadModifyWrite(cost.WithPhase(ctx, cost.Held), d, nil)
 		tr.outcome(err)
 		return res, err
 	}
@@ -36,27 +37,32 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 		// taken inside the transaction and released after the stock write
 		// but before the order insert and COMMIT, so the next holder can
 		// read the stock before this write is visible.
-		res, err := st.ReadModifyWrite(ctx, d, func(ctx context.Context) (func(), error) {
+		res, err := st.ReadModifyWrite(cost.WithPhase(ctx, cost.Held), d, func(ctx context.Context) (func(), error) {
 			tr.emit(EventRequested, nil)
-			lease, err := s.acquire(ctx, a, key, tr)
+			actx := cost.WithPhase(ctx, cost.Acquire)
+			lease, err := s.acquire(actx, a, key, tr)
 			if err != nil {
 				return nil, err
 			}
+			cost.Acquired(actx)
 			held := time.Now()
-			return func() { s.release(ctx, cfg, lease, held, tr) }, nil
+			return func() { s.release(cost.WithPhase(ctx, cost.Release), cfg, lease, held, tr) }, nil
 		})
 		tr.outcome(err)
 		return res, err
 	}
 	tr.emit(EventRequested, nil)
-	lease, err := s.acquire(ctx, a, key, tr)
+	actx := cost.WithPhase(ctx, cost.Acquire)
+	lease, err := s.acquire(actx, a, key, tr)
 	if err != nil {
 		return Result{}, err
 	}
+	cost.Acquired(actx)
 	// The release does not hold up the answer: the order is committed (or
 	// not) by then, and a stalled backend must not delay the reply.
 	held := time.Now()
-	defer s.bg.Go(func() { s.release(ctx, cfg, lease, held, tr) })
+	rctx := cost.WithPhase(ctx, cost.Release)
+	defer s.bg.Go(func() { s.release(rctx, cfg, lease, held, tr) })
 	if cfg.Fencing {
 		d.Fence = lease.Token
 		d.Order.FenceToken = lease.Token
@@ -69,7 +75,7 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 			return nil
 		}
 	}
-	res, err := st.ReadModifyWrite(ctx, d, nil)
+	res, err := st.ReadModifyWrite(cost.WithPhase(ctx, cost.Held), d, nil)
 	tr.outcome(err) // before the deferred release: the commit came first
 	return res, err
 }

@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/consullock"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
@@ -133,6 +135,18 @@ type Clients struct {
 	// Mutex is the instance's in-process lock table, shared by the
 	// strategies that lock in memory.
 	Mutex *mutexlock.Locker
+	// Cost, when not nil, counts the requests of the clients the backends
+	// open themselves (ZooKeeper's sessions, Consul's HTTP client); the
+	// caller hooks it into the clients it gives here.
+	Cost *cost.Meter
+}
+
+// zkOptions are the ZooKeeper backend's options for c.
+func (c Clients) zkOptions() []zklock.BackendOption {
+	if c.Cost == nil {
+		return nil
+	}
+	return []zklock.BackendOption{zklock.WithDialer(c.Cost.ZooKeeperDialer(nil))}
 }
 
 // LockBackend is what the service needs of one lock implementation on its
@@ -273,7 +287,7 @@ var registry = []Strategy{
 			if len(c.ZooKeeper) == 0 {
 				return nil, notConfigured(ServerZooKeeper)
 			}
-			return zklock.NewBackend(c.ZooKeeper), nil
+			return zklock.NewBackend(c.ZooKeeper, c.zkOptions()...), nil
 		},
 	},
 	// Deliberately wasteful, not unsafe: every waiter watches the lock's
@@ -287,7 +301,7 @@ var registry = []Strategy{
 			if len(c.ZooKeeper) == 0 {
 				return nil, notConfigured(ServerZooKeeper)
 			}
-			return zklock.NewHerdBackend(c.ZooKeeper), nil
+			return zklock.NewHerdBackend(c.ZooKeeper, c.zkOptions()...), nil
 		},
 	},
 	{
@@ -356,7 +370,11 @@ func onConsul(cfg consullock.Config) func(context.Context, Clients) (LockBackend
 		if len(addrs) == 0 {
 			return nil, notConfigured(ServerConsul)
 		}
-		client, err := consullock.NewClient(addrs, nil)
+		var wrap []func(http.RoundTripper) http.RoundTripper
+		if c.Cost != nil {
+			wrap = append(wrap, c.Cost.ConsulTransport)
+		}
+		client, err := consullock.NewClient(addrs, nil, wrap...)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 )
@@ -218,7 +219,7 @@ func (s *Service) deduct(ctx context.Context, r PurchaseRequest) (Result, error)
 		WorkDelay: a.cfg.WorkDelay,
 	}
 	if own := ownDeduction[a.cfg.Name]; own != nil {
-		return own(s, ctx, a.cfg, d)
+		return own(s, cost.WithPhase(ctx, cost.Held), a.cfg, d)
 	}
 	return s.protected(ctx, a, d)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -54,6 +55,9 @@ type Options struct {
 	Log *log.Logger
 	// MaxBody bounds request bodies. Default 4 KiB.
 	MaxBody int64
+	// Cost counts the instance's requests to its servers, served at
+	// /admin/cost; nil serves 404 there.
+	Cost *cost.Meter
 }
 
 type handler struct {
@@ -97,6 +101,7 @@ func New(opts Options) http.Handler {
 	admin.GET("/audit", h.audit)
 	admin.GET("/orders", h.orders)
 	admin.GET("/events", h.events)
+	admin.GET("/cost", h.cost)
 	admin.GET("/debug/pprof/:profile", profile)
 	return r
 }
@@ -438,6 +443,22 @@ func (h *handler) orders(c *gin.Context) {
 		ids, err := h.Service.RequestIDs(ctx, id)
 		return gin.H{"goods_id": id, "request_ids": ids}, err
 	})
+}
+
+// CostReply is the answer of GET /admin/cost: the instance's cumulative
+// counts of requests to its servers, by server and phase of a purchase
+// (internal/cost).
+type CostReply struct {
+	Instance string        `json:"instance"`
+	Servers  cost.Snapshot `json:"servers"`
+}
+
+func (h *handler) cost(c *gin.Context) {
+	if h.Cost == nil {
+		fail(c, http.StatusNotFound, "not_found", "this instance counts no requests")
+		return
+	}
+	c.JSON(http.StatusOK, CostReply{Instance: h.Service.Instance(), Servers: h.Cost.Snapshot()})
 }
 
 // goodsReport answers a GET ?goods_id= admin report built by get.

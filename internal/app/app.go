@@ -24,6 +24,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/api"
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -67,6 +68,8 @@ type Instance struct {
 	Handler http.Handler
 	// Timeouts of Serve; set before it is called.
 	Timeouts Timeouts
+	// Cost counts the instance's requests to its servers (GET /admin/cost).
+	Cost *cost.Meter
 
 	backends *backends
 }
@@ -81,11 +84,12 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 	if err := errors.Join(cfg.Validate(), stock.DefaultConfig(cfg.Strategy).Validate()); err != nil {
 		return nil, err
 	}
-	db, err := openMySQL(ctx, cfg.MySQLDSN, startTimeout)
+	meter := cost.NewMeter()
+	db, err := openMySQL(ctx, cfg.MySQLDSN, startTimeout, meter)
 	if err != nil {
 		return nil, err
 	}
-	b, err := newBackends(ctx, cfg, db)
+	b, err := newBackends(ctx, cfg, db, meter)
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +122,8 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 		b.Close()
 		return nil, err
 	}
-	h := api.New(api.Options{Service: svc, AdminToken: cfg.AdminToken, Checks: b.checks(store), Registry: reg, Metrics: metrics, Events: events})
-	return &Instance{Config: cfg, Service: svc, Handler: h, backends: b}, nil
+	h := api.New(api.Options{Service: svc, AdminToken: cfg.AdminToken, Checks: b.checks(store), Registry: reg, Metrics: metrics, Events: events, Cost: meter})
+	return &Instance{Config: cfg, Service: svc, Handler: h, Cost: meter, backends: b}, nil
 }
 
 // Close closes the service's lockers, then the backends and their clients.
@@ -162,7 +166,8 @@ func (in *Instance) Serve(ctx context.Context, ready func(addr string)) error {
 }
 
 // openMySQL opens the DSN with bounded timeouts and waits for SELECT 1.
-func openMySQL(ctx context.Context, dsn string, wait time.Duration) (*gorm.DB, error) {
+// meter counts the round trips of every connection.
+func openMySQL(ctx context.Context, dsn string, wait time.Duration, meter *cost.Meter) (*gorm.DB, error) {
 	mc, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("MySQL DSN %q: %w", dsn, err)
@@ -187,7 +192,7 @@ func openMySQL(ctx context.Context, dsn string, wait time.Duration) (*gorm.DB, e
 	if err != nil {
 		return nil, fmt.Errorf("MySQL DSN %q: %w", dsn, err)
 	}
-	sqlDB := sql.OpenDB(connector)
+	sqlDB := sql.OpenDB(meter.Connector(connector))
 	sqlDB.SetMaxOpenConns(256)
 	sqlDB.SetMaxIdleConns(128)
 	sqlDB.SetConnMaxLifetime(30 * time.Minute)
@@ -219,11 +224,11 @@ func openMySQL(ctx context.Context, dsn string, wait time.Duration) (*gorm.DB, e
 	return db, nil
 }
 
-// newRedis builds a client with bounded timeouts. (go-redis's own pool log
-// lines are silenced by the command's main: failures reach the user as
-// errors and /healthz.)
-func newRedis(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{
+// newRedis builds a client with bounded timeouts, its commands counted by
+// meter. (go-redis's own pool log lines are silenced by the command's
+// main: failures reach the user as errors and /healthz.)
+func newRedis(addr string, meter *cost.Meter) *redis.Client {
+	c := redis.NewClient(&redis.Options{
 		Addr:         addr,
 		DialTimeout:  time.Second,
 		ReadTimeout:  3 * time.Second,
@@ -231,4 +236,6 @@ func newRedis(addr string) *redis.Client {
 		PoolSize:     256,
 		MaxRetries:   1,
 	})
+	c.AddHook(meter.RedisHook())
+	return c
 }

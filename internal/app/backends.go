@@ -14,6 +14,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/api"
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
@@ -37,9 +38,9 @@ type backends struct {
 }
 
 // newBackends connects the clients cfg names (lazily: servers that are down
-// are reported by /healthz, not here) and opens the lock backend of every
-// strategy whose server is configured.
-func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB) (*backends, error) {
+// are reported by /healthz, not here), each counted by meter, and opens the
+// lock backend of every strategy whose server is configured.
+func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB, meter *cost.Meter) (*backends, error) {
 	sqlDB, err := db.DB()
 	if err != nil {
 		return nil, fmt.Errorf("MySQL handle: %w", err)
@@ -49,8 +50,9 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB) (*backends
 	b.clients.Mutex = mutexlock.New(lockimpl.Options{})
 	b.clients.ZooKeeper = cfg.ZKServers
 	b.clients.Addrs = cfg.Addrs()
+	b.clients.Cost = meter
 	for _, addr := range cfg.RedisAddrs {
-		c := newRedis(addr)
+		c := newRedis(addr, meter)
 		b.redis = append(b.redis, c)
 		b.clients.Redlock = append(b.clients.Redlock, c)
 	}
@@ -71,10 +73,13 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB) (*backends
 			MaxRetries:    1,
 			Dialer:        proxyDialer(cfg.ProxyShift),
 		})
+		b.failover.AddHook(meter.RedisHook())
 		b.clients.Redis = b.failover
 	}
 	if len(cfg.EtcdEndpoints) > 0 {
-		cli, err := clientv3.New(etcdlock.ClientConfig(context.WithoutCancel(ctx), cfg.EtcdEndpoints))
+		ec := etcdlock.ClientConfig(context.WithoutCancel(ctx), cfg.EtcdEndpoints)
+		ec.DialOptions = append(ec.DialOptions, meter.EtcdDialOptions()...)
+		cli, err := clientv3.New(ec)
 		if err != nil {
 			b.Close()
 			return nil, fmt.Errorf("etcd client for %v: %w", cfg.EtcdEndpoints, err)

@@ -103,6 +103,7 @@ var Consul = Spec{
 		DurabilityFsync:   "raft log fsynced before a write is acknowledged (as shipped)",
 		DurabilityNone:    "data directory on tmpfs (" + Tmpfs + "): Consul has no switch for its fsync",
 	},
+	Fsyncs: map[string]bool{DurabilityDefault: true, DurabilityFsync: true, DurabilityNone: false},
 }
 
 // consulNode is a Consul server on the HTTP port http, in a cluster of

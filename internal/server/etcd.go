@@ -118,6 +118,7 @@ var Etcd = Spec{
 		DurabilityFsync:   "its write-ahead log fsynced on every write (as shipped)",
 		DurabilityNone:    "data directory on tmpfs (" + Tmpfs + "), where an fsync costs nothing: etcd 3.4 has no --unsafe-no-fsync",
 	},
+	Fsyncs: map[string]bool{DurabilityDefault: true, DurabilityFsync: true, DurabilityNone: false},
 }
 
 // httpClient is for the servers' HTTP health and status endpoints.

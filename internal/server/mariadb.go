@@ -91,6 +91,7 @@ var MariaDB = Spec{
 		DurabilityFsync:   "innodb_flush_log_at_trx_commit=1 (as shipped): the redo log is fsynced at every commit",
 		DurabilityNone:    "innodb_flush_log_at_trx_commit=2: the redo log is written at commit and fsynced once a second",
 	},
+	Fsyncs: map[string]bool{DurabilityDefault: true, DurabilityFsync: true, DurabilityNone: false},
 }
 
 // mysqlSocket returns the socket path, moved to the temp dir when the run

@@ -155,6 +155,7 @@ var Redis = Spec{
 		DurabilityFsync:   "AOF with appendfsync always: each write is fsynced before the reply",
 		DurabilityNone:    `nothing reaches the disk: --save "" --appendonly no`,
 	},
+	Fsyncs: map[string]bool{DurabilityDefault: false, DurabilityFsync: true, DurabilityNone: false},
 }
 
 // sentinelNode writes a fresh sentinel.conf at each `up` (Sentinel

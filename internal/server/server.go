@@ -176,6 +176,10 @@ type Spec struct {
 	// Durability says what reaches the disk at each level of `up
 	// --durability` (DurabilityDefault, DurabilityFsync, DurabilityNone).
 	Durability map[string]string
+	// Fsyncs says, at each level, whether an acknowledged write costs an
+	// fsync of the disk (false: no fsync, or one on tmpfs): the price of a
+	// write in the cost model (internal/cost).
+	Fsyncs map[string]bool
 	// Order places a component among those of its kind whose name has
 	// no number (the replica after the primary).
 	Order map[string]int

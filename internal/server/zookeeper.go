@@ -94,6 +94,7 @@ var ZooKeeper = Spec{
 		DurabilityFsync:   "forceSync=yes (as shipped): its transaction log is fsynced before each write is acknowledged",
 		DurabilityNone:    "forceSync=no: the transaction log is written, not fsynced, before the acknowledgement",
 	},
+	Fsyncs: map[string]bool{DurabilityDefault: true, DurabilityFsync: true, DurabilityNone: false},
 }
 
 // zkNode is a standalone server (k = 0) or member k of the ensemble: its

@@ -388,8 +388,9 @@ func (l *Locker) watch(ctx context.Context, lease *lockimpl.Lease, name, id stri
 // NewClient is a Consul client of the agents at addrs (host:port): a
 // request goes to the first that answers, and moves on to the next when a
 // connection to it fails. dial, when set, makes the connections (the fault
-// proxy's shift).
-func NewClient(addrs []string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*api.Client, error) {
+// proxy's shift). Each wrap, in order, wraps the transport of every
+// attempt (one that counts the requests, say).
+func NewClient(addrs []string, dial func(ctx context.Context, network, addr string) (net.Conn, error), wrap ...func(http.RoundTripper) http.RoundTripper) (*api.Client, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("consullock: no Consul address")
 	}
@@ -399,7 +400,11 @@ func NewClient(addrs []string, dial func(ctx context.Context, network, addr stri
 	} else {
 		base.DialContext = (&net.Dialer{Timeout: time.Second}).DialContext
 	}
-	rt := &failover{addrs: addrs, next: base}
+	var next http.RoundTripper = base
+	for _, w := range wrap {
+		next = w(next)
+	}
+	rt := &failover{addrs: addrs, next: next}
 	c, err := api.NewClient(&api.Config{Address: addrs[0], Scheme: "http", HttpClient: &http.Client{Transport: rt}})
 	if err != nil {
 		return nil, fmt.Errorf("consullock: client: %w", err)

@@ -41,6 +41,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path"
 	"sort"
 	"strings"
@@ -534,18 +535,36 @@ func (l *Locker) hold(key, node string, czxid int64, watch <-chan zk.Event) *loc
 // (ZooKeeper fixes the timeout per session), a Ping and Clear.
 type Backend struct {
 	servers []string
-	herd    bool // build NewHerd Lockers
+	herd    bool      // build NewHerd Lockers
+	dialer  zk.Dialer // nil: go-zookeeper's own
 
 	mu     sync.Mutex
 	health *zk.Conn // the Ping's own session, opened on first use
 }
 
+// BackendOption configures a Backend.
+type BackendOption func(*Backend)
+
+// WithDialer makes the backend's sessions connect with d (one that counts
+// the requests written, say) instead of go-zookeeper's own dialer.
+func WithDialer(d zk.Dialer) BackendOption { return func(b *Backend) { b.dialer = d } }
+
 // NewBackend returns the backend for servers. It connects nothing yet.
-func NewBackend(servers []string) *Backend { return &Backend{servers: servers} }
+func NewBackend(servers []string, opts ...BackendOption) *Backend {
+	b := &Backend{servers: servers}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
 
 // NewHerdBackend returns the backend of the herd variant (NewHerd) for
 // servers. It connects nothing yet.
-func NewHerdBackend(servers []string) *Backend { return &Backend{servers: servers, herd: true} }
+func NewHerdBackend(servers []string, opts ...BackendOption) *Backend {
+	b := NewBackend(servers, opts...)
+	b.herd = true
+	return b
+}
 
 // quiet drops go-zookeeper's log lines: failures reach the user as errors.
 type quiet struct{}
@@ -555,7 +574,11 @@ func (quiet) Printf(string, ...any) {}
 // connect opens a session with the given timeout without waiting for it:
 // requests wait for it, each within its caller's ctx.
 func (b *Backend) connect(timeout time.Duration) (*zk.Conn, error) {
-	conn, _, err := zk.Connect(b.servers, timeout, zk.WithLogger(quiet{}))
+	dialer := b.dialer
+	if dialer == nil {
+		dialer = net.DialTimeout
+	}
+	conn, _, err := zk.Connect(b.servers, timeout, zk.WithLogger(quiet{}), zk.WithDialer(dialer))
 	if err != nil {
 		return nil, fmt.Errorf("zklock: connect %v: %w", b.servers, err)
 	}

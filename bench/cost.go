@@ -1,0 +1,290 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/seckill-lab/seckill/internal/api"
+	"github.com/seckill-lab/seckill/internal/cost"
+	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// The cost model beside the measured figures (internal/cost): each run
+// reads every instance's request counters (GET /admin/cost) before and
+// after its attack and divides the difference by its successful purchases;
+// the report prices each strategy's critical path at the measured round
+// trip and fsync latency and sets the predicted serial limit beside the
+// measured ok/s.
+
+// RunCost is what a run's purchases cost at the servers, counted by the
+// instances' clients.
+type RunCost struct {
+	// Purchases are the run's successful purchases the counts are
+	// divided by.
+	Purchases int `json:"purchases"`
+	// Counts are the fleet's requests during the run, by server and phase.
+	Counts cost.Snapshot `json:"counts"`
+	// PerPurchase is Counts over Purchases.
+	PerPurchase cost.PerPurchase `json:"per_purchase"`
+	// RoundTrips are the round trips per purchase by server, every phase.
+	RoundTrips map[cost.Server]float64 `json:"round_trips"`
+	// Fsyncs are the writes per purchase on the servers that fsync at the
+	// fleet's durability level, every phase.
+	Fsyncs float64 `json:"fsyncs"`
+}
+
+// newRunCost divides counts by ok purchases; fsyncs says which servers'
+// writes cost an fsync. Nil when there was no sale.
+func newRunCost(counts cost.Snapshot, ok int, fsyncs map[cost.Server]bool) *RunCost {
+	per := counts.Per(ok)
+	if per == nil {
+		return nil
+	}
+	rc := &RunCost{Purchases: ok, Counts: counts, PerPurchase: per, RoundTrips: map[cost.Server]float64{}}
+	for _, s := range cost.Servers() {
+		t := per.Total(s)
+		if t.RoundTrips > 0 {
+			rc.RoundTrips[s] = t.RoundTrips
+		}
+		if fsyncs[s] {
+			rc.Fsyncs += t.Writes
+		}
+	}
+	return rc
+}
+
+// costCounts sums GET /admin/cost over the instances.
+func (a *admin) costCounts(ctx context.Context, instances []string) (cost.Snapshot, error) {
+	total := cost.Snapshot{}
+	for _, base := range instances {
+		var r api.CostReply
+		if err := a.do(ctx, http.MethodGet, base, "/admin/cost", nil, &r); err != nil {
+			return nil, fmt.Errorf("request counts of %s: %w", base, err)
+		}
+		total = total.Add(r.Servers)
+	}
+	return total, nil
+}
+
+// fsyncServers are the servers whose writes cost an fsync at durability
+// level (internal/server's Spec.Fsyncs); an unknown level is taken as
+// the default.
+func fsyncServers(level string) map[cost.Server]bool {
+	if _, err := server.ValidDurability(level); err != nil || level == "" {
+		level = server.DurabilityDefault
+	}
+	out := map[cost.Server]bool{}
+	for _, sp := range server.All {
+		if sp.Fsyncs[level] {
+			out[cost.Server(sp.Group)] = true
+		}
+	}
+	return out
+}
+
+// CostConditions are what the cost model prices a critical path at.
+type CostConditions struct {
+	// Durability is the level the fsync servers were read at.
+	Durability string `json:"durability"`
+	// RTTMS is one round trip, in ms; RTTSource says where it comes from.
+	RTTMS     float64 `json:"rtt_ms"`
+	RTTSource string  `json:"rtt_source"`
+	// FsyncMS is the median write+fsync of a small block in FsyncDir.
+	FsyncMS  float64 `json:"fsync_ms"`
+	FsyncDir string  `json:"fsync_dir"`
+	// FsyncServers are the servers whose writes cost an fsync.
+	FsyncServers []cost.Server `json:"fsync_servers"`
+	// Error says why a figure could not be measured (no prediction then).
+	Error string `json:"error,omitempty"`
+}
+
+// costProbes are the samples of each probe (median taken).
+const costProbes = 50
+
+// measureCostConditions measures the round trip and the fsync latency the
+// model uses: the round trip measured through the fleet's links
+// (Fleet.RTT), else the direct one measured with it, else a loopback probe
+// of its own; the fsync latency on the file system of Fleet.DataDir (the
+// stack's directory), else of the temporary directory.
+func measureCostConditions(ctx context.Context, f Fleet) CostConditions {
+	level := f.Durability
+	if _, err := server.ValidDurability(level); err != nil || level == "" {
+		level = server.DurabilityDefault + " (assumed: the fleet did not say)"
+	}
+	c := CostConditions{Durability: level}
+	for _, s := range cost.Servers() {
+		if fsyncServers(f.Durability)[s] {
+			c.FsyncServers = append(c.FsyncServers, s)
+		}
+	}
+	var errs []string
+	switch {
+	case f.RTT.MeasuredMS > 0:
+		c.RTTMS, c.RTTSource = f.RTT.MeasuredMS, "measured through the stack's links (seckill up)"
+	case f.RTT.DirectMS > 0:
+		c.RTTMS, c.RTTSource = f.RTT.DirectMS, "the direct round trip measured by seckill up (no links measured)"
+	default:
+		rtt, err := cost.LoopbackRTTMS(ctx, costProbes)
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		c.RTTMS, c.RTTSource = rtt, fmt.Sprintf("a TCP loopback probe of the bench (median of %d; the fleet gave none)", costProbes)
+	}
+	c.FsyncDir = cmp.Or(f.DataDir, os.TempDir())
+	fs, err := cost.FsyncMS(ctx, c.FsyncDir, costProbes)
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	c.FsyncMS = fs
+	c.Error = strings.Join(errs, "; ")
+	return c
+}
+
+func (c CostConditions) conditions() cost.Conditions {
+	fs := map[cost.Server]bool{}
+	for _, s := range c.FsyncServers {
+		fs[s] = true
+	}
+	return cost.Conditions{RTTMS: c.RTTMS, FsyncMS: c.FsyncMS, Fsyncs: fs}
+}
+
+// CostModel is report.json's cost_model: the conditions and, per summary
+// row, the prediction beside the measured figure.
+type CostModel struct {
+	CostConditions
+	Rows []CostRow `json:"rows"`
+}
+
+// CostRow is one strategy's (summary row's) cost and prediction.
+type CostRow struct {
+	Name     string `json:"name"`
+	Strategy string `json:"strategy"`
+	// Path is "lock" (held + release + final acquire) or "row" (the goods
+	// row's serial section).
+	Path string `json:"path"`
+	// Purchases are the successful purchases of the row's runs.
+	Purchases int `json:"purchases"`
+	// RoundTrips (by server) and Fsyncs are per purchase, every phase.
+	RoundTrips map[cost.Server]float64 `json:"round_trips"`
+	Fsyncs     float64                 `json:"fsyncs"`
+	// Critical is the critical path per purchase.
+	Critical   cost.Path       `json:"critical_path"`
+	Prediction cost.Prediction `json:"prediction"`
+	// MeasuredOKPerS is the row's median ok/s; Ratio is it over the
+	// predicted limit (nil without a prediction).
+	MeasuredOKPerS float64  `json:"measured_ok_per_s"`
+	Ratio          *float64 `json:"ratio,omitempty"`
+	// Disagrees is set when Ratio is above 2 or below 1/2.
+	Disagrees bool `json:"disagrees,omitempty"`
+}
+
+// costModel builds the model's rows from the runs that have counts.
+func costModel(c CostConditions, runs []RunResult, sums []Summary) *CostModel {
+	m := &CostModel{CostConditions: c}
+	nameOf := runNamer(runs)
+	cond := c.conditions()
+	for _, s := range sums {
+		counts, ok := cost.Snapshot{}, 0
+		for _, r := range runs {
+			if nameOf(r) == s.Name && r.Cost != nil {
+				counts = counts.Add(r.Cost.Counts)
+				ok += r.Cost.Purchases
+			}
+		}
+		rc := newRunCost(counts, ok, cond.Fsyncs)
+		if rc == nil {
+			continue
+		}
+		info, _ := stock.Lookup(s.Strategy)
+		locker := info.Kind == stock.KindLocker
+		row := CostRow{Name: s.Name, Strategy: s.Strategy, Path: "row", Purchases: ok, RoundTrips: rc.RoundTrips, Fsyncs: rc.Fsyncs,
+			Critical: cost.CriticalPath(rc.PerPurchase, locker), MeasuredOKPerS: s.OKPerSec.Median}
+		if locker {
+			row.Path = "lock"
+		}
+		row.Prediction = cost.Predict(row.Critical, cond)
+		if row.Prediction.LimitPerS > 0 && c.Error == "" {
+			r := row.MeasuredOKPerS / row.Prediction.LimitPerS
+			row.Ratio = &r
+			row.Disagrees = r > 2 || r < 0.5
+		}
+		m.Rows = append(m.Rows, row)
+	}
+	return m
+}
+
+// costTable is the report's cost model table, with the notes that explain
+// it and say where the model and the measure disagree.
+func costTable(m *CostModel) (table, []string) {
+	t := table{Title: "Cost model", Header: []string{"strategy", "round trips per purchase", "fsyncs", "critical path", "predicted serial limit /s", "measured ok/s", "measured/predicted", "model"}}
+	if m == nil || len(m.Rows) == 0 {
+		return t, nil
+	}
+	var notes []string
+	for _, r := range m.Rows {
+		pred, ratio, verdict := "-", "-", "no serial section: the model sets no limit"
+		if r.Prediction.LimitPerS > 0 {
+			pred = fmt.Sprintf("%.0f", r.Prediction.LimitPerS)
+			verdict = "prediction not priced: " + m.Error
+		}
+		if r.Ratio != nil {
+			ratio = fmt.Sprintf("%.2f", *r.Ratio)
+			verdict = "agrees within 2x"
+			if r.Disagrees {
+				verdict = "disagrees by more than 2x: a finding or a bug"
+				notes = append(notes, disagreement(r))
+			}
+		}
+		t.Rows = append(t.Rows, []string{r.Name, serverFigures(r.RoundTrips), fmt.Sprintf("%.2f", r.Fsyncs),
+			fmt.Sprintf("%s: %.2f round trips (%s), %.2f fsyncs", r.Path, r.Prediction.RoundTrips, serverFigures(r.Critical.RoundTrips), r.Prediction.Fsyncs),
+			pred, fmt.Sprintf("%.1f", r.MeasuredOKPerS), ratio, verdict})
+		t.Bad = append(t.Bad, r.Disagrees)
+	}
+	fsyncs := "no server"
+	if len(m.FsyncServers) > 0 {
+		names := make([]string, len(m.FsyncServers))
+		for i, s := range m.FsyncServers {
+			names[i] = string(s)
+		}
+		fsyncs = strings.Join(names, ", ")
+	}
+	head := fmt.Sprintf("Cost model: the round trips and writes of every purchase are counted by the instances' own clients (GET /admin/cost) and divided by the successful purchases. "+
+		"One holder at a time, a strategy sells at most 1 / (round trips × RTT + fsyncs × fsync) per second over its critical path: for a lock, what is done while it is held, the release and the next holder's last acquire round trip; "+
+		"for a strategy without a lock, the goods row's serial section (from the statement that locks the row to the commit). "+
+		"Priced at RTT %.3f ms (%s) and fsync %.3f ms (median of %d write+fsync in %s); a write costs an fsync on %s at durability %s. "+
+		"The model leaves out server CPU, a server's group commit and the peer round trip of a quorum write.",
+		m.RTTMS, m.RTTSource, m.FsyncMS, costProbes, m.FsyncDir, fsyncs, m.Durability)
+	return t, append([]string{head}, notes...)
+}
+
+// disagreement says in words how r's measure and prediction disagree.
+func disagreement(r CostRow) string {
+	if *r.Ratio > 2 {
+		return fmt.Sprintf("%s sold %.1f× the predicted serial limit (%.1f ok/s against %.0f): more than its critical path allows one holder at a time, so its purchases did not go one at a time through that path "+
+			"(a lock that excludes nobody, an in-process lock per instance, a server that batches the fsyncs of several writes, a row lock released before the log is flushed) — a finding or a bug.",
+			r.Name, *r.Ratio, r.MeasuredOKPerS, r.Prediction.LimitPerS)
+	}
+	return fmt.Sprintf("%s sold %.2f× the predicted serial limit (%.1f ok/s against %.0f): something besides its critical path limits it "+
+		"(the machine's CPU, the load generator, wake-ups and retries of waiters, lock waits that time out) — a finding or a bug.",
+		r.Name, *r.Ratio, r.MeasuredOKPerS, r.Prediction.LimitPerS)
+}
+
+// serverFigures renders per-server figures as "redis 2.00 + mysql 5.00".
+func serverFigures(m map[cost.Server]float64) string {
+	var parts []string
+	for _, s := range cost.Servers() {
+		if v, ok := m[s]; ok && v >= 0.005 {
+			parts = append(parts, fmt.Sprintf("%s %.2f", s, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(slices.Clip(parts), " + ")
+}

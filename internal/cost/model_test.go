@@ -1,0 +1,132 @@
+package cost_test
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/seckill-lab/seckill/internal/cost"
+)
+
+func TestSnapshotArithmetic(t *testing.T) {
+	a := cost.Snapshot{cost.Redis: {cost.Acquire: {RoundTrips: 10, Writes: 4, Waits: 2}}, cost.MySQL: {cost.Held: {RoundTrips: 50, Writes: 10}}}
+	b := cost.Snapshot{cost.Redis: {cost.Acquire: {RoundTrips: 4, Writes: 2, Waits: 2}}, cost.MySQL: {cost.Held: {RoundTrips: 50, Writes: 10}}}
+	d := a.Sub(b)
+	if got, want := d[cost.Redis][cost.Acquire], (cost.Counts{RoundTrips: 6, Writes: 2}); got != want {
+		t.Errorf("Sub: got %+v, want %+v", got, want)
+	}
+	if _, ok := d[cost.MySQL]; ok {
+		t.Errorf("Sub kept a server with nothing counted: %v", d)
+	}
+	if got := a.Add(b)[cost.MySQL][cost.Held]; got != (cost.Counts{RoundTrips: 100, Writes: 20}) {
+		t.Errorf("Add: got %+v", got)
+	}
+	per := a.Per(2)
+	if got, want := per[cost.Redis][cost.Acquire], (cost.Rates{RoundTrips: 5, Writes: 2, Waits: 1}); got != want {
+		t.Errorf("Per: got %+v, want %+v", got, want)
+	}
+	if a.Per(0) != nil {
+		t.Error("Per(0) is not nil")
+	}
+}
+
+// TestPhaseMarks: a context carries the phase it was marked with; an
+// unmarked one is Other.
+func TestPhaseMarks(t *testing.T) {
+	for _, p := range cost.Phases() {
+		if got := cost.PhaseOf(cost.WithPhase(context.Background(), p)); got != p {
+			t.Errorf("PhaseOf(WithPhase(%s)) = %s", p, got)
+		}
+	}
+	if got := cost.PhaseOf(context.Background()); got != cost.Other {
+		t.Errorf("an unmarked context is in phase %s, want other", got)
+	}
+	if got := cost.NewMeter().Snapshot(); len(got) != 0 {
+		t.Errorf("a new meter counted %v", got)
+	}
+}
+
+func TestCriticalPathAndPrediction(t *testing.T) {
+	mysqlTx := map[cost.Phase]cost.Rates{cost.Held: {RoundTrips: 5, Writes: 1}, cost.RowLocked: {RoundTrips: 2, Writes: 1}}
+	cond := cost.Conditions{RTTMS: 1, FsyncMS: 4, Fsyncs: map[cost.Server]bool{cost.Etcd: true, cost.MySQL: true, cost.ZooKeeper: true}}
+	cases := []struct {
+		name     string
+		per      cost.PerPurchase
+		locker   bool
+		rts, fss float64 // the prediction's round trips and fsyncs
+	}{
+		{
+			name: "redis lock, Redis without fsync",
+			per: cost.PerPurchase{
+				cost.Redis: {cost.Acquire: {RoundTrips: 4, Writes: 4}, cost.AcquireLast: {RoundTrips: 1, Writes: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
+				cost.MySQL: mysqlTx,
+			},
+			locker: true, rts: 7, fss: 1,
+		},
+		{
+			name: "etcd lock: the release is a raft write, the waiter's last step a read",
+			per: cost.PerPurchase{
+				cost.Etcd:  {cost.Acquire: {RoundTrips: 4, Writes: 1}, cost.AcquireLast: {RoundTrips: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
+				cost.MySQL: mysqlTx,
+			},
+			locker: true, rts: 7, fss: 2,
+		},
+		{
+			name: "zookeeper: no context, the last step taken as one read",
+			per: cost.PerPurchase{
+				cost.ZooKeeper: {cost.Acquire: {RoundTrips: 5, Writes: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
+				cost.MySQL:     mysqlTx,
+			},
+			locker: true, rts: 7, fss: 2,
+		},
+		{
+			name:   "in-process lock: the transaction alone",
+			per:    cost.PerPurchase{cost.MySQL: mysqlTx},
+			locker: true, rts: 5, fss: 1,
+		},
+		{
+			name:   "no lock: the row's serial section",
+			per:    cost.PerPurchase{cost.MySQL: {cost.Held: {RoundTrips: 4, Writes: 1}, cost.RowLocked: {RoundTrips: 2, Writes: 1}}},
+			locker: false, rts: 2, fss: 1,
+		},
+		{
+			name:   "nothing serial",
+			per:    cost.PerPurchase{cost.Redis: {cost.Held: {RoundTrips: 1, Writes: 1}}},
+			locker: false, rts: 0, fss: 0,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := cost.Predict(cost.CriticalPath(tc.per, tc.locker), cond)
+			if p.RoundTrips != tc.rts || p.Fsyncs != tc.fss {
+				t.Fatalf("got %v round trips and %v fsyncs, want %v and %v", p.RoundTrips, p.Fsyncs, tc.rts, tc.fss)
+			}
+			serial := tc.rts*cond.RTTMS + tc.fss*cond.FsyncMS
+			if p.SerialMS != serial {
+				t.Errorf("serial %v ms, want %v", p.SerialMS, serial)
+			}
+			want := 0.0
+			if serial > 0 {
+				want = 1000 / serial
+			}
+			if math.Abs(p.LimitPerS-want) > 1e-9 {
+				t.Errorf("limit %v/s, want %v", p.LimitPerS, want)
+			}
+		})
+	}
+}
+
+func TestProbes(t *testing.T) {
+	ctx := context.Background()
+	fs, err := cost.FsyncMS(ctx, t.TempDir(), 5)
+	if err != nil || fs <= 0 {
+		t.Errorf("FsyncMS = %v, %v", fs, err)
+	}
+	if _, err := cost.FsyncMS(ctx, "/nonexistent-dir-of-seckill", 1); err == nil {
+		t.Error("FsyncMS in a missing directory did not fail")
+	}
+	rtt, err := cost.LoopbackRTTMS(ctx, 5)
+	if err != nil || rtt <= 0 {
+		t.Errorf("LoopbackRTTMS = %v, %v", rtt, err)
+	}
+}

@@ -1,0 +1,73 @@
+package cost
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// redisWrites are the Redis commands that change the data set: appended to
+// the AOF, so fsynced before the reply under appendfsync always. Kept to
+// what a lock or a stock counter uses; PUBLISH is not one (nothing is
+// stored). Scripts are writes (see the package doc).
+var redisWrites = map[string]bool{
+	"set": true, "setnx": true, "setex": true, "psetex": true, "getset": true, "getdel": true, "mset": true,
+	"del": true, "unlink": true,
+	"expire": true, "pexpire": true, "expireat": true, "pexpireat": true, "persist": true,
+	"incr": true, "incrby": true, "decr": true, "decrby": true,
+	"hset": true, "hsetnx": true, "hdel": true, "hincrby": true,
+	"eval": true, "evalsha": true, "fcall": true,
+	"flushdb": true, "flushall": true,
+}
+
+// redisSetup are the commands go-redis sends to set up a new connection
+// (through the hooks, under the context of the request that needed it):
+// counted as Other, whatever the phase.
+var redisSetup = map[string]bool{"hello": true, "client": true, "auth": true, "select": true, "readonly": true}
+
+// RedisHook returns the go-redis hook that counts a client's commands
+// (redis.Client.AddHook).
+func (m *Meter) RedisHook() redis.Hook { return redisHook{m} }
+
+type redisHook struct{ m *Meter }
+
+func (h redisHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if redisSetup[cmd.Name()] {
+			h.m.recordIn(Redis, mark{phase: Other}, op{})
+			return err
+		}
+		h.m.record(ctx, Redis, op{write: redisWrote(err, cmd)})
+		return err
+	}
+}
+
+func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		wrote, setup := false, true
+		for _, c := range cmds {
+			wrote = wrote || redisWrote(c.Err(), c)
+			setup = setup && redisSetup[c.Name()]
+		}
+		if setup {
+			h.m.recordIn(Redis, mark{phase: Other}, op{})
+			return err
+		}
+		h.m.record(ctx, Redis, op{write: wrote})
+		return err
+	}
+}
+
+// redisWrote reports whether cmd, answered with err, wrote: a write
+// command that did not fail (redis.Nil is an answer, not a failure).
+func redisWrote(err error, cmd redis.Cmder) bool {
+	return (err == nil || errors.Is(err, redis.Nil)) && redisWrites[cmd.Name()]
+}
