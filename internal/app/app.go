@@ -225,7 +225,7 @@ func openMySQL(ctx context.Context, dsn string, wait time.Duration, meter *cost.
 }
 
 // newRedis builds a client with bounded timeouts, its commands counted by
-// meter. (go-redis's own pool log lines are silenced by the command's
+// meter (nil: not counted). (go-redis's own pool log lines are silenced by the command's
 // main: failures reach the user as errors and /healthz.)
 func newRedis(addr string, meter *cost.Meter) *redis.Client {
 	c := redis.NewClient(&redis.Options{
@@ -236,6 +236,8 @@ func newRedis(addr string, meter *cost.Meter) *redis.Client {
 		PoolSize:     256,
 		MaxRetries:   1,
 	})
-	c.AddHook(meter.RedisHook())
+	if meter != nil {
+		c.AddHook(meter.RedisHook())
+	}
 	return c
 }

@@ -60,7 +60,9 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB, meter *cos
 		b.clients.Redis = b.redis[0]
 	}
 	if cfg.CounterRedis != "" {
-		b.counter = newRedis(cfg.CounterRedis)
+		// Not metered: the lock-alone counter crosses no link, and the
+		// cost model prices what crosses the links.
+		b.counter = newRedis(cfg.CounterRedis, nil)
 	}
 	if len(cfg.RedisSentinels) > 0 {
 		b.failover = redis.NewFailoverClient(&redis.FailoverOptions{
