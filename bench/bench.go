@@ -145,6 +145,21 @@ type Environment struct {
 	Mode string `json:"mode"`
 }
 
+// Conditions says in one line what the figures ran under: the round trip
+// on the links, the servers' durability, the mode, the instances and the
+// machine. Every figure a bench prints comes with it.
+func (e Environment) Conditions() string {
+	rtt := "loopback (no round trip added)"
+	if e.RTT != (RTT{}) {
+		rtt = fmt.Sprintf("%.3f ms measured (%s)", e.RTT.MeasuredMS, cmp.Or(e.RTT.Profile, "custom"))
+	}
+	mode := cmp.Or(e.Mode, ModePurchase)
+	if mode == ModeLock {
+		mode = "lock alone"
+	}
+	return fmt.Sprintf("round trip %s, durability %s, mode %s, %d instances, %d CPUs (%s)", rtt, e.Durability, mode, e.Instances, e.CPUs, e.Hostname)
+}
+
 // Report is everything a bench produced (report.json).
 type Report struct {
 	Date        time.Time    `json:"date"`

@@ -84,6 +84,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
 	}
+	if _, err := fmt.Fprintf(w, "\nconditions: %s\n", rep.Environment.Conditions()); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
 	if c := rep.DBCeiling; c != nil {
 		if _, err := fmt.Fprintf(w, "\ndatabase ceiling %.0f purchase transactions/s (%s; \"of DB\" is ok/s over it)\n", c.TPS, c.describe()); err != nil {
 			return fmt.Errorf("write table: %w", err)
