@@ -105,17 +105,25 @@ func applyRTT(st *State) error {
 		return nil
 	}
 	half := time.Duration(st.RTT.RequestedMS*float64(time.Millisecond)) / 2
-	cl := toxiproxy.NewClient(st.ProxyAddr())
-	have, err := cl.Proxies()
+	return eachRTTToxic(st, "add", "already exists", func(p *toxiproxy.Proxy, name, stream string) error {
+		_, err := p.AddToxic(name, netfault.RTTToxic, stream, 1, toxiproxy.Attributes{"delay_us": half.Microseconds()})
+		return err
+	})
+}
+
+// eachRTTToxic runs do on every proxy for each of the round trip's
+// toxics, an error containing benign (the toxic is there already, or is
+// not) counting as done.
+func eachRTTToxic(st *State, verb, benign string, do func(p *toxiproxy.Proxy, name, stream string) error) error {
+	have, err := toxiproxy.NewClient(st.ProxyAddr()).Proxies()
 	if err != nil {
 		return fmt.Errorf("proxy: round trip: %w", err)
 	}
 	var errs []error
 	for name, p := range have {
 		for _, t := range rttToxics {
-			if _, err := p.AddToxic(t.name, netfault.RTTToxic, t.stream, 1, toxiproxy.Attributes{"delay_us": half.Microseconds()}); err != nil &&
-				!strings.Contains(err.Error(), "already exists") {
-				errs = append(errs, fmt.Errorf("proxy %s: add %s: %w", name, t.name, err))
+			if err := do(p, t.name, t.stream); err != nil && !strings.Contains(err.Error(), benign) {
+				errs = append(errs, fmt.Errorf("proxy %s: %s %s: %w", name, verb, t.name, err))
 			}
 		}
 	}
@@ -157,20 +165,7 @@ func SetRTT(ctx context.Context, st *State, profile string, d time.Duration) err
 	if d < 0 {
 		return fmt.Errorf("rtt %s: a round trip cannot be negative", d)
 	}
-	cl := toxiproxy.NewClient(st.ProxyAddr())
-	have, err := cl.Proxies()
-	if err != nil {
-		return fmt.Errorf("proxy: round trip: %w", err)
-	}
-	var errs []error
-	for name, p := range have {
-		for _, t := range rttToxics {
-			if err := p.RemoveToxic(t.name); err != nil && !strings.Contains(err.Error(), "not found") {
-				errs = append(errs, fmt.Errorf("proxy %s: remove %s: %w", name, t.name, err))
-			}
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := eachRTTToxic(st, "remove", "not found", func(p *toxiproxy.Proxy, name, _ string) error { return p.RemoveToxic(name) }); err != nil {
 		return err
 	}
 	st.RTT = &bench.RTT{Profile: profile, RequestedMS: ms(d)}
