@@ -115,8 +115,10 @@ demo: deps build up
 bench: up
 	$(BIN) bench --dir $(DIR)
 
-# report-shot: screenshots of the newest report (REPORT=path to pick one)
-# in headless Chromium, beside it: shot-projector.png and shot-full.png.
+# report-shot: screenshots of the newest report, a bench's or a course's
+# (REPORT=path to pick one: report.html, scenario.html, course.html or
+# their directory) in headless Chromium, beside it: shot-projector.png and
+# shot-full.png.
 report-shot:
 	scripts/report-shot.sh
 

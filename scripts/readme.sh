@@ -38,11 +38,14 @@ for part in $ONLY; do
 		scripts/readme-block.sh demo "$OUT/demo.md"
 		;;
 	lessons)
-		began=$(date +%s)
-		"$BIN" lesson all --dir "$DIR" > "$OUT/lessons.txt" || true
-		wall=$(( $(date +%s) - began ))
+		# Every figure of the header comes from this run: the wall time
+		# and the counts from course.json, the file names from the
+		# directory the course wrote.
+		"$BIN" lesson all --dir "$DIR" --out "$OUT/course" > "$OUT/lessons.txt" || true
+		read -r n ran skipped wall < <(python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); o=c["outcomes"]; s=sum(x["verdict"]=="skipped" for x in o); print(len(o), len(o)-s, s, round(c["wall_s"]))' "$OUT/course/course.json")
+		files=$(cd "$OUT/course" && ls course.* | paste -sd, - | sed 's/,/, /g')
 		{
-			echo "Printed by \`bin/seckill lesson all\` (\`make readme\`, $(date -u +%Y-%m-%d), $(nproc) CPUs, $wall s for the whole course):"
+			echo "Printed by \`bin/seckill lesson all\` (\`make readme\`, $(date -u +%Y-%m-%d), $(nproc) CPUs): $n lessons, $ran run and $skipped skipped on this stack, $wall s for the whole course; it wrote $files in \`$OUT/course/\` (each lesson's charts, where to look, and links to its reports on course.html):"
 			echo
 			echo '```'
 			cat "$OUT/lessons.txt"

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
@@ -80,5 +81,14 @@ func runLesson(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return lesson.WriteOutcome(os.Stdout, l, res)
+	if err := lesson.WriteOutcome(os.Stdout, l, res); err != nil {
+		return err
+	}
+	// The lesson's own course report: its charts, where to look, links.
+	c := lesson.Course{Date: began.UTC(), Short: *short, WallS: time.Since(began).Seconds(), Outcomes: []lesson.Outcome{res}}
+	if err := lesson.Write(o.OutDir, c); err != nil {
+		return err
+	}
+	fmt.Printf("  course page: %s\n", filepath.Join(o.OutDir, "course.html"))
+	return nil
 }

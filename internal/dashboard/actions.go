@@ -100,6 +100,12 @@ func (s *Server) handleStrategy(w http.ResponseWriter, r *http.Request, body []b
 	if !ok {
 		return
 	}
+	s.apply(w, r.Context(), st, cfg)
+}
+
+// apply PUTs cfg to every instance of st, reads every instance's setting
+// back and answers what each runs.
+func (s *Server) apply(w http.ResponseWriter, ctx context.Context, st *stack.State, cfg stock.Config) {
 	want := cfg.Wire()
 	insts := st.Instances()
 	res := make([]InstanceResult, len(insts))
@@ -107,11 +113,11 @@ func (s *Server) handleStrategy(w http.ResponseWriter, r *http.Request, body []b
 	for i, c := range insts {
 		wg.Go(func() {
 			res[i] = InstanceResult{Name: c.Name}
-			if err := s.adminSend(r.Context(), http.MethodPut, c.URL(), "/admin/strategy", st.AdminToken, cfg); err != nil {
+			if err := s.adminSend(ctx, http.MethodPut, c.URL(), "/admin/strategy", st.AdminToken, cfg); err != nil {
 				res[i].Error = err.Error()
 				return
 			}
-			ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+			ctx, cancel := context.WithTimeout(ctx, adminTimeout)
 			defer cancel()
 			var got StrategyView
 			if _, err := s.adminGet(ctx, c.URL(), "/admin/strategy", st.AdminToken, &got); err != nil {
@@ -139,6 +145,48 @@ func (s *Server) handleStrategy(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"strategy": want, "instances": res})
+}
+
+// handleDefaults is POST /api/defaults {strategy}: every instance back to
+// the default setting of strategy (stock.DefaultConfig: no work delay, the
+// default TTL and wait, watchdog on, no fencing), by default of the
+// strategy the first answering instance runs; what a lesson or an earlier
+// class left on the fleet (a 300 ms work delay, a 100 ms TTL) goes.
+func (s *Server) handleDefaults(w http.ResponseWriter, r *http.Request, body []byte) {
+	var b struct {
+		Strategy *string `json:"strategy"`
+	}
+	if !decode(w, body, &b, "strategy") {
+		return
+	}
+	st, ok := s.loadState(w)
+	if !ok {
+		return
+	}
+	name := ""
+	if b.Strategy != nil {
+		name = *b.Strategy
+	} else {
+		for _, c := range st.Instances() {
+			ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+			var got StrategyView
+			_, err := s.adminGet(ctx, c.URL(), "/admin/strategy", st.AdminToken, &got)
+			cancel()
+			if err == nil {
+				name = got.Name
+				break
+			}
+		}
+		if name == "" {
+			fail(w, http.StatusBadGateway, "no_instance", "no instance said which strategy it runs; name one: {\"strategy\": \"redis\"}")
+			return
+		}
+	}
+	if _, ok := stock.Lookup(name); !ok {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unknown_strategy", "detail": fmt.Sprintf("no strategy %q", name), "valid": stock.StrategyNames()})
+		return
+	}
+	s.apply(w, r.Context(), st, stock.DefaultConfig(name))
 }
 
 // handleReset is POST /api/reset {stock}: the goods' stock set, its
@@ -177,7 +225,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request, body []byte
 		}
 		s.events.clear()
 		s.mu.Lock()
-		s.hist, s.rate, s.burst = nil, nil, nil
+		s.hist, s.rate, s.burst, s.burstTL = nil, nil, nil, nil
 		s.mu.Unlock()
 		s.kick()
 		writeJSON(w, http.StatusOK, map[string]any{"goods_id": s.opts.GoodsID, "stock": *b.Stock, "instance": c.Name})
@@ -193,8 +241,15 @@ type burstStatus struct {
 	Answered   int            `json:"answered"`
 	Outcomes   map[string]int `json:"outcomes"`
 	DurationMS float64        `json:"duration_ms"`
-	TimedOut   bool           `json:"timed_out"`
-	started    time.Time
+	// ElapsedMS is how long a running burst has run, at the snapshot.
+	ElapsedMS float64 `json:"elapsed_ms,omitempty"`
+	TimedOut  bool    `json:"timed_out"`
+	// ID numbers the dashboard's bursts from 1: the page tells a new
+	// burst's end from the one it has shown.
+	ID      int `json:"id"`
+	started time.Time
+	// startNS and endNS are its span on the lock events' clock.
+	startNS, endNS int64
 }
 
 func (b *burstStatus) clone() *burstStatus {
@@ -246,9 +301,24 @@ func (s *Server) handleBurst(w http.ResponseWriter, r *http.Request, body []byte
 		fail(w, http.StatusConflict, "burst_running", "a burst is already running; wait for it to finish")
 		return
 	}
-	defer s.bursting.Store(false)
-	bs := s.burstRun(r.Context(), st.NginxURL(), *b.Requests, conc, qty)
-	s.kick()
+	// The burst runs on the server's context, not the request's: a page
+	// closed or reloaded mid-burst leaves it running (the next page
+	// follows it in the snapshots); only the dashboard's end stops it.
+	done := make(chan *burstStatus, 1)
+	s.ending.Add(1)
+	go func() {
+		defer s.ending.Done()
+		defer s.bursting.Store(false)
+		bs := s.burstRun(s.base(), st.NginxURL(), *b.Requests, conc, qty)
+		s.kick()
+		done <- bs
+	}()
+	var bs *burstStatus
+	select {
+	case bs = <-done:
+	case <-r.Context().Done():
+		return // the page went; the burst goes on
+	}
 	if bs.Answered == 0 {
 		writeJSON(w, http.StatusBadGateway, map[string]any{"error": "nginx_unreachable",
 			"detail": "no purchase got an answer from nginx at " + st.NginxURL() + " (is the stack up? `seckill status`)", "burst": bs})
@@ -264,7 +334,9 @@ func (s *Server) burstRun(ctx context.Context, nginx string, n, conc, qty int) *
 	defer cancel()
 	t0 := time.Now()
 	s.mu.Lock()
-	s.burst = &burstStatus{Running: true, Requests: n, Outcomes: map[string]int{}, started: t0}
+	s.bursts++
+	s.burst = &burstStatus{Running: true, Requests: n, Outcomes: map[string]int{}, started: t0, ID: s.bursts, startNS: stock.MonoNow()}
+	s.burstTL = nil
 	s.mu.Unlock()
 	jobs := make(chan struct{})
 	var wg sync.WaitGroup
@@ -296,6 +368,7 @@ feed:
 	b := s.burst
 	b.Running = false
 	b.DurationMS = float64(time.Since(t0).Microseconds()) / 1e3
+	b.endNS = stock.MonoNow()
 	if ctx.Err() != nil {
 		b.TimedOut = true
 		done := 0

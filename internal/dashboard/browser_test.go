@@ -20,6 +20,8 @@ import (
 
 	"golang.org/x/net/websocket"
 
+	"github.com/seckill-lab/seckill/bench"
+
 	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
@@ -30,13 +32,19 @@ import (
 const browserGoods = 4242
 
 // TestDashboardInBrowser runs the dashboard against the real stack
-// (SECKILL_STACK_DIR) in headless Chromium, driven over the DevTools
-// protocol: the page must fill in from the server-sent events, "Reset"
-// must show the new stock, "Burst" must move the stock and sales counters
-// and draw the race timeline, and the page must log no error. It saves
-// screenshots (1280x720) in the test's temp dir and as
-// /tmp/dash-shot-*.png. It runs on the package's own stack (TestMain),
-// set to redis, so every purchase records lock events for the timeline.
+// (SECKILL_STACK_DIR) in headless Chromium at 1280x720, driven over the
+// DevTools protocol; every screenshot is taken after the first snapshot.
+// The page must fill in from the server-sent events with every label at
+// least 18 px and everything on screen, switch to Chinese and back,
+// "Reset" must show the new stock, "Burst" must move the stock and sales
+// counters and draw the race timeline, a burst must go on when the page
+// is reloaded under it, and the page must log no error. Then the class's
+// story: a fleet an earlier lesson left with a 300 ms work delay and a
+// 100 ms TTL, "Fleet to defaults" on mutex, and a burst on the 3
+// instances: the race stays on screen and oversold is red. It saves the
+// screenshots in the test's temp dir and as /tmp/dash-shot-*.png. It runs
+// on the package's own stack (TestMain), so every purchase records lock
+// events for the timeline.
 func TestDashboardInBrowser(t *testing.T) {
 	dir := testenv.Get(t, testenv.StackDir)
 	bin := testenv.Binary(t, "chromium")
@@ -70,6 +78,13 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	text := func(id string) string { return b.eval(t, `document.getElementById("`+id+`").textContent`).(string) }
 	b.waitFor(t, "the first snapshot", 30*time.Second, `window.__snapshots > 0`)
+	b.checkLayout(t)
+	b.eval(t, `document.getElementById("btn-lang").click(); true`)
+	b.waitFor(t, "the page in Chinese", 10*time.Second, `document.documentElement.lang === "zh-CN" && /剩余库存/.test(document.body.textContent)`)
+	b.checkLayout(t)
+	b.screenshot(t, tmp, 0, "zh")
+	b.eval(t, `document.getElementById("btn-lang").click(); true`)
+	b.waitFor(t, "the page in English", 10*time.Second, `document.documentElement.lang === "en" && /Stock left/.test(document.body.textContent)`)
 
 	b.eval(t, `document.getElementById("reset-stock").value = "40"; document.getElementById("btn-reset").click(); true`)
 	b.waitFor(t, "stock 40, sold 0 after reset", 30*time.Second,
@@ -89,6 +104,59 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	t.Logf("after a burst of 80 at stock 40 under %s: %s; sold %d, stock %d, oversold %s", text("strategy"), text("msg"), sold, stockLeft, text("oversold"))
 	b.screenshot(t, tmp, 2, "burst")
+
+	// A burst goes on when the page that started it is reloaded: 120
+	// purchases of 20 ms each under one lock last over two seconds.
+	slow := stock.DefaultConfig(stock.Redis)
+	slow.WorkDelay = 20 * time.Millisecond
+	if _, err := f.SetStrategy(ctx, slow); err != nil {
+		t.Fatal(err)
+	}
+	b.eval(t, `document.getElementById("reset-stock").value = "500"; document.getElementById("btn-reset").click(); true`)
+	b.waitFor(t, "stock 500 after reset", 30*time.Second, `document.getElementById("stock").textContent === "500"`)
+	b.eval(t, `document.getElementById("burst-n").value = "120"; document.getElementById("burst-c").value = "10"; document.getElementById("btn-burst").click(); true`)
+	b.waitFor(t, "the burst under way", 30*time.Second, `last && last.burst && last.burst.running && last.burst.answered > 0`)
+	b.call(t, "Page.reload", map[string]any{"ignoreCache": true})
+	b.waitFor(t, "the reloaded page's first snapshot", 30*time.Second, `window.__snapshots > 0 && last && last.burst`)
+	b.waitFor(t, "the burst's end, after the reload", 60*time.Second, `last.burst && !last.burst.running`)
+	if got := b.eval(t, `JSON.stringify(last.burst)`).(string); !strings.Contains(got, `"outcomes":{"ok":120}`) || !strings.Contains(got, `"answered":120`) {
+		t.Errorf("the burst after the page's reload: %s; want all 120 sold", got)
+	}
+
+	// The class's story: an earlier lesson left the fleet slow (300 ms of
+	// work, a 100 ms TTL). "Fleet to defaults" on mutex, then a burst on
+	// the 3 instances: the race and a red oversold figure, on screen.
+	left := stock.DefaultConfig(stock.Redis)
+	left.WorkDelay, left.LockTTL = 300*time.Millisecond, 100*time.Millisecond
+	if _, err := f.SetStrategy(ctx, left); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the slow fleet on the page", 30*time.Second, `/300ms/.test(document.getElementById("knobs").textContent)`)
+	b.eval(t, `const s = document.getElementById("strategy-name"); s.value = "mutex"; s.dispatchEvent(new Event("change")); document.getElementById("btn-defaults").click(); true`)
+	b.waitFor(t, "mutex with its defaults", 30*time.Second,
+		`document.getElementById("strategy").textContent === "mutex" && /work 0s/.test(document.getElementById("knobs").textContent) && document.getElementById("work-delay").value === "0s"`)
+	for try := 1; ; try++ {
+		b.eval(t, `document.getElementById("reset-stock").value = "100"; document.getElementById("btn-reset").click(); true`)
+		b.waitFor(t, "stock 100 after reset", 30*time.Second, `document.getElementById("stock").textContent === "100" && document.getElementById("sold").textContent === "0"`)
+		b.eval(t, `document.getElementById("burst-n").value = "200"; document.getElementById("burst-c").value = "20"; document.getElementById("btn-burst").click(); true`)
+		b.waitFor(t, "the mutex burst's answer", 60*time.Second, `/^burst: .* in /.test(document.getElementById("msg").textContent)`)
+		b.waitFor(t, "the last burst on screen", 10*time.Second, `document.getElementById("view-burst").classList.contains("on") && document.querySelectorAll("#tl rect.bar").length > 0`)
+		b.waitFor(t, "the audit after the burst", 10*time.Second, `last && last.audit && last.audit.sold_qty > 0`)
+		if over, _ := strconv.Atoi(text("oversold")); over > 0 || try == 3 {
+			break
+		}
+		t.Logf("try %d: mutex on 3 instances did not oversell: %s", try, text("msg"))
+	}
+	if n := b.eval(t, `document.querySelectorAll("#tl rect.bar.red").length`).(float64); n == 0 || !b.eval(t, `document.getElementById("oversold-card").classList.contains("bad")`).(bool) {
+		t.Errorf("after a mutex burst on 3 instances: %v red bars, oversold %q; want the race and a red oversold figure", n, text("oversold"))
+	}
+	time.Sleep(1500 * time.Millisecond) // two more snapshots: the view stays on the burst
+	if !b.eval(t, `document.getElementById("view-burst").classList.contains("on") && document.querySelectorAll("#tl rect.bar.red").length > 0`).(bool) {
+		t.Errorf("the last burst's race left the screen")
+	}
+	b.checkLayout(t)
+	t.Logf("mutex burst: %s; oversold %s; %s", text("msg"), text("oversold"), text("race"))
+	b.screenshot(t, tmp, 3, "mutex-burst")
 
 	if errs := b.eval(t, `window.__errors.join("\n")`).(string); errs != "" {
 		t.Errorf("the page caught script errors: %s", errs)
@@ -306,5 +374,92 @@ func (b *browser) screenshot(t *testing.T, dir string, n int, name string) {
 		if err := os.WriteFile(p, img, 0o644); err != nil {
 			t.Errorf("save screenshot: %v", err)
 		}
+	}
+}
+
+// checkLayout fails for a text smaller than 18 px (a projector at
+// 1280x720) and for a page that does not fit the window.
+func (b *browser) checkLayout(t *testing.T) {
+	t.Helper()
+	small := b.eval(t, `(() => {
+  const bad = [];
+  for (const e of document.querySelectorAll("body *")) {
+    if (e.closest("script, style, option")) continue;
+    const r = e.getBoundingClientRect();
+    if (!r.width || !r.height) continue;
+    if (![...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+    const px = parseFloat(getComputedStyle(e).fontSize) * (e instanceof SVGElement && e.ownerSVGElement ? e.ownerSVGElement.getScreenCTM().a : 1);
+    if (px < 17.9) bad.push(e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + " " + px.toFixed(1) + "px: " + e.textContent.trim().slice(0, 30));
+  }
+  return bad.join("; ");
+})()`).(string)
+	if small != "" {
+		t.Errorf("text under 18 px: %s", small)
+	}
+	if out := b.eval(t, `(() => { const m = document.getElementById("msg").getBoundingClientRect(); return m.bottom <= innerHeight && document.documentElement.scrollWidth <= innerWidth ? "" : "msg bottom " + m.bottom + " of " + innerHeight + ", width " + document.documentElement.scrollWidth; })()`).(string); out != "" {
+		t.Errorf("the page does not fit 1280x720: %s", out)
+	}
+}
+
+// TestTokenInBrowser: the page of a dashboard listening on all
+// interfaces asks for the admin token at a button's first 401, tells a
+// wrong one, then keeps the right one for the tab: the next buttons send
+// it without asking.
+func TestTokenInBrowser(t *testing.T) {
+	dir := testenv.Get(t, testenv.StackDir)
+	bin := testenv.Binary(t, "chromium")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := New(Options{Dir: dir, Addr: "0.0.0.0:0", GoodsID: rebindGoods, Poll: 250 * time.Millisecond, Out: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	go s.Run(runCtx)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	f, err := democli.FromStack(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.Reset(ctx, rebindGoods, 30); err != nil {
+		t.Fatal(err)
+	}
+
+	b := startBrowser(t, ctx, bin, t.TempDir())
+	b.call(t, "Page.enable", nil)
+	b.call(t, "Runtime.enable", nil)
+	b.call(t, "Page.navigate", map[string]any{"url": srv.URL + "/"})
+	b.waitFor(t, "the first snapshot", 30*time.Second, `window.__snapshots > 0`)
+	answer := func(tok string) {
+		b.eval(t, `window.__asked = window.__asked || 0; window.prompt = () => { window.__asked++; return `+strconv.Quote(tok)+`; }; true`)
+	}
+	reset := func(n int) {
+		b.eval(t, `document.getElementById("reset-stock").value = "`+strconv.Itoa(n)+`"; document.getElementById("btn-reset").click(); true`)
+	}
+
+	answer("wrong")
+	reset(11)
+	b.waitFor(t, "the refusal", 30*time.Second, `/unauthorized/.test(document.getElementById("msg").textContent) && window.__asked === 1`)
+	answer(f.Token)
+	reset(12)
+	b.waitFor(t, "stock 12 after the token", 30*time.Second,
+		`document.getElementById("stock").textContent === "12" && /reset to stock 12/.test(document.getElementById("msg").textContent)`)
+	reset(13)
+	b.waitFor(t, "stock 13 with the kept token", 30*time.Second, `document.getElementById("stock").textContent === "13"`)
+	if asked := b.eval(t, `window.__asked`); asked != float64(2) {
+		t.Errorf("the page asked %v times, want 2 (a wrong token, then the right one, then kept)", asked)
+	}
+	a, err := bench.NewAdmin(f.Token).Audit(ctx, f.Instances[0], rebindGoods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Stock != 13 || a.InitialStock != 13 {
+		t.Errorf("the goods: %+v, want stock 13", a)
+	}
+	if errs := b.eval(t, `window.__errors.join("\n")`).(string); errs != "" {
+		t.Errorf("the page caught script errors: %s", errs)
 	}
 }

@@ -29,19 +29,23 @@ type Snapshot struct {
 	Proxy   bool         `json:"proxy"`
 	Audit   *stock.Audit `json:"audit"` // nil when no instance answered
 	// GoodsMissing: the instances answered that the goods does not exist.
-	GoodsMissing bool                `json:"goods_missing"`
-	SalesPerS    float64             `json:"sales_per_s"`
-	Rates        []float64           `json:"rates"` // sales per second, one per poll, oldest first
-	Instances    []InstanceView      `json:"instances"`
-	Strategy     *StrategyView       `json:"strategy"` // the first answering instance's
-	Disagree     bool                `json:"disagree"`
-	Lock         LockView            `json:"lock"`
-	Timeline     TimelineView        `json:"timeline"`
-	Faults       []stack.ActiveFault `json:"faults"`
-	Targets      []string            `json:"targets"` // components a pause can take
-	Strategies   []StrategyInfo      `json:"strategies"`
-	Burst        *burstStatus        `json:"burst,omitempty"`
-	Errors       []string            `json:"errors"`
+	GoodsMissing bool           `json:"goods_missing"`
+	SalesPerS    float64        `json:"sales_per_s"`
+	Rates        []float64      `json:"rates"` // sales per second, one per poll, oldest first
+	Instances    []InstanceView `json:"instances"`
+	Strategy     *StrategyView  `json:"strategy"` // the first answering instance's
+	Disagree     bool           `json:"disagree"`
+	Lock         LockView       `json:"lock"`
+	Timeline     TimelineView   `json:"timeline"`
+	// LastBurst is the race timeline of the latest burst, from its first
+	// purchase to its last: what the page keeps on screen after it (nil
+	// before any burst, and after a reset).
+	LastBurst  *TimelineView       `json:"last_burst"`
+	Faults     []stack.ActiveFault `json:"faults"`
+	Targets    []string            `json:"targets"` // components a pause can take
+	Strategies []StrategyInfo      `json:"strategies"`
+	Burst      *burstStatus        `json:"burst,omitempty"`
+	Errors     []string            `json:"errors"`
 }
 
 // InstanceView is one instance as the dashboard saw it this poll.
@@ -103,12 +107,19 @@ func (s *Server) Run(ctx context.Context) {
 		case <-t.C:
 		case <-s.wake:
 		}
-		if s.watchers() == 0 {
+		// Nobody watches: follow nothing, unless a burst runs, whose lock
+		// events make the last burst's timeline for the next page opened.
+		watched := s.watchers() > 0
+		if !watched && !s.bursting.Load() && !s.burstUncached() {
 			s.syncSubs(ctx, nil)
 			continue
 		}
 		st, _ := s.state()
 		s.syncSubs(ctx, st)
+		if !watched {
+			s.lastBurst(st.InstanceNames(), stock.MonoNow()) // kept once settled
+			continue
+		}
 		s.broadcast(s.snapshot(ctx))
 	}
 }
@@ -197,6 +208,9 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 
 	s.mu.Lock()
 	snap.Burst = s.burst.clone()
+	if b := snap.Burst; b != nil && b.Running {
+		b.ElapsedMS = float64(time.Since(b.started).Microseconds()) / 1e3
+	}
 	if snap.Audit != nil {
 		s.rates(&snap, total)
 	}
@@ -205,11 +219,64 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 
 	evs := s.events.since(nowNS, nowNS-int64(Window))
 	snap.Lock.fromEvents(evs)
-	snap.Timeline = timeline(evs, st.InstanceNames(), nowNS)
+	snap.Timeline = timeline(evs, st.InstanceNames(), nowNS-int64(Window), nowNS)
+	snap.LastBurst = s.lastBurst(st.InstanceNames(), nowNS)
 	b, err := json.Marshal(snap)
 	if err != nil { // cannot happen with these types
 		s.log.Printf("encode snapshot: %v", err)
 		return []byte(`{}`)
 	}
 	return b
+}
+
+// burstSettle is how long after a burst's end its lock events may still
+// arrive; the last burst's timeline is kept as it was then.
+const burstSettle = time.Second
+
+// lastBurst is the race timeline of the latest finished burst: its span
+// padded by a twentieth on each side (the timeline's width fits the
+// burst), from the event log until burstSettle after its end, then kept.
+func (s *Server) lastBurst(lanes []string, nowNS int64) *TimelineView {
+	s.mu.Lock()
+	b, kept := s.burst, s.burstTL
+	s.mu.Unlock()
+	if b == nil || b.Running || b.endNS == 0 {
+		return nil
+	}
+	if kept != nil {
+		return kept
+	}
+	pad := max((b.endNS-b.startNS)/20, int64(10*time.Millisecond))
+	from, to := b.startNS-pad, b.endNS+pad
+	tv := timeline(s.events.since(nowNS, from), lanes, from, to)
+	// Only the burst's sections: a purchase after it is no part of it.
+	tv.Sections = slices.DeleteFunc(tv.Sections, func(sv SectionView) bool {
+		start := sv.A
+		if start == nil {
+			start = sv.R
+		}
+		return start != nil && *start > 0
+	})
+	tv.Overlapping = 0
+	for _, sv := range tv.Sections {
+		if sv.Red {
+			tv.Overlapping++
+		}
+	}
+	if nowNS > b.endNS+int64(burstSettle) {
+		s.mu.Lock()
+		if s.burst == b {
+			s.burstTL = &tv
+		}
+		s.mu.Unlock()
+	}
+	return &tv
+}
+
+// burstUncached reports whether the latest burst is over and its
+// timeline not yet kept.
+func (s *Server) burstUncached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.burst != nil && !s.burst.Running && s.burstTL == nil
 }

@@ -8,8 +8,15 @@
 // /metrics and GET /admin/strategy and the goods' audit, and sends one
 // snapshot: stock left, sold, sales per second, the oversold counter, sales
 // per instance, lock wait and hold, a race timeline of the last few seconds
-// of critical sections (bench/lockcheck's sections and overlaps) and the
-// strategy of each instance. Without a watcher it polls nothing.
+// of critical sections (bench/lockcheck's sections and overlaps), the
+// latest burst's race timeline from its first purchase to its last (the
+// page shows it when the burst ends, so the race stays on screen) and the
+// strategy of each instance. Without a watcher it polls nothing (it
+// follows the event streams while a burst runs, for its timeline).
+//
+// The page is made for a projector: every text at least 18 px at
+// 1280x720, a palette that passes WCAG AA (TestPaletteContrast), in
+// English or Chinese (a button; ?lang=zh).
 //
 // The instructor's buttons are POST endpoints taking JSON; each validates
 // its input and answers errors as a status and {"error", "detail"}:
@@ -18,7 +25,11 @@
 //	                   PUT to every instance, then read back and compared
 //	POST /api/reset    {stock}: resets the goods (orders deleted, locks cleared)
 //	POST /api/burst    {requests, concurrency, qty}: purchases fired at nginx,
-//	                   each with a fresh Idempotency-Key, bounded in time
+//	                   each with a fresh Idempotency-Key, bounded in time; the
+//	                   burst runs on the server (a page closed or reloaded
+//	                   does not stop it) and the answer waits for its end
+//	POST /api/defaults {strategy}: every instance back to the default setting
+//	                   of strategy (default: the one the fleet runs), verified
 //	POST /api/fault    {kind: pause|partition|heal, target, for}: internal/stack's faults
 //
 // The instances, nginx and the admin token come from the run directory
@@ -113,6 +124,8 @@ type Server struct {
 	hist    []sample                      // recent polls, for the rates
 	rate    []float64                     // sales per second, one per poll (sparkline)
 	burst   *burstStatus
+	burstTL *TimelineView        // the latest burst's timeline, once settled
+	bursts  int                  // bursts fired so far
 	faults  map[string]time.Time // dashboard faults on: "kind target" -> end
 
 	bursting atomic.Bool
@@ -163,7 +176,7 @@ func New(opts Options) (*Server, error) {
 		st:      st,
 		clients: map[chan []byte]struct{}{},
 		wake:    make(chan struct{}, 1),
-		events:  newEventLog(2 * Window),
+		events:  newEventLog(BurstTimeout + 2*Window), // a whole burst, for its timeline
 		subs:    map[string]context.CancelFunc{},
 		faults:  map[string]time.Time{},
 		baseCtx: context.Background(),
@@ -251,8 +264,32 @@ func (s *Server) allowedHost(hostport string) bool {
 			return true
 		}
 	}
+	// Listening on every interface, it answers by any of this machine's
+	// addresses (an address is no name a page can rebind).
+	if ip := net.ParseIP(hostOf(s.opts.Addr)); (hostOf(s.opts.Addr) == "" || ip != nil && ip.IsUnspecified()) && localAddr(h) {
+		return true
+	}
 	for _, a := range s.opts.AllowHosts {
 		if strings.EqualFold(strings.TrimSpace(a), h) {
+			return true
+		}
+	}
+	return false
+}
+
+// localAddr reports whether h is an address of one of this machine's
+// interfaces (read at each call: a laptop's LAN address changes).
+func localAddr(h string) bool {
+	ip := net.ParseIP(h)
+	if ip == nil {
+		return false
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
 			return true
 		}
 	}
@@ -306,6 +343,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.post(w, r, s.handleReset)
 	case "/api/burst":
 		s.post(w, r, s.handleBurst)
+	case "/api/defaults":
+		s.post(w, r, s.handleDefaults)
 	case "/api/fault":
 		s.post(w, r, s.handleFault)
 	default:

@@ -255,7 +255,7 @@ func TestTimeline(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tv := timeline(tt.events, []string{"inst-1", "inst-2"}, now)
+			tv := timeline(tt.events, []string{"inst-1", "inst-2"}, now-int64(Window), now)
 			if len(tv.Sections) != tt.sections || len(tv.Overlaps) != tt.overlaps || strings.Join(tv.Lanes, ",") != strings.Join(tt.lanes, ",") {
 				t.Fatalf("timeline %+v, want %d sections, %d overlaps, lanes %v", tv, tt.sections, tt.overlaps, tt.lanes)
 			}

@@ -159,6 +159,23 @@ func TestAllowedHosts(t *testing.T) {
 		{"LAN, no token", "0.0.0.0:0", []string{"projector.lan"}, "projector.lan:8088", false, http.StatusUnauthorized},
 		{"LAN, token", "0.0.0.0:0", []string{"projector.lan"}, "projector.lan:8088", true, http.StatusBadRequest},
 		{"LAN, loopback, no token", "0.0.0.0:0", nil, "127.0.0.1:8088", false, http.StatusUnauthorized},
+		{"LAN, a foreign address", "0.0.0.0:0", nil, "203.0.113.9:8088", true, http.StatusForbidden},
+	}
+	if lan := lanAddr(); lan != "" {
+		tests = append(tests, []struct {
+			name   string
+			addr   string
+			allow  []string
+			host   string
+			token  bool
+			status int
+		}{
+			{"LAN, this machine's address", "0.0.0.0:0", nil, lan + ":8088", true, http.StatusBadRequest},
+			{"LAN, this machine's address, no token", "0.0.0.0:0", nil, lan + ":8088", false, http.StatusUnauthorized},
+			{"loopback only, this machine's LAN address", "127.0.0.1:0", nil, lan + ":8088", true, http.StatusForbidden},
+		}...)
+	} else {
+		t.Log("this machine has no LAN address: the cases for one are not run")
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,4 +197,16 @@ func TestAllowedHosts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lanAddr is an IPv4 address of this machine that is not loopback ("" when
+// it has none).
+func lanAddr() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil && !n.IP.IsLinkLocalUnicast() {
+			return n.IP.String()
+		}
+	}
+	return ""
 }

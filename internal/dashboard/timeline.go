@@ -12,8 +12,9 @@ import (
 // The race timeline: each purchase's critical section from the lock
 // events, overlaps marked, times relative to the snapshot.
 
-// TimelineView is the race timeline: sections of the last Window, times
-// in ms relative to the snapshot (negative: in the past).
+// TimelineView is the race timeline: the sections of a span of time (the
+// last Window, or the last burst's), times in ms relative to the span's end
+// (negative: before it).
 type TimelineView struct {
 	WindowMS float64       `json:"window_ms"`
 	Lanes    []string      `json:"lanes"`
@@ -37,12 +38,12 @@ type SectionView struct {
 	Red  bool     `json:"red"`
 }
 
-// timeline builds the race timeline of evs: one lane per instance (the
-// stack's, then any other seen), every section whose span meets the
-// window, red when it overlaps another (lockcheck.Overlaps: both read the
-// stock before the other's commit).
-func timeline(evs []stock.Event, lanes []string, nowNS int64) TimelineView {
-	tv := TimelineView{WindowMS: float64(Window.Milliseconds()), Lanes: slices.Clone(lanes), Sections: []SectionView{}, Overlaps: [][2]float64{}}
+// timeline builds the race timeline of evs from fromNS to nowNS: one lane
+// per instance (the stack's, then any other seen), every section whose
+// span meets the window, red when it overlaps another (lockcheck.Overlaps:
+// both read the stock before the other's commit).
+func timeline(evs []stock.Event, lanes []string, fromNS, nowNS int64) TimelineView {
+	tv := TimelineView{WindowMS: float64(nowNS-fromNS) / 1e6, Lanes: slices.Clone(lanes), Sections: []SectionView{}, Overlaps: [][2]float64{}}
 	secs := lockcheck.Sections(evs)
 	red := map[[2]string]bool{}
 	var spans [][2]int64
@@ -65,7 +66,7 @@ func timeline(evs []stock.Event, lanes []string, nowNS int64) TimelineView {
 	for i, n := range tv.Lanes {
 		lane[n] = i
 	}
-	from := nowNS - int64(Window)
+	from := fromNS
 	for _, sec := range secs {
 		start := cmp.Or(sec.AcquiredNS, sec.ReadNS)
 		end := max(sec.ReleasedNS, sec.EndNS)

@@ -60,7 +60,49 @@ type Lesson struct {
 	// with the machine's load, so the tests check that it ran and sold
 	// correctly, not its verdict (speed is measured, never asserted).
 	Speed bool
-	run   func(ctx context.Context, r *runner) (Outcome, error)
+	// Look is where the lesson's report shows its claim.
+	Look Look
+	run  func(ctx context.Context, r *runner) (Outcome, error)
+}
+
+// Look says where to look: the page of one of the lesson's reports, the
+// section (its heading there) and what the class should see in it, in
+// Chinese and English.
+type Look struct {
+	// Report is which of the lesson's reports, from 1 (the order it wrote
+	// them in).
+	Report int
+	// Page is the file in that report's directory: report.html (a bench)
+	// or scenario.html (a failure story, whose table links each run's
+	// report.html).
+	Page    string
+	Section string
+	ZH, EN  string
+}
+
+// The pages a lesson's report has.
+const (
+	BenchPage    = "report.html"
+	ScenarioPage = "scenario.html"
+)
+
+// inBench is a Look at section of the lesson's report n, a bench.
+func inBench(n int, section, en, zh string) Look {
+	return Look{Report: n, Page: BenchPage, Section: section, EN: en, ZH: zh}
+}
+
+// inStory is a Look at the table of the lesson's report n, a failure story.
+func inStory(n int, en, zh string) Look {
+	return Look{Report: n, Page: ScenarioPage, Section: "the table of protections", EN: en, ZH: zh}
+}
+
+// Where is the page of the Look in outcome o's reports ("" when o wrote
+// none).
+func (lk Look) Where(o Outcome) string {
+	if lk.Report < 1 || lk.Report > len(o.Reports) {
+		return ""
+	}
+	return o.Reports[lk.Report-1] + "/" + lk.Page
 }
 
 // Outcome is a lesson's result.
@@ -75,6 +117,28 @@ type Outcome struct {
 	Reports  []string `json:"reports,omitempty"`
 	Seconds  float64  `json:"seconds"`
 	Commands []string `json:"commands,omitempty"`
+	// Figures are the measured figures the verdict rests on, for the
+	// course's charts: ours, against the seed's figure when it gave one.
+	Figures []Figure `json:"figures,omitempty"`
+}
+
+// Figure is one chart of a lesson: our bars, and a reference line (the
+// seed's figure, or the value that separates the cases) when there is one.
+type Figure struct {
+	Title string      `json:"title"`
+	Unit  string      `json:"unit"`
+	Bars  []FigureBar `json:"bars"`
+	// Ref is drawn as a line labelled RefLabel when RefLabel is not "".
+	Ref      float64 `json:"ref,omitempty"`
+	RefLabel string  `json:"ref_label,omitempty"`
+}
+
+// FigureBar is one bar of a Figure; Flawed draws it hatched (a flawed
+// strategy, or the figure that shows the flaw).
+type FigureBar struct {
+	Label  string  `json:"label"`
+	Value  float64 `json:"value"`
+	Flawed bool    `json:"flawed,omitempty"`
 }
 
 // Options configure a run of lessons.
@@ -160,6 +224,7 @@ func Run(ctx context.Context, l Lesson, o Options) (Outcome, error) {
 	began := time.Now()
 	out, err = l.run(ctx, r)
 	out.Lesson, out.Slug, out.Seconds, out.Reports, out.Commands = l.N, l.Slug, time.Since(began).Seconds(), r.reports, r.commands
+	out.Figures = append(out.Figures, r.figures...)
 	if err != nil {
 		return out, fmt.Errorf("lesson %d (%s): %w", l.N, l.Slug, err)
 	}
@@ -233,8 +298,12 @@ type runner struct {
 	lesson   Lesson
 	reports  []string
 	commands []string
+	figures  []Figure
 	n        int
 }
+
+// figure adds a chart to the lesson's outcome.
+func (r *runner) figure(f Figure) { r.figures = append(r.figures, f) }
 
 // load is an experiment's size: full, or the short one.
 type load struct{ requests, stock, concurrency int }

@@ -43,6 +43,11 @@ func TestCourseOrder(t *testing.T) {
 				t.Errorf("lesson %d has no %s", l.N, name)
 			}
 		}
+		// Where to look: a page of one of its reports, a section, in both
+		// languages.
+		if lk := l.Look; lk.Report < 1 || (lk.Page != BenchPage && lk.Page != ScenarioPage) || lk.Section == "" || strings.TrimSpace(lk.EN) == "" || strings.TrimSpace(lk.ZH) == "" {
+			t.Errorf("lesson %d says not where to look: %+v", l.N, lk)
+		}
 		if l.run == nil || l.Estimate <= 0 || l.Estimate > 60*time.Second && l.Longer == "" {
 			t.Errorf("lesson %d: no experiment, or an estimate (%s) past 60 s", l.N, l.Estimate)
 		}
@@ -131,8 +136,19 @@ func TestLessonsShort(t *testing.T) {
 					t.Errorf("repeat command %q: want bin/seckill ... --dir %s", c, dir)
 				}
 			}
-			if o.Verdict != Skipped && (o.Ours == "" || len(o.Commands) == 0 || len(o.Reports) == 0) {
-				t.Errorf("outcome without figures, command or report: %+v", o)
+			if o.Verdict != Skipped && (o.Ours == "" || len(o.Commands) == 0 || len(o.Reports) == 0 || len(o.Figures) == 0) {
+				t.Errorf("outcome without figures, command, report or chart: %+v", o)
+			}
+			if o.Verdict != Skipped {
+				// The page the lesson says to look at exists, and has the
+				// section it names (a bench report's heading).
+				where := l.Look.Where(o)
+				b, err := os.ReadFile(where)
+				if err != nil {
+					t.Errorf("where to look: %v", err)
+				} else if sec, _, _ := strings.Cut(l.Look.Section, ":"); l.Look.Page == BenchPage && !bytes.Contains(b, []byte("<h2>"+sec)) {
+					t.Errorf("where to look: %s has no section %q", where, l.Look.Section)
+				}
 			}
 		})
 	}
@@ -146,6 +162,26 @@ func TestLessonsShort(t *testing.T) {
 	}
 	if bytes.Contains(html, []byte("<script")) || bytes.Contains(html, []byte("http://")) || bytes.Count(html, []byte("<section")) != len(outs) {
 		t.Errorf("course.html: a script, an external reference, or not one section per lesson")
+	}
+	// Its charts, and a link to each lesson's report page that exists.
+	ran := 0
+	for _, o := range outs {
+		if o.Verdict == Skipped {
+			continue
+		}
+		ran++
+		for _, r := range o.Reports {
+			href := filepath.Base(r) + "/" + pageOf(r)
+			if !bytes.Contains(html, []byte(`href="`+href+`"`)) {
+				t.Errorf("course.html has no link to %s", href)
+			}
+			if _, err := os.Stat(filepath.Join(out, href)); err != nil {
+				t.Errorf("course.html links %s: %v", href, err)
+			}
+		}
+	}
+	if n := bytes.Count(html, []byte("<svg")); n < ran {
+		t.Errorf("course.html has %d charts for %d lessons run", n, ran)
 	}
 }
 
@@ -219,6 +255,28 @@ func TestLessonRestoresFleet(t *testing.T) {
 	for _, s := range got {
 		if s.Config != want {
 			t.Errorf("%s runs %+v after the lesson, want %+v as before it", s.Instance, s.Config, want)
+		}
+	}
+}
+
+// TestWords: a repeat command on course.html wraps between its words,
+// never between a flag and its value.
+func TestWords(t *testing.T) {
+	tests := []struct {
+		line string
+		want string
+	}{
+		{"bin/seckill bench --strategies none --requests 60 --dir .seckill", "[bin/seckill] [bench] [--strategies none] [--requests 60] [--dir .seckill]"},
+		{"bin/seckill bench --no-watchdog --no-lease-check --lock-ttl 100ms", "[bin/seckill] [bench] [--no-watchdog] [--no-lease-check] [--lock-ttl 100ms]"},
+		{"bin/seckill scenario run zk-session --repeat 3", "[bin/seckill] [scenario] [run] [zk-session] [--repeat 3]"},
+	}
+	for _, tc := range tests {
+		var got []string
+		for _, w := range words(tc.line) {
+			got = append(got, "["+strings.Join(w, " ")+"]")
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("words(%q) = %s, want %s", tc.line, g, tc.want)
 		}
 	}
 }

@@ -111,13 +111,16 @@ func ranking(ctx context.Context, r *runner) (Outcome, error) {
 			return 0
 		})
 		var order, parts []string
+		fig := Figure{Title: c.label + ": successful purchases per second", Unit: "ok/s"}
 		for _, s := range ss {
+			fig.Bars = append(fig.Bars, FigureBar{Label: s.Strategy, Value: s.OKPerSec.Median})
 			if s.Oversold.Max > 0 {
 				return Outcome{}, fmt.Errorf("%s: %s oversold %.0f: a defect, see %s", c.label, s.Strategy, s.Oversold.Max, o.OutDir)
 			}
 			order = append(order, s.Strategy)
 			parts = append(parts, fmt.Sprintf("%s %.0f", s.Strategy, s.OKPerSec.Median))
 		}
+		r.figure(fig)
 		orders = append(orders, order)
 		mark := "the seed's order does not hold"
 		if seedOrderHolds(order) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/seckill-lab/seckill/bench/chart"
 )
 
 // Course is a run of lessons: what `seckill lesson all` writes.
@@ -55,8 +57,21 @@ func WriteOutcome(w io.Writer, l Lesson, o Outcome) error {
 	for _, r := range o.Reports {
 		fmt.Fprintf(&b, "  report:      %s\n", r)
 	}
+	if o.Verdict != Skipped {
+		b.WriteString(lookText(l.Look, o))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// lookText is the "where to look" lines of the terminal: the page (its
+// path when the lesson wrote reports), the section, what to see there.
+func lookText(lk Look, o Outcome) string {
+	where := lk.Where(o)
+	if where == "" {
+		where = fmt.Sprintf("report %d's %s", lk.Report, lk.Page)
+	}
+	return fmt.Sprintf("  look at:     %s, %q\n               %s\n               %s\n", where, lk.Section, lk.EN, lk.ZH)
 }
 
 // WriteSummary prints one line per lesson run: the course at a glance.
@@ -100,7 +115,12 @@ func Write(dir string, c Course) error {
 			fmt.Fprintf(&md, "- repeat it: `%s`\n", cmd)
 		}
 		for _, r := range o.Reports {
-			fmt.Fprintf(&md, "- report: [%s](%s/)\n", filepath.Base(r), filepath.Base(r))
+			page := filepath.Base(r) + "/" + pageOf(r)
+			fmt.Fprintf(&md, "- report: [%s](%s)\n", page, page)
+		}
+		if lk := l.Look; o.Verdict != Skipped && lk.Where(o) != "" {
+			page := filepath.Base(filepath.Dir(lk.Where(o))) + "/" + lk.Page
+			fmt.Fprintf(&md, "- where to look: [%s](%s), “%s”: %s\n  %s\n", page, page, lk.Section, lk.EN, lk.ZH)
 		}
 		md.WriteString("\n")
 	}
@@ -116,50 +136,125 @@ func Write(dir string, c Course) error {
 	return nil
 }
 
+// pageOf is the page of a lesson's report directory: scenario.html for a
+// failure story, report.html for a bench.
+func pageOf(dir string) string {
+	if _, err := os.Stat(filepath.Join(dir, ScenarioPage)); err == nil {
+		return ScenarioPage
+	}
+	return BenchPage
+}
+
+type link struct{ Href, Text string }
+
 type lessonView struct {
 	Lesson
 	Outcome
-	Class   string
-	Reports []string
+	Class    string
+	Reports  []link
+	Look     *link // the page to look at; nil when the lesson wrote none
+	Commands []command
+	Charts   []template.HTML
+}
+
+// command is a repeat command cut into words that must stay on one line:
+// a flag with its value, so the page wraps it only between them.
+type command [][]string
+
+// words cuts a command line: each "--flag value" is one unit.
+func words(line string) command {
+	var out command
+	for _, f := range strings.Fields(line) {
+		if n := len(out); n > 0 && !strings.HasPrefix(f, "-") && len(out[n-1]) == 1 && strings.HasPrefix(out[n-1][0], "-") {
+			out[n-1] = append(out[n-1], f)
+			continue
+		}
+		out = append(out, []string{f})
+	}
+	return out
+}
+
+// svgChart draws a Figure with bench/chart, inline (no xmlns: the page
+// holds no URL).
+func svgChart(f Figure) template.HTML {
+	bars := make([]chart.Bar, len(f.Bars))
+	for i, b := range f.Bars {
+		bars[i] = chart.Bar{Label: b.Label, Value: b.Value, Flawed: b.Flawed}
+	}
+	s := string(chart.BarChart(f.Title, f.Unit, bars, f.RefLabel, f.Ref))
+	s = strings.Replace(s, ` xmlns="http://www.w3.org/2000/svg"`, "", 1)
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:]
+	}
+	return template.HTML(s) // chart escapes every text it writes
 }
 
 func view(c Course) map[string]any {
 	var ls []lessonView
+	verdicts := map[Verdict]int{}
 	for _, o := range c.Outcomes {
 		l, _ := Find(fmt.Sprint(o.Lesson))
-		class := map[Verdict]string{Reproduced: "ok", InKind: "kind", NotReproduced: "no", Skipped: "skip"}[o.Verdict]
-		var reps []string
+		verdicts[o.Verdict]++
+		v := lessonView{Lesson: l, Outcome: o, Class: verdictClass[o.Verdict]}
 		for _, r := range o.Reports {
-			reps = append(reps, filepath.Base(r))
+			href := filepath.Base(r) + "/" + pageOf(r)
+			v.Reports = append(v.Reports, link{href, href})
 		}
-		ls = append(ls, lessonView{Lesson: l, Outcome: o, Class: class, Reports: reps})
+		if where := l.Look.Where(o); where != "" && o.Verdict != Skipped {
+			href := filepath.Base(filepath.Dir(where)) + "/" + l.Look.Page
+			v.Look = &link{href, l.Look.Section}
+		}
+		for _, cmd := range o.Commands {
+			v.Commands = append(v.Commands, words(cmd))
+		}
+		for _, f := range o.Figures {
+			v.Charts = append(v.Charts, svgChart(f))
+		}
+		ls = append(ls, v)
 	}
-	return map[string]any{"Date": c.Date.Format("2006-01-02 15:04 MST"), "Wall": fmt.Sprintf("%.0f", c.WallS), "Short": c.Short, "Lessons": ls}
+	var counts []string
+	for _, vd := range []Verdict{Reproduced, InKind, NotReproduced, Skipped} {
+		if verdicts[vd] > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", verdicts[vd], vd))
+		}
+	}
+	return map[string]any{"Date": c.Date.Format("2006-01-02 15:04 MST"), "Wall": fmt.Sprintf("%.0f", c.WallS), "Short": c.Short, "Lessons": ls,
+		"Counts": strings.Join(counts, " · ")}
 }
 
+var verdictClass = map[Verdict]string{Reproduced: "ok", InKind: "kind", NotReproduced: "no", Skipped: "skip"}
+
 var page = template.Must(template.New("course").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>seckill: the course</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>seckill: the course</title>
 <style>
-body{font:16px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#1d232b;background:#f6f7f9}
-h1{font-size:26px;margin:0 0 4px} .sub{color:#5a6472;margin-bottom:18px}
+body{font:18px/1.45 system-ui,"Noto Sans CJK SC","WenQuanYi Micro Hei",sans-serif;margin:20px auto;max-width:1200px;padding:0 16px;color:#1d232b;background:#f6f7f9}
+h1{font-size:28px;margin:0 0 4px} .sub{color:#4a5462;margin-bottom:16px}
 table.sum{border-collapse:collapse;width:100%;margin-bottom:24px;background:#fff}
-table.sum td,table.sum th{border-bottom:1px solid #e3e6ea;padding:6px 8px;text-align:left;vertical-align:top;font-size:14px}
+table.sum td,table.sum th{border-bottom:1px solid #e3e6ea;padding:6px 8px;text-align:left;vertical-align:top;font-size:16px}
 .v{font-weight:600;white-space:nowrap;border-radius:4px;padding:1px 6px}
-.ok{background:#d9f2dd;color:#1e6b2a}.kind{background:#e6eefb;color:#1f4f96}.no{background:#fadada;color:#a11d1d}.skip{background:#ececec;color:#555}
+.ok{background:#d9f2dd;color:#1e6b2a}.kind{background:#e6eefb;color:#1f4f96}.no{background:#fadada;color:#a11d1d}.skip{background:#ececec;color:#4a4a4a}
 section{background:#fff;border:1px solid #e3e6ea;border-radius:8px;padding:14px 18px;margin:14px 0}
-section h2{font-size:19px;margin:0 0 6px} .zh{color:#3b4350} dl{display:grid;grid-template-columns:130px 1fr;gap:4px 12px;margin:10px 0 0}
-dt{color:#5a6472} dd{margin:0} code{background:#f0f2f5;padding:1px 4px;border-radius:3px;font-size:13px}
+section h2{font-size:22px;margin:0 0 6px} .zh{color:#333b47} dl{display:grid;grid-template-columns:150px minmax(0,1fr);gap:6px 12px;margin:10px 0 0}
+dt{color:#4a5462} dd{margin:0;min-width:0}
+.look{background:#fff7e0;border-left:5px solid #b57600;padding:8px 12px;margin:10px 0;border-radius:4px}
+.look b{display:block;margin-bottom:2px}
+code.cmd{display:block;background:#f0f2f5;padding:6px 8px;border-radius:4px;font-size:15px;white-space:normal;overflow-wrap:normal;word-break:normal}
+code.cmd span{white-space:nowrap}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:12px;margin-top:10px}
+.charts svg{width:100%;height:auto;display:block;border:1px solid #e3e6ea;border-radius:6px}
 </style></head><body>
 <h1>seckill: the course</h1>
-<div class="sub">{{.Date}} · {{.Wall}} s{{if .Short}} · short loads{{end}} · each verdict sets our figure beside the seed's</div>
-<table class="sum"><tr><th>#</th><th>lesson</th><th>seed figure</th><th>verdict</th></tr>
-{{range .Lessons}}<tr><td>{{.N}}</td><td><a href="#l{{.N}}">{{.TitleEN}}</a><br><span class="zh">{{.TitleZH}}</span></td><td>{{.SeedFigure}}</td><td><span class="v {{.Class}}">{{.Verdict}}</span></td></tr>
+<div class="sub">{{.Date}} · {{.Wall}} s{{if .Short}} · short loads{{end}} · {{.Counts}} · each verdict sets our figure beside the seed's</div>
+<table class="sum"><tr><th>#</th><th>lesson</th><th>seed figure</th><th>verdict</th><th>where to look</th></tr>
+{{range .Lessons}}<tr><td>{{.N}}</td><td><a href="#l{{.N}}">{{.TitleEN}}</a><br><span class="zh">{{.TitleZH}}</span></td><td>{{.SeedFigure}}</td><td><span class="v {{.Class}}">{{.Verdict}}</span></td><td>{{with .Look}}<a href="{{.Href}}">{{.Text}}</a>{{end}}</td></tr>
 {{end}}</table>
 {{range .Lessons}}<section id="l{{.N}}"><h2>{{.N}}. {{.TitleEN}} · <span class="zh">{{.TitleZH}}</span></h2>
 <p>{{.ShowsEN}}</p><p class="zh">{{.ShowsZH}}</p>
+{{if .Look}}<div class="look"><b>Where to look · 看哪里: <a href="{{.Look.Href}}">{{.Look.Href}}</a>, “{{.Lesson.Look.Section}}”</b>{{.Lesson.Look.EN}}<br><span class="zh">{{.Lesson.Look.ZH}}</span></div>{{end}}
+{{if .Charts}}<div class="charts">{{range .Charts}}{{.}}{{end}}</div>{{end}}
 <dl><dt>seed</dt><dd>{{.Seed}}</dd><dt>seed figure</dt><dd>{{.SeedFigure}}</dd><dt>ours</dt><dd>{{.Ours}}</dd>
 <dt>verdict</dt><dd><span class="v {{.Class}}">{{.Verdict}}</span>{{if .Why}} {{.Why}}{{end}}</dd>
-{{range .Commands}}<dt>repeat it</dt><dd><code>{{.}}</code></dd>{{end}}
-{{range .Reports}}<dt>report</dt><dd><a href="{{.}}/">{{.}}</a></dd>{{end}}</dl></section>
+{{range .Commands}}<dt>repeat it</dt><dd><code class="cmd">{{range $i, $w := .}}{{if $i}} {{end}}<span>{{range $j, $x := $w}}{{if $j}} {{end}}{{$x}}{{end}}</span>{{end}}</code></dd>{{end}}
+{{range .Reports}}<dt>report</dt><dd><a href="{{.Href}}">{{.Text}}</a></dd>{{end}}</dl></section>
 {{end}}</body></html>
 `))
