@@ -157,7 +157,11 @@ func (e Environment) Conditions() string {
 	if mode == ModeLock {
 		mode = "lock alone"
 	}
-	return fmt.Sprintf("round trip %s, durability %s, mode %s, %d instances, %d CPUs (%s)", rtt, e.Durability, mode, e.Instances, e.CPUs, e.Hostname)
+	insts := fmt.Sprintf("%d instances", e.Instances)
+	if e.Instances == 1 {
+		insts = "1 instance"
+	}
+	return fmt.Sprintf("round trip %s, durability %s, mode %s, %s, %d CPUs (%s)", rtt, e.Durability, mode, insts, e.CPUs, e.Hostname)
 }
 
 // Report is everything a bench produced (report.json).

@@ -22,12 +22,15 @@ import (
 
 // Snapshot is what the page draws, sent every poll.
 type Snapshot struct {
-	At      time.Time    `json:"at"`
-	GoodsID int64        `json:"goods_id"`
-	Stack   string       `json:"stack"`
-	Nginx   string       `json:"nginx"`
-	Proxy   bool         `json:"proxy"`
-	Audit   *stock.Audit `json:"audit"` // nil when no instance answered
+	At      time.Time `json:"at"`
+	GoodsID int64     `json:"goods_id"`
+	Stack   string    `json:"stack"`
+	Nginx   string    `json:"nginx"`
+	Proxy   bool      `json:"proxy"`
+	// Conditions are what the figures run under: the links' round trip
+	// and the servers' durability (`seckill up --rtt --durability`).
+	Conditions string       `json:"conditions"`
+	Audit      *stock.Audit `json:"audit"` // nil when no instance answered
 	// GoodsMissing: the instances answered that the goods does not exist.
 	GoodsMissing bool           `json:"goods_missing"`
 	SalesPerS    float64        `json:"sales_per_s"`
@@ -137,6 +140,7 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 		snap.Strategies = append(snap.Strategies, StrategyInfo{info.Name, info.Flawed, info.Tokens, info.Renews, info.Summary, linkOf(info)})
 	}
 	snap.Stack, snap.Nginx, snap.Proxy = st.Dir, st.NginxURL(), st.Proxy
+	snap.Conditions = st.ConditionsLine()
 	for _, c := range st.Components {
 		if c.Kind != stack.KindDashboard {
 			snap.Targets = append(snap.Targets, c.Name)

@@ -120,6 +120,10 @@ type Outcome struct {
 	// Figures are the measured figures the verdict rests on, for the
 	// course's charts: ours, against the seed's figure when it gave one.
 	Figures []Figure `json:"figures,omitempty"`
+	// Conditions is what the lesson's last bench ran under (round trip,
+	// durability, mode, instances, machine; bench.Environment.Conditions),
+	// "" when it ran none.
+	Conditions string `json:"conditions,omitempty"`
 }
 
 // Figure is one chart of a lesson: our bars, and a reference line (the
@@ -225,6 +229,9 @@ func Run(ctx context.Context, l Lesson, o Options) (Outcome, error) {
 	out, err = l.run(ctx, r)
 	out.Lesson, out.Slug, out.Seconds, out.Reports, out.Commands = l.N, l.Slug, time.Since(began).Seconds(), r.reports, r.commands
 	out.Figures = append(out.Figures, r.figures...)
+	if r.last != nil {
+		out.Conditions = r.last.Environment.Conditions()
+	}
 	if err != nil {
 		return out, fmt.Errorf("lesson %d (%s): %w", l.N, l.Slug, err)
 	}

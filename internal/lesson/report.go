@@ -51,6 +51,9 @@ func WriteOutcome(w io.Writer, l Lesson, o Outcome) error {
 	}
 	// The seed's figure was printed once, with the lesson (WriteLesson).
 	b.WriteString("\n")
+	if o.Conditions != "" {
+		fmt.Fprintf(&b, "  conditions:  %s\n", o.Conditions)
+	}
 	for _, c := range o.Commands {
 		fmt.Fprintf(&b, "  repeat it:   %s\n", c)
 	}

@@ -10,6 +10,7 @@ package stack
 // beside the same echo reached directly.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -208,4 +209,14 @@ func (s *State) RTTLine() string {
 		peers += ", and the members' links to one another: " + strings.Join(with, ", ") + " (no other)"
 	}
 	return fmt.Sprintf("%s: %.3f ms requested, %.3f ms measured through the proxy (%.3f ms direct) on every link: %s", name, s.RTT.RequestedMS, s.RTT.MeasuredMS, s.RTT.DirectMS, peers)
+}
+
+// ConditionsLine says in a few words what the stack's figures run under:
+// the links' round trip (as measured) and the servers' durability.
+func (s *State) ConditionsLine() string {
+	rtt := "round trip: loopback"
+	if s.rttOn() {
+		rtt = fmt.Sprintf("round trip %.2f ms (%s)", s.RTT.MeasuredMS, cmp.Or(s.RTT.Profile, "custom"))
+	}
+	return rtt + ", durability " + s.DurabilityLevel()
 }
