@@ -196,7 +196,7 @@ func TestProxy(t *testing.T) {
 	if _, err := Scale(ctx, dir, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkProxy(st.ProxyAddr(), 2*servers); err != nil {
+	if err := checkProxy(st.ProxyAddr(), 2*servers+probe); err != nil {
 		t.Error(err)
 	}
 
