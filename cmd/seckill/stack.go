@@ -51,7 +51,7 @@ func runUp(ctx context.Context, args []string) error {
 	strategy := newAliasFlag(fs, "strategy", "strategies", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+"), one of "+strings.Join(stock.StrategyNames(), ", "))
 	proxy := fs.Bool("proxy", false, "put the fault proxy (Toxiproxy) between the instances and the servers, for 'seckill fault partition|latency'")
 	rtt := fs.String("rtt", "loopback", "network round trip added on every link (instances to servers; in ha also the members' links to one another), through the fault proxy (turns --proxy on): "+
-		"a profile (loopback: none, zone: 0.2ms, cross-zone: 2ms, region: 30ms) or a duration such as 0.5ms; seckill status prints it as measured")
+		"a profile (loopback: none, zone: 0.2ms, cross-zone: 2ms, region: 30ms) or a duration such as 0.5ms; seckill status prints it as measured; on a running stack with the proxy it changes the round trip")
 	durability := fs.String("durability", server.DurabilityDefault, "what every server makes durable before it acknowledges a write: default (Redis without persistence, the others fsync each write), fsync (all fsync, Redis AOF appendfsync always), none (no fsync per write; the data of servers without a switch on tmpfs); seckill status says it server by server")
 	topology := fs.String("topology", stack.DefaultTopology, "single: one node per server; ha: also a Redis primary+replica under 3 Sentinels, and 3-member quorum groups for the other lock servers")
 	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port B; single: "+stack.PortHelp(stack.TopologySingle)+";\n"+

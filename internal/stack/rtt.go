@@ -161,7 +161,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // from the start or never).
 func SetRTT(ctx context.Context, st *State, profile string, d time.Duration) error {
 	if !st.Proxy {
-		return fmt.Errorf("%w: restart the stack with it (seckill down, then seckill up --rtt loopback or --proxy)", ErrNoProxy)
+		return errors.New("the round trip is added by the fault proxy, and this stack runs without it: seckill down, then seckill up --rtt PROFILE (or --proxy)")
 	}
 	if d < 0 {
 		return fmt.Errorf("rtt %s: a round trip cannot be negative", d)

@@ -100,6 +100,19 @@ func TestRTT(t *testing.T) {
 	if put < 2*rtt {
 		t.Errorf("etcd Put p50 %s in ha at rtt %s: want at least %s (the client's hop and a peer round trip)", put, rtt, 2*rtt)
 	}
+	// `up --rtt` on the running stack changes the round trip.
+	var notice strings.Builder
+	if _, err := Ensure(ctx, Options{Dir: dir, BasePort: base, Instances: 1, Topology: TopologyHA, RTT: 3 * time.Millisecond,
+		Binary: seckillBin, Out: io.Discard, Backends: []Backend{BackendRedis, BackendMySQL, Backend("etcd"), Backend("zookeeper")}}, &notice); err != nil {
+		t.Fatal(err)
+	}
+	if loaded, err := Load(dir); err != nil || loaded.RTT == nil || loaded.RTT.RequestedMS != 3 || loaded.RTT.MeasuredMS < 3 || !strings.Contains(notice.String(), "round trip now") {
+		t.Errorf("up --rtt 3ms on the running stack: state %+v (%v), notice %q; want 3 ms requested and measured", loaded.RTT, err, notice.String())
+	}
+	if err := SetRTT(ctx, st, "cross-zone", rtt); err != nil {
+		t.Fatal(err)
+	}
+
 	// A heal ends the faults, not the round trip.
 	if out, code := runSeckill(t, "fault", "--dir", dir, "heal"); code != 0 {
 		t.Fatalf("heal: exit %d: %s", code, out)

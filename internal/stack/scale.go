@@ -45,12 +45,22 @@ func Rescale(ctx context.Context, dir string, n int, notice io.Writer) (*State, 
 // Ensure is Up, except that a stack already running with another number
 // of instances than opts asks (opts.Instances, DefaultInstances when 0) is
 // re-scaled to it (Rescale, which says so on notice) instead of left as
-// it is. It returns ErrAlreadyRunning, with the state, only when nothing
-// changed.
+// it is, and one asked for a round trip (opts.RTT, opts.RTTProfile) gets
+// it on its links (SetRTT; an error without the proxy). It returns
+// ErrAlreadyRunning, with the state, only when nothing changed.
 func Ensure(ctx context.Context, opts Options, notice io.Writer) (*State, error) {
 	st, err := Up(ctx, opts)
 	if !errors.Is(err, ErrAlreadyRunning) {
 		return st, err
+	}
+	if opts.rtt() {
+		// `up --rtt` on a running stack changes its links' round trip
+		// (the proxy's), or says why it cannot.
+		if err := SetRTT(ctx, st, opts.RTTProfile, opts.RTT); err != nil {
+			return st, fmt.Errorf("the stack in %s is running: --rtt: %w", st.Dir, err)
+		}
+		fmt.Fprintf(notice, "round trip now %s\n", st.RTTLine())
+		err = nil // something changed
 	}
 	want := opts.Instances
 	if want == 0 {
