@@ -39,6 +39,33 @@ type RTTPoint struct {
 	Profile string
 	RTT     time.Duration
 	Mode    string
+	// Batch is the point's batch size (Options.Batch; 1 is off); 0
+	// keeps o's.
+	Batch int
+}
+
+// CrossBatches returns every point at each batch size, size by size.
+func CrossBatches(points []RTTPoint, batches []int) []RTTPoint {
+	if len(batches) == 0 {
+		return points
+	}
+	var out []RTTPoint
+	for _, b := range batches {
+		for _, p := range points {
+			p.Batch = b
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// distinct counts the distinct values of vs.
+func distinct[T comparable](vs []T) int {
+	seen := map[T]bool{}
+	for _, v := range vs {
+		seen[v] = true
+	}
+	return len(seen)
 }
 
 // CrossModes returns every point under each mode, mode by mode.
@@ -63,13 +90,15 @@ type RTTSweep struct {
 	// Points are the round trips as asked and measured, Modes each
 	// point's mode; Dirs the points' report directories, relative to the
 	// sweep's.
-	Points []RTT       `json:"points"`
-	Modes  []string    `json:"modes"`
-	Dirs   []string    `json:"dirs"`
-	Series []RTTSeries `json:"series"`
-	Runs   int         `json:"runs_per_point"`
-	WallS  float64     `json:"wall_s"`
-	Notes  []string    `json:"notes,omitempty"`
+	Points []RTT    `json:"points"`
+	Modes  []string `json:"modes"`
+	// Batches are each point's batch size (1: off).
+	Batches []int       `json:"batches"`
+	Dirs    []string    `json:"dirs"`
+	Series  []RTTSeries `json:"series"`
+	Runs    int         `json:"runs_per_point"`
+	WallS   float64     `json:"wall_s"`
+	Notes   []string    `json:"notes,omitempty"`
 	// point are the points' reports (in their own directories, not in
 	// the sweep's JSON).
 	point []*Report
@@ -83,6 +112,7 @@ type RTTSeries struct {
 	ExpectedCorrect bool    `json:"expected_correct"`
 	OKPerSec        []*Stat `json:"ok_per_s"`
 	P50MS           []*Stat `json:"p50_ms"`
+	P99MS           []*Stat `json:"p99_ms"`
 	Oversold        []*Stat `json:"oversold"`
 }
 
@@ -135,6 +165,12 @@ func RunRTTSweep(ctx context.Context, o Options, points []RTTPoint, set RTTSette
 		po := o
 		po.Fleet = fleet
 		po.Mode = cmp.Or(p.Mode, mode, ModePurchase)
+		if p.Batch > 0 {
+			po.Batch = p.Batch
+			if p.Batch == 1 {
+				po.Batch = 0 // one purchase per hold: batching off
+			}
+		}
 		if po.Mode == ModeLock {
 			// The strategies that deduct in the database sit the
 			// lock-alone points out.
@@ -150,6 +186,7 @@ func RunRTTSweep(ctx context.Context, o Options, points []RTTPoint, set RTTSette
 			return nil, fmt.Errorf("round trip %s, mode %s: %w", p.RTT, po.Mode, err)
 		}
 		sw.Points, sw.Modes, sw.Dirs, sw.point = append(sw.Points, fleet.RTT), append(sw.Modes, po.Mode), append(sw.Dirs, dir), append(sw.point, rep)
+		sw.Batches = append(sw.Batches, max(po.Batch, 1))
 		sw.Environment = rep.Environment
 	}
 	sw.Environment.RTT, sw.Environment.Mode = RTT{}, "" // per point
@@ -172,10 +209,10 @@ func rttSeries(reps []*Report) []RTTSeries {
 				i = len(out)
 				index[s.Name] = i
 				out = append(out, RTTSeries{Label: s.Name, ExpectedCorrect: true,
-					OKPerSec: make([]*Stat, len(reps)), P50MS: make([]*Stat, len(reps)), Oversold: make([]*Stat, len(reps))})
+					OKPerSec: make([]*Stat, len(reps)), P50MS: make([]*Stat, len(reps)), P99MS: make([]*Stat, len(reps)), Oversold: make([]*Stat, len(reps))})
 			}
-			okps, p50, over := s.OKPerSec, s.P50MS, s.Oversold
-			out[i].OKPerSec[p], out[i].P50MS[p], out[i].Oversold[p] = &okps, &p50, &over
+			okps, p50, p99, over := s.OKPerSec, s.P50MS, s.P99MS, s.Oversold
+			out[i].OKPerSec[p], out[i].P50MS[p], out[i].P99MS[p], out[i].Oversold[p] = &okps, &p50, &p99, &over
 			out[i].ExpectedCorrect = out[i].ExpectedCorrect && s.ExpectedCorrect
 		}
 	}
@@ -190,8 +227,11 @@ func (sw *RTTSweep) rttHeader(i int) string {
 	if r.Profile != "" {
 		h = r.Profile + " " + h
 	}
-	if len(slices.Compact(slices.Clone(sw.Modes))) > 1 {
+	if distinct(sw.Modes) > 1 {
 		h += map[string]string{ModeLock: ", lock alone", ModePurchase: ", purchase"}[sw.Modes[i]]
+	}
+	if distinct(sw.Batches) > 1 {
+		h += fmt.Sprintf(", batch %d", sw.Batches[i])
 	}
 	return h
 }
@@ -200,6 +240,9 @@ func (sw *RTTSweep) rttHeader(i int) string {
 func (sw *RTTSweep) view() view {
 	e := sw.Environment
 	v := view{Title: "seckill bench: throughput by network round trip"}
+	if distinct(sw.Batches) > 1 {
+		v.Title = "seckill bench: throughput by batch size and round trip"
+	}
 	v.Facts = append(v.Facts,
 		fact{"date", sw.Date.Format("2006-01-02 15:04:05 MST")},
 		fact{"command", sw.CommandLine},
@@ -212,8 +255,13 @@ func (sw *RTTSweep) view() view {
 	for i := range sw.Points {
 		header = append(header, sw.rttHeader(i))
 	}
-	okt := table{Title: "Successful purchases per second by round trip (median)", Header: header}
-	p50t := table{Title: "p50 latency (ms) by round trip (median)", Header: header}
+	by := "round trip"
+	if distinct(sw.Batches) > 1 {
+		by = "round trip and batch size"
+	}
+	okt := table{Title: "Successful purchases per second by " + by + " (median)", Header: header}
+	p50t := table{Title: "p50 latency (ms) by " + by + " (median)", Header: header}
+	p99t := table{Title: "p99 latency (ms) by " + by + " (median)", Header: header}
 	cell := func(st *Stat, format string) string {
 		if st == nil {
 			return "-"
@@ -221,18 +269,20 @@ func (sw *RTTSweep) view() view {
 		return fmtStat(*st, sw.Runs, format)
 	}
 	for _, s := range sw.Series {
-		okRow, p50Row := []string{s.Label}, []string{s.Label}
+		okRow, p50Row, p99Row := []string{s.Label}, []string{s.Label}, []string{s.Label}
 		bad := false
 		for i := range sw.Points {
 			okRow = append(okRow, cell(s.OKPerSec[i], "%.0f"))
 			p50Row = append(p50Row, cell(s.P50MS[i], "%.1f"))
+			p99Row = append(p99Row, cell(s.P99MS[i], "%.1f"))
 			bad = bad || s.Oversold[i] != nil && s.Oversold[i].Max > 0
 		}
 		okt.Rows, okt.Bad = append(okt.Rows, okRow), append(okt.Bad, bad)
 		p50t.Rows, p50t.Bad = append(p50t.Rows, p50Row), append(p50t.Bad, bad)
+		p99t.Rows, p99t.Bad = append(p99t.Rows, p99Row), append(p99t.Bad, bad)
 	}
 	v.Main = okt
-	v.Tables = []table{p50t}
+	v.Tables = []table{p50t, p99t}
 	v.Notes = append(slices.Clone(sw.Notes), "Red rows oversold at some point. Each point's full report (invariants, race, latency) is in its directory: "+strings.Join(sw.Dirs, ", ")+".")
 	return v
 }
@@ -240,38 +290,67 @@ func (sw *RTTSweep) view() view {
 // charts are the sweep's two line charts over the measured round trip (log
 // scale): throughput and p50, one line per strategy.
 func (sw *RTTSweep) charts() []chartSVG {
-	modes := slices.Compact(slices.Clone(sw.Modes))
-	slices.Sort(modes)
-	modes = slices.Compact(modes)
-	var okLines, p50Lines []chart.Line
-	for _, m := range modes {
-		for _, s := range sw.Series {
-			label := s.Label
-			if len(modes) > 1 {
-				label += map[string]string{ModeLock: " · lock alone", ModePurchase: " · purchase"}[m]
+	// Over the batch size when the sweep varies it (one line per strategy
+	// and round trip), else over the measured round trip (one line per
+	// strategy and mode).
+	byBatch := distinct(sw.Batches) > 1
+	x := func(i int) float64 { return sw.Points[i].MeasuredMS }
+	group := func(i int) string {
+		if distinct(sw.Modes) > 1 {
+			return map[string]string{ModeLock: " · lock alone", ModePurchase: " · purchase"}[sw.Modes[i]]
+		}
+		return ""
+	}
+	xLabel, what := "measured round trip, ms (log scale)", "round trip"
+	if byBatch {
+		x = func(i int) float64 { return float64(sw.Batches[i]) }
+		group = func(i int) string {
+			g := " · " + cmp.Or(sw.Points[i].Profile, fmt.Sprintf("%.1f ms", sw.Points[i].RequestedMS))
+			if distinct(sw.Modes) > 1 {
+				g += map[string]string{ModeLock: ", lock alone", ModePurchase: ""}[sw.Modes[i]]
 			}
-			okl := chart.Line{Label: label, Flawed: !s.ExpectedCorrect, Points: true}
-			p50l := okl
-			for i, p := range sw.Points {
-				if sw.Modes[i] != m {
+			return g
+		}
+		xLabel, what = "batch size (log scale)", "batch size"
+	}
+	var groups []string
+	for i := range sw.Points {
+		if g := group(i); !slices.Contains(groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	var okLines, p50Lines, p99Lines []chart.Line
+	for _, g := range groups {
+		for _, s := range sw.Series {
+			okl := chart.Line{Label: s.Label + g, Flawed: !s.ExpectedCorrect, Points: true}
+			p50l, p99l := okl, okl
+			for i := range sw.Points {
+				if group(i) != g {
 					continue
 				}
 				if st := s.OKPerSec[i]; st != nil {
-					okl.X, okl.Y = append(okl.X, p.MeasuredMS), append(okl.Y, st.Median)
+					okl.X, okl.Y = append(okl.X, x(i)), append(okl.Y, st.Median)
 				}
 				if st := s.P50MS[i]; st != nil {
-					p50l.X, p50l.Y = append(p50l.X, p.MeasuredMS), append(p50l.Y, st.Median)
+					p50l.X, p50l.Y = append(p50l.X, x(i)), append(p50l.Y, st.Median)
+				}
+				if st := s.P99MS[i]; st != nil {
+					p99l.X, p99l.Y = append(p99l.X, x(i)), append(p99l.Y, st.Median)
 				}
 			}
 			if len(okl.X) > 0 {
-				okLines, p50Lines = append(okLines, okl), append(p50Lines, p50l)
+				okLines, p50Lines, p99Lines = append(okLines, okl), append(p50Lines, p50l), append(p99Lines, p99l)
 			}
 		}
 	}
-	return []chartSVG{
-		{"RTT throughput", inlineSVG(chart.LineChart("Successful purchases per second by round trip (median)", "measured round trip, ms (log scale)", "ok/s", okLines, true))},
-		{"RTT p50", inlineSVG(chart.LineChart("p50 latency by round trip (median)", "measured round trip, ms (log scale)", "p50 latency, ms", p50Lines, true))},
+	out := []chartSVG{
+		{"RTT throughput", inlineSVG(chart.LineChart("Successful purchases per second by "+what+" (median)", xLabel, "ok/s", okLines, true))},
+		{"RTT p50", inlineSVG(chart.LineChart("p50 latency by "+what+" (median)", xLabel, "p50 latency, ms", p50Lines, true))},
 	}
+	if byBatch {
+		out = append(out, chartSVG{"RTT p99", inlineSVG(chart.LineChart("p99 latency by "+what+" (median)", xLabel, "p99 latency, ms", p99Lines, true))})
+	}
+	return out
 }
 
 var rttSweepTmpl = template.Must(template.New("rtt").Parse(`<!DOCTYPE html>

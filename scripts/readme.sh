@@ -7,7 +7,8 @@
 #   lessons  the course's verdicts: seckill lesson all
 #   perf     scripts/perf.sh (also `make perf` alone)
 #   rtt      a sweep over round trips on a stack of its own with the proxy
-#            (RTT_DIR, base port RTT_PORT): seckill bench --sweep-rtt
+#            (RTT_DIR, base port RTT_PORT): seckill bench --sweep-rtt; and
+#            on the same stack the batch sizes (--sweep-batch, block batch)
 # The strategy table comes from the registry (seckill strategies --markdown)
 # and a test fails when it differs. Takes about 20 minutes on 2 cores; run
 # it on an otherwise idle machine.
@@ -63,7 +64,18 @@ for part in $ONLY; do
 		began=$(date +%s)
 		$sweep --out "$OUT/rtt" > "$OUT/rtt.txt" || true
 		wall=$(( $(date +%s) - began ))
+		# Batching where it pays: redis at batch 1, 8, 32, loopback and cross-zone.
+		batch="$BIN bench --dir $RTT_DIR --strategies redis --requests 1000 --stock 2000 --concurrency 200 --sweep-rtt loopback,cross-zone --sweep-batch 1,8,32"
+		began=$(date +%s)
+		$batch --out "$OUT/batch" > "$OUT/batch.txt" || true
+		bwall=$(( $(date +%s) - began ))
 		"$BIN" down --dir "$RTT_DIR" > /dev/null
+		{
+			echo "Printed by \`$batch\` on the same stack (\`make readme\`, $(date -u +%Y-%m-%d), $(nproc) CPUs, $bwall s; 200 clients, one run per point; the sweep in \`$OUT/batch/\`):"
+			echo
+			grep -v '^- command:' "$OUT/batch.txt" | sed -e 's/^## /#### /' -e 's/^# /### /'
+		} > "$OUT/batch.md"
+		scripts/readme-block.sh batch "$OUT/batch.md"
 		{
 			echo "Printed by \`$sweep\` on a stack started with \`$up\` (\`make readme\`, $(date -u +%Y-%m-%d), $(nproc) CPUs, $wall s; 50 clients, one run per point; the sweep in \`$OUT/rtt/\`):"
 			echo

@@ -37,6 +37,7 @@ func runBench(ctx context.Context, args []string) error {
 	noQueue := fs.Bool("no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
 	mode := fs.String("mode", bench.ModePurchase, "what a purchase's critical section does: purchase (the database transaction: ranks whole purchases) or lock (a Redis counter on a direct link: ranks the locks alone, as the seeds do; the locks and none run); both (with --sweep-rtt) runs every round trip in each mode")
 	sweepRTT := fs.String("sweep-rtt", "", "run the bench at each of these network round trips on the stack's links, e.g. 0,0.2,2 (ms) or loopback,zone,cross-zone (2 to 10; needs a stack with the proxy: seckill up --rtt loopback); writes rtt-sweep.html with throughput and p50 against the measured round trip, each point's report in rtt-N/, and puts the stack's round trip back after")
+	sweepBatch := fs.String("sweep-batch", "", "with --sweep-rtt: run each round trip at each of these batch sizes, e.g. 1,8,32 (1: off; the strategies that batch only); the sweep charts ok/s, p50 and p99 against the batch size")
 	sweep := fs.String("sweep", "", "run each strategy at each of these client counts, e.g. 1,10,50,200 (at most 10; replaces --concurrency); the report adds throughput and p99 by clients and the locks' scaling ratio")
 	compareQueue := fs.Bool("compare-queue", false, "run each distributed lock ("+strings.Join(bench.Queued(), ", ")+") with and without the local queue, the second as \"NAME (no queue)\"")
 	warmup := fs.Int("warmup", bench.DefaultWarmup, "purchases fired, uncounted, on a separate goods before each strategy's first run; 0 = no warm-up")
@@ -239,8 +240,21 @@ func runBench(ctx context.Context, args []string) error {
 		return exitError{code: 2, msg: fmt.Sprintf("bench: --mode %q: want purchase, lock or both (with --sweep-rtt)", *mode)}
 	}
 	o.Mode = modes[0]
+	var batches []int
+	if *sweepBatch != "" {
+		if *sweepRTT == "" {
+			return exitError{code: 2, msg: "bench: --sweep-batch runs within a sweep: add --sweep-rtt (one round trip will do, e.g. --sweep-rtt cross-zone)"}
+		}
+		for _, f := range strings.Split(*sweepBatch, ",") {
+			b, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || b < 1 || b > bench.MaxBatch {
+				return exitError{code: 2, msg: fmt.Sprintf("bench: --sweep-batch %q: want batch sizes from 1 (off) to %d, e.g. 1,8,32", *sweepBatch, bench.MaxBatch)}
+			}
+			batches = append(batches, b)
+		}
+	}
 	if *sweepRTT != "" {
-		return runRTTSweep(ctx, o, *sweepRTT, modes, *dir, *target != "", *adminToken)
+		return runRTTSweep(ctx, o, *sweepRTT, modes, batches, *dir, *target != "", *adminToken)
 	}
 	rep, err := bench.Run(ctx, o)
 	if rep == nil && *out == "" {
@@ -269,12 +283,15 @@ func fleetOf(st *stack.State) bench.Fleet {
 
 // runRTTSweep maps --sweep-rtt to bench.RunRTTSweep on the local stack,
 // and puts the stack's round trip back as it was.
-func runRTTSweep(ctx context.Context, o bench.Options, list string, modes []string, dir string, remote bool, adminToken string) error {
+func runRTTSweep(ctx context.Context, o bench.Options, list string, modes []string, batches []int, dir string, remote bool, adminToken string) error {
 	points, err := bench.ParseRTTSweep(list, netfault.ParseRTT)
 	if err != nil {
 		return exitError{code: 2, msg: "bench: " + err.Error()}
 	}
-	points = bench.CrossModes(points, modes)
+	points = bench.CrossBatches(bench.CrossModes(points, modes), batches)
+	if len(points) > 4*bench.MaxSweepPoints {
+		return exitError{code: 2, msg: fmt.Sprintf("bench: %d conditions (round trips x modes x batch sizes): at most %d", len(points), 4*bench.MaxSweepPoints)}
+	}
 	var set bench.RTTSetter
 	if !remote {
 		st, err := stack.Load(dir)
