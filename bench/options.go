@@ -208,10 +208,11 @@ const (
 func Modes() []string { return []string{ModePurchase, ModeLock} }
 
 // lockAlone reports whether strategy s runs in ModeLock: the read-modify-
-// write, unprotected or under a lock that releases after its commit.
+// write, unprotected or under a lock that releases after its commit (the
+// locks that can batch).
 func lockAlone(s string) bool {
 	info, ok := stock.Lookup(s)
-	return ok && (info.Kind == stock.KindUnprotected || info.Kind == stock.KindLocker && !info.ReleaseBeforeCommit)
+	return ok && (info.Kind == stock.KindUnprotected || info.Batches())
 }
 
 // ErrInvalidOptions wraps every option validation error.

@@ -44,15 +44,26 @@ type RTTPoint struct {
 	Batch int
 }
 
-// CrossBatches returns every point at each batch size, size by size.
+// CrossBatches returns every point at each batch size, size by size (the
+// points as they are without any).
 func CrossBatches(points []RTTPoint, batches []int) []RTTPoint {
 	if len(batches) == 0 {
 		return points
 	}
+	return cross(points, batches, func(p *RTTPoint, b int) { p.Batch = b })
+}
+
+// CrossModes returns every point under each mode, mode by mode.
+func CrossModes(points []RTTPoint, modes []string) []RTTPoint {
+	return cross(points, modes, func(p *RTTPoint, m string) { p.Mode = m })
+}
+
+// cross returns the points once per value, set on each copy.
+func cross[V any](points []RTTPoint, vs []V, set func(*RTTPoint, V)) []RTTPoint {
 	var out []RTTPoint
-	for _, b := range batches {
+	for _, v := range vs {
 		for _, p := range points {
-			p.Batch = b
+			set(&p, v)
 			out = append(out, p)
 		}
 	}
@@ -66,18 +77,6 @@ func distinct[T comparable](vs []T) int {
 		seen[v] = true
 	}
 	return len(seen)
-}
-
-// CrossModes returns every point under each mode, mode by mode.
-func CrossModes(points []RTTPoint, modes []string) []RTTPoint {
-	var out []RTTPoint
-	for _, m := range modes {
-		for _, p := range points {
-			p.Mode = m
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // RTTSweep is a sweep over round trips (RunRTTSweep): the same bench at

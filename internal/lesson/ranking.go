@@ -10,6 +10,7 @@ package lesson
 // it is.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -101,15 +102,7 @@ func ranking(ctx context.Context, r *runner) (Outcome, error) {
 		}
 		r.last, r.lastDir = rep, o.OutDir
 		ss := slices.Clone(rep.Summary)
-		slices.SortStableFunc(ss, func(a, b bench.Summary) int {
-			switch {
-			case a.OKPerSec.Median > b.OKPerSec.Median:
-				return -1
-			case a.OKPerSec.Median < b.OKPerSec.Median:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(ss, func(a, b bench.Summary) int { return cmp.Compare(b.OKPerSec.Median, a.OKPerSec.Median) })
 		var order, parts []string
 		fig := Figure{Title: c.label + ": successful purchases per second", Unit: "ok/s"}
 		for _, s := range ss {

@@ -69,13 +69,20 @@ func rttProxies(st *State) []toxiproxy.Proxy {
 	if !st.peered() {
 		return out
 	}
+	for _, p := range peerPorts(st.BasePort, st.Has) {
+		out = append(out, toxiproxy.Proxy{Name: "peer." + strings.ReplaceAll(p.Name, " ", "-"),
+			Listen: addr(p.Port + peerShift), Upstream: addr(p.Port), Enabled: true})
+	}
+	return out
+}
+
+// peerPorts are the members' peer ports (server.Spec.Peers) of the ha
+// servers the stack runs (has).
+func peerPorts(base int, has func(Backend) bool) []server.PortUse {
+	var out []server.PortUse
 	for _, sp := range server.All {
-		if sp.Peers == nil || !st.Has(sp.Group) {
-			continue
-		}
-		for _, p := range sp.Peers(st.BasePort) {
-			out = append(out, toxiproxy.Proxy{Name: "peer." + strings.ReplaceAll(p.Name, " ", "-"),
-				Listen: addr(p.Port + peerShift), Upstream: addr(p.Port), Enabled: true})
+		if sp.Peers != nil && has(sp.Group) {
+			out = append(out, sp.Peers(base)...)
 		}
 	}
 	return out
@@ -87,13 +94,9 @@ func rttPorts(topology string, base int, backends []Backend) []portUse {
 	if topology != TopologyHA {
 		return ps
 	}
-	for _, sp := range server.All {
-		if sp.Peers == nil || len(backends) > 0 && !slices.Contains(backends, sp.Group) {
-			continue
-		}
-		for _, p := range sp.Peers(base) {
-			ps = append(ps, portUse{p.Port + peerShift, "proxy to " + p.Name})
-		}
+	runs := func(b Backend) bool { return len(backends) == 0 || slices.Contains(backends, b) }
+	for _, p := range peerPorts(base, runs) {
+		ps = append(ps, portUse{p.Port + peerShift, "proxy to " + p.Name})
 	}
 	return ps
 }
@@ -192,19 +195,12 @@ func (s *State) RTTLine() string {
 	if s.RTT == nil {
 		return "none (loopback: the links add nothing; seckill up --rtt " + strings.Join(netfault.ProfileNames(), "|") + "|DURATION)"
 	}
-	name := s.RTT.Profile
-	if name == "" {
-		name = "custom"
-	}
+	name := cmp.Or(s.RTT.Profile, "custom")
 	peers := "instances to servers"
 	if s.peered() {
 		var with []string
-		for _, sp := range server.All {
-			if sp.Peers != nil && s.Has(sp.Group) {
-				for _, p := range sp.Peers(s.BasePort) {
-					with = append(with, p.Name)
-				}
-			}
+		for _, p := range peerPorts(s.BasePort, s.Has) {
+			with = append(with, p.Name)
 		}
 		peers += ", and the members' links to one another: " + strings.Join(with, ", ") + " (no other)"
 	}
