@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/seckill-lab/seckill/internal/api"
@@ -76,7 +75,8 @@ func (a *admin) costCounts(ctx context.Context, instances []string) (cost.Snapsh
 // level (internal/server's Spec.Fsyncs); an unknown level is taken as
 // the default.
 func fsyncServers(level string) map[cost.Server]bool {
-	if _, err := server.ValidDurability(level); err != nil || level == "" {
+	level, err := server.ValidDurability(level)
+	if err != nil {
 		level = server.DurabilityDefault
 	}
 	out := map[cost.Server]bool{}
@@ -118,8 +118,9 @@ func measureCostConditions(ctx context.Context, f Fleet) CostConditions {
 		level = server.DurabilityDefault + " (assumed: the fleet did not say)"
 	}
 	c := CostConditions{Durability: level}
+	fsyncs := fsyncServers(f.Durability)
 	for _, s := range cost.Servers() {
-		if fsyncServers(f.Durability)[s] {
+		if fsyncs[s] {
 			c.FsyncServers = append(c.FsyncServers, s)
 		}
 	}
@@ -286,5 +287,5 @@ func serverFigures(m map[cost.Server]float64) string {
 	if len(parts) == 0 {
 		return "0"
 	}
-	return strings.Join(slices.Clip(parts), " + ")
+	return strings.Join(parts, " + ")
 }

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/lockimpl"
 )
 
@@ -199,12 +198,8 @@ func (s *Service) leadBatch(a *active, k batchKey) {
 	gtr := trace{events: s.opts.Events, instance: s.opts.Instance, strategy: cfg.Name, purchase: leader, key: k.key, batch: leader, group: group}
 	head.tr.batch = leader
 	group.add(head.tr)
-	actx := cost.WithPhase(context.WithoutCancel(head.ctx), cost.Acquire)
-	lease, err := s.acquire(actx, a, k.key, gtr)
+	lease, err := s.acquire(context.WithoutCancel(head.ctx), a, k.key, gtr)
 	items := s.batches.drain(k, cfg.Batch)
-	if err == nil {
-		cost.Acquired(actx)
-	}
 	if err != nil {
 		for _, it := range items {
 			it.msg <- batchMsg{res: Result{Order: it.d.Order}, err: err}
@@ -222,12 +217,12 @@ func (s *Service) leadBatch(a *active, k batchKey) {
 	}
 	// The release does not hold up the answers (as in runTraced); it
 	// follows the commit.
-	defer s.bg.Go(func() { s.release(cost.WithPhase(context.Background(), cost.Release), cfg, lease, held, gtr) })
+	defer s.bg.Go(func() { s.release(context.Background(), cfg, lease, held, gtr) })
 	if len(items) == 0 {
 		return
 	}
 	// The batch runs while any of its purchases still waits for it.
-	ctx, cancel := context.WithCancel(cost.WithPhase(context.WithoutCancel(items[0].ctx), cost.Held))
+	ctx, cancel := context.WithCancel(context.WithoutCancel(items[0].ctx)) // held: from deduct
 	defer cancel()
 	var waiting atomic.Int64
 	waiting.Store(int64(len(items)))

@@ -28,7 +28,7 @@ func (s *Service) protected(ctx context.Context, a *active, d Deduction) (Result
 func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trace) (Result, error) {
 	st, cfg, key := s.opts.Store, a.cfg, tr.key
 	if a.locker == nil { // KindUnprotected
-		res, err := st.ReadModifyWrite(cost.WithPhase(ctx, cost.Held), d, nil)
+		res, err := st.ReadModifyWrite(ctx, d, nil)
 		tr.outcome(err)
 		return res, err
 	}
@@ -37,32 +37,27 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 		// taken inside the transaction and released after the stock write
 		// but before the order insert and COMMIT, so the next holder can
 		// read the stock before this write is visible.
-		res, err := st.ReadModifyWrite(cost.WithPhase(ctx, cost.Held), d, func(ctx context.Context) (func(), error) {
+		res, err := st.ReadModifyWrite(ctx, d, func(ctx context.Context) (func(), error) {
 			tr.emit(EventRequested, nil)
-			actx := cost.WithPhase(ctx, cost.Acquire)
-			lease, err := s.acquire(actx, a, key, tr)
+			lease, err := s.acquire(ctx, a, key, tr)
 			if err != nil {
 				return nil, err
 			}
-			cost.Acquired(actx)
 			held := time.Now()
-			return func() { s.release(cost.WithPhase(ctx, cost.Release), cfg, lease, held, tr) }, nil
+			return func() { s.release(ctx, cfg, lease, held, tr) }, nil
 		})
 		tr.outcome(err)
 		return res, err
 	}
 	tr.emit(EventRequested, nil)
-	actx := cost.WithPhase(ctx, cost.Acquire)
-	lease, err := s.acquire(actx, a, key, tr)
+	lease, err := s.acquire(ctx, a, key, tr)
 	if err != nil {
 		return Result{}, err
 	}
-	cost.Acquired(actx)
 	// The release does not hold up the answer: the order is committed (or
 	// not) by then, and a stalled backend must not delay the reply.
 	held := time.Now()
-	rctx := cost.WithPhase(ctx, cost.Release)
-	defer s.bg.Go(func() { s.release(rctx, cfg, lease, held, tr) })
+	defer s.bg.Go(func() { s.release(ctx, cfg, lease, held, tr) })
 	if cfg.Fencing {
 		d.Fence = lease.Token
 		d.Order.FenceToken = lease.Token
@@ -75,7 +70,7 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 			return nil
 		}
 	}
-	res, err := st.ReadModifyWrite(cost.WithPhase(ctx, cost.Held), d, nil)
+	res, err := st.ReadModifyWrite(ctx, d, nil)
 	tr.outcome(err) // before the deferred release: the commit came first
 	return res, err
 }
@@ -86,6 +81,7 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 // ErrLockTimeout. While the lock is held, a loss the backend reports is
 // recorded as an event.
 func (s *Service) acquire(ctx context.Context, a *active, key string, tr trace) (*lockimpl.Lease, error) {
+	ctx = cost.WithPhase(ctx, cost.Acquire) // the round trips counted as the wait's
 	cfg := a.cfg
 	lctx, cancel := context.WithTimeout(ctx, cfg.LockWait)
 	defer cancel()
@@ -95,6 +91,7 @@ func (s *Service) acquire(ctx context.Context, a *active, key string, tr trace) 
 		s.opts.Observer.LockWait(cfg.Name, time.Since(start))
 	}
 	if err == nil {
+		cost.Acquired(ctx)
 		tr.emit(EventAcquired, func(ev *Event) { ev.Token, ev.WaitedNS = lease.Token, time.Since(start).Nanoseconds() })
 		if tr.events != nil {
 			s.bg.Go(func() {
@@ -169,6 +166,7 @@ const pingBudget = 500 * time.Millisecond
 const releaseTimeout = 3 * time.Second
 
 func (s *Service) release(ctx context.Context, cfg Config, lease *lockimpl.Lease, held time.Time, tr trace) {
+	ctx = cost.WithPhase(ctx, cost.Release)
 	if s.opts.Observer != nil {
 		s.opts.Observer.LockHold(cfg.Name, time.Since(held))
 	}

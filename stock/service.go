@@ -218,8 +218,11 @@ func (s *Service) deduct(ctx context.Context, r PurchaseRequest) (Result, error)
 		Order:     Order{GoodsID: r.GoodsID, Qty: r.Qty, UserID: r.UserID, RequestID: r.RequestID, Instance: s.opts.Instance, Strategy: a.cfg.Name},
 		WorkDelay: a.cfg.WorkDelay,
 	}
+	// What the deduction sends is the held phase's, but for the lock's
+	// own acquire and release (which mark theirs).
+	ctx = cost.WithPhase(ctx, cost.Held)
 	if own := ownDeduction[a.cfg.Name]; own != nil {
-		return own(s, cost.WithPhase(ctx, cost.Held), a.cfg, d)
+		return own(s, ctx, a.cfg, d)
 	}
 	return s.protected(ctx, a, d)
 }

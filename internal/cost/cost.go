@@ -198,19 +198,26 @@ func NewMeter() *Meter {
 	return m
 }
 
-func index[T comparable](all []T, v T) int {
-	for i, x := range all {
-		if x == v {
-			return i
-		}
+// positions maps each value of all to its index, for the counters'
+// lookup on every request.
+func positions[T comparable](all []T) map[T]int {
+	out := make(map[T]int, len(all))
+	for i, v := range all {
+		out[v] = i
 	}
-	return -1
+	return out
 }
+
+var serverPos, phasePos = positions(Servers()), positions(Phases())
 
 // add counts one request of s in phase p.
 func (m *Meter) add(s Server, p Phase, op op) {
-	i, j := index(Servers(), s), index(Phases(), p)
-	if m == nil || i < 0 || j < 0 {
+	if m == nil {
+		return
+	}
+	i, iok := serverPos[s]
+	j, jok := phasePos[p]
+	if !iok || !jok {
 		return
 	}
 	c := &m.c[i][j]

@@ -2,7 +2,6 @@ package cost
 
 import (
 	"math"
-	"slices"
 )
 
 // Rates are counts per purchase.
@@ -118,7 +117,7 @@ type Prediction struct {
 // Predict prices path at c.
 func Predict(path Path, c Conditions) Prediction {
 	var pr Prediction
-	for _, s := range sortedServers(path) {
+	for _, s := range Servers() { // one order: the same sum every time (a missing server adds 0)
 		pr.RoundTrips += path.RoundTrips[s]
 		if c.Fsyncs[s] {
 			pr.Fsyncs += path.Writes[s]
@@ -129,18 +128,4 @@ func Predict(path Path, c Conditions) Prediction {
 		pr.LimitPerS = 1000 / pr.SerialMS
 	}
 	return pr
-}
-
-// sortedServers are the servers of path in report order (so sums add in
-// one order).
-func sortedServers(path Path) []Server {
-	var out []Server
-	for _, s := range Servers() {
-		if _, ok := path.RoundTrips[s]; ok {
-			out = append(out, s)
-		} else if _, ok := path.Writes[s]; ok {
-			out = append(out, s)
-		}
-	}
-	return slices.Clip(out)
 }

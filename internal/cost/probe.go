@@ -3,11 +3,12 @@ package cost
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"slices"
 	"time"
+
+	"github.com/seckill-lab/seckill/internal/netfault"
 )
 
 // FsyncMS returns the median time, in ms, of n writes of a 512-byte block
@@ -54,37 +55,14 @@ func LoopbackRTTMS(ctx context.Context, n int) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("round-trip probe: %w", err)
 	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		_, _ = io.Copy(c, c)
-	}()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", ln.Addr().String())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // closes ln
+	go func() { _ = netfault.ServeEchoOn(ctx, ln) }()
+	d, err := netfault.MeasureRTT(ctx, ln.Addr().String(), n)
 	if err != nil {
 		return 0, fmt.Errorf("round-trip probe: %w", err)
 	}
-	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.SetDeadline(dl)
-	}
-	b := []byte{1}
-	var ds []time.Duration
-	for range n {
-		t0 := time.Now()
-		if _, err := c.Write(b); err != nil {
-			return 0, fmt.Errorf("round-trip probe: %w", err)
-		}
-		if _, err := io.ReadFull(c, b); err != nil {
-			return 0, fmt.Errorf("round-trip probe: %w", err)
-		}
-		ds = append(ds, time.Since(t0))
-	}
-	return medianMS(ds), nil
+	return float64(d.Nanoseconds()) / 1e6, nil
 }
 
 func medianMS(ds []time.Duration) float64 {

@@ -3,7 +3,6 @@ package cost
 import (
 	"context"
 	"errors"
-	"net"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -33,9 +32,9 @@ func (m *Meter) RedisHook() redis.Hook { return redisHook{m} }
 
 type redisHook struct{ m *Meter }
 
-func (h redisHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
-}
+// DialHook counts nothing: a connection's set-up commands are counted by
+// ProcessHook.
+func (redisHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {

@@ -1,7 +1,6 @@
 package cost
 
 import (
-	"context"
 	"encoding/binary"
 	"net"
 	"time"
@@ -31,16 +30,13 @@ var zkOps = map[int32]struct {
 
 // ZooKeeperDialer returns a go-zookeeper dialer (zk.WithDialer) whose
 // connections count the requests written on them. next dials (nil: a
-// net.Dialer with the given timeout).
+// net.DialTimeout).
 func (m *Meter) ZooKeeperDialer(next func(network, address string, timeout time.Duration) (net.Conn, error)) func(network, address string, timeout time.Duration) (net.Conn, error) {
+	if next == nil {
+		next = net.DialTimeout
+	}
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
-		var c net.Conn
-		var err error
-		if next != nil {
-			c, err = next(network, address, timeout)
-		} else {
-			c, err = (&net.Dialer{Timeout: timeout}).DialContext(context.Background(), network, address)
-		}
+		c, err := next(network, address, timeout)
 		if err != nil {
 			return nil, err
 		}

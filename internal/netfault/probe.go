@@ -18,11 +18,11 @@ func ServeEcho(ctx context.Context, listen string) error {
 	if err != nil {
 		return fmt.Errorf("netfault: echo on %s: %w", listen, err)
 	}
-	return serveEcho(ctx, ln)
+	return ServeEchoOn(ctx, ln)
 }
 
-// serveEcho is ServeEcho on a listener; it closes ln when ctx is done.
-func serveEcho(ctx context.Context, ln net.Listener) error {
+// ServeEchoOn is ServeEcho on a listener; it closes ln when ctx is done.
+func ServeEchoOn(ctx context.Context, ln net.Listener) error {
 	listen := ln.Addr().String()
 	go func() {
 		<-ctx.Done()

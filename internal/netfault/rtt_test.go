@@ -19,7 +19,7 @@ func TestRTTToxic(t *testing.T) {
 		t.Fatal(err)
 	}
 	echo := ln.Addr().String()
-	go func() { _ = serveEcho(ctx, ln) }()
+	go func() { _ = ServeEchoOn(ctx, ln) }()
 	tests := []struct {
 		name   string
 		halves []int64 // one-way delays in µs, each put on both streams
