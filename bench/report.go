@@ -212,14 +212,14 @@ func reportCharts(rep *Report) []chartSVG {
 		per = "all repeats added up"
 	}
 	out := []chartSVG{
-		{"Oversold units", inlineSVG(chart.BarChart("Oversold units (median of repeats); ✗ = flawed by design", "units", over, "", 0))},
-		{"Lost updates", inlineSVG(chart.BarChart("Lost updates: units sold that the stock column never lost (median)", "units", lost, "", 0))},
-		{"Throughput", inlineSVG(chart.BarChart("Successful purchases per second (median)", "ok/s", okps, refLabel, refValue))},
-		{"Outcomes", inlineSVG(chart.StackedBars("Answers per strategy ("+per+")", "requests", outcomeSeries, outcomeColours, outStacks))},
-		{"Sales per instance", inlineSVG(chart.StackedBars("Orders per instance ("+per+")", "orders", instNames, nil, saleStacks))},
+		{"Oversold units", chart.Inline(chart.BarChart("Oversold units (median of repeats); ✗ = flawed by design", "units", over, "", 0))},
+		{"Lost updates", chart.Inline(chart.BarChart("Lost updates: units sold that the stock column never lost (median)", "units", lost, "", 0))},
+		{"Throughput", chart.Inline(chart.BarChart("Successful purchases per second (median)", "ok/s", okps, refLabel, refValue))},
+		{"Outcomes", chart.Inline(chart.StackedBars("Answers per strategy ("+per+")", "requests", outcomeSeries, outcomeColours, outStacks))},
+		{"Sales per instance", chart.Inline(chart.StackedBars("Orders per instance ("+per+")", "orders", instNames, nil, saleStacks))},
 	}
 	if len(lines) > 0 {
-		out = append(out, chartSVG{"Latency", inlineSVG(chart.LineChart("Latency CDF (first repeat of each strategy)", "latency, ms (log scale)", "fraction of requests answered", lines, true))})
+		out = append(out, chartSVG{"Latency", chart.Inline(chart.LineChart("Latency CDF (first repeat of each strategy)", "latency, ms (log scale)", "fraction of requests answered", lines, true))})
 	}
 	return append(out, sweepCharts(rep.Sweep)...)
 }
@@ -290,7 +290,7 @@ func evidenceRows(rep *Report) []strategyEvidence {
 				continue
 			}
 			if e.Timeline == "" && len(r.timelineSVG) > 0 {
-				e.Timeline = inlineSVG(r.timelineSVG)
+				e.Timeline = chart.Inline(r.timelineSVG)
 			}
 			if r.Timeline != "" {
 				e.Links = append(e.Links, failureLink{fmt.Sprintf("#%d timeline", r.Repeat), r.Timeline})
@@ -450,17 +450,6 @@ func WriteReports(dir string, rep *Report) error {
 		}
 	}
 	return nil
-}
-
-// inlineSVG makes an SVG document an HTML fragment: inline SVG needs no
-// namespace declaration, and report.html must hold no http(s):// string.
-func inlineSVG(svg []byte) template.HTML {
-	s := strings.Replace(string(svg), ` xmlns="http://www.w3.org/2000/svg"`, "", 1)
-	s = strings.Replace(s, ` xmlns:xlink="http://www.w3.org/1999/xlink"`, "", 1)
-	if i := strings.Index(s, "<svg"); i > 0 {
-		s = s[i:] // drop an XML declaration
-	}
-	return template.HTML(s)
 }
 
 // invariantHeaders are the invariant names with spaces, so the header

@@ -343,11 +343,11 @@ func (sw *RTTSweep) charts() []chartSVG {
 		}
 	}
 	out := []chartSVG{
-		{"RTT throughput", inlineSVG(chart.LineChart("Successful purchases per second by "+what+" (median)", xLabel, "ok/s", okLines, true))},
-		{"RTT p50", inlineSVG(chart.LineChart("p50 latency by "+what+" (median)", xLabel, "p50 latency, ms", p50Lines, true))},
+		{"RTT throughput", chart.Inline(chart.LineChart("Successful purchases per second by "+what+" (median)", xLabel, "ok/s", okLines, true))},
+		{"RTT p50", chart.Inline(chart.LineChart("p50 latency by "+what+" (median)", xLabel, "p50 latency, ms", p50Lines, true))},
 	}
 	if byBatch {
-		out = append(out, chartSVG{"RTT p99", inlineSVG(chart.LineChart("p99 latency by "+what+" (median)", xLabel, "p99 latency, ms", p99Lines, true))})
+		out = append(out, chartSVG{"RTT p99", chart.Inline(chart.LineChart("p99 latency by "+what+" (median)", xLabel, "p99 latency, ms", p99Lines, true))})
 	}
 	return out
 }

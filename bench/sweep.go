@@ -158,8 +158,8 @@ func sweepCharts(sw *Sweep) []chartSVG {
 		okLines, p99Lines = append(okLines, okl), append(p99Lines, p99l)
 	}
 	return []chartSVG{
-		{"Sweep throughput", inlineSVG(chart.LineChart("Successful purchases per second by clients (median)", "clients (log scale)", "ok/s", okLines, true))},
-		{"Sweep p99", inlineSVG(chart.LineChart("p99 latency by clients (median)", "clients (log scale)", "p99 latency, ms", p99Lines, true))},
+		{"Sweep throughput", chart.Inline(chart.LineChart("Successful purchases per second by clients (median)", "clients (log scale)", "ok/s", okLines, true))},
+		{"Sweep p99", chart.Inline(chart.LineChart("p99 latency by clients (median)", "clients (log scale)", "p99 latency, ms", p99Lines, true))},
 	}
 }
 

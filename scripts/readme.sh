@@ -15,6 +15,10 @@
 #   make readme [DIR=.seckill] [ONLY="demo lessons perf rtt"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# demote prints a sweep's markdown without its command line, its headings
+# one level down (the README's own are above them).
+demote() { grep -v '^- command:' "$1" | sed -e 's/^## /#### /' -e 's/^# /### /'; }
 DIR=${DIR:-.seckill}
 ONLY=${ONLY:-demo lessons perf rtt}
 RTT_DIR=${RTT_DIR:-.seckill-rtt}
@@ -73,14 +77,13 @@ for part in $ONLY; do
 		{
 			echo "Printed by \`$batch\` on the same stack (\`make readme\`, $(date -u +%Y-%m-%d), $(nproc) CPUs, $bwall s; 200 clients, one run per point; the sweep in \`$OUT/batch/\`):"
 			echo
-			grep -v '^- command:' "$OUT/batch.txt" | sed -e 's/^## /#### /' -e 's/^# /### /'
+			demote "$OUT/batch.txt"
 		} > "$OUT/batch.md"
 		scripts/readme-block.sh batch "$OUT/batch.md"
 		{
 			echo "Printed by \`$sweep\` on a stack started with \`$up\` (\`make readme\`, $(date -u +%Y-%m-%d), $(nproc) CPUs, $wall s; 50 clients, one run per point; the sweep in \`$OUT/rtt/\`):"
 			echo
-			# The sweep's own headings become the README's lower ones.
-			grep -v '^- command:' "$OUT/rtt.txt" | sed -e 's/^## /#### /' -e 's/^# /### /'
+			demote "$OUT/rtt.txt"
 
 		} > "$OUT/rtt.md"
 		scripts/readme-block.sh rtt "$OUT/rtt.md"

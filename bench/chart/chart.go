@@ -23,6 +23,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"hash/fnv"
+	"html/template"
 	"math"
 	"slices"
 	"strconv"
@@ -452,9 +453,9 @@ func BarChart(title, yLabel string, bars []Bar, refLabel string, refValue float6
 }
 
 // ---------------------------------------------------------------- StackedBars
-
+// Luminance returns the WCAG 2 relative luminance of a #rrggbb (or #rgb) colour (0.5 if unparsable).
 // luminance returns the relative luminance of a #rrggbb colour (0.5 if unparsable).
-func luminance(c string) float64 {
+func Luminance(c string) float64 {
 	c = strings.TrimPrefix(c, "#")
 	if len(c) == 3 {
 		c = string([]byte{c[0], c[0], c[1], c[1], c[2], c[2]})
@@ -577,7 +578,7 @@ func StackedBars(title, xLabel string, series []string, colours []string, stacks
 			label := FormatValue(p)
 			if x1-x0 >= textW(label, textSize)+8 {
 				fg := "#ffffff"
-				if luminance(c) > 0.4 || st.Flawed {
+				if Luminance(c) > 0.4 || st.Flawed {
 					fg = "#111111"
 				}
 				s.f(`<text class="part-value" x="%s" y="%s" text-anchor="middle" dominant-baseline="middle" fill="%s" font-weight="600">%s</text>`+"\n",
@@ -828,4 +829,16 @@ func CDF(samples []float64, points int) (x, y []float64) {
 		y = append(y, float64(idx+1)/float64(cnt))
 	}
 	return x, y
+}
+
+// Inline makes an SVG document an HTML fragment for a self-contained page:
+// inline SVG needs no namespace declaration, and the pages hold no
+// http(s):// string. The charts escape every text they write.
+func Inline(svg []byte) template.HTML {
+	s := strings.Replace(string(svg), ` xmlns="http://www.w3.org/2000/svg"`, "", 1)
+	s = strings.Replace(s, ` xmlns:xlink="http://www.w3.org/1999/xlink"`, "", 1)
+	if i := strings.Index(s, "<svg"); i > 0 {
+		s = s[i:] // drop an XML declaration
+	}
+	return template.HTML(s)
 }

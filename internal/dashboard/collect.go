@@ -253,20 +253,6 @@ func (s *Server) lastBurst(lanes []string, nowNS int64) *TimelineView {
 	pad := max((b.endNS-b.startNS)/20, int64(10*time.Millisecond))
 	from, to := b.startNS-pad, b.endNS+pad
 	tv := timeline(s.events.since(nowNS, from), lanes, from, to)
-	// Only the burst's sections: a purchase after it is no part of it.
-	tv.Sections = slices.DeleteFunc(tv.Sections, func(sv SectionView) bool {
-		start := sv.A
-		if start == nil {
-			start = sv.R
-		}
-		return start != nil && *start > 0
-	})
-	tv.Overlapping = 0
-	for _, sv := range tv.Sections {
-		if sv.Red {
-			tv.Overlapping++
-		}
-	}
 	if nowNS > b.endNS+int64(burstSettle) {
 		s.mu.Lock()
 		if s.burst == b {

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"strconv"
 	"testing"
+
+	"github.com/seckill-lab/seckill/bench/chart"
 )
 
 // palette reads the page's colours: the --name:#rrggbb custom properties
@@ -23,24 +24,9 @@ func palette(t *testing.T) map[string]string {
 	return out
 }
 
-// luminance is the WCAG 2 relative luminance of #rrggbb.
-func luminance(hex string) float64 {
-	var c [3]float64
-	for i := range c {
-		v, _ := strconv.ParseUint(hex[1+2*i:3+2*i], 16, 8)
-		s := float64(v) / 255
-		if s <= 0.03928 {
-			c[i] = s / 12.92
-		} else {
-			c[i] = math.Pow((s+0.055)/1.055, 2.4)
-		}
-	}
-	return 0.2126*c[0] + 0.7152*c[1] + 0.0722*c[2]
-}
-
 // contrast is the WCAG 2 contrast ratio of two colours.
 func contrast(a, b string) float64 {
-	la, lb := luminance(a), luminance(b)
+	la, lb := chart.Luminance(a), chart.Luminance(b)
 	return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
 }
 

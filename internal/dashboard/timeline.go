@@ -70,7 +70,9 @@ func timeline(evs []stock.Event, lanes []string, fromNS, nowNS int64) TimelineVi
 	for _, sec := range secs {
 		start := cmp.Or(sec.AcquiredNS, sec.ReadNS)
 		end := max(sec.ReleasedNS, sec.EndNS)
-		if start == 0 || (end != 0 && end < from) {
+		// Only what ran between from and now: a kept burst's timeline
+		// ends before purchases that came after it.
+		if start == 0 || start > nowNS || (end != 0 && end < from) {
 			continue
 		}
 		l, ok := lane[sec.Instance]
