@@ -17,7 +17,8 @@ import (
 
 // DBCeiling is the database's own limit for the purchase transaction: a Go
 // client on this machine running exactly the instances' purchase
-// transaction (BEGIN; stock.SQLDeduct; stock.SQLInsertOrder; COMMIT) with
+// transaction (stock.ExecPurchase: BEGIN, the conditional deduction, the
+// order and COMMIT, in one round trip) with
 // the run's concurrency, straight at MariaDB/MySQL, no HTTP, no lock. It
 // is the most any strategy could sell per second on this box.
 type DBCeiling struct {
@@ -45,8 +46,7 @@ func CalibrateDatabase(ctx context.Context, dsn string, n, concurrency int) (DBC
 	if err != nil {
 		return DBCeiling{}, fmt.Errorf("%w: database DSN: %w", ErrInvalidOptions, err)
 	}
-	mc.InterpolateParams = true
-	mc.ParseTime = true
+	stock.ConfigureMySQL(mc)
 	if mc.Timeout == 0 {
 		mc.Timeout = 2 * time.Second
 	}
@@ -84,26 +84,14 @@ func CalibrateDatabase(ctx context.Context, dsn string, n, concurrency int) (DBC
 	warm.Wait()
 
 	tx := func(i int) error {
-		t, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
+		o := stock.Order{GoodsID: DBCeilingGoodsID, Qty: 1, UserID: "ceiling", RequestID: fmt.Sprintf("db-ceiling-%d", i),
+			Instance: "bench", Strategy: "db-ceiling"}
+		var left int64
+		sold, err := stock.ExecPurchase(ctx, db, &o, &left)
+		if err == nil && !sold {
+			err = errors.New("the deduction matched no row")
 		}
-		defer func() { _ = t.Rollback() }()
-		r, err := t.ExecContext(ctx, stock.SQLDeduct, 1, DBCeilingGoodsID, 1)
-		if err != nil {
-			return err
-		}
-		if k, err := r.RowsAffected(); err != nil || k != 1 {
-			return fmt.Errorf("deduct matched %d rows (%v)", k, err)
-		}
-		if _, err := r.LastInsertId(); err != nil {
-			return err
-		}
-		if _, err := t.ExecContext(ctx, stock.SQLInsertOrder, DBCeilingGoodsID, 1, "ceiling", fmt.Sprintf("db-ceiling-%d", i),
-			"bench", "db-ceiling", 0, time.Now()); err != nil {
-			return err
-		}
-		return t.Commit()
+		return err
 	}
 	var next atomic.Int64
 	lat := make([][]time.Duration, concurrency)

@@ -329,34 +329,25 @@ func (s *SQLStore) optimisticOnce(ctx context.Context, d Deduction) (Result, err
 	return res, err
 }
 
-// Atomic runs the lock-free deduction: one conditional UPDATE
-// `stock = stock - qty WHERE stock >= qty` (SQLDeduct, which also returns
-// the new stock), then the order, in one transaction: BEGIN, two
-// statements, COMMIT. It is the sql-atomic strategy and the MySQL half of
-// redis-atomic.
+// Atomic runs the lock-free deduction: SQLPurchase, the conditional
+// UPDATE `stock = stock - qty WHERE stock >= qty` (SQLDeduct, which also
+// returns the new stock) and the order in one transaction sent as one
+// round trip (ExecPurchase). It is the sql-atomic strategy and the MySQL
+// half of redis-atomic.
 func (s *SQLStore) Atomic(ctx context.Context, d Deduction) (Result, error) {
 	res := Result{Order: d.Order}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
-			return err
-		}
-		r, err := tx.ExecContext(ctx, SQLDeduct, d.Order.Qty, d.Order.GoodsID, d.Order.Qty)
-		if err != nil {
-			return fmt.Errorf("deduct stock: %w", err)
-		}
-		n, err := r.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("deduct stock: %w", err)
-		}
-		if n == 0 {
-			return soldOutOrMissing(ctx, tx, d.Order.GoodsID)
-		}
-		if res.Remaining, err = r.LastInsertId(); err != nil {
-			return fmt.Errorf("deduct stock: %w", err)
-		}
-		return insertOrderTx(ctx, tx, &res.Order)
-	})
-	return res, err
+	if err := sleepCtx(ctx, d.WorkDelay); err != nil {
+		return res, err
+	}
+	db, err := s.sqlDB()
+	if err != nil {
+		return res, err
+	}
+	ok, err := ExecPurchase(ctx, db, &res.Order, &res.Remaining)
+	if err != nil || ok {
+		return res, err
+	}
+	return res, soldOutOrMissing(ctx, db, d.Order.GoodsID)
 }
 
 // sqlDB is the store's database/sql handle (the one gorm wraps).

@@ -103,7 +103,11 @@ func TestConfigJSONAndValidate(t *testing.T) {
 
 func testStore(t *testing.T) *SQLStore {
 	t.Helper()
-	db, err := gorm.Open(gormmysql.Open(testenv.Get(t, testenv.MySQLDSN)), &gorm.Config{Logger: logger.Discard})
+	dsn, err := PurchaseDSN(testenv.Get(t, testenv.MySQLDSN))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := gorm.Open(gormmysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		testenv.Unavailable(t, "MySQL", err)
 	}
@@ -225,6 +229,7 @@ func mysqlDSNFor(dsn, db string) (string, error) {
 		return "", err
 	}
 	c.DBName = db
+	ConfigureMySQL(c)
 	return c.FormatDSN(), nil
 }
 
@@ -250,13 +255,18 @@ func TestStorePathsRemaining(t *testing.T) {
 			if err := st.Reset(ctx, goods, 3); err != nil {
 				t.Fatal(err)
 			}
+			// Step 1 reuses step 0's request id: the duplicate is refused
+			// and its deduction rolled back (the later steps' stock shows
+			// it), which for sql-atomic means the one-round-trip batch
+			// stopped at the INSERT and was rolled back.
 			steps := []struct {
 				qty, remaining int64
 				want           error
-			}{{1, 2, nil}, {3, 0, ErrSoldOut}, {2, 0, nil}, {1, 0, ErrSoldOut}}
+				req            int
+			}{{1, 2, nil, 0}, {1, 0, errDuplicateRequest, 0}, {3, 0, ErrSoldOut, 2}, {2, 0, nil, 3}, {1, 0, ErrSoldOut, 4}}
 			var ids []int64
 			for i, s := range steps {
-				o := order(goods, fmt.Sprintf("%s-%d-%d", p.name, goods, i))
+				o := order(goods, fmt.Sprintf("%s-%d-%d", p.name, goods, s.req))
 				o.Qty = s.qty
 				res, err := p.run(Deduction{Order: o})
 				if s.want != nil {

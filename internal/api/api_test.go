@@ -36,7 +36,11 @@ func newHandler(t *testing.T, adminToken string) (http.Handler, *stock.Service) 
 func newHandlerEvents(t *testing.T, adminToken string, events *stock.Events) (http.Handler, *stock.Service) {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
-	db, err := gorm.Open(mysql.Open(testenv.Get(t, testenv.MySQLDSN)), &gorm.Config{Logger: logger.Discard})
+	dsn, err := stock.PurchaseDSN(testenv.Get(t, testenv.MySQLDSN))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		testenv.Unavailable(t, "MySQL", err)
 	}

@@ -172,13 +172,12 @@ func openMySQL(ctx context.Context, dsn string, wait time.Duration, meter *cost.
 	if err != nil {
 		return nil, fmt.Errorf("MySQL DSN %q: %w", dsn, err)
 	}
-	mc.ParseTime = true
 	// utf8mb4 end to end (CJK, emoji); binary collation like the tables'.
 	mc.Collation = "utf8mb4_bin"
-	// Parameters interpolated on the client: one round trip per statement
-	// instead of prepare, execute and close (MariaDB counted 4 of each per
-	// purchase). Safe with utf8mb4, the only charset used.
-	mc.InterpolateParams = true
+	// Parameters interpolated on the client (MariaDB counted a prepare,
+	// an execute and a close per statement without) and multiStatements
+	// for the one-round-trip purchase (stock.SQLPurchase).
+	stock.ConfigureMySQL(mc)
 	if mc.Timeout == 0 {
 		mc.Timeout = 2 * time.Second
 	}

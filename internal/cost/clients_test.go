@@ -20,6 +20,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl/consullock"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // step is one client call and what the meter must count for it, in the
@@ -137,7 +138,7 @@ func TestMySQLConnector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc.InterpolateParams = true // as the instances connect: one round trip per statement
+	stock.ConfigureMySQL(mc) // as the instances connect: one round trip per statement, batches allowed
 	conn, err := mysql.NewConnector(mc)
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +192,13 @@ func TestMySQLConnector(t *testing.T) {
 			}
 			return nil
 		}, cost.Counts{RoundTrips: 1}},
+		// stock.SQLPurchase's shape: a whole transaction in one batch is
+		// one round trip and one durable write, and holds no row lock
+		// past it.
+		{"transaction in one batch", func(ctx context.Context) error {
+			_, err := db.ExecContext(ctx, "BEGIN; UPDATE cost_probe SET n = n + 1 WHERE id = ?; UPDATE cost_probe SET n = n + 1 WHERE id = ?; COMMIT", id, id)
+			return err
+		}, cost.Counts{RoundTrips: 1, Writes: 1}},
 		{"rolled back UPDATE", func(ctx context.Context) error {
 			tx, err := db.BeginTx(ctx, nil)
 			if err != nil {

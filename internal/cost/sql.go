@@ -45,8 +45,22 @@ type sqlTx struct {
 
 // statement classifies a statement: whether it writes and whether it takes
 // row locks (a write, or a locking read). A MariaDB `SET STATEMENT ... FOR`
-// prefix is skipped.
+// prefix is skipped. A batch (statements joined by ";", as
+// stock.SQLPurchase) writes when one of them writes, and holds its locks
+// past the round trip only when it does not end its transaction.
 func statement(query string) (write, locks bool) {
+	parts := strings.Split(strings.TrimRight(strings.TrimSpace(query), ";"), ";")
+	if len(parts) > 1 {
+		for _, p := range parts {
+			w, l := statement(p)
+			write, locks = write || w, locks || l
+		}
+		switch end := strings.ToUpper(strings.TrimSpace(parts[len(parts)-1])); end {
+		case "COMMIT", "ROLLBACK":
+			locks = false
+		}
+		return write, locks
+	}
 	q := strings.ToUpper(strings.TrimSpace(query))
 	if strings.HasPrefix(q, "SET STATEMENT") {
 		if i := strings.Index(q, " FOR "); i >= 0 {
