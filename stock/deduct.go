@@ -63,12 +63,20 @@ const (
 // "transaction mode": a @Transactional service whose synchronized stock
 // method returns (unlocks) while the transaction, and the order insert that
 // follows in it, have not committed yet.
+//
+// Without inside, it takes two round trips after the claim: the read, then
+// the write, the order and COMMIT in one batch (sqlWriteBatch), sent after
+// BeforeCommit passed. A lease that lapses while the batch travels is the
+// same exposure as one that lapses while a lone COMMIT travels.
 func (s *SQLStore) ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (release func(), err error)) (Result, error) {
 	res := Result{Order: d.Order}
 	if d.Fence != 0 {
 		if err := s.claim(ctx, d.Order.GoodsID, d.Fence); err != nil {
 			return res, err
 		}
+	}
+	if inside == nil {
+		return s.readThenWrite(ctx, d)
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		release := func() {}
@@ -119,6 +127,51 @@ func (s *SQLStore) ReadModifyWrite(ctx context.Context, d Deduction, inside func
 		return nil
 	})
 	return res, err
+}
+
+// readThenWrite is ReadModifyWrite without inside: a plain read, the
+// check, the work, BeforeCommit, then the write batch.
+func (s *SQLStore) readThenWrite(ctx context.Context, d Deduction) (Result, error) {
+	res := Result{Order: d.Order}
+	db, err := s.sqlDB()
+	if err != nil {
+		return res, err
+	}
+	stock, err := readStock(ctx, db, d.Order.GoodsID, false)
+	if err != nil {
+		return res, err
+	}
+	d.trace(EventRead, stock)
+	if stock < d.Order.Qty {
+		return res, ErrSoldOut
+	}
+	if err := sleepCtx(ctx, d.WorkDelay); err != nil {
+		return res, err
+	}
+	if d.BeforeCommit != nil {
+		if err := d.BeforeCommit(); err != nil {
+			return res, err
+		}
+	}
+	remaining := stock - d.Order.Qty
+	var written bool
+	if d.Fence == 0 {
+		written, err = execWrite(ctx, db, sqlWriteBatch, &res.Order, remaining, d.Order.GoodsID)
+	} else {
+		written, err = execWrite(ctx, db, sqlWriteFencedBatch, &res.Order, remaining, d.Order.GoodsID, d.Fence)
+	}
+	if err != nil {
+		if errors.Is(err, errDuplicateRequest) {
+			return res, err
+		}
+		return res, fmt.Errorf("write stock and order: %w", err)
+	}
+	if !written {
+		return res, ErrStaleLock
+	}
+	res.Remaining = remaining
+	d.trace(EventWritten, remaining)
+	return res, nil
 }
 
 // ReadModifyWriteBatch is ReadModifyWrite for a batch of deductions of one
@@ -314,19 +367,17 @@ func (s *SQLStore) optimisticOnce(ctx context.Context, d Deduction) (Result, err
 		return res, err
 	}
 	res.Remaining = stock - d.Order.Qty
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, sqlWriteVersioned, res.Remaining, d.Order.GoodsID, version)
-		if err != nil {
-			return fmt.Errorf("write stock: %w", err)
-		}
-		if n, err := r.RowsAffected(); err != nil {
-			return fmt.Errorf("write stock: %w", err)
-		} else if n == 0 {
-			return errVersionConflict
-		}
-		return insertOrderTx(ctx, tx, &res.Order)
-	})
-	return res, err
+	// The compare-and-swap, the order and COMMIT in one round trip.
+	written, err := execWrite(ctx, db, sqlWriteVersionedBatch, &res.Order, res.Remaining, d.Order.GoodsID, version)
+	switch {
+	case errors.Is(err, errDuplicateRequest):
+		return res, err
+	case err != nil:
+		return res, fmt.Errorf("write stock and order: %w", err)
+	case !written:
+		return res, errVersionConflict
+	}
+	return res, nil
 }
 
 // Atomic runs the lock-free deduction: SQLPurchase, the conditional
@@ -403,7 +454,9 @@ func insertOrderTx(ctx context.Context, tx *sql.Tx, o *Order) error {
 }
 
 // readStock reads goods id's stock in tx (FOR UPDATE when locked).
-func readStock(ctx context.Context, tx *sql.Tx, id int64, locked bool) (int64, error) {
+func readStock(ctx context.Context, tx interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, id int64, locked bool) (int64, error) {
 	q := sqlReadStock
 	if locked {
 		q = sqlReadStockLocked

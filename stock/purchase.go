@@ -38,60 +38,109 @@ const sqlInsertOrderIfDeducted = "INSERT INTO orders (goods_id, qty, user_id, re
 // false when the deduction matched no row (sold out, or no such goods) and
 // nothing was written. When sold, o.ID is the new order's id and remaining
 // the stock left. A request id that was already sold is
-// errDuplicateRequest: the server stops at the failed INSERT, and the open
-// transaction (with its deduction) is rolled back before it returns.
+// errDuplicateRequest, and nothing is written.
 func ExecPurchase(ctx context.Context, db *sql.DB, o *Order, remaining *int64) (sold bool, err error) {
 	if o.CreatedAt.IsZero() {
 		o.CreatedAt = time.Now()
 	}
-	conn, err := db.Conn(ctx)
+	affected, ids, err := execBatch(ctx, db, SQLPurchase, o.Qty, o.GoodsID, o.Qty,
+		o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
 	if err != nil {
-		return false, fmt.Errorf("purchase: connection: %w", err)
-	}
-	defer conn.Close()
-	args := []driver.NamedValue{
-		{Ordinal: 1, Value: o.Qty}, {Ordinal: 2, Value: o.GoodsID}, {Ordinal: 3, Value: o.Qty},
-		{Ordinal: 4, Value: o.GoodsID}, {Ordinal: 5, Value: o.Qty}, {Ordinal: 6, Value: o.UserID}, {Ordinal: 7, Value: o.RequestID},
-		{Ordinal: 8, Value: o.Instance}, {Ordinal: 9, Value: o.Strategy}, {Ordinal: 10, Value: o.FenceToken}, {Ordinal: 11, Value: o.CreatedAt},
-	}
-	var affected, ids []int64
-	err = conn.Raw(func(dc any) error {
-		ex, ok := dc.(driver.ExecerContext)
-		if !ok {
-			return fmt.Errorf("purchase: the MySQL connection (%T) cannot execute directly", dc)
-		}
-		r, err := ex.ExecContext(ctx, SQLPurchase, args)
-		if err != nil {
-			return err
-		}
-		mr, ok := r.(mysql.Result)
-		if !ok {
-			return fmt.Errorf("purchase: the driver's result (%T) has no per-statement counts", r)
-		}
-		affected, ids = mr.AllRowsAffected(), mr.AllLastInsertIds()
-		return nil
-	})
-	if err != nil {
-		// The server stops a batch at its first error: a failed INSERT
-		// leaves the transaction open with its deduction applied.
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-		var me *mysql.MySQLError
-		switch {
-		case mysqlerr.IsDuplicate(err):
-			return false, errDuplicateRequest
-		case errors.As(err, &me) && me.Number == 1064:
-			return false, fmt.Errorf("purchase: the server refused the batched statement; the DSN needs multiStatements=true: %w", err)
-		}
 		return false, fmt.Errorf("purchase: %w", err)
-	}
-	if len(affected) != 4 || len(ids) != 4 {
-		return false, fmt.Errorf("purchase: expected 4 statement results, got %d", len(affected))
 	}
 	if affected[1] == 0 {
 		return false, nil
 	}
 	*remaining, o.ID = ids[1], ids[2]
 	return true, nil
+}
+
+// The read-modify-write's writes, each one transaction in one round trip
+// (args: the stock write's, then SQLInsertOrder's eight). The read comes
+// before, as a statement of its own: the check and the work happen between
+// the two round trips, as the seeds' reductStock does them.
+const (
+	// sqlWriteBatch: the unconditional write and the order, whatever the
+	// write changed (two unprotected writers of the same value both sell:
+	// the lost update the lab shows).
+	sqlWriteBatch = "BEGIN; " + sqlWriteStock + "; " + SQLInsertOrder + "; COMMIT"
+	// sqlWriteFencedBatch: the order only when the fenced write matched.
+	sqlWriteFencedBatch = "BEGIN; " + sqlWriteFenced + "; " + sqlInsertOrderIfDeducted + "; COMMIT"
+	// sqlWriteVersionedBatch: the order only when the version matched.
+	sqlWriteVersionedBatch = "BEGIN; " + sqlWriteVersioned + "; " + sqlInsertOrderIfDeducted + "; COMMIT"
+)
+
+// execWrite runs one of the write batches above for o: the stock write
+// (args), then o's insert. written is false when the write matched no row
+// (only the fenced and versioned batches can tell). When written, o has
+// its id.
+func execWrite(ctx context.Context, db *sql.DB, query string, o *Order, args ...any) (written bool, err error) {
+	if o.CreatedAt.IsZero() {
+		o.CreatedAt = time.Now()
+	}
+	args = append(args, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
+	affected, ids, err := execBatch(ctx, db, query, args...)
+	if err != nil {
+		return false, err
+	}
+	if affected[2] == 0 {
+		return false, nil
+	}
+	o.ID = ids[2]
+	return true, nil
+}
+
+// execBatch sends query, four statements (BEGIN, two, COMMIT), in one
+// round trip on one connection of db and returns each statement's
+// affected rows and last insert id. The server stops a batch at its first
+// error, which leaves the transaction open with what ran before: it is
+// rolled back before execBatch returns. A duplicate order (the request id
+// was sold before) is errDuplicateRequest.
+func execBatch(ctx context.Context, db *sql.DB, query string, args ...any) (affected, ids []int64, err error) {
+	nv := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		v, err := driver.DefaultParameterConverter.ConvertValue(a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("argument %d: %w", i+1, err)
+		}
+		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connection: %w", err)
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		ex, ok := dc.(driver.ExecerContext)
+		if !ok {
+			return fmt.Errorf("the MySQL connection (%T) cannot execute directly", dc)
+		}
+		r, err := ex.ExecContext(ctx, query, nv)
+		if err != nil {
+			return err
+		}
+		mr, ok := r.(mysql.Result)
+		if !ok {
+			return fmt.Errorf("the driver's result (%T) has no per-statement counts", r)
+		}
+		affected, ids = mr.AllRowsAffected(), mr.AllLastInsertIds()
+		return nil
+	})
+	if err != nil {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		var me *mysql.MySQLError
+		switch {
+		case mysqlerr.IsDuplicate(err):
+			return nil, nil, errDuplicateRequest
+		case errors.As(err, &me) && me.Number == 1064:
+			return nil, nil, fmt.Errorf("the server refused the batched statement; the DSN needs multiStatements=true: %w", err)
+		}
+		return nil, nil, err
+	}
+	if len(affected) != 4 || len(ids) != 4 {
+		return nil, nil, fmt.Errorf("expected 4 statement results, got %d", len(affected))
+	}
+	return affected, ids, nil
 }
 
 // ConfigureMySQL sets what the purchase path needs on a connection
