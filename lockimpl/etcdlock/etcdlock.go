@@ -382,28 +382,27 @@ func (l *Locker) mutex(ctx context.Context, s *concurrency.Session, pfx, myKey s
 		return 0, lockimpl.ErrLocked // abandon deletes myKey
 	}
 	// Wait until every key created before ours is gone, watching only the
-	// newest of them each time (no herd).
-	getOpts := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(myRev-1))
+	// newest of them each time (no herd). concurrency.Mutex reads the
+	// predecessor, and once none is left reads its own key (is the session
+	// still alive?): two round trips after the last delete. Both reads go
+	// in one read-only transaction here, so the handoff costs one.
+	getPred := clientv3.OpGet(pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(myRev-1))...)
 	for {
-		resp, err := l.client.Get(ctx, pfx, getOpts...)
+		resp, err := l.client.Txn(ctx).Then(getPred, get).Commit()
 		if err != nil {
-			return 0, fmt.Errorf("get predecessor: %w", err)
+			return 0, fmt.Errorf("get predecessor and own key: %w", err)
 		}
-		if len(resp.Kvs) == 0 {
-			break
+		if len(resp.Responses[1].GetResponseRange().Kvs) == 0 {
+			return 0, errSessionGone
 		}
-		if err := waitDelete(ctx, l.client, string(resp.Kvs[0].Key), resp.Header.Revision+1); err != nil {
+		pred := resp.Responses[0].GetResponseRange().Kvs
+		if len(pred) == 0 {
+			return myRev, nil
+		}
+		if err := waitDelete(ctx, l.client, string(pred[0].Key), resp.Header.Revision+1); err != nil {
 			return 0, err
 		}
 	}
-	gresp, err := l.client.Get(ctx, myKey)
-	if err != nil {
-		return 0, fmt.Errorf("get own key: %w", err)
-	}
-	if len(gresp.Kvs) == 0 {
-		return 0, errSessionGone
-	}
-	return myRev, nil
 }
 
 // waitDelete waits for key's deletion at or after revision rev.
