@@ -179,7 +179,7 @@ func (s *SQLStore) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fen
 				continue
 			}
 			if err := insertOrderTx(ctx, tx, &d.Order); err != nil {
-				if !errors.Is(err, errDuplicateRequest) {
+				if !errors.Is(err, errDuplicateRequest) && !errors.Is(err, ErrUserLimit) {
 					return err
 				}
 				errs[i] = err
@@ -389,17 +389,22 @@ func (s *SQLStore) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	return nil
 }
 
-// insertOrderTx inserts o in tx and sets its id and creation time. A
-// request id that was already sold is errDuplicateRequest (MySQL rolls
-// back only that statement; the caller decides about the transaction).
+// insertOrderTx inserts o in tx and sets its id and creation time, after
+// o.Rule's per-user check (ErrUserLimit; peruser.go). A request id that
+// was already sold is errDuplicateRequest (MySQL rolls back only that
+// statement; the caller decides about the transaction).
 func insertOrderTx(ctx context.Context, tx *sql.Tx, o *Order) error {
 	if o.CreatedAt.IsZero() {
 		o.CreatedAt = time.Now()
 	}
+	slot, err := checkUser(ctx, tx, o)
+	if err != nil {
+		return err
+	}
 	r, err := tx.ExecContext(ctx, SQLInsertOrder, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
 	if err != nil {
 		if mysqlerr.IsDuplicate(err) {
-			return errDuplicateRequest
+			return errors.Join(errDuplicateRequest, freeUserSlot(ctx, tx, o, slot))
 		}
 		return fmt.Errorf("insert order: %w", err)
 	}
