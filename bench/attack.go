@@ -166,6 +166,12 @@ func attack(ctx context.Context, spec attackSpec) (attackResult, error) {
 // replay, or collide with, the first goods' orders). It hands out at most n targets, then
 // vegeta.ErrNoTargets.
 func purchaseTargeter(target string, goods int64, qty, n int, seed int64, run string) vegeta.Targeter {
+	return usersTargeter(target, goods, qty, n, seed, run, 0)
+}
+
+// usersTargeter is purchaseTargeter with the user ids drawn from users
+// users (userOf; 0 = one user per request).
+func usersTargeter(target string, goods int64, qty, n int, seed int64, run string, users int) vegeta.Targeter {
 	rng := rand.New(rand.NewPCG(uint64(seed), hashString(run)))
 	prefix := fmt.Sprintf("%s-g%d-%08x", run, goods, rng.Uint32())
 	url := strings.TrimRight(target, "/") + "/api/v1/purchase"
@@ -179,7 +185,7 @@ func purchaseTargeter(target string, goods int64, qty, n int, seed int64, run st
 			return vegeta.ErrNoTargets
 		}
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		body, err := json.Marshal(purchase{GoodsID: goods, Qty: qty, UserID: "u-" + id})
+		body, err := json.Marshal(purchase{GoodsID: goods, Qty: qty, UserID: userOf(id, users)})
 		if err != nil {
 			return fmt.Errorf("encode purchase: %w", err)
 		}

@@ -15,6 +15,7 @@ const (
 	OutcomeStaleLock   = "stale_lock"   // 409 stale_lock (fencing refused a stale holder)
 	OutcomeLeaseLost   = "lease_lost"   // 409 lease_lost (the holder's lease was lost before COMMIT)
 	OutcomeLockTimeout = "lock_timeout" // 503 lock_timeout
+	OutcomeUserLimit   = "user_limit"   // 409 user_limit (the user is at the per-user limit)
 	OutcomeError       = "errors"       // anything else (other 4xx/5xx, transport errors)
 )
 
@@ -41,6 +42,8 @@ func (r Response) Outcome() string {
 		return OutcomeOK
 	case r.Code == 409 && r.Error == "sold_out":
 		return OutcomeSoldOut
+	case r.Code == 409 && r.Error == "user_limit":
+		return OutcomeUserLimit
 	case r.Code == 409 && r.Error == "stale_lock":
 		return OutcomeStaleLock
 	case r.Code == 409 && r.Error == "lease_lost":

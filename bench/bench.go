@@ -60,6 +60,9 @@ type RunResult struct {
 	// the option was not given, or the strategy has no lock holder to
 	// batch; see Options.Batch).
 	Batch int `json:"batch,omitempty"`
+	// PerUser is what a run with a per-user limit sold per user
+	// (Options.PerUserLimit, Options.Users); nil without a limit.
+	PerUser *PerUser `json:"per_user,omitempty"`
 	// Service is the strategy configuration the fleet reported after the
 	// switch (effective TTL and wait budget).
 	Service     StrategyConfig `json:"service_config"`
@@ -477,7 +480,7 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 	defer cancel()
 	strategy, repeat := rs.Strategy, rs.Repeat
 	cfg := StrategyConfig{Name: strategy, WorkDelay: o.WorkDelay.String(), LockTTL: durString(o.LockTTL),
-		LockWait: durString(o.LockWait), Fencing: o.Fencing, ReleasePause: durString(o.ReleasePause)}
+		LockWait: durString(o.LockWait), Fencing: o.Fencing, ReleasePause: durString(o.ReleasePause), PerUserLimit: o.PerUserLimit}
 	if o.NoWatchdog {
 		cfg.Watchdog = new(bool)
 	}
@@ -542,7 +545,7 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 	var raw *os.File
 	spec := attackSpec{
 		Name: name, Requests: o.Requests, Concurrency: rs.Concurrency, Rate: o.Rate, Timeout: o.RequestTimeout,
-		Targeter: purchaseTargeter(fleet.Target, o.GoodsID, o.Qty, o.Requests, o.Seed, name),
+		Targeter: usersTargeter(fleet.Target, o.GoodsID, o.Qty, o.Requests, o.Seed, name, o.Users),
 	}
 	if rawDir != "" {
 		var err error
@@ -672,6 +675,11 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 		return run, err
 	}
 	a.Invariants = append(a.Invariants, ex...)
+	if o.PerUserLimit > 0 {
+		p, inv := perUser(ids, o.Users, o.PerUserLimit)
+		run.PerUser = &p
+		a.Invariants = append(a.Invariants, inv)
+	}
 	fillRun(&run, a, st, res)
 	run.ServiceOversold, run.ServiceLostUpdates = au.Oversold, au.LostUpdates
 	if costDelta != nil {

@@ -155,6 +155,13 @@ type Options struct {
 	// passed to the strategies it applies to (Batching()) and left off for
 	// the others. 0 = off (the service default); at most MaxBatch.
 	Batch int
+	// PerUserLimit has the service refuse a user's purchase past this many
+	// orders of the goods (stock.Config.PerUserLimit, every strategy);
+	// the run then checks InvPerUserLimit. 0 = no limit.
+	PerUserLimit int
+	// Users draws each request's user id from this many users, so users
+	// repeat (bench/peruser.go). 0 = a new user per request.
+	Users int
 	// Faults are injected at fixed times of every run through Faulter; the
 	// run then reports throughput before, during and after them. They need
 	// an open-model Rate. Default none.
@@ -195,6 +202,7 @@ func (o Options) serviceConfig(name string) stock.Config {
 		c.LockWait = o.LockWait
 	}
 	c.Watchdog, c.LocalQueue, c.LeaseCheck = !o.NoWatchdog, !o.NoLocalQueue, !o.NoLeaseCheck
+	c.PerUserLimit = o.PerUserLimit
 	return c
 }
 
@@ -307,6 +315,8 @@ func (o Options) withDefaults() (Options, error) {
 		{o.LockWait >= 0, "LockWait must be >= 0"},
 		{o.ReleasePause >= 0, "ReleasePause must be >= 0"},
 		{o.Batch >= 0 && o.Batch <= MaxBatch, fmt.Sprintf("Batch must be between 0 and %d (0 = off)", MaxBatch)},
+		{o.PerUserLimit >= 0 && o.PerUserLimit <= stock.MaxPerUserLimit, fmt.Sprintf("PerUserLimit must be between 0 and %d (0 = no limit)", stock.MaxPerUserLimit)},
+		{o.Users >= 0 && o.Users <= MaxUsers, fmt.Sprintf("Users must be between 0 and %d (0 = a new user per request)", MaxUsers)},
 		{o.RequestTimeout > 0, "RequestTimeout must be > 0"},
 		{o.RunTimeout > 0, "RunTimeout must be > 0"},
 		{!o.CompareQueue || !o.NoLocalQueue, "CompareQueue runs each queued strategy with and without the local queue; drop NoLocalQueue"},

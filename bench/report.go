@@ -143,6 +143,7 @@ var glossary = [][2]string{
 	{"时钟变迁 (shízhōng biànqiān)", "clock change: a server's clock jumps, and TTLs with it"},
 	{"崩溃恢复 (bēngkuì huīfù)", "crash recovery: a lock server restarts, with or without its data"},
 	{"乐观锁 / 悲观锁", "optimistic lock (version check) / pessimistic lock (SELECT ... FOR UPDATE)"},
+	{"一人一单 (yì rén yì dān)", "one order per user: a user may buy the goods once (bench --per-user-limit 1)"},
 }
 
 // chartSet builds the report's SVG charts from the summary and the runs.
@@ -248,7 +249,7 @@ func evidenceRows(rep *Report) []strategyEvidence {
 	nameOf := runNamer(rep.Runs)
 	for _, s := range rep.Summary {
 		e := strategyEvidence{Strategy: s.Name, Anchor: strategyAnchor(s.Name), Flawed: !s.ExpectedCorrect}
-		for _, name := range evidenceInvariants {
+		for _, name := range evidenceColumns(rep) {
 			fails, undecided, applicable, runs := 0, 0, false, 0
 			anchor := ""
 			for _, r := range rep.Runs {
@@ -403,7 +404,7 @@ func HTML(rep *Report) ([]byte, error) {
 		Evidence   []strategyEvidence
 		Failures   []failureItem
 		Glossary   [][2]string
-	}{V: v, Charts: reportCharts(rep), Invariants: invariantHeaders(), Evidence: evidenceRows(rep), Failures: fails, Glossary: glossary}
+	}{V: v, Charts: reportCharts(rep), Invariants: invariantHeaders(rep), Evidence: evidenceRows(rep), Failures: fails, Glossary: glossary}
 	var b bytes.Buffer
 	if err := htmlTmpl.Execute(&b, data); err != nil {
 		return nil, fmt.Errorf("render report.html: %w", err)
@@ -454,9 +455,10 @@ func WriteReports(dir string, rep *Report) error {
 
 // invariantHeaders are the invariant names with spaces, so the header
 // wraps and the table fits a projector's width.
-func invariantHeaders() []string {
-	out := make([]string, len(evidenceInvariants))
-	for i, n := range evidenceInvariants {
+func invariantHeaders(rep *Report) []string {
+	cols := evidenceColumns(rep)
+	out := make([]string, len(cols))
+	for i, n := range cols {
 		out[i] = strings.ReplaceAll(n, "_", " ")
 	}
 	return out

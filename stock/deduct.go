@@ -65,7 +65,7 @@ const (
 // follows in it, have not committed yet.
 //
 // Without inside, it takes two round trips after the claim: the read, then
-// the write, the order and COMMIT in one batch (sqlWriteBatch), sent after
+// the write, the order and COMMIT in one batch (execWrite), sent after
 // BeforeCommit passed. A lease that lapses while the batch travels is the
 // same exposure as one that lapses while a lone COMMIT travels.
 func (s *SQLStore) ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (release func(), err error)) (Result, error) {
@@ -145,6 +145,14 @@ func (s *SQLStore) readThenWrite(ctx context.Context, d Deduction) (Result, erro
 	if stock < d.Order.Qty {
 		return res, ErrSoldOut
 	}
+	// A check-then-insert per-user rule checks where the naive code does,
+	// with the stock read and before the work: its race spans the work.
+	if r := d.Order.Rule; r.Limit > 0 && r.CheckThenInsert {
+		if err := countUser(ctx, db, &d.Order); err != nil {
+			return res, err
+		}
+		res.Order.Rule = UserRule{}
+	}
 	if err := sleepCtx(ctx, d.WorkDelay); err != nil {
 		return res, err
 	}
@@ -156,9 +164,9 @@ func (s *SQLStore) readThenWrite(ctx context.Context, d Deduction) (Result, erro
 	remaining := stock - d.Order.Qty
 	var written bool
 	if d.Fence == 0 {
-		written, err = execWrite(ctx, db, sqlWriteBatch, &res.Order, remaining, d.Order.GoodsID)
+		written, _, err = execWrite(ctx, db, writeStock, &res.Order, remaining, d.Order.GoodsID)
 	} else {
-		written, err = execWrite(ctx, db, sqlWriteFencedBatch, &res.Order, remaining, d.Order.GoodsID, d.Fence)
+		written, _, err = execWrite(ctx, db, writeFenced, &res.Order, remaining, d.Order.GoodsID, d.Fence)
 	}
 	if err != nil {
 		if errors.Is(err, errDuplicateRequest) {
@@ -232,7 +240,7 @@ func (s *SQLStore) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fen
 				continue
 			}
 			if err := insertOrderTx(ctx, tx, &d.Order); err != nil {
-				if !errors.Is(err, errDuplicateRequest) {
+				if !errors.Is(err, errDuplicateRequest) && !errors.Is(err, ErrUserLimit) {
 					return err
 				}
 				errs[i] = err
@@ -368,7 +376,7 @@ func (s *SQLStore) optimisticOnce(ctx context.Context, d Deduction) (Result, err
 	}
 	res.Remaining = stock - d.Order.Qty
 	// The compare-and-swap, the order and COMMIT in one round trip.
-	written, err := execWrite(ctx, db, sqlWriteVersionedBatch, &res.Order, res.Remaining, d.Order.GoodsID, version)
+	written, _, err := execWrite(ctx, db, writeVersioned, &res.Order, res.Remaining, d.Order.GoodsID, version)
 	switch {
 	case errors.Is(err, errDuplicateRequest):
 		return res, err
@@ -431,17 +439,22 @@ func (s *SQLStore) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	return nil
 }
 
-// insertOrderTx inserts o in tx and sets its id and creation time. A
-// request id that was already sold is errDuplicateRequest (MySQL rolls
-// back only that statement; the caller decides about the transaction).
+// insertOrderTx inserts o in tx and sets its id and creation time, after
+// o.Rule's per-user check (ErrUserLimit; peruser.go). A request id that
+// was already sold is errDuplicateRequest (MySQL rolls back only that
+// statement; the caller decides about the transaction).
 func insertOrderTx(ctx context.Context, tx *sql.Tx, o *Order) error {
 	if o.CreatedAt.IsZero() {
 		o.CreatedAt = time.Now()
 	}
+	slot, err := checkUser(ctx, tx, o)
+	if err != nil {
+		return err
+	}
 	r, err := tx.ExecContext(ctx, SQLInsertOrder, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
 	if err != nil {
 		if mysqlerr.IsDuplicate(err) {
-			return errDuplicateRequest
+			return errors.Join(errDuplicateRequest, freeUserSlot(ctx, tx, o, slot))
 		}
 		return fmt.Errorf("insert order: %w", err)
 	}

@@ -12,25 +12,17 @@ import (
 
 // Mirror is the Redis stock mirror used by redis-atomic.
 type Mirror interface {
-	Take(ctx context.Context, goodsID, qty int64) (remaining int64, err error)
-	Give(ctx context.Context, goodsID, qty int64) error
+	// Take checks and takes qty units and, with limit > 0, one of user's
+	// limit orders (ErrUserLimit when they are all taken), in one step.
+	Take(ctx context.Context, goodsID, qty int64, user string, limit int) (remaining int64, err error)
+	// Give undoes a Take whose MySQL half failed.
+	Give(ctx context.Context, goodsID, qty int64, user string, limit int) error
 	Set(ctx context.Context, goodsID, stock int64) error
 	Init(ctx context.Context, goodsID, stock int64) error
 }
 
 // MirrorKey is the Redis key holding goods id's stock for redis-atomic.
 func MirrorKey(goodsID int64) string { return "seckill:stock:" + strconv.FormatInt(goodsID, 10) }
-
-// takeScript checks and decrements the mirrored stock in one step.
-// Returns the remaining stock, -1 when it does not cover qty, -2 when the
-// mirror is missing.
-var takeScript = redis.NewScript(`
-local s = redis.call('GET', KEYS[1])
-if not s then return -2 end
-local q = tonumber(ARGV[1])
-if tonumber(s) < q then return -1 end
-return redis.call('DECRBY', KEYS[1], q)
-`)
 
 // RedisMirror keeps the stock of each goods in Redis for redis-atomic.
 type RedisMirror struct {
@@ -42,33 +34,32 @@ func NewRedisMirror(rdb redis.Cmdable) *RedisMirror { return &RedisMirror{rdb: r
 
 var errMirrorMissing = errors.New("stock mirror missing")
 
-// Take atomically checks and decrements the mirror by qty.
-func (m *RedisMirror) Take(ctx context.Context, goodsID, qty int64) (int64, error) {
-	n, err := takeScript.Run(ctx, m.rdb, []string{MirrorKey(goodsID)}, qty).Int64()
+// Take atomically checks and decrements the mirror by qty, and with limit
+// > 0 checks and counts user's order (takeForUserScript).
+func (m *RedisMirror) Take(ctx context.Context, goodsID, qty int64, user string, limit int) (int64, error) {
+	n, err := takeForUserScript.Run(ctx, m.rdb, []string{MirrorKey(goodsID), UserLimitKey(goodsID)}, qty, user, limit).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("redis stock mirror: %w", err)
 	}
-	switch n {
-	case -1:
-		return 0, ErrSoldOut
-	case -2:
-		return 0, errMirrorMissing
-	}
-	return n, nil
+	return mirrorResult(n, user, limit)
 }
 
-// Give puts qty units back (the MySQL half failed).
-func (m *RedisMirror) Give(ctx context.Context, goodsID, qty int64) error {
-	if err := m.rdb.IncrBy(ctx, MirrorKey(goodsID), qty).Err(); err != nil {
+// Give puts qty units (and user's count) back (the MySQL half failed).
+func (m *RedisMirror) Give(ctx context.Context, goodsID, qty int64, user string, limit int) error {
+	if err := giveForUserScript.Run(ctx, m.rdb, []string{MirrorKey(goodsID), UserLimitKey(goodsID)}, qty, user, limit).Err(); err != nil {
 		return fmt.Errorf("redis stock mirror give back: %w", err)
 	}
 	return nil
 }
 
-// Set overwrites the mirror (reset).
+// Set overwrites the mirror and forgets the goods' per-user counts
+// (reset).
 func (m *RedisMirror) Set(ctx context.Context, goodsID, stock int64) error {
 	if err := m.rdb.Set(ctx, MirrorKey(goodsID), stock, 0).Err(); err != nil {
 		return fmt.Errorf("redis stock mirror set: %w", err)
+	}
+	if err := m.rdb.Del(ctx, UserLimitKey(goodsID)).Err(); err != nil {
+		return fmt.Errorf("redis stock mirror: forget the per-user counts: %w", err)
 	}
 	return nil
 }
@@ -94,7 +85,9 @@ func (s *Service) redisAtomic(ctx context.Context, d Deduction) (Result, error) 
 	if m == nil {
 		return Result{}, fmt.Errorf("redis-atomic: no Redis configured: %w", ErrBackendUnavailable)
 	}
-	_, err := m.Take(ctx, d.Order.GoodsID, d.Order.Qty)
+	o, limit := d.Order, d.Order.Rule.Limit
+	d.Order.Rule = UserRule{} // checked in Redis: the MySQL half takes no slot
+	_, err := m.Take(ctx, o.GoodsID, o.Qty, o.UserID, limit)
 	if errors.Is(err, errMirrorMissing) {
 		// Redis lost the mirror (restart): seed it once from MySQL.
 		g, gerr := s.opts.Store.Goods(ctx, d.Order.GoodsID)
@@ -102,7 +95,7 @@ func (s *Service) redisAtomic(ctx context.Context, d Deduction) (Result, error) 
 			return Result{}, gerr
 		}
 		if err = m.Init(ctx, g.ID, g.Stock); err == nil {
-			_, err = m.Take(ctx, d.Order.GoodsID, d.Order.Qty)
+			_, err = m.Take(ctx, o.GoodsID, o.Qty, o.UserID, limit)
 		}
 	}
 	if err != nil {
@@ -113,7 +106,7 @@ func (s *Service) redisAtomic(ctx context.Context, d Deduction) (Result, error) 
 		// No unit is lost: the MySQL half failed, so the unit goes back.
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 		defer cancel()
-		if gerr := m.Give(gctx, d.Order.GoodsID, d.Order.Qty); gerr != nil {
+		if gerr := m.Give(gctx, o.GoodsID, o.Qty, o.UserID, limit); gerr != nil {
 			return res, fmt.Errorf("%w (and the unit could not be returned to Redis: %v)", err, gerr)
 		}
 	}

@@ -53,6 +53,9 @@ type Order struct {
 	Strategy   string    `gorm:"size:32;not null"`
 	FenceToken uint64    `gorm:"not null;default:0"`
 	CreatedAt  time.Time `gorm:"precision:6"`
+	// Rule is the per-user rule the order is sold under (peruser.go); it
+	// is not stored.
+	Rule UserRule `gorm:"-"`
 }
 
 // TableName pins the table name.

@@ -40,54 +40,105 @@ const sqlInsertOrderIfDeducted = "INSERT INTO orders (goods_id, qty, user_id, re
 // the stock left. A request id that was already sold is
 // errDuplicateRequest, and nothing is written.
 func ExecPurchase(ctx context.Context, db *sql.DB, o *Order, remaining *int64) (sold bool, err error) {
-	if o.CreatedAt.IsZero() {
-		o.CreatedAt = time.Now()
-	}
-	affected, ids, err := execBatch(ctx, db, SQLPurchase, o.Qty, o.GoodsID, o.Qty,
-		o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
+	sold, left, err := execWrite(ctx, db, writeDeduct, o, o.Qty, o.GoodsID, o.Qty)
 	if err != nil {
 		return false, fmt.Errorf("purchase: %w", err)
 	}
-	if affected[1] == 0 {
-		return false, nil
+	if sold {
+		*remaining = left
 	}
-	*remaining, o.ID = ids[1], ids[2]
-	return true, nil
+	return sold, nil
 }
 
-// The read-modify-write's writes, each one transaction in one round trip
-// (args: the stock write's, then SQLInsertOrder's eight). The read comes
-// before, as a statement of its own: the check and the work happen between
-// the two round trips, as the seeds' reductStock does them.
-const (
-	// sqlWriteBatch: the unconditional write and the order, whatever the
-	// write changed (two unprotected writers of the same value both sell:
-	// the lost update the lab shows).
-	sqlWriteBatch = "BEGIN; " + sqlWriteStock + "; " + SQLInsertOrder + "; COMMIT"
-	// sqlWriteFencedBatch: the order only when the fenced write matched.
-	sqlWriteFencedBatch = "BEGIN; " + sqlWriteFenced + "; " + sqlInsertOrderIfDeducted + "; COMMIT"
-	// sqlWriteVersionedBatch: the order only when the version matched.
-	sqlWriteVersionedBatch = "BEGIN; " + sqlWriteVersioned + "; " + sqlInsertOrderIfDeducted + "; COMMIT"
+// txWrite is a stock write that goes in one transaction with the order:
+// the write, the order's insert, COMMIT.
+type txWrite struct {
+	stmt string
+	// conditional: the order is inserted only when the write matched a
+	// row (a conditional deduction, a fenced or versioned write). An
+	// unconditional write sells whatever it changed: two unprotected
+	// writers of the same value both sell, the lost update the lab shows.
+	conditional bool
+}
+
+// The purchase paths' writes.
+var (
+	writeDeduct    = txWrite{SQLDeduct, true}
+	writeStock     = txWrite{sqlWriteStock, false}
+	writeFenced    = txWrite{sqlWriteFenced, true}
+	writeVersioned = txWrite{sqlWriteVersioned, true}
 )
 
-// execWrite runs one of the write batches above for o: the stock write
-// (args), then o's insert. written is false when the write matched no row
-// (only the fenced and versioned batches can tell). When written, o has
-// its id.
-func execWrite(ctx context.Context, db *sql.DB, query string, o *Order, args ...any) (written bool, err error) {
+// batch is w's transaction as one batch: BEGIN, the write, the insert
+// (SQLInsertOrder, or sqlInsertOrderIfDeducted when conditional), COMMIT.
+func (w txWrite) batch() string {
+	insert := SQLInsertOrder
+	if w.conditional {
+		insert = sqlInsertOrderIfDeducted
+	}
+	return "BEGIN; " + w.stmt + "; " + insert + "; COMMIT"
+}
+
+// execWrite runs w (args) and o's insert in one transaction. written is
+// false when a conditional write matched no row (nothing was written).
+// When written, o has its id, and writeID is the write's LAST_INSERT_ID
+// (the stock left, for SQLDeduct).
+//
+// It is one round trip (w.batch()), but for an order under a per-user rule
+// (o.Rule): the rule's check and slot (checkUser) run between the write and
+// the insert, so that transaction goes statement by statement.
+func execWrite(ctx context.Context, db *sql.DB, w txWrite, o *Order, args ...any) (written bool, writeID int64, err error) {
 	if o.CreatedAt.IsZero() {
 		o.CreatedAt = time.Now()
 	}
+	if o.Rule.Limit > 0 {
+		return execWriteTx(ctx, db, w, o, args...)
+	}
 	args = append(args, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
-	affected, ids, err := execBatch(ctx, db, query, args...)
+	affected, ids, err := execBatch(ctx, db, w.batch(), args...)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
 	if affected[2] == 0 {
-		return false, nil
+		return false, 0, nil
 	}
 	o.ID = ids[2]
-	return true, nil
+	return true, ids[1], nil
+}
+
+// execWriteTx is execWrite statement by statement: BEGIN, the write, the
+// order's insert with its per-user check (insertOrderTx), COMMIT.
+func execWriteTx(ctx context.Context, db *sql.DB, w txWrite, o *Order, args ...any) (written bool, writeID int64, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, 0, fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if !written || err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	r, err := tx.ExecContext(ctx, w.stmt, args...)
+	if err != nil {
+		return false, 0, fmt.Errorf("write stock: %w", err)
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return false, 0, fmt.Errorf("write stock: %w", err)
+	}
+	if n == 0 && w.conditional {
+		return false, 0, nil
+	}
+	if writeID, err = r.LastInsertId(); err != nil {
+		return false, 0, fmt.Errorf("write stock: %w", err)
+	}
+	if err := insertOrderTx(ctx, tx, o); err != nil {
+		return false, 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return false, 0, fmt.Errorf("commit: %w", err)
+	}
+	return true, writeID, nil
 }
 
 // execBatch sends query, four statements (BEGIN, two, COMMIT), in one

@@ -164,7 +164,7 @@ func (s *Service) Validate(r PurchaseRequest) error {
 
 // Purchase sells r.Qty units under the current strategy. The order row is
 // committed before it returns a Receipt. Failures wrap ErrSoldOut,
-// ErrStaleLock, ErrLeaseLost, ErrLockTimeout, ErrGoodsNotFound,
+// ErrUserLimit, ErrStaleLock, ErrLeaseLost, ErrLockTimeout, ErrGoodsNotFound,
 // ErrInvalid, ErrIdempotencyKeyReused or ErrBackendUnavailable.
 //
 // It reads as the purchase runs: validate, idempotency, protect and
@@ -218,6 +218,7 @@ func (s *Service) deduct(ctx context.Context, r PurchaseRequest) (Result, error)
 		Order:     Order{GoodsID: r.GoodsID, Qty: r.Qty, UserID: r.UserID, RequestID: r.RequestID, Instance: s.opts.Instance, Strategy: a.cfg.Name},
 		WorkDelay: a.cfg.WorkDelay,
 	}
+	d.Order.Rule = UserRule{Limit: a.cfg.PerUserLimit, CheckThenInsert: a.info.Flawed}
 	// What the deduction sends is the held phase's, but for the lock's
 	// own acquire and release (which mark theirs).
 	ctx = cost.WithPhase(ctx, cost.Held)
@@ -274,7 +275,7 @@ func (s *Service) classify(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, known := range []error{ErrSoldOut, ErrStaleLock, ErrLeaseLost, ErrLockTimeout, ErrGoodsNotFound, ErrInvalid, ErrIdempotencyKeyReused, ErrBackendUnavailable} {
+	for _, known := range []error{ErrSoldOut, ErrUserLimit, ErrStaleLock, ErrLeaseLost, ErrLockTimeout, ErrGoodsNotFound, ErrInvalid, ErrIdempotencyKeyReused, ErrBackendUnavailable} {
 		if errors.Is(err, known) {
 			return err
 		}

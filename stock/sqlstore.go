@@ -48,7 +48,7 @@ func (s *SQLStore) Migrate(ctx context.Context) error {
 		return err
 	}
 	db := s.db.WithContext(ctx).Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
-	if err := db.AutoMigrate(&Goods{}, &Order{}); err != nil {
+	if err := db.AutoMigrate(&Goods{}, &Order{}, &UserSlot{}); err != nil {
 		return fmt.Errorf("migrate schema: %w", err)
 	}
 	g := Goods{ID: 1, Name: "demo"}
@@ -129,6 +129,9 @@ func (s *SQLStore) Reset(ctx context.Context, id, stock int64) error {
 		}
 		if err := tx.Where("goods_id = ?", id).Delete(&Order{}).Error; err != nil {
 			return fmt.Errorf("delete orders of goods %d: %w", id, err)
+		}
+		if err := tx.Exec(sqlResetSlots, id).Error; err != nil {
+			return fmt.Errorf("delete user slots of goods %d: %w", id, err)
 		}
 		return nil
 	})

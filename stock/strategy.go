@@ -79,6 +79,11 @@ type Config struct {
 	// Default 0. At most MaxBatch; more than 1 only for the locker
 	// strategies that release after the commit.
 	Batch int
+	// PerUserLimit is the most orders one user may have of one goods
+	// (peruser.go: "one order per user" is 1); a purchase past it is
+	// refused with ErrUserLimit. 0 = no limit (the default). At most
+	// MaxPerUserLimit.
+	PerUserLimit int
 }
 
 // DefaultConfig returns the defaults for strategy name.
@@ -112,6 +117,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("release_pause applies only to %s (a release in two commands); %s releases in one step", strings.Join(Names(pauses), ", "), c.Name)
 	case c.Batch < 0 || c.Batch > MaxBatch:
 		return fmt.Errorf("batch %d out of range [0, %d] (0 or 1 = off)", c.Batch, MaxBatch)
+	case c.PerUserLimit < 0 || c.PerUserLimit > MaxPerUserLimit:
+		return fmt.Errorf("per_user_limit %d out of range [0, %d] (0 = no limit)", c.PerUserLimit, MaxPerUserLimit)
 	case c.Batch > 1 && !info.Batches():
 		return fmt.Errorf("batch applies only to %s; %s has no lock holder to drain a queue (use batch 0)", strings.Join(Names(Strategy.Batches), ", "), c.Name)
 	}
@@ -134,6 +141,8 @@ type ConfigWire struct {
 	Batch      int    `json:"batch,omitempty"`
 	// ReleasePause is last: older clients do not send it.
 	ReleasePause string `json:"release_pause,omitempty"`
+	// PerUserLimit is Config.PerUserLimit (0, omitted: no limit).
+	PerUserLimit int `json:"per_user_limit,omitempty"`
 	// Instance names the instance that answered a GET; a PUT does not
 	// take it.
 	Instance string `json:"instance,omitempty"`
@@ -145,7 +154,8 @@ func (w ConfigWire) Same(o ConfigWire) bool {
 	flag := func(b *bool) bool { return b != nil && *b }
 	return w.Name == o.Name && w.WorkDelay == o.WorkDelay && w.LockTTL == o.LockTTL && w.LockWait == o.LockWait &&
 		w.Fencing == o.Fencing && flag(w.Watchdog) == flag(o.Watchdog) && flag(w.LocalQueue) == flag(o.LocalQueue) &&
-		flag(w.LeaseCheck) == flag(o.LeaseCheck) && w.Batch == o.Batch && w.ReleasePause == o.ReleasePause
+		flag(w.LeaseCheck) == flag(o.LeaseCheck) && w.Batch == o.Batch && w.ReleasePause == o.ReleasePause &&
+		w.PerUserLimit == o.PerUserLimit
 }
 
 // String shows the setting as the CLI's flags would.
@@ -159,7 +169,7 @@ func (w ConfigWire) String() string {
 func (c Config) Wire() ConfigWire {
 	return ConfigWire{Name: c.Name, WorkDelay: c.WorkDelay.String(), LockTTL: c.LockTTL.String(), LockWait: c.LockWait.String(),
 		Fencing: c.Fencing, Watchdog: &c.Watchdog, LocalQueue: &c.LocalQueue, LeaseCheck: &c.LeaseCheck, Batch: c.Batch,
-		ReleasePause: c.ReleasePause.String()}
+		ReleasePause: c.ReleasePause.String(), PerUserLimit: c.PerUserLimit}
 }
 
 // ConfigFields are the JSON fields of a setting (PUT /admin/strategy).
@@ -187,7 +197,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	out := DefaultConfig(w.Name)
-	out.Fencing, out.Batch = w.Fencing, w.Batch
+	out.Fencing, out.Batch, out.PerUserLimit = w.Fencing, w.Batch, w.PerUserLimit
 	if w.Watchdog != nil {
 		out.Watchdog = *w.Watchdog
 	}

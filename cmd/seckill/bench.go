@@ -43,6 +43,8 @@ func runBench(ctx context.Context, args []string) error {
 	warmup := fs.Int("warmup", bench.DefaultWarmup, "purchases fired, uncounted, on a separate goods before each strategy's first run; 0 = no warm-up")
 	releasePause := fs.Duration("release-pause", 0, "pause between the owner check and the DEL of "+strings.Join(bench.Pausing(), ", ")+" (longer than the rest of --lock-ttl: it deletes the next holder's lock)")
 	batch := fs.Int("batch", 0, fmt.Sprintf("a lock holder sells up to B queued purchases in one critical section and one transaction (0 = off, at most %d); applies to %s, the other strategies run unbatched", bench.MaxBatch, strings.Join(bench.Batching(), ", ")))
+	perUserLimit := fs.Int("per-user-limit", 0, fmt.Sprintf("at most N orders per user and goods, for every strategy (\"one order per user\" is 1; at most %d): a unique key in MySQL, the check then insert of the flawed strategies, the Lua check of redis-atomic; the run checks %s (0 = no limit)", stock.MaxPerUserLimit, bench.InvPerUserLimit))
+	users := fs.Int("users", 0, "draw each request's user id from N users, so users repeat (0 = a new user per request)")
 	noLeaseCheck := fs.Bool("no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
 	var faults faultFlags
 	fs.Var(&faults, "fault", "inject KIND:COMPONENT@START+DURATION into every run, e.g. pause:inst-2@5s+5s or kill:redis-1@5s+5s (repeatable; needs --rate and the local stack)")
@@ -158,6 +160,7 @@ func runBench(ctx context.Context, args []string) error {
 		Rate: *rate, Repeat: *repeat, Seed: *seed, GoodsID: *goods, Instances: *instances,
 		WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing, NoWatchdog: *noWatchdog,
 		NoLocalQueue: *noQueue, NoEvents: *noEvents, NoLeaseCheck: *noLeaseCheck, ReleasePause: *releasePause, Batch: *batch, Faults: faults,
+		PerUserLimit: *perUserLimit, Users: *users,
 		RequestTimeout: *reqTimeout, RunTimeout: *runTimeout, CalibrateRequests: *calRequests,
 		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
 	}

@@ -266,6 +266,8 @@ func outcome(err error) (int, string) {
 		return http.StatusOK, "ok"
 	case errors.Is(err, stock.ErrSoldOut):
 		return http.StatusConflict, "sold_out"
+	case errors.Is(err, stock.ErrUserLimit):
+		return http.StatusConflict, "user_limit"
 	case errors.Is(err, stock.ErrStaleLock):
 		return http.StatusConflict, "stale_lock"
 	case errors.Is(err, stock.ErrLeaseLost):
@@ -293,7 +295,7 @@ func outcome(err error) (int, string) {
 func (h *handler) writeErr(c *gin.Context, status int, code string, err error) {
 	detail := ""
 	switch code {
-	case "invalid_request", "lock_timeout", "goods_not_found", "idempotency_key_reused":
+	case "invalid_request", "lock_timeout", "goods_not_found", "idempotency_key_reused", "user_limit":
 		detail = err.Error() // the service's own words
 	case "backend_unavailable":
 		detail = "a server this strategy needs did not answer; the instance's log has the details"

@@ -454,6 +454,9 @@ func benchCmd(o bench.Options) string {
 	if o.Fencing {
 		cmd += " --fencing"
 	}
+	if o.PerUserLimit > 0 {
+		cmd += fmt.Sprintf(" --per-user-limit %d --users %d", o.PerUserLimit, o.Users)
+	}
 	return cmd
 }
 
@@ -773,6 +776,7 @@ var course = []Lesson{
 			"第 3 份报告（只测锁）：比较表里每把锁的 ok/s，再看 cost model 里每次购买的往返次数和 fsync 次数。每一步（加锁、续期、释放）都要写一次 fsync 日志的那把锁排在最后，种子的排名没有考虑这一点；报告 1、2 是整笔购买：本机回环，以及 2 ms 往返 + 全部 fsync。"),
 		Speed: true, Estimate: 2 * time.Minute, run: ranking,
 		Longer: "it starts two stacks of its own (default and fsync durability, with the proxy) and runs three benches, one at a 2 ms round trip: about 2 minutes"},
+	perUserLesson,
 }
 
 // consulStory runs a Consul story three ways: lock-delay 0 unprotected
