@@ -37,7 +37,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps packages build up down status test demo bench lint clean proxy-cost report-shot perf readme doctor soak
+.PHONY: all deps packages build up down status test demo bench lint clean proxy-cost report-shot perf readme doctor soak manifests
 
 all: build
 
@@ -104,6 +104,11 @@ status: build
 # stack stopped even when tests fail (scripts/test.sh).
 test:
 	scripts/test.sh
+
+# manifests: deploy/k8s rendered from the lab's description of its servers
+# (internal/cluster); a test fails when the committed files differ.
+manifests:
+	$(GO) generate ./internal/cluster
 
 # demo: from nothing to a benchmark report of every strategy.
 demo: deps build up

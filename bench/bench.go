@@ -146,6 +146,8 @@ type Environment struct {
 	RTT RTT `json:"rtt"`
 	// Mode is what the critical section did (Options.Mode).
 	Mode string `json:"mode"`
+	// Cluster says where on Kubernetes it ran (Fleet.Cluster); nil off one.
+	Cluster *Cluster `json:"cluster,omitempty"`
 }
 
 // Conditions says in one line what the figures ran under: the round trip
@@ -164,7 +166,11 @@ func (e Environment) Conditions() string {
 	if e.Instances == 1 {
 		insts = "1 instance"
 	}
-	return fmt.Sprintf("round trip %s, durability %s, mode %s, %s, %d CPUs (%s)", rtt, e.Durability, mode, insts, e.CPUs, e.Hostname)
+	where := e.Hostname
+	if e.Cluster != nil {
+		where += ", " + e.Cluster.String()
+	}
+	return fmt.Sprintf("round trip %s, durability %s, mode %s, %s, %d CPUs (%s)", rtt, e.Durability, mode, insts, e.CPUs, where)
 }
 
 // Report is everything a bench produced (report.json).
@@ -437,7 +443,7 @@ func environment(f Fleet, mode string) Environment {
 	return Environment{
 		GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Hostname: h, Target: f.Target, Instances: len(f.Instances),
-		Durability: cmp.Or(f.Durability, "unknown"), RTT: f.RTT, Mode: mode,
+		Durability: cmp.Or(f.Durability, "unknown"), RTT: f.RTT, Mode: mode, Cluster: f.Cluster,
 	}
 }
 

@@ -25,6 +25,8 @@ type Fleet struct {
 	// acknowledge a write (`seckill up --durability`); "" when the fleet
 	// was started elsewhere and nobody said. Reports state it.
 	Durability string
+	// Cluster, when the bench runs on Kubernetes, says where (ClusterFromEnv).
+	Cluster *Cluster
 	// RTT is the network round trip the fleet's links add (`seckill up
 	// --rtt`); the zero value when none was asked for or nobody said.
 	RTT RTT

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -54,6 +55,7 @@ func runBench(ctx context.Context, args []string) error {
 	dir := fs.String("dir", stack.DefaultDir, "run directory of the local stack (ignored with --target)")
 	target := fs.String("target", "", "URL of a fleet's load balancer started elsewhere (e.g. docker compose); needs --instance-urls")
 	instanceURLs := fs.String("instance-urls", "", "comma-separated base URLs of every instance of that fleet (admin API)")
+	instancesDNS := fs.String("instances-dns", "", "NAME:PORT of a headless Service whose A records are every instance of that fleet (on Kubernetes; instead of --instance-urls)")
 	adminToken := fs.String("admin-token", "", "admin token of that fleet (default $SECKILL_ADMIN_TOKEN)")
 	out := fs.String("out", "", "report directory (default: a new results/<timestamp>/)")
 	calibrate := fs.Bool("calibrate", false, "only measure the ceilings: the load generator's (an in-process null handler) and the database's (the purchase transaction straight at MariaDB, with the local stack or --database-dsn)")
@@ -192,9 +194,17 @@ func runBench(ctx context.Context, args []string) error {
 		if tok == "" {
 			tok = os.Getenv(config.EnvAdminToken)
 		}
-		o.Fleet = bench.Fleet{Target: *target, Instances: config.SplitList(*instanceURLs), AdminToken: tok}
+		o.Fleet = bench.Fleet{Target: *target, Instances: config.SplitList(*instanceURLs), AdminToken: tok, Cluster: bench.ClusterFromEnv(ctx)}
+		if *instancesDNS != "" {
+			if len(o.Fleet.Instances) > 0 {
+				return exitError{code: 2, msg: "bench: give --instance-urls or --instances-dns, not both"}
+			}
+			if o.Fleet.Instances, err = bench.ResolveInstances(ctx, net.DefaultResolver, *instancesDNS); err != nil {
+				return err
+			}
+		}
 		if len(o.Fleet.Instances) == 0 {
-			return exitError{code: 2, msg: "bench: --target needs --instance-urls (the admin API must reach every instance)"}
+			return exitError{code: 2, msg: "bench: --target needs --instance-urls or --instances-dns (the admin API must reach every instance)"}
 		}
 	} else {
 		st, err := stack.Load(*dir)

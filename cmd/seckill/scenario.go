@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	seckill "github.com/seckill-lab/seckill"
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/stack"
@@ -16,7 +18,7 @@ import (
 
 // runScenario maps `seckill scenario list|run NAME` to package scenario.
 func runScenario(ctx context.Context, args []string) error {
-	usage := "usage: seckill scenario list | seckill scenario run NAME [--strategies a,b] [--protections unprotected,lease-check,fencing] [--fencing off,on] [--repeat N] [--out DIR]"
+	usage := "usage: seckill scenario list | seckill scenario chaos [NAME] | seckill scenario run NAME [--strategies a,b] [--protections unprotected,lease-check,fencing] [--fencing off,on] [--repeat N] [--out DIR]"
 	if len(args) == 0 {
 		return exitError{code: 2, msg: usage}
 	}
@@ -32,6 +34,8 @@ func runScenario(ctx context.Context, args []string) error {
 			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", s.Name, needs, s.Strategies, s.Story)
 		}
 		return tw.Flush()
+	case "chaos":
+		return printChaos(args[1:])
 	case "run":
 	default:
 		return exitError{code: 2, msg: fmt.Sprintf("unknown scenario command %q; %s", args[0], usage)}
@@ -123,5 +127,28 @@ func runScenario(ctx context.Context, args []string) error {
 	if errors.Is(err, scenario.ErrFailed) {
 		return exitError{code: 1}
 	}
+	return err
+}
+
+// printChaos prints the Chaos Mesh experiment of a scenario (deploy/chaos,
+// embedded), or with no name lists the scenarios that have one.
+func printChaos(args []string) error {
+	if len(args) == 0 {
+		for _, name := range seckill.ChaosExperiments() {
+			fmt.Println(name)
+		}
+		return nil
+	}
+	if len(args) > 1 {
+		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q; usage: seckill scenario chaos [NAME]", args[1])}
+	}
+	if _, err := scenario.Find(args[0]); err != nil {
+		return exitError{code: 2, msg: err.Error()}
+	}
+	b, ok := seckill.ChaosExperiment(args[0])
+	if !ok {
+		return exitError{code: 2, msg: fmt.Sprintf("scenario %s has no cluster form; these do: %s", args[0], strings.Join(seckill.ChaosExperiments(), ", "))}
+	}
+	_, err := os.Stdout.Write(b)
 	return err
 }

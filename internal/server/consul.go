@@ -51,6 +51,7 @@ var Consul = Spec{
 	Optional: true,
 	Tools: []Tool{{Key: "consul", Names: []string{"consul"}, Version: []string{"version"},
 		Hint: "Consul " + ConsulVersion + " (MPL-2.0; no distribution packages it): `make deps` builds it from the Go module proxy into bin/"}},
+	Image: "hashicorp/consul:" + ConsulVersion,
 	Kinds: []KindSpec{
 		{Kind: KindConsul, Rank: 3, Check: checkConsul, Role: consulRole},
 		{Kind: KindConsulMember, Rank: 3, Check: checkConsul, Role: consulRole, Member: true, StopInTurn: true},

@@ -49,6 +49,8 @@ var MariaDB = Spec{
 		{Key: "mysql_install_db", Names: []string{"mariadb-install-db", "mysql_install_db"},
 			Pkgs: map[string]string{pmApt: "mariadb-server", pmDnf: "mariadb-server", pmBrew: "mariadb"}},
 	},
+	// The 10.11 LTS line, Debian 12's.
+	Image: "mariadb:10.11",
 	Kinds: []KindSpec{{Kind: KindMySQL, Rank: 5, Check: func(ctx context.Context, addr string) error {
 		return checkMySQL(ctx, MySQLDSN(addr, DatabaseName))
 	}}},
@@ -63,9 +65,8 @@ var MariaDB = Spec{
 			args = append(args, "--user=root")
 		}
 		args = append(args, "--datadir="+dataDir, "--tmpdir="+tmpDir, "--port="+itoa(l.Base+offMySQL), "--bind-address=127.0.0.1",
-			"--socket="+mysqlSocket(base), "--pid-file="+filepath.Join(base, "mariadb.pid"),
-			"--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=128M",
-			"--innodb-flush-log-at-trx-commit="+map[bool]string{true: "2", false: "1"}[l.Durability == DurabilityNone],
+			"--socket="+mysqlSocket(base), "--pid-file="+filepath.Join(base, "mariadb.pid"))
+		args = append(append(args, MariaDBArgs(l.Durability)...),
 			"--log-error="+filepath.Join(l.Dir, "logs", name+".log"))
 		return []Node{{Name: name, Kind: KindMySQL, Port: l.Base + offMySQL, Bin: l.Tools.Bin["mariadbd"], Args: args,
 			Prepare: func(ctx context.Context) error {
@@ -92,6 +93,20 @@ var MariaDB = Spec{
 		DurabilityNone:    "innodb_flush_log_at_trx_commit=2: the redo log is written at commit and fsynced once a second",
 	},
 	Fsyncs: map[string]bool{DurabilityDefault: true, DurabilityFsync: true, DurabilityNone: false},
+}
+
+// MariaDBFlush is the redo log's flush argument at durability level d:
+// fsynced at every commit, or with DurabilityNone written at commit and
+// fsynced once a second.
+func MariaDBFlush(d string) string {
+	return "--innodb-flush-log-at-trx-commit=" + map[bool]string{true: "2", false: "1"}[d == DurabilityNone]
+}
+
+// MariaDBArgs are the server's settings beyond its paths and port, at
+// durability level d: the local stack and the cluster's manifests share
+// them.
+func MariaDBArgs(d string) []string {
+	return []string{"--skip-name-resolve", "--max-connections=1000", "--innodb-buffer-pool-size=128M", MariaDBFlush(d)}
 }
 
 // mysqlSocket returns the socket path, moved to the temp dir when the run

@@ -38,8 +38,8 @@ const (
 	SentinelQuorum = 2
 	// Sentinel timings: the master is down after 1s without an answer, and
 	// a failover is retried after 5s: failovers take seconds.
-	sentinelDownAfterMs    = 1000
-	sentinelFailoverTimeMs = 5000
+	SentinelDownAfterMs    = 1000
+	SentinelFailoverTimeMs = 5000
 	// RedisPrimary and RedisReplica name the replicated pair.
 	RedisPrimary = "redis-primary"
 	RedisReplica = "redis-replica"
@@ -56,14 +56,19 @@ const (
 
 func sentinelName(k int) string { return "sentinel-" + itoa(k) }
 
-// redisArgs is a Redis server on port, data in dir: without persistence,
-// or with DurabilityFsync an AOF fsynced before every reply.
-func redisArgs(l Layout, port int, dir string) []string {
-	aof := []string{"--appendonly", "no"}
-	if l.Durability == DurabilityFsync {
-		aof = []string{"--appendonly", "yes", "--appendfsync", "always"}
+// RedisPersistence are the arguments of a Redis server at durability level
+// d: no persistence, or with DurabilityFsync an AOF fsynced before every
+// reply. The local stack and the cluster's manifests both use them.
+func RedisPersistence(d string) []string {
+	if d == DurabilityFsync {
+		return []string{"--save", "", "--appendonly", "yes", "--appendfsync", "always"}
 	}
-	return append(append([]string{"--port", itoa(port), "--bind", "127.0.0.1", "--save", ""}, aof...),
+	return []string{"--save", "", "--appendonly", "no"}
+}
+
+// redisArgs is a Redis server on port, data in dir, at l's durability.
+func redisArgs(l Layout, port int, dir string) []string {
+	return append(append([]string{"--port", itoa(port), "--bind", "127.0.0.1"}, RedisPersistence(l.Durability)...),
 		"--dir", dir, "--daemonize", "no", "--logfile", "", "--maxclients", "10000")
 }
 
@@ -77,6 +82,7 @@ var Redis = Spec{
 	Group:    "redis",
 	Tools: []Tool{{Key: "redis-server", Names: []string{"redis-server"}, Version: []string{"--version"},
 		Pkgs: map[string]string{pmApt: "redis-server", pmDnf: "redis", pmBrew: "redis"}}},
+	Image: "redis:7.0.15",
 	Kinds: []KindSpec{
 		{Kind: KindRedis, Rank: 0, Check: checkRedis},
 		{Kind: KindRedisHA, Rank: 1, Check: checkRedisHA, Role: redisRole},
@@ -177,8 +183,8 @@ func sentinelNode(l Layout, k int, bin string, primary int) Node {
 				`logfile ""`,
 				"dir " + dir,
 				fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d", SentinelMaster, primary, SentinelQuorum),
-				fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMaster, sentinelDownAfterMs),
-				fmt.Sprintf("sentinel failover-timeout %s %d", SentinelMaster, sentinelFailoverTimeMs),
+				fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMaster, SentinelDownAfterMs),
+				fmt.Sprintf("sentinel failover-timeout %s %d", SentinelMaster, SentinelFailoverTimeMs),
 				fmt.Sprintf("sentinel parallel-syncs %s 1", SentinelMaster),
 			})
 		}}

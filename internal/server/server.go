@@ -146,6 +146,10 @@ type Spec struct {
 	Optional bool
 	// Tools it needs.
 	Tools []Tool
+	// Image is the pinned container image that runs it in
+	// docker-compose.yml and on a cluster (deploy/k8s): the same line as
+	// the distribution's package the local stack runs.
+	Image string
 	// Kinds of its components.
 	Kinds []KindSpec
 	// Ports lists every port of the topology (client, peer, election).

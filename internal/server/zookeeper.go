@@ -50,6 +50,8 @@ var ZooKeeper = Spec{
 		{Key: zkKey, Locate: Finder.FindZooKeeper, Hint: "or unpack the Apache tarball and set ZOOKEEPER_HOME",
 			Pkgs: map[string]string{pmApt: "zookeeper", pmDnf: "zookeeper", pmBrew: "zookeeper"}},
 	},
+	// The 3.8 line, Debian 12's.
+	Image: "zookeeper:3.8.4",
 	Kinds: []KindSpec{
 		{Kind: KindZooKeeper, Rank: 4, Check: checkZooKeeper, Role: zkMode},
 		{Kind: KindZKMember, Rank: 4, Check: checkZKMember, Role: zkMode, Member: true},
@@ -97,6 +99,12 @@ var ZooKeeper = Spec{
 	Fsyncs: map[string]bool{DurabilityDefault: true, DurabilityFsync: true, DurabilityNone: false},
 }
 
+// ZKForceSync is zoo.cfg's forceSync at durability level d: "no" with
+// DurabilityNone, "yes" (as shipped) otherwise.
+func ZKForceSync(d string) string {
+	return map[bool]string{true: "no", false: "yes"}[d == DurabilityNone]
+}
+
 // zkNode is a standalone server (k = 0) or member k of the ensemble: its
 // zoo.cfg (and myid) written afresh, its data wiped.
 func zkNode(l Layout, name string, kind Kind, port, k int) Node {
@@ -111,7 +119,7 @@ func zkNode(l Layout, name string, kind Kind, port, k int) Node {
 		"4lw.commands.whitelist=ruok,srvr,stat,mntr",
 		"maxClientCnxns=0",
 		// Read as the system property zookeeper.forceSync.
-		"forceSync=" + map[bool]string{true: "no", false: "yes"}[l.Durability == DurabilityNone],
+		"forceSync=" + ZKForceSync(l.Durability),
 	}
 	if k > 0 {
 		// A member binds its own ports and dials the others' through

@@ -56,6 +56,13 @@ func nginxPaths(st *State) nginxFiles {
 // the fleet learns of a dead instance once, not once per worker.
 const upstreamServerParams = "max_fails=3 fail_timeout=1s"
 
+// UpstreamServerParams are upstreamServerParams for the other deployments'
+// nginx files (nginx/compose, deploy/k8s).
+const UpstreamServerParams = upstreamServerParams
+
+// UpstreamZone is upstreamZone, for the same.
+const UpstreamZone = upstreamZone
+
 // upstreamZone is the upstream's shared memory: a few hundred bytes per
 // server, MaxInstances of them fit.
 const upstreamZone = "zone seckill 64k;"

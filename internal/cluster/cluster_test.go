@@ -1,0 +1,352 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/server"
+)
+
+// TestCommittedIsRendered: deploy/k8s is exactly what Render writes (run
+// `go generate ./internal/cluster` after changing the lab's description).
+func TestCommittedIsRendered(t *testing.T) {
+	want, err := Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, b := range want {
+		if g, ok := got[p]; !ok {
+			t.Errorf("deploy/k8s/%s missing: run go generate ./internal/cluster", p)
+		} else if !bytes.Equal(g, b) {
+			t.Errorf("deploy/k8s/%s differs from what internal/cluster renders: run go generate ./internal/cluster", p)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("deploy/k8s/%s is not rendered: remove it or render it", p)
+		}
+	}
+}
+
+// overlay is the kustomization that runs topology at durability d.
+func overlay(topology, d string) (dir string, extra map[string]string) {
+	if d == server.DurabilityDefault {
+		return topology, nil
+	}
+	dir = "test-" + topology + "-" + d
+	return dir, map[string]string{dir + "/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../" + topology +
+		"\ncomponents:\n- ../durability/" + d + "\n"}
+}
+
+// TestOverlays builds every overlay at every durability level with
+// kustomize, decodes each object strictly and checks it against the lab's
+// description.
+func TestOverlays(t *testing.T) {
+	files, err := committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topology := range Topologies {
+		for _, d := range server.Durabilities() {
+			t.Run(topology+"/"+d, func(t *testing.T) {
+				dir, extra := overlay(topology, d)
+				docs, err := build(files, dir, extra)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o, err := decodeStrict(docs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := crossCheck(o, topology, d); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// TestHAOverlay: what the issue asks of the ha overlay, by count.
+func TestHAOverlay(t *testing.T) {
+	files, err := committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := build(files, "ha", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeStrict(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int32{"etcd": 3, "zookeeper": 3, "consul": 3, "redis": 5, "sentinel": 3, "redis-primary": 1, "redis-replica": 1, "mariadb": 1} {
+		sts, ok := o.statefulSets[name]
+		if !ok || *sts.Spec.Replicas != want {
+			t.Errorf("StatefulSet %s: want %d replicas", name, want)
+			continue
+		}
+		if len(sts.Spec.VolumeClaimTemplates) == 0 || sts.Spec.Template.Spec.Containers[0].ReadinessProbe == nil {
+			t.Errorf("StatefulSet %s: no PVC or no readiness probe", name)
+		}
+	}
+	for name, want := range map[string]int32{InstanceApp: Instances, "nginx": 1} {
+		if d, ok := o.deployments[name]; !ok || *d.Spec.Replicas != want {
+			t.Errorf("Deployment %s: want %d replicas", name, want)
+		}
+	}
+	for _, name := range []string{"etcd", "zookeeper", "consul", "sentinel", "redis"} {
+		if _, ok := o.pdbs[name]; !ok {
+			t.Errorf("no PodDisruptionBudget for %s", name)
+		}
+	}
+	if len(o.policies) != 2 {
+		t.Errorf("%d NetworkPolicies, want 2", len(o.policies))
+	}
+	if s := o.secrets[AdminSecret]; s == nil || len(s.Data[config.EnvAdminToken]) == 0 {
+		t.Errorf("no generated admin Secret")
+	}
+}
+
+// TestBenchJob: the Job runs `seckill bench` against the in-cluster nginx
+// and the instances' headless Service, both in the overlay.
+func TestBenchJob(t *testing.T) {
+	files, err := committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := build(files, "test-bench", map[string]string{"test-bench/kustomization.yaml": "resources:\n- ../single\n- ../bench\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeStrict(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, ok := o.jobs["seckill-bench"]
+	if !ok {
+		t.Fatal("no Job seckill-bench")
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	args := strings.Join(c.Args, " ")
+	if !strings.HasPrefix(args, "bench --target http://nginx ") || !strings.Contains(args, "--instances-dns "+InstancesHL+":8080") {
+		t.Errorf("bench args %q", args)
+	}
+	if svc, ok := o.services["nginx"]; !ok || svc.Spec.Ports[0].Port != NginxPort {
+		t.Error("no Service nginx on port 80")
+	}
+	if _, ok := o.services[InstancesHL]; !ok {
+		t.Errorf("no Service %s", InstancesHL)
+	}
+	env, err := envOf(o, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{config.EnvAdminToken, EnvNodeName, EnvPodName, EnvPodNamespace} {
+		if _, ok := env[k]; !ok {
+			t.Errorf("bench: no %s", k)
+		}
+	}
+	if job.Spec.Template.Labels[LabelRole] != RoleBench {
+		t.Error("the bench's pods do not carry the role the instances' NetworkPolicy admits")
+	}
+}
+
+// clone deep-copies docs.
+func clone(t *testing.T, docs []doc) []doc {
+	b, err := json.Marshal(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []doc
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// find returns the object of kind and name in docs.
+func find(docs []doc, kind, name string) doc {
+	for _, d := range docs {
+		if d["kind"] == kind && d["metadata"].(map[string]any)["name"] == name {
+			return d
+		}
+	}
+	return nil
+}
+
+func container(d doc) map[string]any {
+	return d["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+}
+
+// TestValidationCatches mutates a copy of the built single overlay: each
+// mistake must fail the strict decoding or the cross-check.
+func TestValidationCatches(t *testing.T) {
+	files, err := committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := build(files, "single", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serversCM := func(docs []doc) map[string]any {
+		for _, d := range docs {
+			if d["kind"] == "ConfigMap" && strings.HasPrefix(d["metadata"].(map[string]any)["name"].(string), ServersConfig) {
+				return d["data"].(map[string]any)
+			}
+		}
+		t.Fatal("no servers ConfigMap")
+		return nil
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(docs []doc) []doc
+		want   string
+	}{
+		{"unknown field in a container", func(docs []doc) []doc {
+			container(find(docs, "Deployment", InstanceApp))["imagePullPolicyy"] = "Always"
+			return docs
+		}, "unknown field"},
+		{"unknown field at the top", func(docs []doc) []doc {
+			find(docs, "StatefulSet", "etcd")["specs"] = map[string]any{}
+			return docs
+		}, "unknown field"},
+		{"wrong type", func(docs []doc) []doc {
+			find(docs, "StatefulSet", "redis")["spec"].(map[string]any)["replicas"] = "five"
+			return docs
+		}, "replicas"},
+		{"instances lose a server variable", func(docs []doc) []doc {
+			delete(serversCM(docs), config.EnvEtcdEndpoints)
+			return docs
+		}, config.EnvEtcdEndpoints},
+		{"instances lose their own variable", func(docs []doc) []doc {
+			c := container(find(docs, "Deployment", InstanceApp))
+			env := c["env"].([]any)
+			c["env"] = slices.DeleteFunc(env, func(e any) bool { return e.(map[string]any)["name"] == config.EnvMaxQty })
+			return docs
+		}, config.EnvMaxQty},
+		{"a server missing in the cluster", func(docs []doc) []doc {
+			return slices.DeleteFunc(docs, func(d doc) bool {
+				return d["kind"] == "StatefulSet" && d["metadata"].(map[string]any)["name"] == "consul"
+			})
+		}, "runs 1 consul"},
+		{"one Redlock node short", func(docs []doc) []doc {
+			find(docs, "StatefulSet", "redis")["spec"].(map[string]any)["replicas"] = 4
+			return docs
+		}, "redis-4.redis"},
+		{"a wrong port", func(docs []doc) []doc {
+			serversCM(docs)[config.EnvZKServers] = "zookeeper-0.zookeeper:2182"
+			return docs
+		}, "no port 2182"},
+		{"a wrong service name", func(docs []doc) []doc {
+			serversCM(docs)[config.EnvConsulAddrs] = "consul-0.consul-servers:8500"
+			return docs
+		}, "no Service consul-servers"},
+		{"an unpinned image", func(docs []doc) []doc {
+			container(find(docs, "Deployment", "nginx"))["image"] = "nginx:latest"
+			return docs
+		}, "not pinned"},
+		{"another version than the table's", func(docs []doc) []doc {
+			container(find(docs, "StatefulSet", "mariadb"))["image"] = "mariadb:11.4"
+			return docs
+		}, "the table's is " + server.MariaDB.Image},
+		{"fsync lost where the table says it fsyncs", func(docs []doc) []doc {
+			c := container(find(docs, "StatefulSet", "mariadb"))
+			c["args"] = []any{"--innodb-flush-log-at-trx-commit=2"}
+			return docs
+		}, "the table says it fsyncs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mutated := tc.mutate(clone(t, docs))
+			o, err := decodeStrict(mutated)
+			if err == nil {
+				err = crossCheck(o, "single", server.DurabilityDefault)
+			}
+			if err == nil {
+				t.Fatalf("no error, want one naming %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant one naming %q", err, tc.want)
+			}
+		})
+	}
+	// The unmutated copy passes: the mutations are what fails.
+	o, err := decodeStrict(clone(t, docs))
+	if err == nil {
+		err = crossCheck(o, "single", server.DurabilityDefault)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRenderNeedsEveryServer: a local component kind without a cluster
+// workload fails the rendering (the table grows a server, the cluster must
+// follow).
+func TestRenderNeedsEveryServer(t *testing.T) {
+	saved := workloads
+	defer func() { workloads = saved }()
+	workloads = slices.DeleteFunc(slices.Clone(saved), func(w *workload) bool { return w.kind == server.KindSentinel })
+	if _, err := Sets("ha"); err == nil || !strings.Contains(err.Error(), "no cluster workload") {
+		t.Fatalf("Sets(ha) without a Sentinel workload: %v", err)
+	}
+	if _, err := Render(); err == nil {
+		t.Fatal("Render without a Sentinel workload: no error")
+	}
+}
+
+// TestServerEnv: the instances' variables per topology, each server's.
+func TestServerEnv(t *testing.T) {
+	for _, tc := range []struct {
+		topology string
+		want     map[string]string
+	}{
+		{"single", map[string]string{config.EnvEtcdEndpoints: "etcd-0.etcd:2379", config.EnvSentinels: "",
+			config.EnvMySQLDSN: server.MySQLDSN("mariadb-0.mariadb:3306", server.DatabaseName)}},
+		{"ha", map[string]string{config.EnvEtcdEndpoints: "etcd-0.etcd:2379,etcd-1.etcd:2379,etcd-2.etcd:2379",
+			config.EnvSentinels:   "sentinel-0.sentinel:26379,sentinel-1.sentinel:26379,sentinel-2.sentinel:26379",
+			config.EnvZKServers:   "zookeeper-0.zookeeper:2181,zookeeper-1.zookeeper:2181,zookeeper-2.zookeeper:2181",
+			config.EnvConsulAddrs: "consul-0.consul:8500,consul-1.consul:8500,consul-2.consul:8500",
+			config.EnvRedisAddrs:  "redis-0.redis:6379,redis-1.redis:6379,redis-2.redis:6379,redis-3.redis:6379,redis-4.redis:6379"}},
+	} {
+		env, err := ServerEnv(tc.topology)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, kv := range env {
+			got[kv[0]] = kv[1]
+		}
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%s: %s=%q, want %q", tc.topology, k, got[k], v)
+			}
+		}
+		if fmt.Sprint(len(got)) != fmt.Sprint(len(config.ServerVars())) {
+			t.Errorf("%s: %d server variables, config.ServerVars has %d", tc.topology, len(got), len(config.ServerVars()))
+		}
+	}
+}
+
+// TestTableImages: every server of the table names a pinned image.
+func TestTableImages(t *testing.T) {
+	for _, sp := range server.All {
+		if sp.Image == "" {
+			t.Errorf("a server of position %d has no Image", sp.Position)
+			continue
+		}
+		if err := imagePinned(sp.Image); err != nil {
+			t.Error(err)
+		}
+	}
+}

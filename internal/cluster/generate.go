@@ -1,0 +1,3 @@
+package cluster
+
+//go:generate go run ./gen -out ../../deploy/k8s

@@ -1,0 +1,632 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	seckill "github.com/seckill-lab/seckill"
+	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/internal/stack"
+)
+
+// Topologies are the overlays, as the local stack names its topologies.
+var Topologies = []string{stack.TopologySingle, stack.TopologyHA}
+
+// localBase is the base port the local layout is read at: any works, the
+// addresses are mapped to pods by their port.
+const localBase = 17000
+
+// Sets lays out the StatefulSets of topology: one per workload the local
+// stack's components map to, each with as many pods as it has components.
+func Sets(topology string) ([]set, error) {
+	ha := topology == stack.TopologyHA
+	l := server.Layout{Dir: "/nonexistent", Base: localBase, HA: ha}
+	var out []set
+	for _, sp := range server.All {
+		if sp.Nodes == nil {
+			continue
+		}
+		for _, n := range sp.Nodes(l) {
+			w, ok := workloadOf(n.Kind)
+			if !ok {
+				return nil, fmt.Errorf("%s (%s) runs in the local %s topology but has no cluster workload", n.Name, n.Kind, topology)
+			}
+			name := w.set(n.Name)
+			i := slices.IndexFunc(out, func(s set) bool { return s.name == name })
+			if i < 0 {
+				out = append(out, set{name: name, kind: n.Kind, spec: sp, w: w})
+				i = len(out) - 1
+			}
+			out[i].nodes = append(out[i].nodes, n.Name)
+		}
+	}
+	return out, nil
+}
+
+var loopback = regexp.MustCompile(`127\.0\.0\.1:(\d+)`)
+
+// ServerEnv is every server variable of an instance in topology, with
+// the local stack's values (server.Spec.Env) mapped to the pods: each
+// 127.0.0.1:PORT becomes the address of the pod that plays the component
+// on PORT.
+func ServerEnv(topology string) ([][2]string, error) {
+	ha := topology == stack.TopologyHA
+	sets, err := Sets(topology)
+	if err != nil {
+		return nil, err
+	}
+	l := server.Layout{Dir: "/nonexistent", Base: localBase, HA: ha}
+	byPort := map[string]string{}
+	for _, sp := range server.All {
+		if sp.Nodes == nil {
+			continue
+		}
+		for _, n := range sp.Nodes(l) {
+			for _, s := range sets {
+				if i := slices.Index(s.nodes, n.Name); i >= 0 {
+					byPort[strconv.Itoa(n.Port)] = s.addr(i)
+				}
+			}
+		}
+	}
+	var out [][2]string
+	for _, sp := range server.All {
+		if sp.Env == nil {
+			continue
+		}
+		for _, kv := range sp.Env(localBase, ha, true) {
+			var bad []string
+			v := loopback.ReplaceAllStringFunc(kv[1], func(a string) string {
+				p := loopback.FindStringSubmatch(a)[1]
+				if c, ok := byPort[p]; ok {
+					return c
+				}
+				bad = append(bad, a)
+				return a
+			})
+			if len(bad) > 0 {
+				return nil, fmt.Errorf("%s: %v is no component's client port in the %s topology", kv[0], bad, topology)
+			}
+			out = append(out, [2]string{kv[0], v})
+		}
+	}
+	return out, nil
+}
+
+func meta(name string, labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Labels: labels}
+}
+
+func labelsOf(name, role string, kind server.Kind) map[string]string {
+	m := map[string]string{LabelPartOf: PartOf, LabelName: name, LabelRole: role}
+	if kind != "" {
+		m[LabelKind] = string(kind)
+	}
+	return m
+}
+
+// spread prefers one pod of app per node: one node still runs them all.
+func spread(app string) *corev1.Affinity {
+	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
+			PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname",
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelName: app}}}}}}}
+}
+
+// volumeSize is each server's PVC.
+var volumeSize = resource.MustParse("1Gi")
+
+// statefulSet renders set s at durability d: its headless Service, the
+// StatefulSet and, for a quorum of 3 or more, its PodDisruptionBudget.
+func (s set) objects(d string) []any {
+	labels := labelsOf(s.name, RoleServer, s.kind)
+	sel := map[string]string{LabelName: s.name}
+	replicas := int32(len(s.nodes))
+	c := s.w.container(s, d)
+	c.Ports = s.w.ports
+	c.Resources = resources(s.w.cpu, s.w.mem)
+	c.VolumeMounts = []corev1.VolumeMount{{Name: dataVolume, MountPath: s.w.mount}}
+	var svcPorts []corev1.ServicePort
+	for _, p := range s.w.ports {
+		svcPorts = append(svcPorts, corev1.ServicePort{Name: p.Name, Port: p.ContainerPort, Protocol: p.Protocol, TargetPort: intstr.FromString(p.Name)})
+	}
+	svc := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: meta(s.name, labels),
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: sel, Ports: svcPorts,
+			// Members find one another by DNS before they are ready.
+			PublishNotReadyAddresses: true}}
+	pod := corev1.PodSpec{Containers: []corev1.Container{c}, TerminationGracePeriodSeconds: ptr(int64(10))}
+	if replicas > 1 {
+		pod.Affinity = spread(s.name)
+	}
+	sts := &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}, ObjectMeta: meta(s.name, labels),
+		Spec: appsv1.StatefulSetSpec{ServiceName: s.name, Replicas: &replicas, PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: dataVolume},
+				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: volumeSize}}}}}}}
+	out := []any{svc, sts}
+	if s.w.quorum && replicas >= 3 {
+		out = append(out, &policyv1.PodDisruptionBudget{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+			ObjectMeta: meta(s.name, labels),
+			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr(intstr.FromInt32(replicas/2 + 1)),
+				Selector: &metav1.LabelSelector{MatchLabels: sel}}})
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// instances is the instances' Deployment and their headless Service (the
+// bench reaches each instance's admin API by its A records).
+func instances() []any {
+	labels := labelsOf(InstanceApp, RoleInstance, "")
+	sel := map[string]string{LabelName: InstanceApp}
+	probe := func(threshold int32) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(InstancePort)}},
+			PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: threshold}
+	}
+	c := corev1.Container{Name: InstanceApp, Image: InstanceImage, Args: []string{"serve"},
+		Ports: []corev1.ContainerPort{tcp("http", InstancePort)},
+		Env:   instanceEnv(),
+		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ServersConfig}}}},
+		ReadinessProbe: probe(2),
+		// A paused instance (pause-holder, up to 24 s in consul-session)
+		// must not be restarted by its liveness probe: 60 s.
+		LivenessProbe: probe(12),
+		Resources:     resources([2]string{"100m", "1"}, [2]string{"64Mi", "256Mi"})}
+	// The pauser shares the pod's process namespace: `kill -STOP` from it
+	// is the cluster's process pause (deploy/chaos/pause-holder.yaml).
+	pauser := corev1.Container{Name: "pauser", Image: BusyboxImage,
+		Command:   []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"},
+		Resources: resources([2]string{"5m", "50m"}, [2]string{"8Mi", "16Mi"})}
+	replicas := int32(Instances)
+	dep := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta(InstanceApp, labels),
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{c, pauser}, ShareProcessNamespace: ptr(true),
+					Affinity: spread(InstanceApp), TerminationGracePeriodSeconds: ptr(int64(10))}}}}
+	svc := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: meta(InstancesHL, labels),
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: sel,
+			Ports: []corev1.ServicePort{{Name: "http", Port: InstancePort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")}}}}
+	return []any{dep, svc}
+}
+
+// nginxConfigMap is the ConfigMap the base's generator makes of
+// base/nginx/.
+const nginxConfigMap = "nginx"
+
+// nginx is the load balancer: the lab's nginx.conf verbatim, its two
+// includes rendered from templates by the image's envsubst at start.
+func nginx() []any {
+	labels := labelsOf("nginx", RoleNginx, "")
+	sel := map[string]string{LabelName: "nginx"}
+	c := corev1.Container{Name: "nginx", Image: server.Nginx.Image,
+		Ports: []corev1.ContainerPort{tcp("http", NginxPort)},
+		Env: []corev1.EnvVar{podEnv("POD_NAMESPACE", "metadata.namespace"),
+			{Name: "NGINX_ENVSUBST_OUTPUT_DIR", Value: "/etc/nginx/seckill.d"}},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "conf", MountPath: "/etc/nginx/nginx.conf", SubPath: "nginx.conf", ReadOnly: true},
+			{Name: "templates", MountPath: "/etc/nginx/templates", ReadOnly: true},
+			{Name: "includes", MountPath: "/etc/nginx/seckill.d"}},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(NginxPort)}},
+			PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: 3},
+		LivenessProbe: tcpProbe(NginxPort, 5),
+		Resources:     resources([2]string{"50m", "1"}, [2]string{"32Mi", "128Mi"})}
+	cm := func(items ...string) corev1.VolumeSource {
+		var ks []corev1.KeyToPath
+		for _, it := range items {
+			ks = append(ks, corev1.KeyToPath{Key: it, Path: it})
+		}
+		return corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: nginxConfigMap}, Items: ks}}
+	}
+	replicas := int32(1)
+	dep := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta("nginx", labels),
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: []corev1.Volume{
+					{Name: "conf", VolumeSource: cm("nginx.conf")},
+					{Name: "templates", VolumeSource: cm(nginxTemplates...)},
+					{Name: "includes", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}}}
+	svc := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: meta("nginx", labels),
+		Spec: corev1.ServiceSpec{Selector: sel,
+			Ports: []corev1.ServicePort{{Name: "http", Port: NginxPort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")}}}}
+	return []any{dep, svc}
+}
+
+var nginxTemplates = []string{"http.conf.template", "listen.conf.template"}
+
+// NginxHTTPConf is seckill.d/http.conf on a cluster, before envsubst.
+func NginxHTTPConf() string {
+	return `# seckill.d/http.conf on a cluster (deploy/k8s; generated by internal/cluster):
+# the instances are the A records of their headless Service, re-resolved
+# through the cluster's DNS every 5 s (` + "`resolve`" + `, open source since nginx
+# 1.27.3), so a killed instance's new pod is found. ${POD_NAMESPACE} is
+# filled in at start by the nginx image's envsubst (the lab's namespace).
+# The server parameters are internal/stack's UpstreamServerParams.
+resolver kube-dns.kube-system.svc.cluster.local valid=5s ipv6=off;
+upstream seckill {
+    ` + stack.UpstreamZone + `
+    server ` + InstancesHL + `.${POD_NAMESPACE}.svc.cluster.local:` + strconv.Itoa(InstancePort) + ` resolve ` + stack.UpstreamServerParams + `;
+    keepalive 128;
+}
+access_log /dev/stdout seckill;
+`
+}
+
+// NginxListenConf is seckill.d/listen.conf on a cluster.
+func NginxListenConf() string { return "listen " + strconv.Itoa(NginxPort) + ";\n" }
+
+// networkPolicies: only the instances (and the servers' own peers) reach
+// the servers; only nginx and the bench reach the instances.
+func networkPolicies() []any {
+	from := func(roles ...string) []networkingv1.NetworkPolicyPeer {
+		var out []networkingv1.NetworkPolicyPeer
+		for _, r := range roles {
+			out = append(out, networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelRole: r}}})
+		}
+		return out
+	}
+	np := func(name, role string, port *int32, roles ...string) *networkingv1.NetworkPolicy {
+		rule := networkingv1.NetworkPolicyIngressRule{From: from(roles...)}
+		if port != nil {
+			rule.Ports = []networkingv1.NetworkPolicyPort{{Port: ptr(intstr.FromInt32(*port))}}
+		}
+		return &networkingv1.NetworkPolicy{TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+			ObjectMeta: meta(name, map[string]string{LabelPartOf: PartOf}),
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelRole: role}},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+				Ingress:     []networkingv1.NetworkPolicyIngressRule{rule}}}
+	}
+	return []any{
+		np("servers", RoleServer, nil, RoleInstance, RoleServer),
+		np("instances", RoleInstance, ptr(int32(InstancePort)), RoleNginx, RoleBench),
+	}
+}
+
+// BenchArgs are the bench Job's arguments: the in-cluster nginx, the
+// instances found by their headless Service's DNS.
+var BenchArgs = []string{"bench", "--target", "http://nginx", "--instances-dns", InstancesHL + ":" + strconv.Itoa(InstancePort), "--out", "/results/report"}
+
+// benchJob is the bench as a Job, with a ServiceAccount that may list the
+// namespace's pods (the report records their nodes). The report is in the
+// log of container bench (the tables) and of container report
+// (report.json), and stays an hour in /results of container report for
+// `kubectl cp`.
+func benchJob() []any {
+	const name = "seckill-bench"
+	labels := labelsOf(name, RoleBench, "")
+	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(name, labels)}
+	role := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}, ObjectMeta: meta(name, labels),
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}}}
+	rb := &rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: meta(name, labels),
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name}}}
+	results := []corev1.VolumeMount{{Name: "results", MountPath: "/results"}}
+	bench := corev1.Container{Name: "bench", Image: InstanceImage, Args: BenchArgs,
+		Env: []corev1.EnvVar{
+			{Name: config.EnvAdminToken, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: AdminSecret}, Key: config.EnvAdminToken}}},
+			podEnv(EnvNodeName, "spec.nodeName"), podEnv(EnvPodName, "metadata.name"), podEnv(EnvPodNamespace, "metadata.namespace")},
+		VolumeMounts: results,
+		Resources:    resources([2]string{"500m", "2"}, [2]string{"128Mi", "1Gi"})}
+	report := corev1.Container{Name: "report", Image: BusyboxImage,
+		Command: []string{"sh", "-c", "until [ -f /results/report/report.json ]; do sleep 2; done; sleep 2; cat /results/report/report.json; " +
+			"echo; echo \"kubectl cp $(hostname):/results/report ./report -c report  # for the next hour\" >&2; sleep 3600"},
+		VolumeMounts: results,
+		Resources:    resources([2]string{"5m", "50m"}, [2]string{"8Mi", "32Mi"})}
+	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: meta(name, labels),
+		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0)), ActiveDeadlineSeconds: ptr(int64(3 * 3600)),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{ServiceAccountName: name, RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{bench, report},
+					Volumes:    []corev1.Volume{{Name: "results", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}}}
+	return []any{sa, role, rb, job}
+}
+
+// The downward-API variables the bench Job passes to `seckill bench`
+// (bench.ClusterFromEnv reads them).
+const (
+	EnvNodeName     = "SECKILL_NODE_NAME"
+	EnvPodName      = "SECKILL_POD_NAME"
+	EnvPodNamespace = "SECKILL_POD_NAMESPACE"
+)
+
+// header opens every generated file.
+const header = "# Generated by internal/cluster (go generate ./internal/cluster, or make manifests): do not edit.\n"
+
+// marshal writes objects as one YAML stream.
+func marshal(objs []any) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(header)
+	for _, o := range objs {
+		y, err := yaml.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("marshal %T: %w", o, err)
+		}
+		b.WriteString("---\n")
+		b.Write(dropCreationTimestamps(y))
+	}
+	return b.Bytes(), nil
+}
+
+// dropCreationTimestamps removes the `creationTimestamp: null` lines the
+// typed objects marshal with.
+func dropCreationTimestamps(y []byte) []byte {
+	var out []string
+	for _, l := range strings.Split(string(y), "\n") {
+		if strings.TrimSpace(l) == "creationTimestamp: null" {
+			continue
+		}
+		out = append(out, l)
+	}
+	return []byte(strings.Join(out, "\n"))
+}
+
+// Render returns every file of deploy/k8s, by path under it.
+func Render() (map[string][]byte, error) {
+	files := map[string][]byte{}
+	put := func(p string, objs []any) error {
+		b, err := marshal(objs)
+		if err != nil {
+			return err
+		}
+		files[p] = b
+		return nil
+	}
+	// Which sets are the same in both topologies (the base's) and which
+	// are each overlay's.
+	rendered := map[string]map[string][]byte{}
+	var setsOf = map[string][]set{}
+	for _, t := range Topologies {
+		sets, err := Sets(t)
+		if err != nil {
+			return nil, err
+		}
+		setsOf[t] = sets
+		rendered[t] = map[string][]byte{}
+		for _, s := range sets {
+			b, err := marshal(s.objects(server.DurabilityDefault))
+			if err != nil {
+				return nil, err
+			}
+			rendered[t][s.name] = b
+		}
+	}
+	common := func(name string) bool {
+		for _, t := range Topologies {
+			if _, ok := rendered[t][name]; !ok || !bytes.Equal(rendered[t][name], rendered[Topologies[0]][name]) {
+				return false
+			}
+		}
+		return true
+	}
+	var baseServers []any
+	for _, s := range setsOf[Topologies[0]] {
+		if common(s.name) {
+			baseServers = append(baseServers, s.objects(server.DurabilityDefault)...)
+		}
+	}
+	if err := put("base/servers.yaml", baseServers); err != nil {
+		return nil, err
+	}
+	if err := put("base/instances.yaml", instances()); err != nil {
+		return nil, err
+	}
+	if err := put("base/nginx.yaml", nginx()); err != nil {
+		return nil, err
+	}
+	if err := put("base/network-policy.yaml", networkPolicies()); err != nil {
+		return nil, err
+	}
+	files["base/nginx/nginx.conf"] = []byte(seckill.NginxConf())
+	files["base/nginx/http.conf.template"] = []byte(NginxHTTPConf())
+	files["base/nginx/listen.conf.template"] = []byte(NginxListenConf())
+	files["base/kustomization.yaml"] = []byte(header + `# The part of the lab both topologies share: the instances, nginx, MariaDB
+# and the five Redlock Redis servers, the network policies. The admin token
+# comes from admin-token.env, which is never committed: write it first,
+#   echo "SECKILL_ADMIN_TOKEN=$(openssl rand -hex 24)" > deploy/k8s/base/admin-token.env
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+labels:
+- pairs:
+    ` + LabelPartOf + `: ` + PartOf + `
+resources:
+- instances.yaml
+- nginx.yaml
+- servers.yaml
+- network-policy.yaml
+configMapGenerator:
+- name: ` + nginxConfigMap + `
+  files:
+  - nginx/nginx.conf
+  - nginx/http.conf.template
+  - nginx/listen.conf.template
+secretGenerator:
+- name: ` + AdminSecret + `
+  envs:
+  - admin-token.env
+  options:
+    disableNameSuffixHash: true
+`)
+	for _, t := range Topologies {
+		var objs []any
+		for _, s := range setsOf[t] {
+			if !common(s.name) {
+				objs = append(objs, s.objects(server.DurabilityDefault)...)
+			}
+		}
+		if err := put(t+"/servers.yaml", objs); err != nil {
+			return nil, err
+		}
+		env, err := ServerEnv(t)
+		if err != nil {
+			return nil, err
+		}
+		var lits []string
+		for _, kv := range env {
+			lits = append(lits, "  - "+kv[0]+"="+kv[1])
+		}
+		files[t+"/kustomization.yaml"] = []byte(header + `# The ` + t + ` topology: the servers ` + "`seckill up --topology " + t + "`" + ` runs, each
+# component a pod. The instances' server variables are the local stack's,
+# mapped to the pods. The durability of every server is the default
+# (` + "`seckill up --durability default`" + `); for another level, uncomment one line:
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../base
+- servers.yaml
+configMapGenerator:
+- name: ` + ServersConfig + `
+  literals:
+` + strings.Join(lits, "\n") + `
+# components:
+# - ../durability/fsync
+# - ../durability/none
+`)
+	}
+	if err := durabilityComponents(files, setsOf); err != nil {
+		return nil, err
+	}
+	if err := put("bench/job.yaml", benchJob()); err != nil {
+		return nil, err
+	}
+	files["bench/kustomization.yaml"] = []byte(header + `# The bench as a Job in a lab's namespace (after the lab is up):
+#   kubectl apply -n NS -k deploy/k8s/bench
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- job.yaml
+`)
+	return files, nil
+}
+
+// durabilityComponents writes a kustomize Component per durability level
+// other than the default: for each StatefulSet whose container differs at
+// that level, a patch of its container, and for a server without a switch
+// for its fsync its data on tmpfs.
+func durabilityComponents(files map[string][]byte, setsOf map[string][]set) error {
+	for _, d := range server.Durabilities() {
+		if d == server.DurabilityDefault {
+			continue
+		}
+		seen := map[string]bool{}
+		var patches []string
+		for _, t := range Topologies {
+			for _, s := range setsOf[t] {
+				if seen[s.name] {
+					continue
+				}
+				seen[s.name] = true
+				base, at := s.w.container(s, server.DurabilityDefault), s.w.container(s, d)
+				if !slices.Equal(base.Args, at.Args) || !slices.Equal(base.Command, at.Command) || !slices.EqualFunc(base.Env, at.Env, envEqual) {
+					if t != Topologies[0] && !sameAcross(s, setsOf) {
+						// A set whose container differs between the
+						// topologies (etcd's initial cluster) is patched
+						// by its env and args only when they do not
+						// depend on the topology; none does today.
+						return fmt.Errorf("durability %s: %s differs between the topologies", d, s.name)
+					}
+					p := map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": map[string]any{"name": s.name},
+						"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
+							containerPatch(base, at)}}}}}
+					y, err := yaml.Marshal(p)
+					if err != nil {
+						return err
+					}
+					f := s.name + ".yaml"
+					files[path.Join("durability", d, f)] = append([]byte(header), y...)
+					patches = append(patches, "- path: "+f+"\n  target:\n    kind: StatefulSet\n    name: "+s.name)
+				}
+				if slices.Contains(s.w.tmpfsAt, d) {
+					f := s.name + "-tmpfs.yaml"
+					files[path.Join("durability", d, f)] = []byte(header + `# ` + s.name + ` has no switch for its fsync: its data goes to tmpfs (a
+# memory-backed emptyDir), where an fsync costs nothing.
+- op: remove
+  path: /spec/volumeClaimTemplates
+- op: add
+  path: /spec/template/spec/volumes
+  value:
+  - name: ` + dataVolume + `
+    emptyDir:
+      medium: Memory
+      sizeLimit: 256Mi
+`)
+					patches = append(patches, "- path: "+f+"\n  target:\n    kind: StatefulSet\n    name: "+s.name)
+				}
+			}
+		}
+		sort.Strings(patches)
+		files[path.Join("durability", d, "kustomization.yaml")] = []byte(header + `# Every server at durability level ` + d + ` (` + "`seckill up --durability " + d + "`" + `):
+# add ../durability/` + d + ` to an overlay's components.
+apiVersion: kustomize.config.k8s.io/v1alpha1
+kind: Component
+patches:
+` + strings.Join(patches, "\n") + "\n")
+	}
+	return nil
+}
+
+// sameAcross: set s's container at every level is the same in every
+// topology that runs it.
+func sameAcross(s set, setsOf map[string][]set) bool {
+	for _, t := range Topologies {
+		for _, o := range setsOf[t] {
+			if o.name != s.name {
+				continue
+			}
+			for _, d := range server.Durabilities() {
+				a, b := s.w.container(s, d), o.w.container(o, d)
+				if !slices.Equal(a.Args, b.Args) || !slices.EqualFunc(a.Env, b.Env, envEqual) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func envEqual(a, b corev1.EnvVar) bool { return a.Name == b.Name && a.Value == b.Value }
+
+// containerPatch is a strategic-merge patch of container at: its args
+// when they differ from base's, and its variables that differ.
+func containerPatch(base, at corev1.Container) map[string]any {
+	p := map[string]any{"name": at.Name}
+	if !slices.Equal(base.Args, at.Args) {
+		p["args"] = at.Args
+	}
+	var env []any
+	for _, e := range at.Env {
+		if !slices.ContainsFunc(base.Env, func(b corev1.EnvVar) bool { return envEqual(b, e) }) {
+			env = append(env, map[string]any{"name": e.Name, "value": e.Value})
+		}
+	}
+	if len(env) > 0 {
+		p["env"] = env
+	}
+	return p
+}
+
+// Unrendered are the files under deploy/k8s that Render does not write
+// and the generator keeps: the admin token a user writes (never
+// committed).
+var Unrendered = []string{"base/admin-token.env"}
