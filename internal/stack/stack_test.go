@@ -295,7 +295,7 @@ func composeConfig(t *testing.T, bin string, args ...string) composeFile {
 func TestComposeConfig(t *testing.T) {
 	bin := requireCommand(t, "docker-compose")
 	cf := composeConfig(t, bin)
-	backends := []string{"redis1", "redis2", "redis3", "redis4", "redis5", "etcd", "zookeeper", "consul", "mysql"}
+	backends := []string{"redis1", "redis2", "redis3", "redis4", "redis5", "etcd", "zookeeper", "consul", "mariadb"}
 	instances := []string{"inst1", "inst2", "inst3"}
 	for _, name := range append(append(append([]string{}, backends...), instances...), "nginx") {
 		if _, ok := cf.Services[name]; !ok {
@@ -318,8 +318,8 @@ func TestComposeConfig(t *testing.T) {
 		}
 	}
 	for _, name := range backends[:5] {
-		if !strings.HasPrefix(cf.Services[name].Image, "redis:7") {
-			t.Errorf("%s image %q, want redis:7", name, cf.Services[name].Image)
+		if cf.Services[name].Image != server.Redis.Image {
+			t.Errorf("%s image %q, want %s", name, cf.Services[name].Image, server.Redis.Image)
 		}
 	}
 	want := config.EnvVars()
@@ -355,7 +355,7 @@ func TestComposeConfig(t *testing.T) {
 		}
 	}
 	ng := cf.Services["nginx"]
-	if !strings.HasPrefix(ng.Image, "nginx:1.27") {
+	if ng.Image != server.Nginx.Image {
 		t.Errorf("nginx image %q", ng.Image)
 	}
 	if !strings.Contains(fmt.Sprint(ng.Volumes), "/etc/nginx/nginx.conf") {
