@@ -467,9 +467,7 @@ func insertOrderTx(ctx context.Context, tx *sql.Tx, o *Order) error {
 }
 
 // readStock reads goods id's stock in tx (FOR UPDATE when locked).
-func readStock(ctx context.Context, tx interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, id int64, locked bool) (int64, error) {
+func readStock(ctx context.Context, tx rowQuerier, id int64, locked bool) (int64, error) {
 	q := sqlReadStock
 	if locked {
 		q = sqlReadStockLocked
@@ -481,10 +479,13 @@ func readStock(ctx context.Context, tx interface {
 	return stock, nil
 }
 
-// soldOutOrMissing tells why a conditional deduction matched no row.
-func soldOutOrMissing(ctx context.Context, q interface {
+// rowQuerier is what reads one row: a *sql.DB, a *sql.Conn or a *sql.Tx.
+type rowQuerier interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, id int64) error {
+}
+
+// soldOutOrMissing tells why a conditional deduction matched no row.
+func soldOutOrMissing(ctx context.Context, q rowQuerier, id int64) error {
 	var n int64
 	if err := q.QueryRowContext(ctx, sqlGoodsExists, id).Scan(&n); err != nil {
 		return fmt.Errorf("check goods %d: %w", id, err)

@@ -99,9 +99,7 @@ func checkUser(ctx context.Context, tx *sql.Tx, o *Order) (int, error) {
 // of the goods are counted, and ErrUserLimit when they reached the limit.
 // Nothing stops a second purchase of the same user from counting the same
 // number before either inserts.
-func countUser(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, o *Order) error {
+func countUser(ctx context.Context, q rowQuerier, o *Order) error {
 	var n int
 	if err := q.QueryRowContext(ctx, sqlUserOrders, o.GoodsID, o.UserID).Scan(&n); err != nil {
 		return fmt.Errorf("count the user's orders: %w", err)
