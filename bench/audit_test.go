@@ -201,8 +201,8 @@ func TestParseStrategies(t *testing.T) {
 			}
 		}
 	}
-	if len(Strategies()) != 19 {
-		t.Errorf("got %d strategies, want 19: %v", len(Strategies()), Strategies())
+	if len(Strategies()) != 20 {
+		t.Errorf("got %d strategies, want 20: %v", len(Strategies()), Strategies())
 	}
 }
 

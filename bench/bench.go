@@ -63,6 +63,9 @@ type RunResult struct {
 	// PerUser is what a run with a per-user limit sold per user
 	// (Options.PerUserLimit, Options.Users); nil without a limit.
 	PerUser *PerUser `json:"per_user,omitempty"`
+	// Queue is the order queue of an asynchronous strategy's run
+	// (bench/drain.go); nil for the others.
+	Queue *OrderQueue `json:"queue,omitempty"`
 	// Service is the strategy configuration the fleet reported after the
 	// switch (effective TTL and wait budget).
 	Service     StrategyConfig `json:"service_config"`
@@ -633,6 +636,13 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 		if err := raw.Close(); err != nil {
 			return run, fmt.Errorf("close raw results: %w", err)
 		}
+	}
+	if isAsync(strategy) {
+		q, err := drainQueue(ctx, adm, fleet.Instances, o.GoodsID)
+		if err != nil {
+			return run, fmt.Errorf("%s: %w", strategy, err)
+		}
+		run.Queue = &q
 	}
 
 	au, err := adm.audit(ctx, fleet.Instances[0], o.GoodsID)

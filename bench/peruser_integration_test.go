@@ -12,14 +12,14 @@ import (
 // TestPerUserLimitBench: "one order per user" with 50 users drawn by 500
 // requests on a stock of 300. A correct strategy sells at most 50 orders
 // (one per user; the MySQL key for sql-atomic, the Lua check for
-// redis-atomic) and passes the per-user invariant; none, whose check then
+// redis-atomic and redis-stream) and passes the per-user invariant; none, whose check then
 // insert races like its stock read, sells more and fails it.
 func TestPerUserLimitBench(t *testing.T) {
 	fleet, _ := fleetFromEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, err := bench.Run(ctx, bench.Options{
-		Strategies: []string{stock.SQLAtomic, stock.RedisAtomic, stock.None}, Fleet: fleet,
+		Strategies: []string{stock.SQLAtomic, stock.RedisAtomic, stock.RedisStream, stock.None}, Fleet: fleet,
 		Stock: 300, Requests: 500, Concurrency: 50, PerUserLimit: 1, Users: 50, Seed: 42,
 		CalibrateRequests: -1, RunTimeout: time.Minute,
 	})

@@ -3,6 +3,9 @@ package bench
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // TestPerUser: the orders are counted per user as the targeter drew them,
@@ -56,5 +59,17 @@ func TestPerUser(t *testing.T) {
 	}
 	if len(seen) != 50 {
 		t.Errorf("500 requests drew %d of 50 users", len(seen))
+	}
+}
+
+// TestOrderQueue: the order lag's percentiles over the consumers' samples.
+func TestOrderQueue(t *testing.T) {
+	st := stock.QueueStatus{Accepted: 4, Written: 4, LagUS: []int64{4000, 1000, 3000, 2000}}
+	q := orderQueue(st, 1500*time.Millisecond)
+	if q.LagP50MS != 3 || q.LagP99MS != 4 || q.LagMaxMS != 4 || q.DrainS != 1.5 || q.Written != 4 {
+		t.Errorf("orderQueue = %+v", q)
+	}
+	if e := orderQueue(stock.QueueStatus{}, 0); e.LagP50MS != 0 || e.LagMaxMS != 0 {
+		t.Errorf("no samples: %+v", e)
 	}
 }

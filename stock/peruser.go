@@ -65,12 +65,12 @@ type UserRule struct {
 }
 
 const (
-	sqlTakeSlot    = "INSERT INTO user_slots (goods_id, user_id, slot, request_id) VALUES (?, ?, ?, ?)"
-	sqlFreeSlot    = "DELETE FROM user_slots WHERE goods_id = ? AND user_id = ? AND slot = ? AND request_id = ?"
-	sqlUserOrders  = "SELECT COUNT(*) FROM orders WHERE goods_id = ? AND user_id = ?"
-	sqlResetSlots  = "DELETE FROM user_slots WHERE goods_id = ?"
-	noSlot         = -1
-	userSlotPrefix = "seckill:buyers:"
+	sqlTakeSlot     = "INSERT INTO user_slots (goods_id, user_id, slot, request_id) VALUES (?, ?, ?, ?)"
+	sqlFreeSlot     = "DELETE FROM user_slots WHERE goods_id = ? AND user_id = ? AND slot = ? AND request_id = ?"
+	sqlUserOrders   = "SELECT COUNT(*) FROM orders WHERE goods_id = ? AND user_id = ?"
+	sqlResetSlots   = "DELETE FROM user_slots WHERE goods_id = ?"
+	noSlot          = -1
+	buyersKeyPrefix = "seckill:buyers:"
 )
 
 // checkUser applies o.Rule in tx before o is inserted. It returns the slot
@@ -124,7 +124,7 @@ func freeUserSlot(ctx context.Context, tx *sql.Tx, o *Order, slot int) error {
 
 // UserLimitKey is the Redis hash of goods id's orders per user
 // (redis-atomic, redis-stream): field user id, value its count.
-func UserLimitKey(goodsID int64) string { return userSlotPrefix + strconv.FormatInt(goodsID, 10) }
+func UserLimitKey(goodsID int64) string { return buyersKeyPrefix + strconv.FormatInt(goodsID, 10) }
 
 // takeForUserScript checks the stock and the user's count and takes both
 // in one step: KEYS stock, buyers; ARGV qty, user, limit. Returns the

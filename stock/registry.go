@@ -45,6 +45,7 @@ const (
 	MySQLOptimistic = "mysql-optimistic"
 	SQLAtomic       = "sql-atomic"
 	RedisAtomic     = "redis-atomic"
+	RedisStream     = "redis-stream"
 	Consul          = "consul"
 	ConsulNoDelay   = "consul-nodelay"
 )
@@ -192,6 +193,10 @@ type Strategy struct {
 	// ReleasePause: the lock's release is two commands (check the owner,
 	// then delete), and Config.ReleasePause pauses between them.
 	ReleasePause bool
+	// Async: the purchase is accepted (202) before its order is written;
+	// a consumer writes it later (stream.go), so the bench waits for the
+	// queue to drain before it audits.
+	Async bool
 	// Server is what the strategy needs besides the goods row.
 	Server Server
 	// Summary is one line for tables and help texts.
@@ -360,6 +365,11 @@ var registry = []Strategy{
 		Name: RedisAtomic, Kind: KindLockFree, Server: ServerRedis,
 		Summary: "Lua check-and-decrement in Redis, order persisted to MySQL",
 		Seed:    "003 Redis pre-deduction",
+	},
+	{
+		Name: RedisStream, Kind: KindLockFree, Async: true, Server: ServerRedis,
+		Summary: "Lua check (stock, per-user limit) and XADD in one script, 202 accepted; a consumer group in each instance writes the orders to MySQL (request id unique), XACK after COMMIT, XAUTOCLAIM takes a dead consumer's entries",
+		Seed:    "003 Redis pre-deduction; practice: hm-dianping 异步秒杀 (Redis Stream)",
 	},
 }
 

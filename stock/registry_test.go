@@ -22,7 +22,7 @@ import (
 func TestRegistryNames(t *testing.T) {
 	want := []string{"none", "mutex", "mutex-tx", "mutex-prototype", "redis-spin", "redis-ttl", "redis-owner", "redis", "redlock",
 		"zookeeper", "zookeeper-herd", "etcd", "consul", "consul-nodelay",
-		"mysql-unique", "mysql-forupdate", "mysql-optimistic", "sql-atomic", "redis-atomic"}
+		"mysql-unique", "mysql-forupdate", "mysql-optimistic", "sql-atomic", "redis-atomic", "redis-stream"}
 	if got := StrategyNames(); !slices.Equal(got, want) {
 		t.Fatalf("StrategyNames() = %v, want %v", got, want)
 	}

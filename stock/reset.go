@@ -74,6 +74,9 @@ func (s *Service) Reset(ctx context.Context, goodsID, stock int64) (ResetReport,
 	if m := s.opts.Mirror; m != nil {
 		clears = append(clears, clear{RedisAtomic, func(ctx context.Context) error { return m.Set(ctx, goodsID, stock) }})
 	}
+	if q := s.opts.Stream; q != nil {
+		clears = append(clears, clear{RedisStream, func(ctx context.Context) error { return q.Reset(ctx, goodsID) }})
+	}
 	errs := make([]error, len(clears))
 	var wg sync.WaitGroup
 	for i, c := range clears {

@@ -56,6 +56,8 @@ type ServiceOptions struct {
 	Backends map[string]LockBackend
 	// Mirror is required for redis-atomic.
 	Mirror Mirror
+	// Stream is required for redis-stream (stream.go).
+	Stream *Stream
 	// Observer receives timings; nil means none.
 	Observer Observer
 	// Events receives the lock events of every purchase (see Event); nil
@@ -143,6 +145,9 @@ type Receipt struct {
 	// Replayed is true when the request id was already sold and this is
 	// the original outcome.
 	Replayed bool `json:"replayed,omitempty"`
+	// Accepted is true when the purchase is decided and its order queued,
+	// to be written later (redis-stream; the API answers 202).
+	Accepted bool `json:"accepted,omitempty"`
 }
 
 // Validate checks the request's fields against the service's limits.
@@ -186,7 +191,7 @@ func (s *Service) Purchase(ctx context.Context, r PurchaseRequest) (Receipt, err
 	if err == nil {
 		o := res.Order
 		return Receipt{OrderID: o.ID, GoodsID: o.GoodsID, Qty: o.Qty, Remaining: res.Remaining, Instance: o.Instance,
-			Strategy: o.Strategy, RequestID: o.RequestID, Fence: o.FenceToken}, nil
+			Strategy: o.Strategy, RequestID: o.RequestID, Fence: o.FenceToken, Accepted: res.Accepted, Replayed: res.Replayed}, nil
 	}
 	// A key that was already sold is found when the insert hits the
 	// unique key (the deduction rolled back with it), or, when the
@@ -247,6 +252,9 @@ var ownDeduction = map[string]func(s *Service, ctx context.Context, cfg Config, 
 	},
 	RedisAtomic: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
 		return s.redisAtomic(ctx, d)
+	},
+	RedisStream: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
+		return s.redisStream(ctx, d)
 	},
 }
 

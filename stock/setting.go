@@ -63,7 +63,7 @@ func (s *Service) SetConfig(ctx context.Context, c Config) error {
 	}
 	info, _ := Lookup(c.Name)
 	a := &active{cfg: c, info: info}
-	if c.Name == RedisAtomic && s.opts.Mirror == nil {
+	if c.Name == RedisAtomic && s.opts.Mirror == nil || c.Name == RedisStream && (s.opts.Stream == nil || s.opts.Mirror == nil) {
 		return fmt.Errorf("strategy %s needs Redis: %w", c.Name, ErrBackendUnavailable)
 	}
 	if info.Kind == KindLocker {

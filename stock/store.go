@@ -67,6 +67,10 @@ func (d Deduction) trace(kind EventKind, v int64) {
 type Result struct {
 	Order     Order
 	Remaining int64
+	// Accepted: the purchase is decided and its order queued, not yet
+	// written (redis-stream); Replayed: the request id was accepted
+	// before and this is that order.
+	Accepted, Replayed bool
 }
 
 // errDuplicateRequest is returned when the order's request id already

@@ -216,7 +216,7 @@ func runBench(ctx context.Context, args []string) error {
 		}
 		o.Fleet = fleetOf(st)
 		o.DatabaseDSN = st.MySQLDSN()
-		o.Faulter = stackFaulter{dir: st.Dir}
+		o.Faulter = stack.Faulter{Dir: st.Dir}
 		if *adminToken != "" {
 			o.Fleet.AdminToken = *adminToken
 		}

@@ -94,12 +94,14 @@ func New(opts Options) http.Handler {
 	v1 := r.Group("/api/v1")
 	v1.POST("/purchase", h.purchase)
 	v1.GET("/goods/:id", h.goods)
+	v1.GET("/orders/:request_id", h.orderStatus)
 	admin := r.Group("/admin", h.auth)
 	admin.POST("/reset", h.reset)
 	admin.GET("/strategy", h.getStrategy)
 	admin.PUT("/strategy", h.putStrategy)
 	admin.GET("/audit", h.audit)
 	admin.GET("/orders", h.orders)
+	admin.GET("/queue", h.queue)
 	admin.GET("/events", h.events)
 	admin.GET("/cost", h.cost)
 	admin.GET("/debug/pprof/:profile", profile)
@@ -256,7 +258,10 @@ func (h *handler) purchase(c *gin.Context) {
 		h.writeErr(c, status, code, err)
 		return
 	}
-	c.JSON(http.StatusOK, rc)
+	if rc.Accepted {
+		status = http.StatusAccepted // decided; the order is written later
+	}
+	c.JSON(status, rc)
 }
 
 // outcome maps a service error to an HTTP status and outcome code.

@@ -72,6 +72,11 @@ type Instance struct {
 	Cost *cost.Meter
 
 	backends *backends
+	// stream is the instance's consumer of redis-stream's order queue,
+	// on a client of its own (streamRedis, not metered: the cost model
+	// prices the purchase path); nil without Redis.
+	stream      *stock.StreamConsumer
+	streamRedis redis.UniversalClient
 }
 
 // New connects to the backends named in cfg, creates the schema and
@@ -113,6 +118,7 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 	}
 	if b.clients.Redis != nil {
 		opts.Mirror = stock.NewRedisMirror(b.clients.Redis)
+		opts.Stream = stock.NewStream(b.clients.Redis)
 	}
 	if b.counter != nil {
 		opts.Counter = stock.NewCounterStore(b.counter)
@@ -123,12 +129,35 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 		return nil, err
 	}
 	h := api.New(api.Options{Service: svc, AdminToken: cfg.AdminToken, Checks: b.checks(store), Registry: reg, Metrics: metrics, Events: events, Cost: meter})
-	return &Instance{Config: cfg, Service: svc, Handler: h, Cost: meter, backends: b}, nil
+	in := &Instance{Config: cfg, Service: svc, Handler: h, Cost: meter, backends: b}
+	if opts.Stream != nil {
+		in.streamRedis = b.failover
+		if b.failover == nil {
+			in.streamRedis = newRedis(cfg.RedisAddrs[0], nil)
+		}
+		// redis-stream's work_delay is the work of writing the orders.
+		work := func() time.Duration {
+			if c := svc.Config(); c.Name == stock.RedisStream {
+				return c.WorkDelay
+			}
+			return 0
+		}
+		in.stream = stock.StartStreamConsumer(in.streamRedis, store, cfg.Instance, metrics.Error, work)
+	}
+	return in, nil
 }
 
-// Close closes the service's lockers, then the backends and their clients.
+// Close stops the order stream's consumer, closes the service's lockers,
+// then the backends and their clients.
 func (in *Instance) Close() error {
-	return errors.Join(in.Service.Close(), in.backends.Close())
+	var errs []error
+	if in.stream != nil {
+		errs = append(errs, in.stream.Close())
+		if in.streamRedis != in.backends.failover {
+			errs = append(errs, in.streamRedis.Close())
+		}
+	}
+	return errors.Join(append(errs, in.Service.Close(), in.backends.Close())...)
 }
 
 // Serve listens on cfg.Listen until ctx is done, then shuts down

@@ -402,7 +402,7 @@ func (s *Server) buy(ctx context.Context, nginx string, qty int) (outcome string
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode == http.StatusOK {
+	if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusAccepted { // 202: redis-stream queued it
 		return "ok", true
 	}
 	var e struct {

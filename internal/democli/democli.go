@@ -132,7 +132,7 @@ func (f Fleet) Buy(ctx context.Context, o BuyOptions) (stock.Receipt, error) {
 	if err != nil {
 		return r, fmt.Errorf("purchase: read the answer: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted { // 202: redis-stream queued it
 		var e struct {
 			Error string `json:"error"`
 		}
@@ -150,6 +150,9 @@ func WriteReceipt(w io.Writer, r stock.Receipt) error {
 	replayed := ""
 	if r.Replayed {
 		replayed = " (replayed: this key was already sold)"
+	}
+	if r.Accepted {
+		replayed += " (accepted: queued, written to MySQL by a consumer; GET /api/v1/orders/" + r.RequestID + " says when)"
 	}
 	_, err := fmt.Fprintf(w, "order %d: goods %d, qty %d, remaining %d, instance %s, strategy %s, fence %d, request %s%s\n",
 		r.OrderID, r.GoodsID, r.Qty, r.Remaining, r.Instance, r.Strategy, r.Fence, r.RequestID, replayed)

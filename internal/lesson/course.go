@@ -777,6 +777,7 @@ var course = []Lesson{
 		Speed: true, Estimate: 2 * time.Minute, run: ranking,
 		Longer: "it starts two stacks of its own (default and fsync durability, with the proxy) and runs three benches, one at a 2 ms round trip: about 2 minutes"},
 	perUserLesson,
+	asyncLesson,
 }
 
 // consulStory runs a Consul story three ways: lock-delay 0 unprotected

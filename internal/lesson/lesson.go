@@ -329,8 +329,18 @@ func (r *runner) bench(ctx context.Context, o bench.Options, cmd string) (*bench
 	if err != nil {
 		return nil, err
 	}
+	return r.benchOn(ctx, st, o, cmd)
+}
+
+// benchOn is bench on the stack st (the class's, or one the lesson
+// started), with st's faults; cmd, its repeat command, is recorded unless
+// it is "" (a stack of the lesson's own is gone afterwards).
+func (r *runner) benchOn(ctx context.Context, st *stack.State, o bench.Options, cmd string) (*bench.Report, error) {
 	o.Fleet = st.Fleet()
-	dir := r.o.Dir
+	dir := st.Dir
+	if len(o.Faults) > 0 && o.Faulter == nil {
+		o.Faulter = stack.Faulter{Dir: dir}
+	}
 	o.Scaler = bench.ScalerFunc(func(ctx context.Context, n int) (bench.Fleet, error) {
 		st, err := stack.Scale(ctx, dir, n)
 		if err != nil {
@@ -344,7 +354,9 @@ func (r *runner) bench(ctx context.Context, o bench.Options, cmd string) (*bench
 		o.OutDir = fmt.Sprintf("%s/lesson-%02d-%s-%d", r.o.OutDir, r.lesson.N, r.lesson.Slug, r.n)
 		r.reports = append(r.reports, o.OutDir)
 	}
-	r.commands = append(r.commands, r.repeatable(cmd))
+	if cmd != "" {
+		r.commands = append(r.commands, r.repeatable(cmd))
+	}
 	r.lastDir = o.OutDir
 	rep, err := bench.Run(ctx, o)
 	if err != nil {

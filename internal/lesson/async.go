@@ -1,0 +1,227 @@
+package lesson
+
+// Lesson 28, asynchronous orders: redis-stream beside sql-atomic and
+// redis-atomic (the throughput and the order lag), then an instance killed
+// with SIGKILL mid-run while its consumer holds entries it has not
+// acknowledged (the kill -9 result: are orders lost or doubled?), then
+// Redis killed mid-run on the class's stack (by default Redis writes
+// nothing to disk: the orders lost are counted) and on a stack of the
+// lesson's own whose Redis fsyncs every write (none lost). The
+// seeds stop at Redis pre-deduction (003); the stream and its consumer
+// group come from practice, the hm-dianping Redis course's 异步秒杀.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fault"
+	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// asyncStrategies are lesson 28's: the database alone, Redis with the
+// order written in the purchase, Redis with the order queued.
+var asyncStrategies = []string{stock.SQLAtomic, stock.RedisAtomic, stock.RedisStream}
+
+// asyncTarget is the issue's bar: redis-stream's ok/s at least this many
+// times sql-atomic's.
+const asyncTarget = 2.0
+
+// asyncKill is the kill experiment's load: an open-model rate, a stock
+// that lasts the whole run, a work delay per batch of orders written (so
+// the consumer always holds entries it has not acknowledged), and the
+// kill of inst-2 at start for dur.
+type asyncKill struct {
+	rate, requests int
+	work, start    time.Duration
+	dur            time.Duration
+}
+
+var (
+	asyncFull       = load{requests: 2000, stock: 2000, concurrency: 50}
+	asyncShort      = load{requests: 300, stock: 300, concurrency: 20}
+	asyncKillFull   = asyncKill{rate: 400, requests: 2000, work: 200 * time.Millisecond, start: 2 * time.Second, dur: 2 * time.Second}
+	asyncKillShort  = asyncKill{rate: 200, requests: 600, work: 200 * time.Millisecond, start: time.Second, dur: time.Second}
+	asyncKillTarget = "inst-2"
+)
+
+var asyncLesson = Lesson{N: 28, Slug: "async-orders", TitleZH: "异步下单：Redis 预扣减 + Stream 消息队列", TitleEN: "Asynchronous orders: Redis pre-deduction and a stream",
+	ShowsZH: "生产上的秒杀答案：一段 Lua 在 Redis 里检查库存和一人一单、扣减、把订单 XADD 进 Stream，立刻回 202“已受理”；每个实例里的消费者组把订单写进 MySQL（请求号唯一，重复投递只写一次），提交之后才 XACK；实例被 kill -9，它没确认的消息由别的消费者 XAUTOCLAIM 接手。" +
+		"这一课比较它和 sql-atomic、redis-atomic 的吞吐量，给出订单延迟（受理到提交），再在压测中途 kill -9 一个实例：排空之后订单数等于卖出的件数，不丢也不重。最后在压测中途杀掉 Redis：默认不落盘时，已经回了 202 的订单会丢（数出来是多少），MySQL 的条件扣减仍然不让超卖；Redis 每次写都 fsync（--durability fsync）时一单不丢。种子只讲到 Redis 预扣减（003），Stream 和消费者组来自实践：黑马点评 Redis 课程的“异步秒杀”。",
+	ShowsEN: "The answer production flash sales give: one Lua script checks the stock and the per-user limit in Redis, deducts, and XADDs the order to a stream, and the purchase is answered 202 \"accepted\" at once; a consumer group inside each instance writes the orders to MySQL (the request id is unique, so an entry delivered twice is written once) and XACKs only after the COMMIT; when an instance is killed with kill -9, another consumer takes over its unacknowledged entries with XAUTOCLAIM. " +
+		"The lesson sets its throughput beside sql-atomic's and redis-atomic's, gives the order lag (accept to COMMIT), and kills an instance mid-run: once the queue drained, the orders equal the units sold, none lost and none doubled. Last it kills Redis mid-run: at the default durability (Redis writes nothing to disk) orders already answered 202 are lost, and counted, while MySQL's conditional deduction still refuses to oversell; with Redis fsyncing every write (--durability fsync) none is lost. The seeds stop at Redis pre-deduction (003); the stream and its consumer group come from practice: the hm-dianping (黑马点评) Redis course's 异步秒杀.",
+	Seed:       seed003 + ": Redis 预扣减 (pre-deduction, redis-atomic); the asynchronous order (Redis Stream, consumer group, XACK after the write, pending entries taken over) is not in the seeds: the practice is the hm-dianping (黑马点评) Redis course, 异步秒杀",
+	SeedFigure: "none given (not in the seeds); issue 24's target: at least 2x sql-atomic's ok/s, oversold 0, orders = units sold after a consumer's kill -9",
+	Look: inBench(1, "Order queue",
+		"report 1: in the Comparison table redis-stream's ok/s beside sql-atomic's and redis-atomic's; the Order queue table gives the drain time and the order lag (p50, p99). Report 2 is the kill -9: its Order queue row has orders equal to accepted, reclaimed above 0 (the killed consumer's entries, taken over or read again) and duplicates skipped; the fault windows show the sales going on through the kill. Reports 3 and 4 kill Redis: at the default durability ok_has_order fails by the orders lost, at fsync every check passes.",
+		"第 1 份报告：Comparison 表里 redis-stream 的 ok/s 和 sql-atomic、redis-atomic 并排；Order queue 表给出排空时间和订单延迟（p50、p99）。第 2 份报告是 kill -9：Order queue 那一行 orders 等于 accepted，reclaimed 大于 0（被杀实例没确认的消息，被接手或重读），duplicates 被跳过；故障窗口表显示杀掉实例期间照样在卖。第 3、4 份报告杀掉 Redis：默认持久化下 ok_has_order 失败，失败数就是丢掉的订单；fsync 下每项检查都通过。"),
+	Speed: true, Estimate: 45 * time.Second, run: asyncOrders}
+
+// asyncOrders is lesson 28's experiment: the three strategies in one
+// bench, then redis-stream with inst-2 killed mid-run.
+func asyncOrders(ctx context.Context, r *runner) (Outcome, error) {
+	l, k := asyncFull, asyncKillFull
+	if r.o.Short {
+		l, k = asyncShort, asyncKillShort
+	}
+	o := bench.Options{Strategies: asyncStrategies, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, Instances: 3}
+	rep, err := r.bench(ctx, o, benchCmd(o))
+	if err != nil {
+		return Outcome{}, err
+	}
+	okps := Figure{Title: "Successful purchases per second (median)", Unit: "ok/s"}
+	var sql, stream bench.Summary
+	for _, name := range asyncStrategies {
+		s, err := summary(rep, name)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if s.Oversold.Max > 0 || s.InvariantsPassed < s.InvariantsTotal {
+			return Outcome{Verdict: NotReproduced, Why: name + " oversold or broke an invariant: a defect, see its report",
+				Ours: fmt.Sprintf("%s: oversold %.0f, invariants %d/%d", name, s.Oversold.Max, s.InvariantsPassed, s.InvariantsTotal)}, nil
+		}
+		okps.Bars = append(okps.Bars, FigureBar{Label: name, Value: s.OKPerSec.Median})
+		switch name {
+		case stock.SQLAtomic:
+			sql = s
+		case stock.RedisStream:
+			stream = s
+		}
+	}
+	q := queueOf(rep, stock.RedisStream)
+	if q == nil {
+		return Outcome{}, fmt.Errorf("the redis-stream run has no order queue")
+	}
+	ratio := 0.0
+	if sql.OKPerSec.Median > 0 {
+		ratio = stream.OKPerSec.Median / sql.OKPerSec.Median
+	}
+	r.figure(okps)
+	r.figure(Figure{Title: "redis-stream over sql-atomic: ok/s", Unit: "ratio", Bars: []FigureBar{{Label: "redis-stream/sql-atomic", Value: ratio}},
+		Ref: asyncTarget, RefLabel: fmt.Sprintf("the target: %.0fx", asyncTarget)})
+	r.figure(Figure{Title: "redis-stream: order lag, accept to COMMIT", Unit: "ms", Bars: []FigureBar{
+		{Label: "p50", Value: q.LagP50MS}, {Label: "p99", Value: q.LagP99MS}, {Label: "drain", Value: 1000 * q.DrainS}}})
+	out := Outcome{Verdict: Reproduced, Ours: fmt.Sprintf("%s: sql-atomic %.0f, redis-atomic %.0f, redis-stream %.0f ok/s (%.1fx sql-atomic); order lag p50 %.1f ms, p99 %.1f ms, drained %.2f s after the last answer",
+		instanceCount(rep.Runs[0].Instances), sql.OKPerSec.Median, okps.Bars[1].Value, stream.OKPerSec.Median, ratio, q.LagP50MS, q.LagP99MS, q.DrainS)}
+	if ratio < asyncTarget {
+		out.Verdict, out.Why = InKind, fmt.Sprintf("correct, but %.1fx sql-atomic's ok/s, under the target of %.0fx on this run (speed follows the machine's load)", ratio, asyncTarget)
+	}
+
+	// The kill: redis-stream at a fixed rate, inst-2 killed (SIGKILL) and
+	// started again while its consumer holds a batch it has not
+	// acknowledged.
+	ko := bench.Options{Strategies: []string{stock.RedisStream}, Requests: k.requests, Stock: k.requests, Rate: k.rate, Concurrency: l.concurrency,
+		WorkDelay: k.work, Faults: []bench.Fault{{Kind: fault.Kill, Component: asyncKillTarget, Start: k.start, Duration: k.dur}}, Instances: 3}
+	cmd := benchCmd(ko) + fmt.Sprintf(" --rate %d --fault %s", k.rate, ko.Faults[0])
+	krep, err := r.bench(ctx, ko, cmd)
+	if err != nil {
+		return Outcome{}, err
+	}
+	run := krep.Runs[0]
+	kq := run.Queue
+	if kq == nil {
+		return Outcome{}, fmt.Errorf("the kill run has no order queue")
+	}
+	r.figure(Figure{Title: "kill -9 of " + asyncKillTarget + " mid-run: the orders once drained", Unit: "orders", Bars: []FigureBar{
+		{Label: "sold (2xx)", Value: float64(run.OK)}, {Label: "orders", Value: float64(run.Orders)},
+		{Label: "reclaimed", Value: float64(kq.Reclaimed)}, {Label: "duplicates skipped", Value: float64(kq.Duplicates)}}})
+	lost := max(0, run.OK-run.Orders)
+	out.Ours += fmt.Sprintf("; kill -9 of %s mid-run: %d sold, %d orders once drained (%d lost, %d doubled), %d entries reclaimed, %d duplicates skipped, oversold %d",
+		asyncKillTarget, run.OK, run.Orders, lost, dupSales(run), kq.Reclaimed, kq.Duplicates, run.Oversold)
+	switch {
+	case run.Oversold > 0 || lost > 0 || dupSales(run) > 0 || run.SoldQty != run.Orders*run.Qty || run.InvariantsPassed < run.InvariantsTotal:
+		out.Verdict, out.Why = NotReproduced, "the kill lost, doubled or oversold orders: a defect, see report 2"
+		return out, nil
+	case kq.Reclaimed == 0:
+		out.Why = strings.TrimPrefix(out.Why+"; the kill found no entry pending at the killed consumer on this run (nothing to take over)", "; ")
+	}
+
+	// Redis killed mid-run: on the class's stack (its durability: by
+	// default Redis writes nothing to disk) and on a stack of the lesson's
+	// own whose Redis fsyncs its AOF before every reply.
+	redisKill := ko
+	redisKill.Faults = []bench.Fault{{Kind: fault.Kill, Component: asyncRedisTarget, Start: k.start, Duration: k.dur / 2}}
+	fig := Figure{Title: "Redis killed mid-run: 2xx answers whose order was lost", Unit: "orders"}
+	for _, durable := range []bool{false, true} {
+		st, cmd, err := r.st, benchCmd(redisKill)+fmt.Sprintf(" --rate %d --fault %s", k.rate, redisKill.Faults[0]), error(nil)
+		if durable {
+			if st, err = asyncFsyncStack(ctx, r); err != nil {
+				return Outcome{}, err
+			}
+			defer func() { _ = stack.Down(context.WithoutCancel(ctx), st.Dir, io.Discard) }()
+			// The lesson's own stack is gone afterwards: the lesson repeats it.
+			r.commands, cmd = append(r.commands, r.repeatable("seckill lesson 28")), ""
+		}
+		rk, err := r.benchOn(ctx, st, redisKill, cmd)
+		if err != nil {
+			return Outcome{}, err
+		}
+		run := rk.Runs[0]
+		lost := max(0, run.OK-run.Orders)
+		dur := rk.Environment.Durability
+		fig.Bars = append(fig.Bars, FigureBar{Label: "durability " + dur, Value: float64(lost), Flawed: lost > 0})
+		dups := 0
+		if run.Queue != nil {
+			dups = int(run.Queue.Duplicates)
+		}
+		out.Ours += fmt.Sprintf("; Redis killed mid-run at durability %s: %d sold, %d orders (%d lost), %d duplicates skipped, oversold %d",
+			dur, run.OK, run.Orders, lost, dups, run.Oversold)
+		switch {
+		case run.Oversold > 0 || dupSales(run) > 0:
+			out.Verdict, out.Why = NotReproduced, "Redis's loss oversold or doubled orders: a defect, see its report"
+		case durable && lost > 0:
+			out.Verdict, out.Why = NotReproduced, "orders lost with Redis fsyncing every write: a defect, see its report"
+		}
+	}
+	r.figure(fig)
+	return out, nil
+}
+
+// asyncRedisTarget is the Redis the lesson kills: the one the stock and
+// the stream live on.
+const asyncRedisTarget = "redis-1"
+
+// asyncFsyncStack starts the lesson's own small stack (MySQL, Redis,
+// nginx, 3 instances) whose servers fsync every write.
+func asyncFsyncStack(ctx context.Context, r *runner) (*stack.State, error) {
+	root := r.o.OutDir
+	if root == "" {
+		root = filepath.Join(r.st.Dir, "lesson-28")
+	}
+	base := r.st.BasePort - 2000
+	if base < stack.MinBasePort {
+		base = r.st.BasePort + 3000
+	}
+	st, err := stack.Up(ctx, stack.Options{Dir: filepath.Join(root, "lesson-28-stack-fsync"), BasePort: base, Instances: 3,
+		Durability: server.DurabilityFsync, Binary: r.st.Binary, Out: io.Discard, Backends: stack.BackendsFor(stock.RedisStream)})
+	if err != nil {
+		return nil, fmt.Errorf("a stack at durability %s: %w", server.DurabilityFsync, err)
+	}
+	return st, nil
+}
+
+// queueOf is the order queue of strategy's first run in rep.
+func queueOf(rep *bench.Report, strategy string) *bench.OrderQueue {
+	for _, run := range rep.Runs {
+		if run.Strategy == strategy {
+			return run.Queue
+		}
+	}
+	return nil
+}
+
+// dupSales counts the extra orders of request ids sold twice.
+func dupSales(run bench.RunResult) int {
+	for _, inv := range run.Invariants {
+		if inv.Name == bench.InvNoDoubleSale {
+			return inv.Count
+		}
+	}
+	return 0
+}

@@ -1,0 +1,166 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill-lab/seckill/internal/testenv"
+)
+
+// streamFixture is a redis-stream service on a stream of the test's own
+// (the stack's instances consume the lab's stream), and a fresh goods.
+type streamFixture struct {
+	st    *SQLStore
+	rdb   *redis.Client
+	q     *Stream
+	svc   *Service
+	goods int64
+}
+
+func newStreamFixture(t *testing.T, stock int64, limit int) streamFixture {
+	t.Helper()
+	st := testStore(t)
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		testenv.Unavailable(t, "Redis", err)
+	}
+	q := &Stream{rdb: rdb, key: fmt.Sprintf("test:orders:%d", rand.Int64())}
+	t.Cleanup(func() { rdb.Del(context.Background(), q.key) })
+	cfg := DefaultConfig(RedisStream)
+	cfg.PerUserLimit = limit
+	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Mirror: NewRedisMirror(rdb), Stream: q, Initial: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	goods := 2_000_000_000 + rand.Int64N(1_000_000_000)
+	if rep, err := svc.Reset(ctx, goods, stock); err != nil || len(rep.Skipped) > 0 {
+		t.Fatalf("reset: %v, skipped %v", err, rep.Skipped)
+	}
+	if err := rdb.XGroupCreateMkStream(ctx, q.key, StreamGroup, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	return streamFixture{st: st, rdb: rdb, q: q, svc: svc, goods: goods}
+}
+
+// await polls cond until it holds or the deadline passes.
+func await(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not within %s: %s", what, within, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestStreamDeadConsumer: redis-stream accepts purchases in Redis (202,
+// with an order id), a consumer reads them and dies before its XACK (as a
+// kill -9 leaves them: pending in its name), and a live consumer takes
+// them over with XAUTOCLAIM after ClaimIdle and writes every order once:
+// orders equal units sold, the stock in MySQL follows, nothing oversold.
+// A replayed request gets its first order; an entry written twice is a
+// duplicate, skipped.
+func TestStreamDeadConsumer(t *testing.T) {
+	f := newStreamFixture(t, 20, 0)
+	ctx := context.Background()
+	ids := map[int64]bool{}
+	for i := range 25 {
+		rc, err := f.svc.Purchase(ctx, PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: fmt.Sprintf("u%d", i), RequestID: fmt.Sprintf("%d-%d", f.goods, i)})
+		switch {
+		case i < 20 && (err != nil || !rc.Accepted || rc.OrderID <= 0 || rc.Remaining != int64(19-i)):
+			t.Fatalf("purchase %d: %+v, %v; want accepted with an order id and %d left", i, rc, err, 19-i)
+		case i >= 20 && !errors.Is(err, ErrSoldOut):
+			t.Fatalf("purchase %d past the stock: %+v, %v; want %v", i, rc, err, ErrSoldOut)
+		}
+		if err == nil {
+			ids[rc.OrderID] = true
+		}
+	}
+	if len(ids) != 20 {
+		t.Fatalf("%d distinct order ids for 20 accepted purchases", len(ids))
+	}
+	rc, err := f.svc.Purchase(ctx, PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: "u3", RequestID: fmt.Sprintf("%d-3", f.goods)})
+	if err != nil || !rc.Replayed || !ids[rc.OrderID] {
+		t.Fatalf("replay: %+v, %v; want the first order again", rc, err)
+	}
+	// The dead consumer: it read every entry and never acknowledged one.
+	res, err := f.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: StreamGroup, Consumer: "killed", Streams: []string{f.q.key, ">"}, Count: 100}).Result()
+	if err != nil || len(res) != 1 || len(res[0].Messages) != 20 {
+		t.Fatalf("the dead consumer read %v, %v; want the 20 entries", res, err)
+	}
+	if st, err := f.q.Status(ctx, f.goods); err != nil || st.Pending != 20 || st.Drained() {
+		t.Fatalf("status %+v, %v; want 20 pending", st, err)
+	}
+	began := time.Now()
+	live := startConsumer(f.rdb, f.q.key, f.st, "live", nil, nil)
+	t.Cleanup(func() { live.Close() })
+	var st QueueStatus
+	await(t, 15*time.Second, "the queue drained", func() (bool, string) {
+		st, err = f.q.Status(ctx, f.goods)
+		return err == nil && st.Drained(), fmt.Sprintf("%+v, %v", st, err)
+	})
+	if took := time.Since(began); took < ClaimIdle/2 {
+		t.Errorf("drained after %s: the entries were taken before they were idle for %s", took, ClaimIdle)
+	}
+	if st.Accepted != 20 || st.Written != 20 || st.Reclaimed != 20 || st.Duplicates != 0 || len(st.LagUS) != 20 {
+		t.Errorf("status %+v; want 20 accepted, written and reclaimed, 20 lags", st)
+	}
+	a, err := f.svc.Audit(ctx, f.goods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Orders != 20 || a.SoldQty != 20 || a.Stock != 0 || a.Oversold != 0 || a.LostUpdates != 0 {
+		t.Errorf("audit %+v; want 20 orders, stock 0", a)
+	}
+	status, o, err := f.svc.OrderStatus(ctx, f.goods, fmt.Sprintf("%d-7", f.goods))
+	if err != nil || status != OrderWritten || !ids[o.ID] {
+		t.Errorf("order status %q %+v %v; want written with its accepted order id", status, o, err)
+	}
+	// An entry delivered again after its order was written is skipped.
+	e, err := parseEntry(res[0].Messages[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs, err := f.st.writeStreamOrders(ctx, []streamEntry{e}, 0)
+	if err != nil || len(outs) != 1 || outs[0] != entryDuplicate {
+		t.Errorf("writing an entry again: %v, %v; want a duplicate", outs, err)
+	}
+	if a2, _ := f.svc.Audit(ctx, f.goods); a2.Orders != 20 || a2.Stock != 0 {
+		t.Errorf("after a duplicate delivery: %+v", a2)
+	}
+}
+
+// TestStreamPerUserLimit: the per-user limit is checked in the accept
+// script: a user's purchases past it are refused, the stock untouched.
+func TestStreamPerUserLimit(t *testing.T) {
+	f := newStreamFixture(t, 10, 2)
+	ctx := context.Background()
+	ok := 0
+	for i := range 5 {
+		_, err := f.svc.Purchase(ctx, PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: "same", RequestID: fmt.Sprintf("%d-%d", f.goods, i)})
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, ErrUserLimit):
+			t.Fatalf("purchase %d: %v", i, err)
+		}
+	}
+	left, err := f.rdb.Get(ctx, MirrorKey(f.goods)).Int64()
+	if ok != 2 || err != nil || left != 8 {
+		t.Errorf("%d accepted, %d left in Redis (%v); want 2 and 8", ok, left, err)
+	}
+}
