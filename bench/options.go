@@ -254,7 +254,7 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	for _, s := range o.Strategies {
-		if !slices.Contains(Strategies(), s) {
+		if _, ok := stock.Lookup(s); !ok { // the registry's, or an exercise's (stock.Extend)
 			return o, fmt.Errorf("%w: Strategies: unknown strategy %q; valid: %s", ErrInvalidOptions, s, strings.Join(Strategies(), ", "))
 		}
 		if o.NoWatchdog && !slices.Contains(Renewing(), s) {

@@ -81,7 +81,7 @@ func ParseStrategies(v string) ([]string, error) { // groups: see strategyGroups
 		if p == "all" {
 			return nil, fmt.Errorf("strategies: \"all\" cannot be combined with other names")
 		}
-		if !slices.Contains(Strategies(), p) {
+		if _, ok := stock.Lookup(p); !ok { // the registry's, or an exercise's (stock.Extend)
 			return nil, fmt.Errorf("unknown strategy %q; valid: all, correct, flawed, or %s", p, strings.Join(Strategies(), ", "))
 		}
 		if !slices.Contains(out, p) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -430,14 +431,55 @@ func StrategyNames() []string {
 	return out
 }
 
-// Lookup returns the registry entry for name.
+// Lookup returns the registry entry for name, or the extension of that
+// name (Extend).
 func Lookup(name string) (Strategy, bool) {
-	for _, s := range registry {
+	for _, s := range Extended() {
 		if s.Name == name {
 			return s, true
 		}
 	}
 	return Strategy{}, false
+}
+
+// extensions are the strategies added by Extend: the workshop's exercises
+// (package exercises), each a student's lock under a name of its own.
+var (
+	extMu      sync.RWMutex
+	extensions []Strategy
+)
+
+// Extend adds strategies beside the registry: Lookup finds them, the
+// service opens their backends (Extended) and accepts them in a setting,
+// but Strategies, StrategyNames, Names and MarkdownTable list the registry
+// only, so the lab's tables, reports and pinned lists do not change when a
+// student's lock joins. A name the registry or an earlier Extend already
+// has is an error; so is a locker without Open.
+func Extend(ss ...Strategy) error {
+	extMu.Lock()
+	defer extMu.Unlock()
+	for _, s := range ss {
+		if s.Name == "" {
+			return errors.New("extend: a strategy needs a name")
+		}
+		if s.Kind == KindLocker && s.Open == nil {
+			return fmt.Errorf("extend %q: a locker strategy needs Open", s.Name)
+		}
+		for _, have := range slices.Concat(registry, extensions) {
+			if have.Name == s.Name {
+				return fmt.Errorf("extend %q: the name is taken", s.Name)
+			}
+		}
+		extensions = append(extensions, s)
+	}
+	return nil
+}
+
+// Extended returns the registry followed by the extensions (Extend).
+func Extended() []Strategy {
+	extMu.RLock()
+	defer extMu.RUnlock()
+	return slices.Concat(registry, extensions)
 }
 
 // Names returns the names of the strategies for which keep is true, in

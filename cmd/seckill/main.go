@@ -14,6 +14,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/seckill-lab/seckill/exercises"
 )
 
 // command is one subcommand: it parses args and runs until ctx is done.
@@ -35,6 +37,7 @@ var commands = map[string]command{
 	"scenario":   {"run a failure story (list, run NAME) and compare protections", runScenario},
 	"restart":    {"stop one component of the stack and start it again", runRestart},
 	"dashboard":  {"serve the live workshop dashboard of a stack (started by `up`)", runDashboard},
+	"grade":      {"score your lock of a workshop exercise (exercises/) on your stack: conformance, bench, faults", runGrade},
 	"lesson":     {"the workshop: the seeds' story as lessons (list, N, all), each run against the stack", runLesson},
 	"bench":      {"fire purchases at the fleet, strategy by strategy, and report", runBench},
 	"strategies": {"list the strategies from the registry (--markdown: the README table)", runStrategies},
@@ -63,6 +66,11 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
+	// The workshop's exercises join the lab under names of their own
+	// (stock.Extend): every instance and every command knows them.
+	if err := exercises.Register(); err != nil {
+		return fmt.Errorf("register the workshop exercises: %w", err)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage()
 		if len(args) == 0 {

@@ -88,7 +88,7 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB, meter *cos
 		}
 		b.clients.Etcd = cli
 	}
-	for _, s := range stock.Strategies() {
+	for _, s := range stock.Extended() {
 		if s.Open == nil {
 			continue
 		}
@@ -118,7 +118,7 @@ func (b *backends) checks(store *stock.SQLStore) []api.Check {
 	// The lock servers with no client of their own here: the first lock
 	// backend on each probes it.
 	seen := map[stock.Server]bool{stock.ServerNone: true, stock.ServerProcess: true, stock.ServerMySQL: true, stock.ServerRedis: true, stock.ServerRedlock: true}
-	for _, s := range stock.Strategies() {
+	for _, s := range stock.Extended() {
 		if lb, ok := b.locks[s.Name]; ok && !seen[s.Server] {
 			seen[s.Server] = true
 			out = append(out, api.Check{Name: string(s.Server), Ping: lb.Ping})

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -35,6 +36,12 @@ type Options struct {
 	// reports; "" writes nothing.
 	OutDir   string
 	Progress io.Writer
+	// MustNotOversell are protections under which an oversell fails the
+	// verdict too, beyond fencing's (which always does): the grader's
+	// (internal/grade) for a lock the exercise requires to be safe
+	// unprotected. Default none: an unprotected or lease-checked run that
+	// oversells is the story, not a failure.
+	MustNotOversell []Protection
 }
 
 // Row is one strategy under one protection, over the repeats.
@@ -153,6 +160,8 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 	for _, r := range res.Rows {
 		if r.Protection == ProtectFencing && r.Oversold > 0 {
 			res.Failures = append(res.Failures, fmt.Sprintf("%s with fencing oversold %d in %d of %d runs", r.Strategy, r.Oversold, r.RunsOversold, r.Runs))
+		} else if slices.Contains(o.MustNotOversell, r.Protection) && r.Oversold > 0 {
+			res.Failures = append(res.Failures, fmt.Sprintf("%s (%s) oversold %d in %d of %d runs, where it must not", r.Strategy, r.Protection, r.Oversold, r.RunsOversold, r.Runs))
 		}
 		if r.RunsMostlyErrors > 0 {
 			res.Failures = append(res.Failures, fmt.Sprintf("%s (%s): %d of %d runs lost most of their purchases to errors, so they prove nothing",

@@ -13,6 +13,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sort"
@@ -161,10 +162,37 @@ func mutualExclusion(t *testing.T, f Factory) {
 		wg        sync.WaitGroup
 		errMu     sync.Mutex
 		firstErr  error
+		// holders is the bookkeeping of who is inside, for the report of
+		// the first overlap: it has a mutex of its own, apart from the
+		// lock under test.
+		holders struct {
+			sync.Mutex
+			in    map[string]time.Time
+			first string
+		}
 	)
+	holders.in = map[string]time.Time{}
+	t0 := time.Now()
+	enter := func(id string) {
+		holders.Lock()
+		defer holders.Unlock()
+		now := time.Now()
+		for other, since := range holders.in {
+			if holders.first == "" {
+				holders.first = fmt.Sprintf("two holders at once: %s (holding since %.1f ms) and %s (got the lock at %.1f ms), ms from the case's start",
+					other, ms(since.Sub(t0)), id, ms(now.Sub(t0)))
+			}
+		}
+		holders.in[id] = now
+	}
+	leave := func(id string) {
+		holders.Lock()
+		defer holders.Unlock()
+		delete(holders.in, id)
+	}
 	for i := 0; i < g; i++ {
 		wg.Add(1)
-		go func(l lockimpl.Locker) {
+		go func(inst int, l lockimpl.Locker) {
 			defer wg.Done()
 			for j := 0; j < n; j++ {
 				lease, err := l.Lock(ctx, key)
@@ -176,6 +204,8 @@ func mutualExclusion(t *testing.T, f Factory) {
 					errMu.Unlock()
 					return
 				}
+				id := fmt.Sprintf("instance %d goroutine %d acquisition %d (token %d)", inst+1, i, j+1, lease.Token)
+				enter(id)
 				if inside.Add(1) != 1 {
 					overlaps.Add(1)
 				}
@@ -189,23 +219,26 @@ func mutualExclusion(t *testing.T, f Factory) {
 				runtime.Gosched()
 				counter = v + 1
 				inside.Add(-1)
+				leave(id)
 				if err := lease.Unlock(ctx); err != nil {
 					errMu.Lock()
 					if firstErr == nil {
-						firstErr = err
+						firstErr = fmt.Errorf("%s: %w", id, err)
 					}
 					errMu.Unlock()
 					return
 				}
 			}
-		}(lockers[i%instances])
+		}(i%instances, lockers[i%instances])
 	}
 	wg.Wait()
+	// Two holders at once is the finding; an Unlock that then finds its
+	// lock gone is only its consequence, so it is reported first.
+	if o := overlaps.Load(); o != 0 || holders.first != "" {
+		t.Errorf("%s; %d overlapping critical sections in all", holders.first, o)
+	}
 	if firstErr != nil {
 		t.Fatalf("lock/unlock: %v", firstErr)
-	}
-	if o := overlaps.Load(); o != 0 {
-		t.Errorf("%d overlapping critical sections", o)
 	}
 	if counter != g*n {
 		t.Errorf("counter = %d, want %d (lost updates)", counter, g*n)
@@ -457,6 +490,9 @@ func lostLease(t *testing.T, f Factory) {
 	}
 	mustUnlock(t, again)
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // Median returns the median of ds (0 for none). It sorts ds.
 func Median(ds []time.Duration) time.Duration {

@@ -1,0 +1,221 @@
+// Package exercises owns the workshop's exercises as data: for each, the
+// student's package (exercises/NAME), the strategy name the lab knows the
+// student's lock by, the answer key (one of the project's own strategies),
+// the properties the exercise requires, the bench and fault scenarios that
+// grade it, and the lesson and hint for every check. `seckill grade`
+// (internal/grade) reads this table; nothing here runs a check.
+//
+// The students' locks join the lab through stock.Extend (Register), not
+// the registry: they resolve by name in the service, the bench and the
+// scenarios, while the lab's own tables, reports and tests stay as they
+// are.
+package exercises
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/seckill-lab/seckill/exercises/fencing"
+	"github.com/seckill-lab/seckill/exercises/redislock"
+	"github.com/seckill-lab/seckill/exercises/watchdog"
+	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
+	rl "github.com/seckill-lab/seckill/lockimpl/redislock"
+	"github.com/seckill-lab/seckill/stock"
+)
+
+// Text is a sentence in both of the course's languages.
+type Text struct{ ZH, EN string }
+
+// Required are the conformance properties (lockimpl/locktest's cases) an
+// exercise requires beyond exclusion, TryLock, cancellation and a double
+// Unlock, which every exercise requires. The exercise decides them, not
+// the student's lock.
+type Required struct {
+	// Tokens: Lease.Token strictly increases (TokensIncrease).
+	Tokens bool
+	// Watchdog: a held lock outlives its TTL (HeldPastTTL).
+	Watchdog bool
+	// LostLease: a lease broken at the server is reported (LostLease).
+	LostLease bool
+	// NoRenew: without renewal the lock expires and a stale holder's
+	// release must not delete the next holder's lock
+	// (ExpiresWithoutRenewal).
+	NoRenew bool
+}
+
+// Load is the grader's bench of an exercise: the invariants and the
+// linearizability check of one seeded run of the student's lock.
+type Load struct {
+	Stock, Requests, Concurrency int
+	// WorkDelay and LockTTL: work longer than the TTL is what renewal is
+	// for (0: the service defaults).
+	WorkDelay, LockTTL time.Duration
+	// Fencing: the store checks the lock's tokens.
+	Fencing bool
+	// NoLeaseCheck: a holder whose lease ran out commits anyway, so the
+	// bench shows what the lock alone does (with the check, a lock that
+	// is not renewed loses its purchases instead of overselling).
+	NoLeaseCheck bool
+}
+
+// Fault is one fault scenario (internal/scenario) the exercise is graded
+// under, and the protections (scenario.Protection names) under which the
+// student's lock must not oversell.
+type Fault struct {
+	Scenario    string
+	Protections []string
+}
+
+// Exercise is one workshop exercise.
+type Exercise struct {
+	// N orders the exercises (the seeds' order); Name is what `seckill
+	// grade` takes and the package directory under exercises/.
+	N     int
+	Name  string
+	Title Text
+	// Strategy is the name the lab knows the student's lock by; Key is the
+	// answer key's strategy and KeyPath where its code is.
+	Strategy, Key, KeyPath string
+	// Server is what the lock needs.
+	Server stock.Server
+	// Lesson explains the exercise; Seed names the seed passage.
+	Lesson int
+	Seed   string
+	// Required, Load and Faults decide the grade.
+	Required Required
+	Load     Load
+	Faults   []Fault
+	// Student builds the student's lock.
+	Student func(c stock.Clients, opts lockimpl.Options) (lockimpl.Locker, error)
+}
+
+// All lists the exercises in the seeds' order.
+func All() []Exercise {
+	return []Exercise{
+		{
+			N: 1, Name: "redislock",
+			Title:    Text{ZH: "Redis 锁：SET NX PX + 归属 + 安全释放", EN: "A Redis lock: SET NX PX, an owner, a safe release"},
+			Strategy: "ex-redislock", Key: stock.Redis, KeyPath: "lockimpl/redislock/redislock.go",
+			Server: stock.ServerRedis, Lesson: 9, Seed: "003 steps 1-3 (SETNX, 过期时间, 锁误删, Lua)",
+			Required: Required{NoRenew: true},
+			Load:     Load{Stock: 100, Requests: 200, Concurrency: 30},
+			Faults:   []Fault{{Scenario: "instance-crash", Protections: []string{"unprotected"}}},
+			Student:  onRedis(func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return redislock.New(c, o) }),
+		},
+		{
+			N: 2, Name: "watchdog",
+			Title:    Text{ZH: "看门狗：持锁期间续期", EN: "The watchdog: renew while held"},
+			Strategy: "ex-watchdog", Key: stock.Redis, KeyPath: "lockimpl/redislock/redislock.go (newHold, renewScript)",
+			Server: stock.ServerRedis, Lesson: 10, Seed: "003 锁续期 (Redisson watchdog)",
+			Required: Required{Watchdog: true, LostLease: true, NoRenew: true},
+			Load:     Load{Stock: 10, Requests: 20, Concurrency: 10, WorkDelay: 400 * time.Millisecond, LockTTL: 300 * time.Millisecond, NoLeaseCheck: true},
+			Faults:   []Fault{{Scenario: "instance-crash", Protections: []string{"unprotected"}}},
+			Student:  onRedis(func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return watchdog.New(c, o) }),
+		},
+		{
+			N: 3, Name: "fencing",
+			Title:    Text{ZH: "Fencing token：etcd 锁 + 存储端校验", EN: "Fencing tokens: an etcd lock the store checks"},
+			Strategy: "ex-fencing", Key: stock.Etcd, KeyPath: "lockimpl/etcdlock/etcdlock.go (mutex: the create revision)",
+			Server: stock.ServerEtcd, Lesson: 22, Seed: "003 Fencing token (Kleppmann); 000, 002 etcd revision",
+			Required: Required{Tokens: true},
+			Load:     Load{Stock: 60, Requests: 120, Concurrency: 20, Fencing: true},
+			Faults:   []Fault{{Scenario: "etcd-lease", Protections: []string{"fencing"}}},
+			Student:  onEtcd(func(c *clientv3.Client, o lockimpl.Options) lockimpl.Locker { return fencing.New(c, o) }),
+		},
+	}
+}
+
+// keyLockers are the answer keys' lockers, by strategy.
+var keyLockers = map[string]func(c stock.Clients, opts lockimpl.Options) (lockimpl.Locker, error){
+	stock.Redis: onRedis(func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return rl.New(c, o) }),
+	stock.Etcd:  onEtcd(func(c *clientv3.Client, o lockimpl.Options) lockimpl.Locker { return etcdlock.New(c, o) }),
+}
+
+// Locker builds the student's lock, or with key the answer key's.
+func (e Exercise) Locker(key bool, c stock.Clients, opts lockimpl.Options) (lockimpl.Locker, error) {
+	if key {
+		return keyLockers[e.Key](c, opts)
+	}
+	return e.Student(c, opts)
+}
+
+// Find returns the exercise named name, or an error listing the names.
+func Find(name string) (Exercise, error) {
+	all := All()
+	if i := slices.IndexFunc(all, func(e Exercise) bool { return e.Name == name }); i >= 0 {
+		return all[i], nil
+	}
+	return Exercise{}, fmt.Errorf("no exercise %q; the exercises are %s", name, strings.Join(Names(), ", "))
+}
+
+// Names lists the exercises' names in order.
+func Names() []string {
+	var out []string
+	for _, e := range All() {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// AsStrategy is e's lock as a strategy: a locker the exercise requires to be
+// correct (never flawed), with the tokens and renewal the exercise
+// requires, whose backend builds the student's Locker.
+func (e Exercise) AsStrategy() stock.Strategy {
+	return stock.Strategy{
+		Name: e.Strategy, Kind: stock.KindLocker, Breaks: stock.BreaksNever,
+		Tokens: e.Required.Tokens, Renews: e.Required.Watchdog, Server: e.Server,
+		Summary: fmt.Sprintf("workshop exercise %d (exercises/%s): %s", e.N, e.Name, e.Title.EN),
+		Seed:    e.Seed,
+		Open: func(_ context.Context, c stock.Clients) (stock.LockBackend, error) {
+			if _, err := e.Student(c, lockimpl.Options{}); err != nil {
+				return nil, err
+			}
+			return backend{e: e, c: c}, nil
+		},
+	}
+}
+
+var registerOnce = sync.OnceValue(func() error {
+	var ss []stock.Strategy
+	for _, e := range All() {
+		ss = append(ss, e.AsStrategy())
+	}
+	return stock.Extend(ss...)
+})
+
+// Register adds every exercise's strategy to the lab (stock.Extend), once.
+func Register() error { return registerOnce() }
+
+func onRedis(build func(redis.UniversalClient, lockimpl.Options) lockimpl.Locker) func(stock.Clients, lockimpl.Options) (lockimpl.Locker, error) {
+	return func(c stock.Clients, o lockimpl.Options) (lockimpl.Locker, error) {
+		if c.Redis == nil {
+			return nil, fmt.Errorf("%s: %w", stock.ServerRedis, stock.ErrNotConfigured)
+		}
+		return build(c.Redis, o), nil
+	}
+}
+
+func onEtcd(build func(*clientv3.Client, lockimpl.Options) lockimpl.Locker) func(stock.Clients, lockimpl.Options) (lockimpl.Locker, error) {
+	return func(c stock.Clients, o lockimpl.Options) (lockimpl.Locker, error) {
+		if c.Etcd == nil {
+			return nil, fmt.Errorf("%s: %w", stock.ServerEtcd, stock.ErrNotConfigured)
+		}
+		return build(c.Etcd, o), nil
+	}
+}
+
+// EnvGradeTarget names whose lock the exercises' conformance test grades:
+// TargetStudent (the packages under exercises/) or, by default, the
+// answer keys.
+const (
+	EnvGradeTarget = "SECKILL_GRADE_TARGET"
+	TargetStudent  = "student"
+)

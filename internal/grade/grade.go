@@ -1,0 +1,458 @@
+// Package grade owns `seckill grade`: it scores one workshop exercise's
+// lock (package exercises) on the student's own stack and writes a score
+// sheet in Chinese and English. Three parts, each a list of checks:
+//
+//   - conformance: lockimpl's conformance suite on the lock as its source
+//     is now (`go test` of exercises/, the exercise's test), with the
+//     properties the exercise requires, whatever the lock claims;
+//   - bench: one seeded bench of the lock on the stack, with its
+//     invariants and the linearizability check;
+//   - faults: the exercise's fault scenarios, short, where an oversell
+//     under a protection the exercise names fails.
+//
+// The stack's instances must run the student's code: Build compiles the
+// seckill binary the stack runs, and Run restarts the instances first.
+// The CLI (cmd/seckill grade) builds, re-executes the new binary and calls
+// Run.
+package grade
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/exercises"
+	"github.com/seckill-lab/seckill/internal/scenario"
+	"github.com/seckill-lab/seckill/internal/stack"
+)
+
+// Parts of the sheet, in order.
+const (
+	PartConformance = "conformance"
+	PartBench       = "bench"
+	PartFaults      = "faults"
+)
+
+// Check is one line of the sheet.
+type Check struct {
+	Part   string `json:"part"`
+	Name   string `json:"name"`
+	Pass   bool   `json:"pass"`
+	Figure string `json:"figure"`
+	// Lesson and Hint come from exercises.Hints (by Advice).
+	Lesson int            `json:"lesson,omitempty"`
+	Hint   exercises.Text `json:"hint"`
+	// Advice is the key of exercises.Hints the check takes its lesson and
+	// hint from.
+	Advice string `json:"-"`
+}
+
+// Sheet is a grade.
+type Sheet struct {
+	Exercise string         `json:"exercise"`
+	Title    exercises.Text `json:"title"`
+	// Target is "student" or "key"; Strategy the lab's name of the lock
+	// graded.
+	Target   string    `json:"target"`
+	Strategy string    `json:"strategy"`
+	Checks   []Check   `json:"checks"`
+	Reports  []string  `json:"reports,omitempty"`
+	At       time.Time `json:"at"`
+	WallS    float64   `json:"wall_s"`
+}
+
+// Passed and Failed count the checks.
+func (s *Sheet) Passed() int { return s.count(true) }
+
+// Failed counts the failed checks.
+func (s *Sheet) Failed() int { return s.count(false) }
+
+func (s *Sheet) count(pass bool) int {
+	n := 0
+	for _, c := range s.Checks {
+		if c.Pass == pass {
+			n++
+		}
+	}
+	return n
+}
+
+// OK reports whether every check passed (and there was one).
+func (s *Sheet) OK() bool { return len(s.Checks) > 0 && s.Failed() == 0 }
+
+func (s *Sheet) add(c Check) {
+	a, ok := exercises.Hints[c.Advice]
+	if !ok { // "Faults:NAME" falls back to "Faults"
+		a, ok = exercises.Hints[strings.Split(c.Advice, ":")[0]]
+	}
+	if ok {
+		c.Lesson, c.Hint = a.Lesson, a.Hint
+	}
+	s.Checks = append(s.Checks, c)
+}
+
+// Options of Run.
+type Options struct {
+	Exercise exercises.Exercise
+	// Dir is the student's stack; Root the module root (go.mod), where
+	// the conformance test is built.
+	Dir, Root string
+	// Key grades the answer key instead of the student's lock.
+	Key bool
+	// Go is the go command (default "go").
+	Go string
+	// Parts to run (default all).
+	Parts []string
+	// Progress receives a line per step (nil: none).
+	Progress io.Writer
+}
+
+// ErrFailed is returned with a sheet that has a failed check.
+var ErrFailed = errors.New("grade: a check failed")
+
+// Run grades o.Exercise on the stack in o.Dir.
+func Run(ctx context.Context, o Options) (*Sheet, error) {
+	began := time.Now()
+	e := o.Exercise
+	if err := exercises.Register(); err != nil { // the bench and the scenarios look the lock up by name
+		return nil, fmt.Errorf("grade: %w", err)
+	}
+	if o.Go == "" {
+		o.Go = "go"
+	}
+	if len(o.Parts) == 0 {
+		o.Parts = []string{PartConformance, PartBench, PartFaults}
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	st, err := stack.Load(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	sheet := &Sheet{Exercise: e.Name, Title: e.Title, Target: exercises.TargetStudent, Strategy: e.Strategy, At: began.UTC()}
+	if o.Key {
+		sheet.Target, sheet.Strategy = "key", e.Key
+	}
+	out := filepath.Join(st.Dir, "grade", fmt.Sprintf("%s-%s-%s", e.Name, sheet.Target, began.Format("20060102-150405")))
+
+	if slices.Contains(o.Parts, PartConformance) {
+		fmt.Fprintf(progress, "grade %s: conformance (go test ./exercises/ -run TestConformance/%s)\n", e.Name, e.Name)
+		checks, err := conformance(ctx, o, st)
+		if err != nil {
+			return sheet, err
+		}
+		for _, c := range checks {
+			sheet.add(c)
+		}
+	}
+	if slices.Contains(o.Parts, PartBench) || slices.Contains(o.Parts, PartFaults) {
+		// The instances run the binary as it is now (Build): restart them
+		// so the student's lock is the one they run.
+		for _, name := range st.InstanceNames() {
+			fmt.Fprintf(progress, "grade %s: restart %s\n", e.Name, name)
+			if err := stack.Restart(ctx, st.Dir, name); err != nil {
+				return sheet, fmt.Errorf("restart %s: %w", name, err)
+			}
+		}
+	}
+	if slices.Contains(o.Parts, PartBench) {
+		fmt.Fprintf(progress, "grade %s: bench of %s\n", e.Name, sheet.Strategy)
+		if err := runBench(ctx, e, st, sheet, filepath.Join(out, "bench")); err != nil {
+			return sheet, err
+		}
+	}
+	if slices.Contains(o.Parts, PartFaults) {
+		for _, f := range e.Faults {
+			fmt.Fprintf(progress, "grade %s: scenario %s (%s)\n", e.Name, f.Scenario, strings.Join(f.Protections, ", "))
+			if err := runFault(ctx, f, st, sheet, filepath.Join(out, f.Scenario), progress); err != nil {
+				return sheet, err
+			}
+		}
+	}
+	sheet.WallS = time.Since(began).Seconds()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return sheet, fmt.Errorf("grade: %w", err)
+	}
+	b, _ := json.MarshalIndent(sheet, "", "  ")
+	if err := os.WriteFile(filepath.Join(out, "grade.json"), b, 0o644); err != nil {
+		return sheet, fmt.Errorf("grade: %w", err)
+	}
+	sheet.Reports = append([]string{out}, sheet.Reports...)
+	if !sheet.OK() {
+		return sheet, ErrFailed
+	}
+	return sheet, nil
+}
+
+// cases are the conformance cases the exercise requires, in the suite's
+// order (lockimpl/locktest.Run).
+func cases(r exercises.Required) []string {
+	out := []string{"MutualExclusion", "TryLockWhileHeld", "CancelWhileWaiting", "DoubleUnlock"}
+	for _, c := range []struct {
+		on   bool
+		name string
+	}{{r.Tokens, "TokensIncrease"}, {r.Watchdog, "HeldPastTTL"}, {r.LostLease, "LostLease"}, {r.NoRenew, "ExpiresWithoutRenewal"}} {
+		if c.on {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
+// testEvent is one line of `go test -json`.
+type testEvent struct {
+	Action string
+	Test   string
+	Output string
+}
+
+// fileLine is the "file.go:123: " prefix of a test's message.
+var fileLine = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: `)
+
+// conformance runs the exercise's conformance test with the stack's
+// environment and reads its events: one check per required case.
+func conformance(ctx context.Context, o Options, st *stack.State) ([]Check, error) {
+	e := o.Exercise
+	target := exercises.TargetStudent
+	if o.Key {
+		target = "key"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, o.Go, "test", "-count=1", "-json", "-timeout", "150s",
+		"-run", "^TestConformance$/^"+e.Name+"$", "./exercises/")
+	cmd.Dir = o.Root
+	cmd.Env = os.Environ()
+	for _, kv := range st.Env() {
+		cmd.Env = append(cmd.Env, kv[0]+"="+kv[1])
+	}
+	cmd.Env = append(cmd.Env, exercises.EnvGradeTarget+"="+target)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("conformance test of %s: %w", e.Name, ctx.Err())
+	}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		return nil, fmt.Errorf("run go test: %w", err)
+	}
+	prefix := "TestConformance/" + e.Name + "/"
+	results := map[string]bool{}
+	msgs := map[string][]string{}
+	var build []string
+	sc := bufio.NewScanner(bytes.NewReader(stdout))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev testEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			build = append(build, sc.Text())
+			continue
+		}
+		if ev.Action == "build-output" {
+			build = append(build, strings.TrimRight(ev.Output, "\n"))
+		}
+		name, ok := strings.CutPrefix(ev.Test, prefix)
+		if !ok {
+			continue
+		}
+		switch ev.Action {
+		case "pass", "fail":
+			results[name] = ev.Action == "pass"
+		case "output":
+			line := strings.TrimSpace(ev.Output)
+			if fileLine.MatchString(ev.Output) {
+				msgs[name] = append(msgs[name], fileLine.ReplaceAllString(ev.Output, ""))
+			} else if strings.HasPrefix(line, "panic:") {
+				msgs[name] = append(msgs[name], line)
+			}
+		}
+	}
+	if len(results) == 0 {
+		// Nothing ran: the package did not build (or the test binary
+		// died before any case ended).
+		text := strings.TrimSpace(strings.Join(append(build, stderr.String()), "\n"))
+		return []Check{{Part: PartConformance, Name: "build", Figure: firstLines(text, 6), Advice: "Build"}}, nil
+	}
+	var out []Check
+	for _, name := range cases(e.Required) {
+		pass, ran := results[name]
+		fig := strings.TrimSpace(strings.Join(msgs[name], " "))
+		switch {
+		case !ran:
+			fig = "did not finish (the test binary stopped first: a panic or the timeout)"
+		case pass && fig == "":
+			fig = "ok"
+		}
+		out = append(out, Check{Part: PartConformance, Name: name, Pass: ran && pass, Figure: firstLines(fig, 3), Advice: name})
+	}
+	return out, nil
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, " / ")
+}
+
+// goodsOf gives each exercise goods of its own, apart from the bench's and
+// the lessons'.
+func goodsOf(e exercises.Exercise) int64 { return 9100 + int64(e.N) }
+
+// runBench runs the exercise's seeded bench and adds a check for the
+// oversold count and one per applicable invariant.
+func runBench(ctx context.Context, e exercises.Exercise, st *stack.State, sheet *Sheet, out string) error {
+	l := e.Load
+	rep, err := bench.Run(ctx, bench.Options{
+		Strategies: []string{sheet.Strategy}, Stock: l.Stock, Requests: l.Requests, Concurrency: l.Concurrency,
+		WorkDelay: l.WorkDelay, LockTTL: l.LockTTL, Fencing: l.Fencing, NoLeaseCheck: l.NoLeaseCheck, Seed: 1, GoodsID: goodsOf(e),
+		Fleet: st.Fleet(), CalibrateRequests: -1, Warmup: -1, OutDir: out,
+		CommandLine: []string{"seckill", "grade", e.Name},
+	})
+	if err != nil {
+		return fmt.Errorf("bench of %s: %w", sheet.Strategy, err)
+	}
+	r := rep.Runs[0]
+	sheet.Reports = append(sheet.Reports, filepath.Join(out, "report.html"))
+	sheet.add(Check{Part: PartBench, Name: "oversold", Pass: r.Oversold == 0 && r.LostUpdates == 0, Advice: "Oversold",
+		Figure: fmt.Sprintf("oversold %d, lost updates %d; %d of %d purchases ok on a stock of %d, %d clients, work %s, lock TTL %s, %d instances",
+			r.Oversold, r.LostUpdates, r.OK, r.Requests, r.InitialStock, r.Concurrency, r.WorkDelay, r.LockTTL, r.Instances)})
+	for _, inv := range r.Invariants {
+		if !inv.Applicable || inv.Undecided {
+			continue
+		}
+		sheet.add(Check{Part: PartBench, Name: inv.Name, Pass: inv.Pass, Figure: inv.Detail, Advice: inv.Name})
+	}
+	return nil
+}
+
+// runFault runs one of the exercise's scenarios, short, on the protections
+// it names, and adds a check per protection.
+func runFault(ctx context.Context, f exercises.Fault, st *stack.State, sheet *Sheet, out string, progress io.Writer) error {
+	sc, err := scenario.Find(f.Scenario)
+	if err != nil {
+		return err
+	}
+	if err := sc.Fits(st); err != nil {
+		return fmt.Errorf("scenario %s: %w", f.Scenario, err)
+	}
+	var ps []scenario.Protection
+	for _, p := range f.Protections {
+		ps = append(ps, scenario.Protection(p))
+	}
+	res, err := scenario.Run(ctx, sc, scenario.Options{
+		Dir: st.Dir, Fleet: st.Fleet(), Strategies: []string{sheet.Strategy}, Protections: ps,
+		MustNotOversell: ps, Short: true, Seed: 1, OutDir: out, Progress: progress,
+	})
+	if err != nil && !errors.Is(err, scenario.ErrFailed) {
+		return fmt.Errorf("scenario %s: %w", f.Scenario, err)
+	}
+	sheet.Reports = append(sheet.Reports, filepath.Join(out, "scenario.html"))
+	for _, r := range res.Rows {
+		sheet.add(Check{Part: PartFaults, Name: fmt.Sprintf("%s (%s)", f.Scenario, r.Protection),
+			Pass: r.Oversold == 0 && r.OKWithout == 0 && r.RunsMostlyErrors == 0, Advice: "Faults:" + f.Scenario,
+			Figure: fmt.Sprintf("oversold %d in %d of %d runs, %d strikes, %d 2xx without an order, %d stale writes refused; %s",
+				r.Oversold, r.RunsOversold, r.Runs, r.Strikes, r.OKWithout, r.StaleRefused, res.Load)})
+	}
+	return nil
+}
+
+// Write prints the sheet: a block per check (mark, part, name, lesson;
+// the figure; for a failure the hint in Chinese and English), then the
+// verdict and the reports.
+func (s *Sheet) Write(w io.Writer) error {
+	target := "你的锁 / your lock"
+	if s.Target == "key" {
+		target = "参考答案 / the answer key"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n练习 / exercise %s: %s / %s\n评分对象 / graded: %s (strategy %s)\n", s.Exercise, s.Title.ZH, s.Title.EN, target, s.Strategy)
+	part := ""
+	for _, c := range s.Checks {
+		if c.Part != part {
+			part = c.Part
+			fmt.Fprintf(&b, "\n[%s / %s]\n", partZH[part], part)
+		}
+		mark := "✓ 通过 pass"
+		if !c.Pass {
+			mark = "✗ 失败 FAIL"
+		}
+		lesson := ""
+		if c.Lesson > 0 {
+			lesson = fmt.Sprintf("  (seckill lesson %d)", c.Lesson)
+		}
+		fmt.Fprintf(&b, "%s  %s%s\n      %s\n", mark, c.Name, lesson, c.Figure)
+		if !c.Pass && c.Hint.EN != "" {
+			fmt.Fprintf(&b, "      提示: %s\n      hint: %s\n", c.Hint.ZH, c.Hint.EN)
+		}
+	}
+	verdict := "通过 PASSED"
+	if !s.OK() {
+		verdict = "未通过 FAILED"
+	}
+	fmt.Fprintf(&b, "\n%s: %d/%d 项通过 / checks passed, %.0f s\n", verdict, s.Passed(), len(s.Checks), s.WallS)
+	for _, r := range s.Reports {
+		fmt.Fprintf(&b, "报告 / report: %s\n", r)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// partZH names the parts in Chinese.
+var partZH = map[string]string{PartConformance: "一致性测试", PartBench: "压测", PartFaults: "故障场景"}
+
+// Build compiles ./cmd/seckill in root into binary, the one the stack
+// runs: to a new file first, then renamed over it, so running processes
+// keep their old binary and a failed build leaves it in place.
+func Build(ctx context.Context, goCmd, root, binary string) error {
+	if goCmd == "" {
+		goCmd = "go"
+	}
+	tmp := binary + ".new"
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-o", tmp, "./cmd/seckill")
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("build the lab with your code (go build ./cmd/seckill in %s): %w\n%s", root, err, b)
+	}
+	if err := os.Rename(tmp, binary); err != nil {
+		return fmt.Errorf("install the new seckill binary: %w", err)
+	}
+	return nil
+}
+
+// ModuleRoot returns the directory of the go.mod of the seckill module
+// at or above dir.
+func ModuleRoot(dir string) (string, error) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil && bytes.HasPrefix(b, []byte("module github.com/seckill-lab/seckill\n")) {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no seckill checkout at or above %s: run seckill grade from the repository (where go.mod is)", dir)
+		}
+		d = parent
+	}
+}

@@ -1,0 +1,159 @@
+package grade_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill-lab/seckill/exercises"
+	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/grade"
+	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/internal/stack/stacktest"
+	"github.com/seckill-lab/seckill/internal/testenv"
+)
+
+// TestMain gives the grader a stack of its own: it restarts the instances
+// and runs fault scenarios, which the shared `make test` stack must not
+// see.
+func TestMain(m *testing.M) {
+	os.Exit(stacktest.Main(m, stack.Options{BasePort: 26800, Instances: 3,
+		Backends: []stack.Backend{stack.BackendRedis, stack.Backend("etcd"), stack.BackendMySQL}}))
+}
+
+func options(t *testing.T, name string) grade.Options {
+	t.Helper()
+	e, err := exercises.Find(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := grade.ModuleRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return grade.Options{Exercise: e, Dir: testenv.Get(t, config.EnvStackDir), Root: root}
+}
+
+func ctxT(t *testing.T) context.Context {
+	// The grader's promise: under 3 minutes for one exercise.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestStartersFail grades each exercise's starter as it is committed: the
+// grade fails, and it fails on the property the starter breaks, with the
+// figure that shows it.
+func TestStartersFail(t *testing.T) {
+	tests := []struct {
+		exercise string
+		parts    []string
+		// fail are the checks that must fail, each with a piece of its
+		// figure.
+		fail map[string]string
+	}{
+		{"redislock", []string{grade.PartConformance, grade.PartBench}, map[string]string{
+			"MutualExclusion":       "two holders at once: instance",
+			"ExpiresWithoutRenewal": "want ErrNotHeld (it must not release the new holder's lock)",
+			"oversold":              "oversold ",
+		}},
+		{"watchdog", []string{grade.PartConformance, grade.PartBench}, map[string]string{
+			"HeldPastTTL": "ran out without renewal",
+			"oversold":    "work 400ms, lock TTL 300ms",
+		}},
+		{"fencing", nil, map[string]string{
+			"TokensIncrease":       "want a strictly increasing non-zero token",
+			"etcd-lease (fencing)": "oversold ",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.exercise, func(t *testing.T) {
+			o := options(t, tt.exercise)
+			o.Parts = tt.parts
+			sheet, err := grade.Run(ctxT(t), o)
+			if !errors.Is(err, grade.ErrFailed) {
+				t.Fatalf("grade of the starter: err = %v, want ErrFailed", err)
+			}
+			failed := map[string]grade.Check{}
+			for _, c := range sheet.Checks {
+				if !c.Pass {
+					failed[c.Name] = c
+				}
+			}
+			for name, figure := range tt.fail {
+				c, ok := failed[name]
+				if !ok {
+					t.Errorf("check %s passed or is missing; failed: %v", name, keys(failed))
+					continue
+				}
+				if !strings.Contains(c.Figure, figure) {
+					t.Errorf("check %s: figure %q, want it to contain %q", name, c.Figure, figure)
+				}
+				if c.Hint.ZH == "" || c.Hint.EN == "" || c.Lesson == 0 {
+					t.Errorf("check %s has no lesson or hint in both languages: %+v", name, c)
+				}
+			}
+			var out strings.Builder
+			if err := sheet.Write(&out); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"✗ 失败 FAIL", "未通过 FAILED", "提示: ", "hint: "} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("score sheet lacks %q:\n%s", want, out.String())
+				}
+			}
+		})
+	}
+}
+
+// TestKeysPass grades each exercise's answer key, every part: it passes.
+func TestKeysPass(t *testing.T) {
+	for _, e := range exercises.All() {
+		t.Run(e.Name, func(t *testing.T) {
+			o := options(t, e.Name)
+			o.Key = true
+			sheet, err := grade.Run(ctxT(t), o)
+			if err != nil {
+				var out strings.Builder
+				if sheet != nil {
+					_ = sheet.Write(&out)
+				}
+				t.Fatalf("grade of the answer key %s: %v\n%s", e.Key, err, out.String())
+			}
+			parts := map[string]int{}
+			for _, c := range sheet.Checks {
+				parts[c.Part]++
+			}
+			if parts[grade.PartConformance] < 4 || parts[grade.PartBench] < 5 || parts[grade.PartFaults] < 1 {
+				t.Errorf("checks by part %v: want the conformance cases, the bench's invariants and a fault scenario", parts)
+			}
+		})
+	}
+}
+
+// TestBadInput: an unknown exercise and a directory without a stack are
+// errors that say what to do.
+func TestBadInput(t *testing.T) {
+	if _, err := exercises.Find("nope"); err == nil || !strings.Contains(err.Error(), "redislock") {
+		t.Errorf("Find(nope) = %v, want an error listing the exercises", err)
+	}
+	o := options(t, "redislock")
+	o.Dir = t.TempDir()
+	if _, err := grade.Run(context.Background(), o); !errors.Is(err, stack.ErrNotRunning) {
+		t.Errorf("grade without a stack: err = %v, want stack.ErrNotRunning", err)
+	}
+	if _, err := grade.ModuleRoot(t.TempDir()); err == nil || !strings.Contains(err.Error(), "go.mod") {
+		t.Errorf("ModuleRoot outside the checkout: %v, want an error naming go.mod", err)
+	}
+}
+
+func keys(m map[string]grade.Check) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
