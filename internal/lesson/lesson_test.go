@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,32 @@ func TestFind(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteList(&b); err != nil || strings.Count(b.String(), "\n") != len(course)+1 || !strings.Contains(b.String(), "--topology ha") {
 		t.Errorf("WriteList: %v\n%s", err, b.String())
+	}
+}
+
+// TestLongerSaysWhy: a lesson over a minute says why before it runs, and
+// a failure story's where-to-look names the rows its table has (the
+// protections: unprotected, lease-check, fencing).
+func TestLongerSaysWhy(t *testing.T) {
+	rowName := regexp.MustCompile(`the ([a-z-]+) row`)
+	for _, l := range course {
+		var b bytes.Buffer
+		if err := WriteLesson(&b, l); err != nil {
+			t.Fatal(err)
+		}
+		if said := strings.Contains(b.String(), "over a minute: "+l.Longer); l.Longer != "" && !said || l.Longer == "" && strings.Contains(b.String(), "over a minute") {
+			t.Errorf("lesson %d (estimate %s): the reason it takes longer printed %v\n%s", l.N, l.Estimate, said, b.String())
+		}
+		if l.Look.Page != ScenarioPage {
+			continue
+		}
+		for _, m := range rowName.FindAllStringSubmatch(strings.ToLower(l.Look.EN), -1) {
+			switch scenario.Protection(m[1]) {
+			case scenario.ProtectNone, scenario.ProtectLeaseCheck, scenario.ProtectFencing:
+			default:
+				t.Errorf("lesson %d: where to look names the %q row; the story's table has rows unprotected, lease-check and fencing", l.N, m[1])
+			}
+		}
 	}
 }
 

@@ -36,9 +36,14 @@ func WriteList(w io.Writer) error {
 	return tw.Flush()
 }
 
-// WriteLesson prints what a lesson shows, before it runs.
+// WriteLesson prints what a lesson shows, before it runs, and for a
+// lesson that takes over a minute, why.
 func WriteLesson(w io.Writer, l Lesson) error {
-	_, err := fmt.Fprintf(w, "Lesson %d: %s / %s\n\n  %s\n  %s\n\n  seed:        %s\n  seed figure: %s\n\n", l.N, l.TitleEN, l.TitleZH, l.ShowsEN, l.ShowsZH, l.Seed, l.SeedFigure)
+	var longer string
+	if l.Longer != "" {
+		longer = fmt.Sprintf("  time:        ~%ds, over a minute: %s\n", int(l.Estimate.Seconds()), l.Longer)
+	}
+	_, err := fmt.Fprintf(w, "Lesson %d: %s / %s\n\n  %s\n  %s\n\n  seed:        %s\n  seed figure: %s\n%s\n", l.N, l.TitleEN, l.TitleZH, l.ShowsEN, l.ShowsZH, l.Seed, l.SeedFigure, longer)
 	return err
 }
 
