@@ -3,6 +3,7 @@ package lesson
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/stack"
@@ -156,6 +158,9 @@ func TestLessonsShort(t *testing.T) {
 				t.Logf("%s: %s", o.Ours, o.Verdict)
 			case o.Verdict != Reproduced && o.Verdict != InKind:
 				t.Errorf("%s: %s (%s)", o.Ours, o.Verdict, o.Why)
+			}
+			if t.Failed() {
+				logFailedChecks(t, o.Reports)
 			}
 			for _, c := range o.Commands {
 				// A command a user can paste: the built binary, the stack.
@@ -304,6 +309,32 @@ func TestWords(t *testing.T) {
 		}
 		if g := strings.Join(got, " "); g != tc.want {
 			t.Errorf("words(%q) = %s, want %s", tc.line, g, tc.want)
+		}
+	}
+}
+
+// logFailedChecks logs, for a lesson that failed, the invariants its bench
+// reports failed and the runs' outcomes: the report directories are
+// temporary, so the log is what is left of them.
+func logFailedChecks(t *testing.T, reports []string) {
+	t.Helper()
+	for _, dir := range reports {
+		b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil {
+			continue // a scenario's directory, or none written
+		}
+		var rep bench.Report
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Logf("%s: %v", dir, err)
+			continue
+		}
+		for _, r := range rep.Runs {
+			for _, inv := range r.Invariants {
+				if inv.Failed() && inv.Applicable {
+					t.Logf("%s: %s (%d ok, outcomes %v, errors %v, faults %v): %s failed: %s",
+						filepath.Base(dir), r.Label(), r.OK, r.Outcomes, r.ErrorKinds, r.Faults, inv.Name, inv.Detail)
+				}
+			}
 		}
 	}
 }
