@@ -82,29 +82,29 @@ func TakenAny(rs []Range) (port int, ok bool) {
 // A stack's range reaches B+150 (50 instances), or B+350 for the stacks
 // with the fault proxy (3 instances).
 var Suite = []Range{
-	Span(21500, 150), // internal/stack TestUpBackendsSubset
-	Span(21800, 150), // internal/stack TestDurability
-	Span(22400, 350), // internal/stack TestRTT (ha, proxy)
-	Span(23600, 350), // the lesson stack's lesson 26 second side stack (stack.SideBase(26600, 1))
-	Span(24600, 350), // the lesson stack's lessons 26 and 28 first side stack (stack.SideBase(26600, 0))
-	Span(25400, 150), // internal/soak's stack
-	Span(26000, 150), // cmd/seckill's stack (stacktest)
-	Span(26200, 150), // internal/democli's stack
-	Span(26400, 150), // internal/dashboard's stack
-	Span(26600, 150), // internal/lesson's stack
-	Span(27000, 150), // the make test stack (scripts/test.sh)
-	Span(29000, 350), // internal/stack TestProxy
-	Span(29500, 150), // internal/stack TestNginxRoutesAroundDeadInstances
-	Span(29800, 150), // internal/stack TestNginxConfValid (nginx -t: nothing listens)
-	Span(30000, 150), // internal/stack TestUpMissingTool (fails before listening)
-	Span(30200, 150), // internal/stack TestUpPortTaken
-	Span(30400, 150), // internal/stack
-	Span(30600, 150), // internal/stack
-	Span(30800, 150), // internal/stack
-	Span(31000, 150), // internal/stack
-	Span(31200, 150), // internal/stack (ha)
-	Span(31500, 350), // internal/scenario's single stack (proxy)
-	Span(31700, 350), // internal/scenario's ha stack (proxy)
+	Span(21500, 150),  // internal/stack TestUpBackendsSubset
+	Span(21800, 150),  // internal/stack TestDurability
+	Span(22400, 350),  // internal/stack TestRTT (ha, proxy)
+	Span(23000, 2099), // internal/lab's two labs side by side (each B..B+1043: its stack, its lessons' side stacks)
+	Span(25400, 150),  // internal/soak's stack
+	Span(26000, 150),  // cmd/seckill's stack (stacktest)
+	Span(26200, 150),  // internal/democli's stack
+	Span(26400, 150),  // internal/dashboard's stack
+	Span(27000, 150),  // the make test stack (scripts/test.sh)
+	Span(27200, 150),  // internal/lesson's stack
+	Span(27550, 693),  // its lessons' side stacks (lessons 26 and 28: stack.SideBase(27200, 0) and (27200, 1))
+	Span(29000, 350),  // internal/stack TestProxy
+	Span(29500, 150),  // internal/stack TestNginxRoutesAroundDeadInstances
+	Span(29800, 150),  // internal/stack TestNginxConfValid (nginx -t: nothing listens)
+	Span(30000, 150),  // internal/stack TestUpMissingTool (fails before listening)
+	Span(30200, 150),  // internal/stack TestUpPortTaken
+	Span(30400, 150),  // internal/stack
+	Span(30600, 150),  // internal/stack
+	Span(30800, 150),  // internal/stack
+	Span(31000, 150),  // internal/stack
+	Span(31200, 150),  // internal/stack (ha)
+	Span(31500, 350),  // internal/scenario's single stack (proxy)
+	Span(31700, 350),  // internal/scenario's ha stack (proxy)
 }
 
 // SuiteBase is the make test stack's base port before any shift
