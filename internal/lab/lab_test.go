@@ -312,3 +312,21 @@ func TestTwoLabs(t *testing.T) {
 		t.Errorf("rm twice: %v", err)
 	}
 }
+
+// TestREADMECapacity: the README's counts of labs per window are
+// Capacity's.
+func TestREADMECapacity(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("The default window holds\n  %d labs", Capacity(DefaultWindow)),
+		fmt.Sprintf("`--port-min 1024` gives room for %d.", Capacity(ports.Range{Lo: 1024, Hi: DefaultWindow.Hi})),
+		fmt.Sprintf("one block of %d ports, `B..B+%d`", Footprint(0).Hi+1, Footprint(0).Hi),
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("README.md lacks %q", want)
+		}
+	}
+}

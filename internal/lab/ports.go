@@ -215,3 +215,19 @@ func testShift(reg string, pid int, taken func([]ports.Range) (int, bool)) (Shif
 	}
 	return out, nil
 }
+
+// Capacity is how many labs window holds on an otherwise idle machine:
+// blocks packed from its bottom, off the test suite's ports.
+func Capacity(window ports.Range) int {
+	free := func(ports.Range) (int, bool) { return 0, false }
+	as := append(suiteRanges(0, "the test suite"), avoid{ports.FreeRange, "the tests' free ports"})
+	n := 0
+	for {
+		b, err := pickBase(window, as, free)
+		if err != nil {
+			return n
+		}
+		as = append(as, avoid{Footprint(b), "a lab"})
+		n++
+	}
+}
