@@ -6,10 +6,10 @@
 #           right after a bench (seckill bench --strategies redis): RSS and
 #           PSS (shared pages split between processes) of every process of
 #           the lab, from /proc;
-#   cpu     one lesson (LESSON, --short) on one lab alone, then on LABS
-#           single labs at once: wall time, and the CPU seconds the labs'
-#           processes and the lesson clients used.
-# Its summary replaces README.md's block lab-capacity. About 6 minutes on
+#   cpu     one lesson (LESSON, default 1) on one lab alone, then on 2 ..
+#           LABS single labs at once: wall time, and the CPU seconds the
+#           labs' processes and the lesson clients used.
+# Its summary replaces README.md's block lab-capacity. About 8 minutes on
 # 2 cores; every lab is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 BIN=bin/seckill
 LAB_PORT_MIN=${LAB_PORT_MIN:-10000}
 LAB_PORT_MAX=${LAB_PORT_MAX:-25999}
-LESSON=${LESSON:-7}
+LESSON=${LESSON:-1}
 LABS=${LABS:-3}
 BENCH_REQUESTS=${BENCH_REQUESTS:-3000}
 OUT=${LAB_CAPACITY_OUT:-results/lab-capacity-$(date +%Y%m%d-%H%M%S)}
@@ -124,52 +124,57 @@ for topology in single ha; do
 	labs=("${labs[@]/$name/}")
 done
 
-# CPU: one lesson on one lab, then on LABS labs at once.
+# CPU: one lesson on one lab alone, then on 2 .. LABS labs at once.
 dirs=()
 for i in $(seq 1 "$LABS"); do
 	new_lab "cpu-$i" --instances 3
 	dirs+=("$OUT/cpu-$i")
 done
 sleep 20
-c0=$(cpu "${dirs[@]}")
-timed "$OUT/lesson-alone.time" "$BIN" lesson "$LESSON" --short --dir "${dirs[0]}" --out "$OUT/lesson-alone"
-c1=$(cpu "${dirs[@]}")
-read -r wall1 u1 s1 < "$OUT/lesson-alone.time"
-cpu1=$(python3 -c "print(f'{$c1 - $c0 + $u1 + $s1:.1f}')")
-c0=$(cpu "${dirs[@]}")
-for i in $(seq 1 "$LABS"); do
-	timed "$OUT/lesson-$i.time" "$BIN" lesson "$LESSON" --short --dir "${dirs[$((i - 1))]}" --out "$OUT/lesson-$i" &
-done
-wait
-c1=$(cpu "${dirs[@]}")
-walls=() clients=0
-for i in $(seq 1 "$LABS"); do
-	read -r w u s < "$OUT/lesson-$i.time"
-	walls+=("$w")
-	clients=$(python3 -c "print($clients + $u + $s)")
-done
-cpuN=$(python3 -c "print(f'{$c1 - $c0 + $clients:.1f}')")
-wallN=$(printf '%s\n' "${walls[@]}" | sort -n | tail -1)
-verdicts=$(sed -n 's/^  verdict: *\([a-z ]*[a-z]\).*/\1/p' "$OUT"/lesson-[0-9]*.time.out | sort | uniq -c | sed 's/^ *//' | paste -sd, - | sed 's/,/, /g')
 cores=$(nproc)
-read -r per_core labs_2core < <(python3 -c "
-cpu1, wall1 = $cpu1, $wall1
-busy = cpu1 / wall1            # cores one lab uses while its lesson runs
-print(f'{1 / busy:.1f}', f'{$cores / busy:.1f}')")
+cpu_rows=()
+for n in $(seq 1 "$LABS"); do
+	c0=$(cpu "${dirs[@]}")
+	for i in $(seq 1 "$n"); do
+		timed "$OUT/lesson-$n-$i.time" "$BIN" lesson "$LESSON" --dir "${dirs[$((i - 1))]}" --out "$OUT/lesson-$n-$i" &
+	done
+	wait
+	c1=$(cpu "${dirs[@]}")
+	walls=() clients=0
+	for i in $(seq 1 "$n"); do
+		read -r w u s < "$OUT/lesson-$n-$i.time"
+		walls+=("$w")
+		clients=$(python3 -c "print($clients + $u + $s)")
+	done
+	cpu_n=$(python3 -c "print(f'{$c1 - $c0 + $clients:.1f}')")
+	wall_n=$(printf '%s\n' "${walls[@]}" | sort -n | tail -1)
+	verdicts=$(sed -n 's/^  verdict: *\([a-z ]*[a-z]\).*/\1/p' "$OUT"/lesson-"$n"-[0-9]*.time.out | sort | uniq -c | sed 's/^ *//' | paste -sd, - | sed 's/,/, /g')
+	if [ "$n" = 1 ]; then
+		wall1=$wall_n cpu1=$cpu_n
+	fi
+	slow=$(python3 -c "print(f'{$wall_n / $wall1:.1f}')")
+	cpu_rows+=("| $n | ${wall_n} s | ${slow}× | $cpu_n | $(python3 -c "print(f'{$cpu_n / $wall_n:.2f}')") | $verdicts |")
+done
+read -r busy per_core labs_box < <(python3 -c "
+busy = $cpu1 / $wall1            # cores one lab uses while its lesson runs
+print(f'{busy:.2f}', f'{1 / busy:.1f}', f'{$cores / busy:.1f}')")
 per_gib_single=$(python3 -c "print(f'{1024 / $pss_single:.1f}')")
 per_gib_ha=$(python3 -c "print(f'{1024 / $pss_ha:.1f}')")
 wall=$(( $(date +%s) - began ))
 
 {
-	echo "Printed by \`scripts/lab-capacity.sh\` (\`make lab-capacity\`, LESSON=$LESSON LABS=$LABS, $(date -u +%Y-%m-%d), $wall s) on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB RAM, load average $load0 at the start (other work on the machine counts in the CPU figures); every lab with every backend it found; report in \`$OUT/\`."
+	echo "Printed by \`scripts/lab-capacity.sh\` (\`make lab-capacity\`, LESSON=$LESSON LABS=$LABS, $(date -u +%Y-%m-%d), $wall s) on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB RAM, load average $load0 at the start (other work on the machine counts in the CPU figures); every lab with every backend it found; report in \`${OUT#"$PWD"/}/\`."
 	echo
 	echo "| lab | processes | RSS idle (MiB) | PSS idle (MiB) | RSS after the bench | PSS after the bench | CPU idle | \`bench --strategies redis --requests $BENCH_REQUESTS\` |"
 	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 	printf '%s\n' "${rows[@]}"
 	echo
 	echo "- Memory: PSS splits the pages processes share (the seckill binary of the instances, the dashboard); a single lab takes about $pss_single MiB after a bench, an ha lab $pss_ha MiB: **$per_gib_single single labs or $per_gib_ha ha labs per GiB** of free memory."
-	echo "- CPU: \`seckill lesson $LESSON --short\` on one lab alone took ${wall1} s and $cpu1 CPU-s (the lab's processes and the lesson's client): that lab keeps $(python3 -c "print(f'{$cpu1 / $wall1:.2f}')") cores busy while its lesson runs, so **$per_core labs per core** run a lesson at once at full speed ($labs_2core on these $cores cores)."
-	echo "- $LABS labs running the lesson at once: the slowest took ${wallN} s (alone ${wall1} s), $cpuN CPU-s in all; verdicts: $verdicts."
+	echo "- CPU: \`seckill lesson $LESSON\` on one lab alone took ${wall1} s and $cpu1 CPU-s (the lab's processes and the lesson's client): the lab keeps $busy cores busy while its lesson runs, so **$per_core labs per core** run a lesson at the same moment at full speed ($labs_box on these $cores cores). Between lessons a lab is idle (the CPU idle column). The same lesson on 1 to $LABS labs at once:"
+	echo
+	echo "| labs at once | slowest lesson | slowdown | CPU-s in all | cores busy | verdicts |"
+	echo "| ---: | ---: | ---: | ---: | ---: | --- |"
+	printf '%s\n' "${cpu_rows[@]}"
 } > "$OUT/lab-capacity.md"
 cat "$OUT/lab-capacity.md"
 scripts/readme-block.sh lab-capacity "$OUT/lab-capacity.md"
