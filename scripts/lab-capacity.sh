@@ -107,6 +107,7 @@ for topology in single ha; do
 	name=mem-$topology
 	new_lab "$name" --topology "$topology" --instances 3
 	sleep 30 # let the servers settle (JVMs, caches)
+	backends=$(python3 -c 'import json,sys; print(", ".join(json.load(open(sys.argv[1]))["backends"]))' "$OUT/$name/state.json")
 	read -r rss_idle pss_idle procs < <(mem "$OUT/$name")
 	c0=$(cpu "$OUT/$name")
 	sleep 60
@@ -163,7 +164,7 @@ per_gib_ha=$(python3 -c "print(f'{1024 / $pss_ha:.1f}')")
 wall=$(( $(date +%s) - began ))
 
 {
-	echo "Printed by \`scripts/lab-capacity.sh\` (\`make lab-capacity\`, LESSON=$LESSON LABS=$LABS, $(date -u +%Y-%m-%d), $wall s) on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB RAM, load average $load0 at the start (other work on the machine counts in the CPU figures); every lab with every backend it found; report in \`${OUT#"$PWD"/}/\`."
+	echo "Printed by \`scripts/lab-capacity.sh\` (\`make lab-capacity\`, LESSON=$LESSON LABS=$LABS, $(date -u +%Y-%m-%d), $wall s) on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB RAM, load average $load0 at the start (other work on the machine counts in the CPU figures); each lab with the backends $backends; report in \`${OUT#"$PWD"/}/\`."
 	echo
 	echo "| lab | processes | RSS idle (MiB) | PSS idle (MiB) | RSS after the bench | PSS after the bench | CPU idle | \`bench --strategies redis --requests $BENCH_REQUESTS\` |"
 	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
