@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/ports"
 	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/internal/supervise"
 	"github.com/seckill-lab/seckill/internal/testenv"
 )
 
@@ -328,5 +330,34 @@ func TestREADMECapacity(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("README.md lacks %q", want)
 		}
+	}
+}
+
+// TestAliveOnly: a lab whose admin token cannot be read (another user's)
+// is still told running, partial or stopped from state.json's processes.
+func TestAliveOnly(t *testing.T) {
+	me := os.Getpid()
+	live := stack.Component{Name: "inst-1", Kind: stack.KindInstance, Pid: me, StartTime: supervise.StartTime(me)}
+	dead := stack.Component{Name: "inst-2", Kind: stack.KindInstance, Pid: me, StartTime: 1}
+	tests := []struct {
+		name string
+		cs   []stack.Component
+		want string
+	}{
+		{"all run", []stack.Component{live}, Running},
+		{"one of two", []stack.Component{live, dead}, Partial},
+		{"none", []stack.Component{dead}, Stopped},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := writeJSON(filepath.Join(dir, "state.json"), stack.State{Components: tt.cs}); err != nil {
+				t.Fatal(err)
+			}
+			s := aliveOnly(Status{Record: Record{Dir: dir}, State: Stopped}, map[int]int64{me: 1 << 20}, errors.New("read admin token: permission denied"))
+			if s.State != tt.want || !strings.Contains(s.Health, "permission denied") {
+				t.Errorf("got %s (%s), want %s", s.State, s.Health, tt.want)
+			}
+		})
 	}
 }
