@@ -156,9 +156,9 @@ for n in $(seq 1 "$LABS"); do
 	slow=$(python3 -c "print(f'{$wall_n / $wall1:.1f}')")
 	cpu_rows+=("| $n | ${wall_n} s | ${slow}× | $cpu_n | $(python3 -c "print(f'{$cpu_n / $wall_n:.2f}')") | $verdicts |")
 done
-read -r busy per_core labs_box < <(python3 -c "
+read -r busy per_core labs_box per_min < <(python3 -c "
 busy = $cpu1 / $wall1            # cores one lab uses while its lesson runs
-print(f'{busy:.2f}', f'{1 / busy:.1f}', f'{$cores / busy:.1f}')")
+print(f'{busy:.2f}', f'{1 / busy:.1f}', f'{$cores / busy:.1f}', f'{60 / $cpu1:.1f}')")
 per_gib_single=$(python3 -c "print(f'{1024 / $pss_single:.1f}')")
 per_gib_ha=$(python3 -c "print(f'{1024 / $pss_ha:.1f}')")
 wall=$(( $(date +%s) - began ))
@@ -171,7 +171,7 @@ wall=$(( $(date +%s) - began ))
 	printf '%s\n' "${rows[@]}"
 	echo
 	echo "- Memory: PSS splits the pages processes share (the seckill binary of the instances, the dashboard); a single lab takes about $pss_single MiB after a bench, an ha lab $pss_ha MiB: **$per_gib_single single labs or $per_gib_ha ha labs per GiB** of free memory."
-	echo "- CPU: \`seckill lesson $LESSON\` on one lab alone took ${wall1} s and $cpu1 CPU-s (the lab's processes and the lesson's client): the lab keeps $busy cores busy while its lesson runs, so **$per_core labs per core** run a lesson at the same moment at full speed ($labs_box on these $cores cores). Between lessons a lab is idle (the CPU idle column). The same lesson on 1 to $LABS labs at once:"
+	echo "- CPU: \`seckill lesson $LESSON\` on one lab alone took ${wall1} s and $cpu1 CPU-s (the lab's processes and the lesson's client): the lab keeps $busy cores busy while its lesson runs, so **$per_core labs per core** run a lesson at the same moment at full speed ($labs_box on these $cores cores); put another way, a core runs **$per_min such lessons a minute**. Between lessons a lab is idle (the CPU idle column). The same lesson on 1 to $LABS labs at once:"
 	echo
 	echo "| labs at once | slowest lesson | slowdown | CPU-s in all | cores busy | verdicts |"
 	echo "| ---: | ---: | ---: | ---: | ---: | --- |"
