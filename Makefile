@@ -37,7 +37,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps packages build up down status test demo bench lint clean proxy-cost report-shot perf readme doctor soak manifests
+.PHONY: all deps packages build up down status test demo bench lint clean lab-capacity proxy-cost report-shot perf readme doctor soak manifests
 
 all: build
 
@@ -145,6 +145,12 @@ perf: up
 # block (scripts/soak.sh).
 soak: build
 	scripts/soak.sh
+
+# lab-capacity: how many labs one server takes (memory of a single and an
+# ha lab, idle and after a bench; CPU of a lesson on one lab and on LABS at
+# once), on labs of its own; replaces README.md's lab-capacity block.
+lab-capacity: build
+	scripts/lab-capacity.sh
 
 # proxy-cost: the fault proxy's cost to `redis` throughput, one stack
 # with it and one without, interleaved seeded runs (scripts/proxy-cost.sh).

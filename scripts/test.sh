@@ -4,11 +4,18 @@
 # a dedicated test stack on its own ports, runs the whole suite with -race
 # against it (its env.sh exports every SECKILL_* variable), and stops the
 # stack even when the tests fail. Exits with go test's status.
+#
+# Ports: every port of the suite moves with SECKILL_TEST_PORT_SHIFT
+# (internal/testenv.Port; the ranges are internal/ports.Suite). Unset (and
+# no SECKILL_TEST_BASE_PORT), `seckill lab test-shift` picks it: 0 when the
+# suite's ports are free, else a free shift, said on stderr, and records it
+# in the lab registry for as long as this script runs, so that two
+# checkouts can run `make test` side by side and no `seckill lab new` takes
+# those ports meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TEST_DIR=${SECKILL_TEST_DIR:-.seckill-test}
-TEST_BASE_PORT=${SECKILL_TEST_BASE_PORT:-$((27000 + ${SECKILL_TEST_PORT_SHIFT:-0}))}
 TEST_INSTANCES=${SECKILL_TEST_INSTANCES:-3}
 
 make deps
@@ -16,8 +23,15 @@ make build
 # gofmt, go vet and staticcheck: any finding fails the run before a test starts.
 make lint
 
-# A stale test stack from an aborted run: stop it first.
+# A stale test stack from an aborted run: stop it first (before the ports
+# are picked: its own would count as taken).
 bin/seckill down --dir "$TEST_DIR"
+
+if [ -z "${SECKILL_TEST_PORT_SHIFT:-}" ] && [ -z "${SECKILL_TEST_BASE_PORT:-}" ]; then
+  SECKILL_TEST_PORT_SHIFT=$(bin/seckill lab test-shift --pid $$)
+  export SECKILL_TEST_PORT_SHIFT
+fi
+TEST_BASE_PORT=${SECKILL_TEST_BASE_PORT:-$((27000 + ${SECKILL_TEST_PORT_SHIFT:-0}))}
 
 stop_stack() {
   bin/seckill down --dir "$TEST_DIR" || true

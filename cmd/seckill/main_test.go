@@ -30,17 +30,24 @@ func TestFlagUsages(t *testing.T) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// Commands whose subcommands add flags of their own: each one's -h.
+	subs := map[string][][]string{
+		"scenario": {{"run", "-h"}},
+		"lab":      {{"-h"}, {"new", "-h"}, {"list", "-h"}, {"rm", "-h"}, {"test-shift", "-h"}},
+	}
 	for _, name := range names {
-		args := []string{"-h"}
-		if name == "scenario" {
-			args = []string{"run", "-h"}
+		runs, ok := subs[name]
+		if !ok {
+			runs = [][]string{{"-h"}}
 		}
-		before := len(sets)
-		if err := commands[name].run(context.Background(), args); !errors.Is(err, flag.ErrHelp) {
-			t.Errorf("seckill %s %v: err = %v, want flag.ErrHelp", name, args, err)
-		}
-		if len(sets) == before {
-			t.Errorf("seckill %s: no FlagSet through newFlagSet", name)
+		for _, args := range runs {
+			before := len(sets)
+			if err := commands[name].run(context.Background(), args); !errors.Is(err, flag.ErrHelp) {
+				t.Errorf("seckill %s %v: err = %v, want flag.ErrHelp", name, args, err)
+			}
+			if len(sets) == before {
+				t.Errorf("seckill %s %v: no FlagSet through newFlagSet", name, args)
+			}
 		}
 	}
 	typeNames := []string{"", "value", "string", "int", "uint", "float", "duration"}
@@ -53,6 +60,23 @@ func TestFlagUsages(t *testing.T) {
 				t.Errorf("%s -%s: value name %q comes from the usage text", fs.Name(), f.Name, vn)
 			}
 		})
+	}
+}
+
+// TestRestartFlagsAfterName: `seckill restart inst-1 --dir D` reads the
+// flags after the component's name, as lesson, strategy and events do: on
+// a directory without a stack it says so, with the command that starts
+// one, not its usage.
+func TestRestartFlagsAfterName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none")
+	for _, args := range [][]string{{"restart", "inst-1", "--dir", dir}, {"restart", "--dir", dir, "inst-1"}} {
+		err := run(context.Background(), args)
+		if err == nil || strings.Contains(err.Error(), "usage") || !strings.Contains(err.Error(), "seckill up --dir "+dir) {
+			t.Errorf("seckill %s: %v; want the stack not running in %s", strings.Join(args, " "), err, dir)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s was created (%v)", dir, err)
 	}
 }
 
@@ -80,6 +104,14 @@ func TestUsageErrors(t *testing.T) {
 		{"dashboard --allow-host with a scheme", []string{"dashboard", "--dir", dir, "--allow-host", "http://projector.lan"}, []string{"--allow-host \"http://projector.lan\"", "without scheme or port"}},
 		{"restart a name then an unknown flag", []string{"restart", "inst-1", "--nope"}, []string{"flag provided but not defined: -nope"}},
 		{"restart two names", []string{"restart", "--dir", dir, "inst-1", "inst-2"}, []string{"usage: seckill restart"}},
+		{"lab new a bad name", []string{"lab", "new", "Bob!", "--dir", dir}, []string{`lab name "Bob!"`, "lowercase letters"}},
+		{"lab new no name", []string{"lab", "new", "--dir", dir}, []string{"usage: seckill lab new NAME"}},
+		{"lab new --instances 0", []string{"lab", "new", "ann", "--dir", dir, "--instances", "0"}, []string{"--instances 0", "want 1..50"}},
+		{"lab new --port-min 80", []string{"lab", "new", "ann", "--dir", dir, "--port-min", "80"}, []string{"--port-min 80", "1024..32767"}},
+		{"lab new --port-min above --port-max", []string{"lab", "new", "ann", "--dir", dir, "--port-min", "20000", "--port-max", "12000"}, []string{"must be below --port-max"}},
+		{"lab new --topology bogus", []string{"lab", "new", "ann", "--dir", dir, "--topology", "bogus"}, []string{`--topology "bogus"`, "single or ha"}},
+		{"lab rm two names", []string{"lab", "rm", "ann", "bob"}, []string{"usage: seckill lab rm NAME"}},
+		{"lab unknown", []string{"lab", "start"}, []string{`unknown subcommand "start"`}},
 		{"soak --for 1s", []string{"soak", "--dir", dir, "--for", "1s", "--out", out}, []string{"--for must be between 5s and 24h"}},
 		{"soak --rate -1", []string{"soak", "--dir", dir, "--rate", "-1", "--out", out}, []string{"--rate must be between 1 and 5000"}},
 		{"soak an argument", []string{"soak", "--dir", dir, "extra"}, []string{"unexpected argument \"extra\""}},

@@ -34,6 +34,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/exercises"
+	"github.com/seckill-lab/seckill/internal/lab"
 	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/stack"
 )
@@ -192,6 +193,13 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 		return sheet, fmt.Errorf("grade: %w", err)
 	}
 	sheet.Reports = append([]string{out}, sheet.Reports...)
+	if !o.Key {
+		// The lab's last grade, for the instructor's `seckill lab list`.
+		g := lab.Grade{Exercise: e.Name, Passed: sheet.Passed(), Failed: sheet.Failed(), OK: sheet.OK(), At: sheet.At}
+		if err := lab.WriteGrade(st.Dir, g); err != nil {
+			return sheet, err
+		}
+	}
 	if !sheet.OK() {
 		return sheet, ErrFailed
 	}

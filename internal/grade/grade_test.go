@@ -11,6 +11,7 @@ import (
 	"github.com/seckill-lab/seckill/exercises"
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/grade"
+	"github.com/seckill-lab/seckill/internal/lab"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/stack/stacktest"
 	"github.com/seckill-lab/seckill/internal/testenv"
@@ -95,6 +96,11 @@ func TestStartersFail(t *testing.T) {
 				if c.Hint.ZH == "" || c.Hint.EN == "" || c.Lesson == 0 {
 					t.Errorf("check %s has no lesson or hint in both languages: %+v", name, c)
 				}
+			}
+			// The lab's last grade, as `seckill lab list` shows it.
+			g, ok, err := lab.ReadGrade(o.Dir)
+			if err != nil || !ok || g.Exercise != tt.exercise || g.OK || g.Failed != sheet.Failed() || g.Passed != sheet.Passed() {
+				t.Errorf("lab grade = %+v, %v, %v; want %s with the sheet's %d passed, %d failed", g, ok, err, tt.exercise, sheet.Passed(), sheet.Failed())
 			}
 			var out strings.Builder
 			if err := sheet.Write(&out); err != nil {

@@ -194,11 +194,7 @@ func asyncFsyncStack(ctx context.Context, r *runner) (*stack.State, error) {
 	if root == "" {
 		root = filepath.Join(r.st.Dir, "lesson-28")
 	}
-	base := r.st.BasePort - 2000
-	if base < stack.MinBasePort {
-		base = r.st.BasePort + 3000
-	}
-	st, err := stack.Up(ctx, stack.Options{Dir: filepath.Join(root, "lesson-28-stack-fsync"), BasePort: base, Instances: 3,
+	st, err := stack.Up(ctx, stack.Options{Dir: filepath.Join(root, "lesson-28-stack-fsync"), BasePort: stack.SideBase(r.st.BasePort, 0), Instances: 3,
 		Durability: server.DurabilityFsync, Binary: r.st.Binary, Out: io.Discard, Backends: stack.BackendsFor(stock.RedisStream)})
 	if err != nil {
 		return nil, fmt.Errorf("a stack at durability %s: %w", server.DurabilityFsync, err)

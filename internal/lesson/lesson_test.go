@@ -23,9 +23,10 @@ import (
 )
 
 // TestMain gives the course a stack of its own (every server, base port
-// 26600): the lessons re-scale the fleet and switch its strategy.
+// 27200, its lessons' side stacks above it: stack.SideBase): the lessons
+// re-scale the fleet and switch its strategy.
 func TestMain(m *testing.M) {
-	os.Exit(stacktest.Main(m, stack.Options{BasePort: 26600}))
+	os.Exit(stacktest.Main(m, stack.Options{BasePort: 27200}))
 }
 
 func TestCourseOrder(t *testing.T) {

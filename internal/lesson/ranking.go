@@ -66,12 +66,8 @@ func ranking(ctx context.Context, r *runner) (Outcome, error) {
 	for i, c := range rankingConditions {
 		st := stacks[c.durability]
 		if st == nil {
-			base := r.st.BasePort - 2000 - 1000*len(stacks)
-			if base < stack.MinBasePort {
-				base = r.st.BasePort + 3000 + 1000*len(stacks)
-			}
 			var err error
-			st, err = stack.Up(ctx, stack.Options{Dir: filepath.Join(root, "lesson-26-stack-"+c.durability), BasePort: base, Instances: 2,
+			st, err = stack.Up(ctx, stack.Options{Dir: filepath.Join(root, "lesson-26-stack-"+c.durability), BasePort: stack.SideBase(r.st.BasePort, len(stacks)), Instances: 2,
 				Durability: c.durability, RTTProfile: "loopback", Binary: r.st.Binary, Out: io.Discard,
 				Backends: stack.BackendsFor(rankingStrategies...)})
 			if err != nil {

@@ -261,12 +261,15 @@ func withDirLock(ctx context.Context, dir string, f func(st *State) error) error
 	if err != nil {
 		return err
 	}
+	if _, err := Load(abs); err != nil { // no stack: say so, not that the lock file is missing
+		return err
+	}
 	unlock, err := lockDir(ctx, abs)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	st, err := Load(abs)
+	st, err := Load(abs) // again, under the lock
 	if err != nil {
 		return err
 	}

@@ -207,8 +207,9 @@ func TestNginxIncludes(t *testing.T) {
 // TestNginxConfValid runs `nginx -t` on the config `up` generates.
 func TestNginxConfValid(t *testing.T) {
 	bin := requireCommand(t, "nginx")
-	st := &State{Dir: t.TempDir(), BasePort: 29800,
-		Components: []Component{{Name: "inst-1", Kind: KindInstance, Addr: "127.0.0.1:29901"}, {Name: "inst-2", Kind: KindInstance, Addr: "127.0.0.1:29902"}}}
+	base := testenv.Port(29800)
+	st := &State{Dir: t.TempDir(), BasePort: base,
+		Components: []Component{{Name: "inst-1", Kind: KindInstance, Addr: addr(base + 101)}, {Name: "inst-2", Kind: KindInstance, Addr: addr(base + 102)}}}
 	f, err := writeNginxConf(st)
 	if err != nil {
 		t.Fatal(err)
@@ -548,7 +549,7 @@ func TestUpPortTaken(t *testing.T) {
 
 func TestUpMissingTool(t *testing.T) {
 	empty := Finder{Root: t.TempDir(), Path: t.TempDir()}
-	_, err := Up(context.Background(), Options{Dir: t.TempDir(), BasePort: 30000, Binary: seckillBin, Finder: &empty})
+	_, err := Up(context.Background(), Options{Dir: t.TempDir(), BasePort: testenv.Port(30000), Binary: seckillBin, Finder: &empty})
 	if err == nil {
 		t.Fatal("up succeeded with no server to be found")
 	}

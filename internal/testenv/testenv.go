@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/ports"
 )
 
 // Variable names: config's, the one list shared by the stack, the service
@@ -84,26 +85,27 @@ func Unavailable(tb testing.TB, what string, err error) {
 	tb.Skipf("%s is unavailable: %v; run `make test`", what, err)
 }
 
-// FreePort returns a loopback TCP port that is free now, from 22000-22999:
-// below Linux's ephemeral range, where client sockets of other programs
-// could take it at any time, and away from the ports of the tests' stacks
+// FreePort returns a loopback TCP port that is free now, from
+// ports.FreeRange (22000-22999): below Linux's ephemeral range, where
+// client sockets of other programs could take it at any time, and away
+// from the ports of the tests' stacks
 // (26000-26750 for stacktest's, 27000 for make test's, 29000-31850 for the
 // stack and scenario tests', and those moved by SECKILL_TEST_PORT_SHIFT
 // -6000 and -12000). It was 26000-26999 once, and a proxy of an app test
 // took a port of the lesson stack starting at the same time.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	const lo = 22000
-	start := lo + rand.IntN(1000)
-	for i := range 1000 {
-		port := lo + (start-lo+i)%1000
+	lo, n := ports.FreeRange.Lo, ports.FreeRange.Hi-ports.FreeRange.Lo+1
+	start := lo + rand.IntN(n)
+	for i := range n {
+		port := lo + (start-lo+i)%n
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err == nil {
 			_ = ln.Close()
 			return port
 		}
 	}
-	tb.Fatal("no free port in 22000-22999")
+	tb.Fatalf("no free port in %s", ports.FreeRange)
 	return 0
 }
 
@@ -210,8 +212,10 @@ func LabBin() string {
 }
 
 // PortShiftVar moves every fixed port the tests use (the stacks of
-// stacktest, the scenario and stack tests) by its value, so two checkouts
-// can run their suites side by side on one machine: SECKILL_TEST_PORT_SHIFT=-6000.
+// stacktest, the scenario and stack tests: ports.Suite) by its value, so
+// two checkouts can run their suites side by side on one machine:
+// SECKILL_TEST_PORT_SHIFT=-6000. scripts/test.sh picks a free one when it
+// is unset (`seckill lab test-shift`).
 const PortShiftVar = "SECKILL_TEST_PORT_SHIFT"
 
 // Port returns a test's fixed port p moved by $SECKILL_TEST_PORT_SHIFT (0
