@@ -28,7 +28,7 @@ window=(--port-min "$LAB_PORT_MIN" --port-max "$LAB_PORT_MAX")
 
 labs=()
 cleanup() {
-	for n in "${labs[@]}"; do "$BIN" lab rm "$n" > /dev/null 2>&1 || true; done
+	for n in "${labs[@]}"; do [ -n "$n" ] && "$BIN" lab rm "$n" --purge > /dev/null 2>&1 || true; done
 }
 trap cleanup EXIT
 
