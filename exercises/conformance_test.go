@@ -5,13 +5,8 @@ import (
 	"io"
 	"os"
 	"testing"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/seckill-lab/seckill/exercises"
-	"github.com/seckill-lab/seckill/internal/config"
-	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/stock"
@@ -64,18 +59,7 @@ func clientsFor(t *testing.T, s stock.Server) stock.Clients {
 	case stock.ServerRedis:
 		return stock.Clients{Redis: locktest.RedisClient(t)}
 	case stock.ServerEtcd:
-		eps := testenv.List(t, config.EnvEtcdEndpoints)
-		c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 3 * time.Second})
-		if err != nil {
-			testenv.Unavailable(t, "etcd", err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		if _, err := c.Get(ctx, "health-probe"); err != nil {
-			testenv.Unavailable(t, "etcd", err)
-		}
-		return stock.Clients{Etcd: c}
+		return stock.Clients{Etcd: locktest.EtcdClient(t)}
 	}
 	t.Fatalf("no client for server %q", s)
 	return stock.Clients{}

@@ -8,29 +8,13 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/seckill-lab/seckill/internal/config"
-	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 )
 
 // client opens a new etcd client, closed at cleanup.
-func client(tb testing.TB) *clientv3.Client {
-	tb.Helper()
-	eps := testenv.List(tb, config.EnvEtcdEndpoints)
-	c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 3 * time.Second})
-	if err != nil {
-		testenv.Unavailable(tb, "etcd", err)
-	}
-	tb.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if _, err := c.Get(ctx, "health-probe"); err != nil {
-		testenv.Unavailable(tb, "etcd", err)
-	}
-	return c
-}
+func client(tb testing.TB) *clientv3.Client { return locktest.EtcdClient(tb) }
 
 func newLocker(tb testing.TB, opts lockimpl.Options) *etcdlock.Locker {
 	l := etcdlock.New(client(tb), opts)
