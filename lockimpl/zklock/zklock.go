@@ -13,6 +13,10 @@
 //     FIFO without a herd effect;
 //   - Lock honours ctx: on cancellation the waiter deletes its own node and
 //     returns the ctx error;
+//   - a delete (a release, or a waiter leaving) whose request is lost with
+//     the connection is retried until it is applied or the session is gone
+//     (Curator's guaranteed delete): the session usually outlives a short
+//     stall, and its node would otherwise hold the lock for ever;
 //   - the fencing token is the node's Czxid (the zxid of its creation),
 //     which strictly increases;
 //   - while held, the node is watched: its deletion, or the session's
@@ -288,14 +292,49 @@ func (l *Locker) sweep(dir, guid string) {
 }
 
 // remove deletes our node in the background: the caller does not wait for
-// it. A node already gone is fine; other errors go to Options.OnCleanupError
-// (the node is ephemeral, so at worst it goes with the session).
+// it (see removeNow).
 func (l *Locker) remove(node string) { go l.removeNow(node) }
 
+// removeNow deletes our node, and keeps trying while the answer is lost
+// with the connection (see deleteNode). Its errors go to
+// Options.OnCleanupError.
 func (l *Locker) removeNow(node string) {
-	if err := l.conn.Delete(node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := l.deleteNode(node); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		l.onErr("zookeeper_delete", fmt.Errorf("zklock: delete %s: %w", node, err))
 	}
+}
+
+// deleteNode deletes node. When the request is lost with the connection
+// (the link stalled or broke: the session, and so the node, may well
+// survive it), it keeps retrying in the background until the delete is
+// applied, the node or the session is gone, or the Locker is closed:
+// Curator's "guaranteed" delete. Without it, a release lost with the
+// connection would leave an ephemeral node whose live session holds the
+// lock for ever. It returns the first attempt's error.
+func (l *Locker) deleteNode(node string) error {
+	first := l.conn.Delete(node, -1)
+	if lostWithConnection(first) {
+		go func() {
+			wait, err := 50*time.Millisecond, first
+			for lostWithConnection(err) {
+				time.Sleep(wait)
+				wait = min(2*wait, time.Second)
+				err = l.conn.Delete(node, -1)
+			}
+			if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrClosing) && !errors.Is(err, zk.ErrSessionExpired) {
+				l.onErr("zookeeper_delete", fmt.Errorf("zklock: retried delete %s: %w", node, err))
+			}
+		}()
+		return fmt.Errorf("%w (retried until the node or the session is gone)", first)
+	}
+	return first
+}
+
+// lostWithConnection reports whether a request failed because its
+// connection went away (so it may or may not have been applied, and the
+// session may live on), rather than being answered.
+func lostWithConnection(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionMoved)
 }
 
 // predecessor returns the node just before ours ("" when ours is first).
@@ -453,7 +492,7 @@ func (l *Locker) hold(key, node string, czxid int64, watch <-chan zk.Event) *loc
 	lease := lockimpl.NewLease(key, uint64(czxid), func(ctx context.Context) error {
 		close(stop)
 		<-done
-		_, err := call(ctx, func() (struct{}, error) { return struct{}{}, l.conn.Delete(node, -1) }, func(_ struct{}, err error) {
+		_, err := call(ctx, func() (struct{}, error) { return struct{}{}, l.deleteNode(node) }, func(_ struct{}, err error) {
 			if err != nil && !errors.Is(err, zk.ErrNoNode) {
 				l.onErr("zookeeper_delete", fmt.Errorf("zklock: unlock delete %s: %w", node, err))
 			}

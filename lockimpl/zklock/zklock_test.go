@@ -2,6 +2,7 @@ package zklock_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/seckill-lab/seckill/internal/netfault"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
@@ -197,4 +199,65 @@ func watchEventsPerAcquisition(t *testing.T, build func(*zk.Conn, lockimpl.Optio
 	}
 	t.Logf("%d watch events while queuing, %d after the gate's release", before, events.Load()-before)
 	return float64(events.Load()) / float64(waiters)
+}
+
+// TestReleaseLostWithTheConnection: an Unlock whose delete is lost with
+// the connection (the link stalls after the lock was taken, so the client
+// gives the connection up and the request fails) must still release the
+// lock once the link heals. The session survives the stall (it reconnects
+// within its timeout), so a node left behind would hold the lock for as
+// long as the session lives: no other session could ever take it
+// (Curator's answer is the "guaranteed" delete, retried until it is
+// applied or the session is gone).
+func TestReleaseLostWithTheConnection(t *testing.T) {
+	servers := testenv.List(t, testenv.ZKServers)
+	p, err := netfault.Start("zk-release", "127.0.0.1:"+strconv.Itoa(testenv.FreePort(t)), servers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	opts := lockimpl.Options{TTL: 4 * time.Second, Prefix: "/seckill-test/release-lost-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	viaProxy, err := zklock.Dial(ctx, []string{p.Addr()}, opts)
+	cancel()
+	if err != nil {
+		testenv.Unavailable(t, "zookeeper through a proxy", err)
+	}
+	t.Cleanup(viaProxy.Close)
+	holder := zklock.New(viaProxy, opts)
+	lease, err := holder.Lock(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := viaProxy.SessionID()
+	if err := p.Stall(); err != nil {
+		t.Fatal(err)
+	}
+	// The client gives the stalled connection up after 2/3 of the session
+	// timeout and fails the pending delete.
+	uctx, ucancel := context.WithTimeout(context.Background(), 10*time.Second)
+	unlockErr := lease.Unlock(uctx)
+	ucancel()
+	if unlockErr == nil {
+		t.Fatal("Unlock through a stalled link returned nil")
+	}
+	if err := p.Heal(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	other := zklock.New(conn(t, opts), opts)
+	// Bounded by the session timeout plus a reconnect: a node left behind
+	// would never go, because the holder's session does not end.
+	lctx, lcancel := context.WithTimeout(context.Background(), 2*opts.TTL)
+	defer lcancel()
+	next, err := other.Lock(lctx, "k")
+	if err != nil {
+		t.Fatalf("the released lock was not free %v after the heal (the holder's Unlock said %q; holder's session %x now %x): %v",
+			2*opts.TTL, unlockErr, session, viaProxy.SessionID(), err)
+	}
+	if viaProxy.SessionID() != session {
+		t.Errorf("the holder's session changed (%x to %x): the stall outlived it, and the test proved nothing", session, viaProxy.SessionID())
+	}
+	if err := next.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
