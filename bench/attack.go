@@ -222,11 +222,15 @@ func toResponse(r *vegeta.Result, requestID string) Response {
 	var body struct {
 		Error     string `json:"error"`
 		Remaining *int64 `json:"remaining"`
+		Replayed  bool   `json:"replayed"`
 	}
 	if len(r.Body) > 0 && json.Unmarshal(r.Body, &body) == nil {
 		resp.Error = body.Error
 		if r.Code >= 200 && r.Code < 300 {
-			resp.Remaining = body.Remaining
+			resp.Replayed = body.Replayed
+			if !body.Replayed {
+				resp.Remaining = body.Remaining
+			}
 		}
 	}
 	if resp.Error == "" && (r.Code == 0 || r.Code >= 400) {

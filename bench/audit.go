@@ -31,8 +31,13 @@ type Response struct {
 	// Sent is when the request was sent, Latency how long the answer took.
 	Sent    time.Time     `json:"sent"`
 	Latency time.Duration `json:"latency_ns"`
-	// Remaining is the stock a 2xx said was left after the sale.
+	// Remaining is the stock a 2xx said was left after the sale; nil for
+	// a replayed answer (an earlier try of the same Idempotency-Key had
+	// sold, and nginx retried it after its instance died), whose remaining
+	// may be the stock now.
 	Remaining *int64 `json:"remaining,omitempty"`
+	// Replayed marks a 2xx that replayed an earlier try's order.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // Outcome classifies r into one of the Outcome labels.

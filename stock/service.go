@@ -143,7 +143,10 @@ type Receipt struct {
 	RequestID string `json:"request_id"`
 	Fence     uint64 `json:"fence"`
 	// Replayed is true when the request id was already sold and this is
-	// the original outcome.
+	// the original order. Remaining is then the stock that sale left for
+	// redis-stream (its queue keeps it), and the stock now for the
+	// strategies that write the order at once (the orders table does not
+	// keep it): clients must not read it as this sale's remaining.
 	Replayed bool `json:"replayed,omitempty"`
 	// Accepted is true when the purchase is decided and its order queued,
 	// to be written later (redis-stream; the API answers 202).

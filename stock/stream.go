@@ -67,8 +67,9 @@ func streamLagKey(goods int64) string { return "seckill:stream:lag:" + strconv.F
 // acceptScript: KEYS stock, buyers, requests, stream, stats; ARGV qty,
 // user, limit, request id, goods, instance, accepted at (unix ns). It
 // returns {remaining, entry id}, or {code, ""}: -1 sold out, -2 mirror
-// missing, -3 the user at the limit; or {-4, "id|qty|user"} when the
-// request id was accepted before.
+// missing, -3 the user at the limit; or {-4, "id|qty|user|remaining"} when
+// the request id was accepted before (the stock that sale left, so a
+// replay answers the original outcome).
 var acceptScript = redis.NewScript(`
 local prev = redis.call('HGET', KEYS[3], ARGV[4])
 if prev then return {-4, prev} end
@@ -81,7 +82,7 @@ if lim > 0 and tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0') >= lim then
 if lim > 0 then redis.call('HINCRBY', KEYS[2], ARGV[2], 1) end
 local left = redis.call('DECRBY', KEYS[1], q)
 local id = redis.call('XADD', KEYS[4], '*', 'goods', ARGV[5], 'qty', ARGV[1], 'user', ARGV[2], 'req', ARGV[4], 'inst', ARGV[6], 'at', ARGV[7])
-redis.call('HSET', KEYS[3], ARGV[4], id .. '|' .. ARGV[1] .. '|' .. ARGV[2])
+redis.call('HSET', KEYS[3], ARGV[4], id .. '|' .. ARGV[1] .. '|' .. ARGV[2] .. '|' .. left)
 redis.call('HINCRBY', KEYS[5], 'accepted', 1)
 return {left, id}
 `)
@@ -115,8 +116,8 @@ func OrderIDOf(entryID string) (int64, error) {
 }
 
 // accept runs acceptScript for o. It returns the stock left and the order
-// id, or, for a request id accepted before, the earlier order with replayed
-// set.
+// id, or, for a request id accepted before, the earlier order and the stock
+// its sale left, with replayed set.
 func (q *Stream) accept(ctx context.Context, o Order, limit int) (left, orderID int64, replayed bool, err error) {
 	keys := []string{MirrorKey(o.GoodsID), UserLimitKey(o.GoodsID), streamRequestsKey(o.GoodsID), q.key, streamStatsKey(o.GoodsID)}
 	v, err := acceptScript.Run(ctx, q.rdb, keys, o.Qty, o.UserID, limit, o.RequestID, o.GoodsID, o.Instance, time.Now().UnixNano()).Slice()
@@ -129,12 +130,16 @@ func (q *Stream) accept(ctx context.Context, o Order, limit int) (left, orderID 
 	code, _ := v[0].(int64)
 	id, _ := v[1].(string)
 	if code == -4 {
-		prev := strings.SplitN(id, "|", 3)
-		if len(prev) != 3 || prev[1] != strconv.FormatInt(o.Qty, 10) || prev[2] != o.UserID {
+		prev := strings.Split(id, "|")
+		if len(prev) != 4 || prev[1] != strconv.FormatInt(o.Qty, 10) || prev[2] != o.UserID {
 			return 0, 0, false, fmt.Errorf("%w: Idempotency-Key %q was accepted for another purchase (qty or user)", ErrIdempotencyKeyReused, o.RequestID)
 		}
+		left, err := strconv.ParseInt(prev[3], 10, 64)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("redis stream accept: accepted request %q: %w", o.RequestID, err)
+		}
 		oid, err := OrderIDOf(prev[0])
-		return 0, oid, true, err
+		return left, oid, true, err
 	}
 	if code < 0 {
 		_, err := mirrorResult(code, o.UserID, limit)

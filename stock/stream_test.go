@@ -94,8 +94,8 @@ func TestStreamDeadConsumer(t *testing.T) {
 		t.Fatalf("%d distinct order ids for 20 accepted purchases", len(ids))
 	}
 	rc, err := f.svc.Purchase(ctx, PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: "u3", RequestID: fmt.Sprintf("%d-3", f.goods)})
-	if err != nil || !rc.Replayed || !ids[rc.OrderID] {
-		t.Fatalf("replay: %+v, %v; want the first order again", rc, err)
+	if err != nil || !rc.Replayed || !ids[rc.OrderID] || rc.Remaining != 16 {
+		t.Fatalf("replay: %+v, %v; want the first order again, with the 16 left by its sale", rc, err)
 	}
 	// The dead consumer: it read every entry and never acknowledged one.
 	res, err := f.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: StreamGroup, Consumer: "killed", Streams: []string{f.q.key, ">"}, Count: 100}).Result()
