@@ -66,6 +66,9 @@ type RunResult struct {
 	// Queue is the order queue of an asynchronous strategy's run
 	// (bench/drain.go); nil for the others.
 	Queue *OrderQueue `json:"queue,omitempty"`
+	// CPU is where the machine's CPU went during the load (nil when it
+	// could not be read).
+	CPU *CPUUse `json:"cpu,omitempty"`
 	// Service is the strategy configuration the fleet reported after the
 	// switch (effective TTL and wait budget).
 	Service     StrategyConfig `json:"service_config"`
@@ -603,7 +606,9 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 		}()
 		struck = func() ([]Strike, error) { stop(); <-done; return strikes, serr }
 	}
+	cpu0 := markCPU(o.CPU)
 	res, err := attack(ctx, spec)
+	cpu1 := markCPU(o.CPU)
 	pl.done()
 	// Every fault ends before the audit (a paused instance must answer it).
 	if herr := healed(); herr != nil && err == nil {
@@ -643,7 +648,9 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 			return run, fmt.Errorf("%s: %w", strategy, err)
 		}
 		run.Queue = &q
+		cpu1 = markCPU(o.CPU) // the consumers' writes are the purchase's too
 	}
+	run.CPU = cpuSince(cpu0, cpu1, res.Results)
 
 	au, err := adm.audit(ctx, fleet.Instances[0], o.GoodsID)
 	if err != nil {

@@ -269,12 +269,16 @@ func TestIntegrationFlawedAndCorrect(t *testing.T) {
 // test stack's fleet, redis with and without its local queue: every
 // series has both points, with sales.
 func TestIntegrationSweep(t *testing.T) {
-	fleet, _ := fleetFromEnv(t)
+	fleet, dir := fleetFromEnv(t)
+	st, err := stack.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	o := bench.Options{Fleet: fleet, Strategies: []string{stock.Redis, stock.SQLAtomic}, Sweep: []int{4, 1},
 		CompareQueue: true, Stock: 20, Requests: 20, Warmup: 5, Seed: 5, CalibrateRequests: -1, RunTimeout: time.Minute,
-		OutDir: filepath.Join(t.TempDir(), "out")}
+		OutDir: filepath.Join(t.TempDir(), "out"), CPU: st}
 	rep, err := bench.Run(ctx, o)
 	if err != nil {
 		t.Fatalf("bench --sweep: %v", err)
@@ -314,6 +318,24 @@ func TestIntegrationSweep(t *testing.T) {
 		if r.Oversold != 0 || r.InvariantsPassed != r.InvariantsTotal {
 			t.Errorf("%s", describe(r))
 		}
+		// Where the CPU went: every kind of the stack's processes is
+		// sampled (20 requests are a tick or two of /proc's 10 ms
+		// resolution, so a group may show 0), and the run used some.
+		if r.CPU == nil {
+			t.Errorf("%s at %d clients: no CPU use recorded", r.Label(), r.Concurrency)
+		} else {
+			for _, g := range []string{"mysql", "redis", "instance", "nginx", "bench"} {
+				if _, ok := r.CPU.PerRequestUS[g]; !ok {
+					t.Errorf("%s at %d clients: CPU per request %v: no %s", r.Label(), r.Concurrency, r.CPU.PerRequestUS, g)
+				}
+			}
+			if r.CPU.TotalUS <= 0 {
+				t.Errorf("%s at %d clients: CPU per request %v: none used", r.Label(), r.Concurrency, r.CPU.PerRequestUS)
+			}
+			if r.CPU.MachineBusy <= 0 || r.CPU.MachineBusy > 1 || r.CPU.CPUs < 1 {
+				t.Errorf("%s at %d clients: machine busy %v of %d CPUs", r.Label(), r.Concurrency, r.CPU.MachineBusy, r.CPU.CPUs)
+			}
+		}
 		if want := r.Concurrency == 1; (r.Warmup == 5) != want {
 			t.Errorf("%s at %d clients: warm-up %d; want it before the first point only", r.Label(), r.Concurrency, r.Warmup)
 		}
@@ -322,7 +344,7 @@ func TestIntegrationSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Sweep: successful purchases per second by clients", "## Local queue on and off", "- order: round 1: redis, redis (no queue), sql-atomic"} {
+	for _, want := range []string{"## Sweep: successful purchases per second by clients", "## Local queue on and off", "## Per-purchase CPU", "- order: round 1: redis, redis (no queue), sql-atomic"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}

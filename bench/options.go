@@ -177,6 +177,10 @@ type Options struct {
 
 	Fleet  Fleet
 	Scaler Scaler // nil: the fleet cannot be re-scaled
+	// CPU samples the fleet's processes' CPU time around each run's load
+	// (RunResult.CPU, the report's "CPU per purchase"). nil: only the
+	// bench's own and the machine's are read.
+	CPU CPUSampler
 
 	OutDir            string        // where the reports go ("" = write nothing)
 	RequestTimeout    time.Duration // per request; 0 = DefaultRequestTimeout

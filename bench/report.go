@@ -78,6 +78,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if q := orderQueueTable(rep.Runs); len(q.Rows) > 0 {
 		extra = append(extra, q)
 	}
+	if c := cpuTable(rep.Runs); len(c.Rows) > 0 {
+		extra = append(extra, c)
+	}
 	for _, t := range extra {
 		fmt.Fprintf(tw, "\n%s:\n%s\n", strings.ToLower(t.Title[:1])+t.Title[1:], strings.Join(t.Header, "\t"))
 		for _, r := range t.Rows {

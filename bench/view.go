@@ -129,6 +129,10 @@ func buildView(rep *Report) view {
 		v.Tables = append(v.Tables, q)
 		v.Notes = append(v.Notes, orderQueueNote)
 	}
+	if c := cpuTable(rep.Runs); len(c.Rows) > 0 {
+		v.Tables = append(v.Tables, c)
+		v.Notes = append(v.Notes, cpuNote)
+	}
 	if w := windowsTable(rep.Runs); len(w.Rows) > 0 {
 		v.Tables = append(v.Tables, w)
 		v.Notes = append(v.Notes, "Fault windows count each purchase by the time its answer came back: before the first fault starts, while a fault lasts, and after the last one ends. ok/s is successful purchases per second of the window.")

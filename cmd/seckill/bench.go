@@ -217,6 +217,7 @@ func runBench(ctx context.Context, args []string) error {
 		o.Fleet = fleetOf(st)
 		o.DatabaseDSN = st.MySQLDSN()
 		o.Faulter = stack.Faulter{Dir: st.Dir}
+		o.CPU = st
 		if *adminToken != "" {
 			o.Fleet.AdminToken = *adminToken
 		}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"syscall"
 
@@ -84,7 +85,12 @@ func run(ctx context.Context, args []string) error {
 		usage()
 		return exitError{code: 2, msg: fmt.Sprintf("unknown command %q", args[0])}
 	}
-	err := cmd.run(ctx, args[1:])
+	stopProfile, err := cpuProfile(os.Getenv(EnvCPUProfile))
+	if err != nil {
+		return err
+	}
+	err = cmd.run(ctx, args[1:])
+	stopProfile()
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -111,3 +117,28 @@ type exitError struct {
 }
 
 func (e exitError) Error() string { return e.msg }
+
+// EnvCPUProfile names a file to which any command writes a CPU profile of
+// itself (runtime/pprof; read it with `go tool pprof bin/seckill FILE`).
+// The instances serve theirs at /admin/debug/pprof/profile.
+const EnvCPUProfile = "SECKILL_CPU_PROFILE"
+
+// cpuProfile starts a CPU profile to path ("" profiles nothing) and
+// returns the function that ends it.
+func cpuProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvCPUProfile, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: start the profile: %w", EnvCPUProfile, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}

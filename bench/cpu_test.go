@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCPUSince: per request, by group, over the processes present at both
+// samples; a process restarted between them (another incarnation) counts
+// for neither; a sampler that failed gives no figure.
+func TestCPUSince(t *testing.T) {
+	ms := time.Millisecond
+	m0 := cpuMark{procs: []CPUSample{
+		{"mysql", "mariadb/10/1", 100 * ms},
+		{"instance", "inst-1/20/1", 50 * ms},
+		{"instance", "inst-2/21/1", 50 * ms},
+	}, self: 10 * ms, busy: 10, idle: 10}
+	m1 := cpuMark{procs: []CPUSample{
+		{"mysql", "mariadb/10/1", 300 * ms},
+		{"instance", "inst-1/20/1", 150 * ms},
+		{"instance", "inst-2/22/9", 5 * ms}, // killed and restarted
+	}, self: 60 * ms, busy: 13, idle: 11}
+	u := cpuSince(m0, m1, 100)
+	if u == nil {
+		t.Fatal("no CPU use")
+	}
+	want := map[string]float64{"mysql": 2000, "instance": 1000, "bench": 500}
+	for g, v := range want {
+		if u.PerRequestUS[g] != v {
+			t.Errorf("%s: %v µs per request, want %v (all: %v)", g, u.PerRequestUS[g], v, u.PerRequestUS)
+		}
+	}
+	if u.TotalUS != 3500 || u.MachineBusy != 0.75 || u.SecondsCPU != 3 {
+		t.Errorf("total %v µs, busy %v, %v CPU s; want 3500, 0.75, 3", u.TotalUS, u.MachineBusy, u.SecondsCPU)
+	}
+	m1.err = errTest
+	if u := cpuSince(m0, m1, 100); u != nil {
+		t.Errorf("a failed sample gave %+v", u)
+	}
+	if u := cpuSince(m0, cpuMark{busy: 13, idle: 11}, 0); u != nil {
+		t.Errorf("no request gave %+v", u)
+	}
+}
+
+var errTest = errors.New("sampler failed")
+
+// TestCPUTable: one row per strategy with the medians of its repeats, the
+// groups in the usual order and a group nobody used left out.
+func TestCPUTable(t *testing.T) {
+	use := func(db, inst, idle, busy float64) *CPUUse {
+		return &CPUUse{PerRequestUS: map[string]float64{"instance": inst, "mysql": db, "dashboard": idle, "bench": 100},
+			TotalUS: db + inst + idle + 100, MachineBusy: busy, CPUs: 2}
+	}
+	runs := []RunResult{
+		{Strategy: "sql-atomic", Concurrency: 50, CPU: use(500, 400, 0, 0.9)},
+		{Strategy: "sql-atomic", Concurrency: 50, CPU: use(700, 450, 0, 0.95)},
+		{Strategy: "sql-atomic", Concurrency: 50, CPU: use(600, 420, 0, 0.97)},
+		{Strategy: "redis-stream", Concurrency: 50, CPU: use(150, 300, 0.2, 0.99)},
+		{Strategy: "none", Concurrency: 50}, // not measured
+	}
+	tb := cpuTable(runs)
+	if got := strings.Join(tb.Header, ","); got != "strategy,mysql,instance,bench,total µs,machine busy" {
+		t.Errorf("header %s", got)
+	}
+	if len(tb.Rows) != 2 {
+		t.Fatalf("rows %v", tb.Rows)
+	}
+	if got := strings.Join(tb.Rows[0], ","); got != "sql-atomic,600,420,100,1120,95% of 2" {
+		t.Errorf("sql-atomic row %s", got)
+	}
+	if got := strings.Join(tb.Rows[1], ","); got != "redis-stream,150,300,100,550,99% of 2" {
+		t.Errorf("redis-stream row %s", got)
+	}
+}
