@@ -1,11 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -120,7 +120,7 @@ func cpuTable(runs []RunResult) table {
 	nameOf := runNamer(runs)
 	var order []string
 	by := map[string][]*CPUUse{}
-	seen := map[string]bool{}
+	used := map[string]bool{} // a group shown: at least 1 µs in some run
 	for _, r := range runs {
 		if r.CPU == nil {
 			continue
@@ -131,26 +131,23 @@ func cpuTable(runs []RunResult) table {
 		}
 		by[k] = append(by[k], r.CPU)
 		for g, v := range r.CPU.PerRequestUS {
-			seen[g] = seen[g] || v >= 1
+			if v >= 1 {
+				used[g] = true
+			}
 		}
 	}
 	if len(order) == 0 {
 		return table{}
 	}
-	groups := slices.Collect(maps.Keys(seen))
 	rank := func(g string) int {
 		if i := slices.Index(cpuGroupOrder, g); i >= 0 {
 			return i
 		}
 		return len(cpuGroupOrder)
 	}
-	sort.Slice(groups, func(i, j int) bool {
-		if ri, rj := rank(groups[i]), rank(groups[j]); ri != rj {
-			return ri < rj
-		}
-		return groups[i] < groups[j]
+	groups := slices.SortedFunc(maps.Keys(used), func(a, b string) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))
 	})
-	groups = slices.DeleteFunc(groups, func(g string) bool { return !seen[g] })
 	t := table{Title: "Per-purchase CPU", Header: append(append([]string{"strategy"}, groups...), "total µs", "machine busy")}
 	for _, name := range order {
 		us := by[name]

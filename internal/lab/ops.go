@@ -19,6 +19,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/ports"
 	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/internal/supervise"
 )
 
 // Options configure New.
@@ -284,19 +285,7 @@ func aliveOnly(s Status, rss map[int]int64, err error) Status {
 // groupRSS sums the resident memory of every process by process group
 // (a component leads its own group: its pid is the group's id).
 func groupRSS() map[int]int64 {
-	out := map[int]int64{}
-	procs, err := procfs.AllProcs()
-	if err != nil {
-		return out
-	}
-	for _, p := range procs {
-		st, err := p.Stat()
-		if err != nil || st.State == "Z" {
-			continue
-		}
-		out[st.PGRP] += int64(st.ResidentMemory())
-	}
-	return out
+	return supervise.GroupSums(func(st procfs.ProcStat) int64 { return int64(st.ResidentMemory()) })
 }
 
 // WriteTable prints the labs for the instructor: name, owner, run

@@ -155,6 +155,26 @@ func GroupMembers(pgid int) []int {
 	return out
 }
 
+// GroupSums adds f up over the live (non-zombie) processes of each process
+// group, by group id. A component leads its own group (Start sets
+// Setpgid), so its pid is the id and the sum takes in its helpers (nginx's
+// workers, a shell's children). Empty when /proc cannot be read.
+func GroupSums[T ~int64 | ~float64](f func(procfs.ProcStat) T) map[int]T {
+	out := map[int]T{}
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return out
+	}
+	for _, p := range procs {
+		st, err := p.Stat()
+		if err != nil || isDead(st.State) {
+			continue // exited meanwhile, or a zombie
+		}
+		out[st.PGRP] += f(st)
+	}
+	return out
+}
+
 // GroupOf returns the process group to signal for c: its pid when c leads
 // its own group (started with Setpgid), else 0 (signal the pid only).
 func GroupOf(c ID) int {
