@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,7 +31,6 @@ type attackSpec struct {
 	Rate        int           // per second; 0 = closed model
 	Timeout     time.Duration // per request
 	Targeter    vegeta.Targeter
-	Encode      vegeta.Encoder // raw results sink; nil = none
 	OnResult    func(r *vegeta.Result, requestID string)
 	Progress    func(done int)
 }
@@ -96,16 +96,19 @@ type attackResult struct {
 
 // attack runs spec until exactly spec.Requests results are in or ctx ends.
 func attack(ctx context.Context, spec attackSpec) (attackResult, error) {
-	tr := &http.Transport{
+	const maxBody = 64 << 10
+	tr := newConnTransport(spec.Timeout, maxBody, &http.Transport{
 		Proxy:               nil, // traffic stays on this machine: never through a proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        spec.Concurrency * 2,
 		MaxIdleConnsPerHost: spec.Concurrency * 2,
 		IdleConnTimeout:     30 * time.Second,
-	}
+	})
 	defer tr.CloseIdleConnections()
 	rec := &seqRecorder{base: tr, keys: make(map[uint64]string, spec.Requests)}
-	client := &http.Client{Transport: rec, Timeout: spec.Timeout,
+	// No Client.Timeout: the transport bounds each request (a deadline on
+	// its connection) without net/http's timer goroutine per request.
+	client := &http.Client{Transport: rec,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 	c := uint64(spec.Concurrency)
@@ -113,7 +116,7 @@ func attack(ctx context.Context, spec attackSpec) (attackResult, error) {
 		vegeta.Client(client),
 		vegeta.Workers(c),
 		vegeta.MaxWorkers(c),
-		vegeta.MaxBody(64<<10),
+		vegeta.MaxBody(maxBody),
 	)
 	pacer := countPacer{n: uint64(spec.Requests)}
 	if spec.Rate > 0 {
@@ -131,14 +134,10 @@ func attack(ctx context.Context, spec attackSpec) (attackResult, error) {
 	}()
 
 	var out attackResult
-	var encErr error
 	start := time.Now()
 	for res := range atk.Attack(spec.Targeter, pacer, 0, spec.Name) {
 		out.Results++
 		out.Metrics.Add(res)
-		if spec.Encode != nil && encErr == nil {
-			encErr = spec.Encode(res)
-		}
 		if spec.OnResult != nil {
 			spec.OnResult(res, rec.key(res.Seq))
 		}
@@ -150,9 +149,6 @@ func attack(ctx context.Context, spec attackSpec) (attackResult, error) {
 	out.Metrics.Close()
 	if err := ctx.Err(); err != nil {
 		return out, fmt.Errorf("attack %s stopped after %d of %d requests: %w", spec.Name, out.Results, spec.Requests, err)
-	}
-	if encErr != nil {
-		return out, fmt.Errorf("write raw results of %s: %w", spec.Name, encErr)
 	}
 	if out.Results != spec.Requests {
 		return out, fmt.Errorf("attack %s: got %d results, want exactly %d", spec.Name, out.Results, spec.Requests)
@@ -292,6 +288,18 @@ func (p *progressLine) done() {
 	fmt.Fprintln(p.w)
 }
 
-// vegetaEncoder writes results in vegeta's own format (gob), readable by
+// writeRaw writes results to f in vegeta's own format (gob), readable by
 // `vegeta report`.
-func vegetaEncoder(w io.Writer) vegeta.Encoder { return vegeta.NewEncoder(w) }
+func writeRaw(f *os.File, results []*vegeta.Result) error {
+	bw := bufio.NewWriterSize(f, 256<<10)
+	enc := vegeta.NewEncoder(bw)
+	for _, r := range results {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("write raw results to %s: %w", f.Name(), err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write raw results to %s: %w", f.Name(), err)
+	}
+	return nil
+}

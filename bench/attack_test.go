@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -66,15 +68,15 @@ func TestAttackMapsRequestIDs(t *testing.T) {
 	defer srv.Close()
 
 	const n = 300
-	var raw bytes.Buffer
+	var kept []*vegeta.Result
 	seen := map[string]bool{}
 	mismatch := 0
 	var resps []Response
 	res, err := attack(context.Background(), attackSpec{
 		Name: "t", Requests: n, Concurrency: 16, Timeout: 10 * time.Second,
 		Targeter: purchaseTargeter(srv.URL, 7, 2, n, 42, "t"),
-		Encode:   vegeta.NewEncoder(&raw),
 		OnResult: func(r *vegeta.Result, id string) {
+			kept = append(kept, r)
 			var body struct {
 				RequestID string `json:"request_id"`
 			}
@@ -97,7 +99,19 @@ func TestAttackMapsRequestIDs(t *testing.T) {
 			t.Fatalf("bad response record %+v", r)
 		}
 	}
-	dec := vegeta.NewDecoder(&raw)
+	f, err := os.Create(filepath.Join(t.TempDir(), "raw.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := writeRaw(f, kept); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := vegeta.NewDecoder(bytes.NewReader(raw))
 	decoded := 0
 	for {
 		var r vegeta.Result

@@ -374,6 +374,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	n := 0
 	warmed := map[unit]bool{}
 	for round := 1; round <= o.Repeat; round++ {
+		if round > 1 && rep.DBCeiling != nil {
+			// The database's ceiling again, before this round: the median
+			// over the rounds is what "of DB" divides by.
+			dc, err := CalibrateDatabase(ctx, o.DatabaseDSN, o.CalibrateRequests, o.Concurrency)
+			if err != nil {
+				return rep, fmt.Errorf("round %d: %w", round, err)
+			}
+			rep.DBCeiling.add(dc)
+		}
 		order := roundOrder(len(us), o.Seed, round)
 		labels := make([]string, len(order))
 		for i, k := range order {
@@ -566,10 +575,15 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 			return run, fmt.Errorf("create raw results file: %w", err)
 		}
 		defer raw.Close()
-		spec.Encode = vegetaEncoder(raw)
 	}
+	// The raw results are encoded after the load, not during it: encoding
+	// is the generator's CPU, taken from the system it measures.
+	var kept []*vegetaResult
 	responses := make([]Response, 0, o.Requests)
 	spec.OnResult = func(r *vegetaResult, id string) {
+		if raw != nil {
+			kept = append(kept, r)
+		}
 		resp := toResponse(r, id)
 		if resp.Instance != "" {
 			run.AnswersPerInstance[resp.Instance]++
@@ -610,6 +624,11 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 	res, err := attack(ctx, spec)
 	cpu1 := markCPU(o.CPU)
 	pl.done()
+	if raw != nil {
+		if werr := writeRaw(raw, kept); werr != nil && err == nil {
+			err = werr
+		}
+	}
 	// Every fault ends before the audit (a paused instance must answer it).
 	if herr := healed(); herr != nil && err == nil {
 		err = herr

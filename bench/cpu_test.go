@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,5 +73,39 @@ func TestCPUTable(t *testing.T) {
 	}
 	if got := strings.Join(tb.Rows[1], ","); got != "redis-stream,150,300,100,550,99% of 2" {
 		t.Errorf("redis-stream row %s", got)
+	}
+}
+
+// TestDBCeilingMedian: the ceiling over rounds is the median measurement,
+// its latencies come with it, and the rounds stay in the order taken.
+func TestDBCeilingMedian(t *testing.T) {
+	m := func(tps, p50 float64) DBCeiling {
+		return DBCeiling{Transactions: 100, Concurrency: 5, TPS: tps, P50MS: p50}
+	}
+	cases := []struct {
+		name      string
+		tps       []float64
+		want, p50 float64
+	}{
+		{"one", []float64{2000}, 2000, 2},
+		{"three", []float64{2500, 3000, 1000}, 2500, 2.5},
+		{"four, mean of the middle two", []float64{1000, 4000, 2000, 3000}, 2500, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := m(tc.tps[0], tc.tps[0]/1000)
+			for _, v := range tc.tps[1:] {
+				c.add(m(v, v/1000))
+			}
+			if c.TPS != tc.want || c.P50MS != tc.p50 {
+				t.Errorf("TPS %.0f p50 %.1f, want %.0f and %.1f", c.TPS, c.P50MS, tc.want, tc.p50)
+			}
+			if len(tc.tps) > 1 && !slices.Equal(c.RoundsTPS, tc.tps) {
+				t.Errorf("rounds %v, want %v", c.RoundsTPS, tc.tps)
+			}
+			if len(tc.tps) == 1 && c.RoundsTPS != nil {
+				t.Errorf("one measurement lists rounds %v", c.RoundsTPS)
+			}
+		})
 	}
 }

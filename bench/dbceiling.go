@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,13 +23,46 @@ import (
 // order and COMMIT, in one round trip) with
 // the run's concurrency, straight at MariaDB/MySQL, no HTTP, no lock. It
 // is the most any strategy could sell per second on this box.
+//
+// A bench measures it before each round of its strategies (Run), so the
+// ceiling and the strategies meet the same state of the machine (a disk
+// whose fsync slows, a neighbour on the host); TPS is the median of those
+// measurements, and the latencies and duration are the median one's.
 type DBCeiling struct {
-	Transactions int     `json:"transactions"`
+	Transactions int     `json:"transactions"` // per measurement
 	Concurrency  int     `json:"concurrency"`
 	TPS          float64 `json:"tps"`
 	DurationSecs float64 `json:"duration_s"`
 	P50MS        float64 `json:"p50_ms"`
 	P99MS        float64 `json:"p99_ms"`
+	// RoundsTPS is each measurement's TPS, in the order taken (one before
+	// each round). Empty for a single measurement.
+	RoundsTPS []float64 `json:"rounds_tps,omitempty"`
+
+	all []DBCeiling // every measurement, for add
+}
+
+// add records one more measurement m and recomputes c from all of them.
+func (c *DBCeiling) add(m DBCeiling) {
+	if len(c.all) == 0 && c.TPS > 0 {
+		first := *c
+		first.all, first.RoundsTPS = nil, nil
+		c.all = []DBCeiling{first}
+	}
+	c.all = append(c.all, m)
+	byTPS := slices.Clone(c.all)
+	slices.SortFunc(byTPS, func(a, b DBCeiling) int { return cmp.Compare(a.TPS, b.TPS) })
+	med := byTPS[(len(byTPS)-1)/2]
+	all := c.all
+	*c = med
+	c.all = all
+	c.RoundsTPS = make([]float64, len(all))
+	for i, x := range all {
+		c.RoundsTPS[i] = x.TPS
+	}
+	if n := len(byTPS); n%2 == 0 {
+		c.TPS = (byTPS[n/2-1].TPS + byTPS[n/2].TPS) / 2
+	}
 }
 
 // DBCeilingGoodsID is the goods the ceiling sells (reset before and
@@ -133,5 +168,13 @@ func CalibrateDatabase(ctx context.Context, dsn string, n, concurrency int) (DBC
 }
 
 func (c DBCeiling) describe() string {
-	return fmt.Sprintf("%d transactions by %d clients straight at the database, p50 %.2f ms, p99 %.2f ms", c.Transactions, c.Concurrency, c.P50MS, c.P99MS)
+	s := fmt.Sprintf("%d transactions by %d clients straight at the database, p50 %.2f ms, p99 %.2f ms", c.Transactions, c.Concurrency, c.P50MS, c.P99MS)
+	if len(c.RoundsTPS) > 1 {
+		each := make([]string, len(c.RoundsTPS))
+		for i, v := range c.RoundsTPS {
+			each[i] = fmt.Sprintf("%.0f", v)
+		}
+		s += fmt.Sprintf("; the median of %d measurements, one before each round: %s/s", len(c.RoundsTPS), strings.Join(each, ", "))
+	}
+	return s
 }

@@ -391,3 +391,50 @@ func TestIntegrationLockAlone(t *testing.T) {
 		t.Errorf("sql-atomic in Mode lock: %v, want ErrInvalidOptions with the fix", err)
 	}
 }
+
+// TestIntegrationDBCeiling runs a two-round bench with the database's
+// ceiling: it is measured before each round, "of DB" divides the median
+// ok/s by the median of those, the report says so, and the ceiling's goods
+// is left with no stock and no orders.
+func TestIntegrationDBCeiling(t *testing.T) {
+	fleet, dir := fleetFromEnv(t)
+	st, err := stack.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "out")
+	o := bench.Options{Fleet: fleet, Strategies: []string{stock.SQLAtomic}, Stock: 40, Requests: 40, Concurrency: 8,
+		Repeat: 2, Seed: 3, CalibrateRequests: 200, DatabaseDSN: st.MySQLDSN(), RunTimeout: time.Minute, OutDir: out}
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	c := rep.DBCeiling
+	if c == nil || len(c.RoundsTPS) != 2 || c.Transactions != 200 || c.Concurrency != 8 {
+		t.Fatalf("database ceiling %+v, want 2 measurements of 200 transactions by 8 clients", c)
+	}
+	lo, hi := min(c.RoundsTPS[0], c.RoundsTPS[1]), max(c.RoundsTPS[0], c.RoundsTPS[1])
+	if c.TPS != (lo+hi)/2 || lo <= 0 {
+		t.Errorf("ceiling %.1f/s, want the median of %v", c.TPS, c.RoundsTPS)
+	}
+	s := rep.Summary[0]
+	if s.OfDBCeiling == nil || *s.OfDBCeiling != s.OKPerSec.Median/c.TPS {
+		t.Errorf("of DB = %v, want %.1f / %.1f", s.OfDBCeiling, s.OKPerSec.Median, c.TPS)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "the median of 2 measurements, one before each round") {
+		t.Errorf("report.md does not say how the ceiling was measured:\n%s", md)
+	}
+	a, err := bench.NewAdmin(fleet.AdminToken).Audit(ctx, fleet.Instances[0], bench.DBCeilingGoodsID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Stock != 0 || a.Orders != 0 {
+		t.Errorf("the ceiling's goods after the bench: stock %d, orders %d; want 0 and 0", a.Stock, a.Orders)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"strings"
+	"sync"
 )
 
 // Connector wraps c so that every connection it opens counts its round
@@ -77,11 +78,46 @@ func statement(query string) (write, locks bool) {
 	return false, false
 }
 
+// kind is a statement's classification (statement).
+type kind struct{ write, locks bool }
+
+// kinds caches statement's answer by query text: the purchase paths send
+// the same few texts (with "?" placeholders: the driver below interpolates
+// the values), and classifying splits and upper-cases the whole batch on
+// every purchase.
+var kinds struct {
+	sync.RWMutex
+	m map[string]kind
+}
+
+// maxKinds bounds the cache; texts beyond it are classified each time.
+const maxKinds = 256
+
+// classify is statement, cached for the texts seen first.
+func classify(query string) (write, locks bool) {
+	kinds.RLock()
+	k, ok := kinds.m[query]
+	kinds.RUnlock()
+	if ok {
+		return k.write, k.locks
+	}
+	write, locks = statement(query)
+	kinds.Lock()
+	if kinds.m == nil {
+		kinds.m = map[string]kind{}
+	}
+	if len(kinds.m) < maxKinds {
+		kinds.m[query] = kind{write, locks}
+	}
+	kinds.Unlock()
+	return write, locks
+}
+
 // counted counts one statement that reached the server under ctx and was
 // answered with err: a failed statement (a duplicate key) wrote nothing
 // and locked nothing.
 func (c *sqlConn) counted(ctx context.Context, query string, err error) {
-	write, locks := statement(query)
+	write, locks := classify(query)
 	write, locks = write && err == nil, locks && err == nil
 	mk := markOf(ctx)
 	t := c.tx
