@@ -152,6 +152,9 @@ type Environment struct {
 	RTT RTT `json:"rtt"`
 	// Mode is what the critical section did (Options.Mode).
 	Mode string `json:"mode"`
+	// Priority is the CPU priorities of the fleet's processes
+	// (Fleet.Priority), "" when nobody said.
+	Priority string `json:"priority,omitempty"`
 	// Cluster says where on Kubernetes it ran (Fleet.Cluster); nil off one.
 	Cluster *Cluster `json:"cluster,omitempty"`
 }
@@ -176,7 +179,11 @@ func (e Environment) Conditions() string {
 	if e.Cluster != nil {
 		where += ", " + e.Cluster.String()
 	}
-	return fmt.Sprintf("round trip %s, durability %s, mode %s, %s, %d CPUs (%s)", rtt, e.Durability, mode, insts, e.CPUs, where)
+	prio := ""
+	if e.Priority != "" {
+		prio = ", CPU priority " + e.Priority
+	}
+	return fmt.Sprintf("round trip %s, durability %s, mode %s, %s%s, %d CPUs (%s)", rtt, e.Durability, mode, insts, prio, e.CPUs, where)
 }
 
 // Report is everything a bench produced (report.json).
@@ -458,7 +465,7 @@ func environment(f Fleet, mode string) Environment {
 	return Environment{
 		GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Hostname: h, Target: f.Target, Instances: len(f.Instances),
-		Durability: cmp.Or(f.Durability, "unknown"), RTT: f.RTT, Mode: mode, Cluster: f.Cluster,
+		Durability: cmp.Or(f.Durability, "unknown"), RTT: f.RTT, Mode: mode, Cluster: f.Cluster, Priority: f.Priority,
 	}
 }
 

@@ -30,6 +30,10 @@ type Fleet struct {
 	// RTT is the network round trip the fleet's links add (`seckill up
 	// --rtt`); the zero value when none was asked for or nobody said.
 	RTT RTT
+	// Priority is the CPU priorities of the fleet's processes on a shared
+	// machine (`seckill up --priority`: servers-first or equal); "" when
+	// nobody said. Reports state it.
+	Priority string
 	// DataDir is a directory on the file system of the servers' data
 	// (the stack's directory), where the cost model measures the fsync
 	// latency; "" when unknown (the temporary directory is measured).

@@ -370,14 +370,20 @@ func (s *SQLStore) writeStreamOrders(ctx context.Context, es []streamEntry, work
 		}
 		clear(out)
 		per := map[int64]int64{}
+		whole, err := insertStreamOrders(ctx, tx, es)
+		if err != nil {
+			return err
+		}
 		for i := range es {
-			dup, err := insertStreamOrder(ctx, tx, &es[i].order)
-			if err != nil {
-				return err
-			}
-			if dup {
-				out[i] = entryDuplicate
-				continue
+			if !whole {
+				dup, err := insertStreamOrder(ctx, tx, &es[i].order)
+				if err != nil {
+					return err
+				}
+				if dup {
+					out[i] = entryDuplicate
+					continue
+				}
 			}
 			per[es[i].order.GoodsID] += es[i].order.Qty
 		}
@@ -424,6 +430,39 @@ func (s *SQLStore) writeStreamOrders(ctx context.Context, es []streamEntry, work
 	}
 	return out, nil
 }
+
+// insertStreamOrders inserts every entry's order in one statement (one
+// round trip for the batch) and reports whether it did. A duplicate
+// request id or order id among them fails the statement and inserts
+// nothing (MySQL rolls back only the statement): ok is false, and the
+// caller goes entry by entry (insertStreamOrder), which sorts them out.
+func insertStreamOrders(ctx context.Context, tx *sql.Tx, es []streamEntry) (ok bool, err error) {
+	if len(es) < 2 {
+		return false, nil
+	}
+	var q strings.Builder
+	q.Grow(len(sqlInsertOrderWithID) + len(es)*len(sqlOrderRow))
+	q.WriteString(sqlInsertOrderWithID)
+	args := make([]any, 0, len(es)*9)
+	for i, e := range es {
+		if i > 0 {
+			q.WriteString(",")
+			q.WriteString(sqlOrderRow)
+		}
+		o := e.order
+		args = append(args, o.ID, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
+	}
+	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		if mysqlerr.IsDuplicate(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("insert %d orders: %w", len(es), err)
+	}
+	return true, nil
+}
+
+// sqlOrderRow is one more row of sqlInsertOrderWithID.
+const sqlOrderRow = " (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 // insertStreamOrder inserts o with its stream order id in tx; dup is true
 // when its request id is already written. An id taken by another row (an

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -141,6 +142,24 @@ func TestStreamDeadConsumer(t *testing.T) {
 	}
 	if a2, _ := f.svc.Audit(ctx, f.goods); a2.Orders != 20 || a2.Stock != 0 {
 		t.Errorf("after a duplicate delivery: %+v", a2)
+	}
+	// A batch delivered again: its one multi-row INSERT meets the
+	// duplicates, inserts nothing, and the entries are sorted out one by
+	// one.
+	var batch []streamEntry
+	for _, m := range res[0].Messages[:3] {
+		e, err := parseEntry(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, e)
+	}
+	outs, err = f.st.writeStreamOrders(ctx, batch, 0)
+	if err != nil || !slices.Equal(outs, []entryOutcome{entryDuplicate, entryDuplicate, entryDuplicate}) {
+		t.Errorf("writing a batch again: %v, %v; want 3 duplicates", outs, err)
+	}
+	if a3, _ := f.svc.Audit(ctx, f.goods); a3.Orders != 20 || a3.Stock != 0 {
+		t.Errorf("after a duplicate batch: %+v", a3)
 	}
 }
 

@@ -53,6 +53,8 @@ func runUp(ctx context.Context, args []string) error {
 	rtt := fs.String("rtt", "loopback", "network round trip added on every link (instances to servers; in ha also the members' links to one another), through the fault proxy (turns --proxy on): "+
 		"a profile (loopback: none, zone: 0.2ms, cross-zone: 2ms, region: 30ms) or a duration such as 0.5ms; seckill status prints it as measured; on a running stack with the proxy it changes the round trip")
 	durability := fs.String("durability", server.DurabilityDefault, "what every server makes durable before it acknowledges a write: default (Redis without persistence, the others fsync each write), fsync (all fsync, Redis AOF appendfsync always), none (no fsync per write; the data of servers without a switch on tmpfs); seckill status says it server by server")
+	priority := fs.String("priority", stack.PriorityServersFirst, "CPU priorities on this machine: servers-first (the instances, nginx and the dashboard at niceness "+strconv.Itoa(stack.YieldNice)+
+		", so a server holding a lock or a row is not preempted by them, as on hosts of their own) or equal (every process at 0)")
 	topology := fs.String("topology", stack.DefaultTopology, "single: one node per server; ha: also a Redis primary+replica under 3 Sentinels, and 3-member quorum groups for the other lock servers")
 	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port B; single: "+stack.PortHelp(stack.TopologySingle)+";\n"+
 		"ha: "+stack.PortHelp(stack.TopologyHA))
@@ -76,6 +78,9 @@ func runUp(ctx context.Context, args []string) error {
 	if _, err := server.ValidDurability(*durability); err != nil {
 		return exitError{code: 2, msg: "up: " + err.Error()}
 	}
+	if _, err := stack.ValidPriority(*priority); err != nil {
+		return exitError{code: 2, msg: "up: " + err.Error()}
+	}
 	rttProfile, rttDelay, err := netfault.ParseRTT(*rtt)
 	if err != nil {
 		return exitError{code: 2, msg: "up: --" + err.Error()}
@@ -95,7 +100,7 @@ func runUp(ctx context.Context, args []string) error {
 		return exitError{code: 2, msg: fmt.Sprintf("up: --strategy: %v", err)}
 	}
 	o := stack.Options{
-		Dir: *dir, BasePort: *basePort, Topology: *topology, Durability: *durability, Proxy: *proxy, Strategy: name,
+		Dir: *dir, BasePort: *basePort, Topology: *topology, Durability: *durability, Priority: *priority, Proxy: *proxy, Strategy: name,
 		RTT:    rttDelay,
 		Binary: *binary, Dashboard: *dashboard, Out: os.Stdout, Backends: backends,
 	}

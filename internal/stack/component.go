@@ -64,7 +64,7 @@ func startComponent(ctx context.Context, st *State, c Component) (Component, err
 			return c, err
 		}
 	}
-	p, err := startProc(c.Cmdline[0], c.Cmdline[1:], componentEnv(st, c), c.Log)
+	p, err := startProc(st.NiceOf(c.Kind), c.Cmdline[0], c.Cmdline[1:], componentEnv(st, c), c.Log)
 	if err != nil {
 		return c, fmt.Errorf("%s: %w", c.Name, err)
 	}

@@ -20,8 +20,8 @@ import (
 // proc is a process the stack started.
 type proc = supervise.Process
 
-func startProc(bin string, args, env []string, logPath string) (*proc, error) {
-	return supervise.Start(bin, args, env, logPath)
+func startProc(nice int, bin string, args, env []string, logPath string) (*proc, error) {
+	return supervise.StartNice(nice, bin, args, env, logPath)
 }
 
 func (c Component) id() supervise.ID { return supervise.ID{Pid: c.Pid, StartTime: c.StartTime} }

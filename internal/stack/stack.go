@@ -170,7 +170,9 @@ type State struct {
 	RTT *bench.RTT `json:"rtt,omitempty"`
 	// PeerLinks is set when the ha members dial one another through the
 	// proxy (`up --rtt` in ha), so the round trip is on their links too.
-	PeerLinks bool      `json:"peer_links,omitempty"`
+	PeerLinks bool `json:"peer_links,omitempty"`
+	// Priority is the CPU priorities (`up --priority`, PriorityName).
+	Priority  string    `json:"priority,omitempty"`
 	Strategy  string    `json:"strategy"`
 	Binary    string    `json:"binary"`
 	StartedAt time.Time `json:"started_at"`

@@ -572,6 +572,7 @@ func TestUpRejectsBadOptions(t *testing.T) {
 		{"high base port", Options{BasePort: 65500}, "--base-port"},
 		{"binary missing", Options{Binary: "/nonexistent/seckill"}, "not an executable"},
 		{"unknown topology", Options{Topology: "cluster"}, `--topology "cluster": want single or ha`},
+		{"unknown priority", Options{Priority: "high"}, `--priority "high": want servers-first or equal`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -673,6 +674,8 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("%d components: %+v", len(st.Components), st.Components)
 	}
 
+	checkNice(t, st)
+
 	// status: every component healthy, with RSS.
 	_, cs, err := Status(ctx, dir)
 	if err != nil {
@@ -687,7 +690,8 @@ func TestLifecycle(t *testing.T) {
 	if err := WriteTable(&table, st, cs); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(table.String(), "admin token: generated") || !strings.Contains(table.String(), "total") {
+	if !strings.Contains(table.String(), "admin token: generated") || !strings.Contains(table.String(), "total") ||
+		!strings.Contains(table.String(), "priority:    servers first (instance, nginx, dashboard at niceness 10") {
 		t.Errorf("table:\n%s", table.String())
 	}
 
@@ -840,6 +844,14 @@ func TestLifecycle(t *testing.T) {
 	if new3 := loadedInstance(t, dir, "redis-3"); new3.Pid == old3.Pid || !alive(new3) || alive(old3) {
 		t.Errorf("restart: pid %d -> %d", old3.Pid, new3.Pid)
 	}
+	if out, code := runSeckill(t, "restart", "--dir", dir, "inst-2"); code != 0 || !strings.Contains(out, "inst-2 restarted") {
+		t.Errorf("seckill restart inst-2: exit %d: %s", code, out)
+	}
+	restarted, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNice(t, restarted) // up over a partial stack and restart keep the priorities
 	if out, code := runSeckill(t, "restart", "--dir", dir, "redis-9"); code != 2 || !strings.Contains(out, "unknown component") || !strings.Contains(out, "redis-5") {
 		t.Errorf("restart of an unknown component: exit %d: %s", code, out)
 	}
@@ -1367,6 +1379,35 @@ func TestServerPortsBelowProxyStride(t *testing.T) {
 		for _, p := range stackPorts(topology, base, 1, false, false) {
 			if p.port < base+offNginx && p.port-base >= proxySlot {
 				t.Errorf("%s: %s on B+%d, at or past the proxy's stride of %d", topology, p.name, p.port-base, proxySlot)
+			}
+		}
+	}
+}
+
+// checkNice: under the default priority (servers first) every component
+// and its children (nginx's workers, the servers' own) run at the
+// niceness of its kind: the stateless tiers at YieldNice, the servers at 0.
+func checkNice(t *testing.T, st *State) {
+	t.Helper()
+	if st.PriorityName() != PriorityServersFirst {
+		t.Fatalf("priority %q, want the default %q", st.PriorityName(), PriorityServersFirst)
+	}
+	for _, c := range st.Components {
+		want := 0
+		if slices.Contains(YieldingKinds, c.Kind) {
+			want = YieldNice
+		}
+		pids := []int{c.Pid}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.Pid, c.Pid)); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if k, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, k)
+				}
+			}
+		}
+		for _, pid := range pids {
+			if got, err := supervise.Nice(pid); err != nil || got != want {
+				t.Errorf("%s (%s): pid %d at niceness %d (%v), want %d", c.Name, c.Kind, pid, got, err, want)
 			}
 		}
 	}

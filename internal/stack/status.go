@@ -126,6 +126,7 @@ func WriteTable(w io.Writer, st *State, cs []ComponentStatus) error {
 	fmt.Fprintf(w, "\ntopology:    %s\n", st.Topology)
 	fmt.Fprintf(w, "durability:  %s (%s)\n", st.DurabilityLevel(), strings.Join(st.DurabilityLines(), "; "))
 	fmt.Fprintf(w, "rtt:         %s\n", st.RTTLine())
+	fmt.Fprintf(w, "priority:    %s\n", st.PriorityLine())
 	fmt.Fprintf(w, "nginx:       %s (access log %s)\n", st.NginxURL(), relPath(st.NginxAccessLog))
 	fmt.Fprintf(w, "strategy:    %s (new instances start with it; STRATEGY is what each instance runs now)\n", st.Strategy)
 	fmt.Fprintf(w, "admin token: %s, in %s\n", st.AdminTokenSource, relPath(st.AdminTokenFile))

@@ -71,7 +71,8 @@ func (s *State) DurabilityLevel() string {
 // Fleet is the stack as a bench sees it: nginx, the instances, the admin
 // token and the conditions the servers run under.
 func (s *State) Fleet() bench.Fleet {
-	f := bench.Fleet{Target: s.NginxURL(), Instances: s.InstanceURLs(), AdminToken: s.AdminToken, Durability: s.DurabilityLevel(), DataDir: s.Dir}
+	f := bench.Fleet{Target: s.NginxURL(), Instances: s.InstanceURLs(), AdminToken: s.AdminToken, Durability: s.DurabilityLevel(), DataDir: s.Dir,
+		Priority: s.PriorityName()}
 	if s.RTT != nil {
 		f.RTT = *s.RTT
 	}

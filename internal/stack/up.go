@@ -36,6 +36,9 @@ type Options struct {
 	// acknowledges a write: server.DurabilityDefault (default),
 	// DurabilityFsync or DurabilityNone (see internal/server).
 	Durability string
+	// Priority is PriorityServersFirst (default) or PriorityEqual: the
+	// CPU priorities of the stateless tiers against the servers.
+	Priority string
 	// Instances is the number of `seckill serve` instances (default 3).
 	Instances int
 	// Strategy is SECKILL_STRATEGY for the instances (default "none"); Scale
@@ -119,6 +122,9 @@ func (o Options) normalize() (Options, error) {
 		return o, err
 	}
 	if o.Durability, err = server.ValidDurability(o.Durability); err != nil {
+		return o, err
+	}
+	if o.Priority, err = ValidPriority(o.Priority); err != nil {
 		return o, err
 	}
 	if o.Instances == 0 {
@@ -319,7 +325,7 @@ func (r *runner) logf(format string, args ...any) {
 // start starts a component and saves the state with it.
 func (r *runner) start(name string, kind Kind, address, bin string, args, env []string) (*proc, Component, error) {
 	logPath := filepath.Join(r.st.Dir, "logs", name+".log")
-	p, err := startProc(bin, args, env, logPath)
+	p, err := startProc(r.st.NiceOf(kind), bin, args, env, logPath)
 	if err != nil {
 		return nil, Component{}, fmt.Errorf("%s: %w", name, err)
 	}
@@ -460,7 +466,7 @@ func Up(ctx context.Context, opts Options) (*State, error) {
 		Dir: o.Dir, BasePort: o.BasePort, Topology: o.Topology, Durability: o.Durability, Strategy: o.Strategy, Binary: o.Binary,
 		StartedAt: time.Now().UTC(), AdminTokenFile: tokPath, AdminTokenSource: tokSource, AdminToken: tok,
 		NginxAccessLog: nginxPaths(&State{Dir: o.Dir}).accessLog, Proxy: o.Proxy, Backends: o.Backends,
-		RTT: newRTT(o.RTTProfile, o.RTT), PeerLinks: o.rtt() && o.Topology == TopologyHA,
+		RTT: newRTT(o.RTTProfile, o.RTT), PeerLinks: o.rtt() && o.Topology == TopologyHA, Priority: o.Priority,
 	}
 	r := &runner{st: st, out: o.Out, t0: time.Now(), procs: map[string]*proc{}}
 	if lo, hi, ok := ephemeralPorts(); ok && o.BasePort+offInstance+o.Instances >= lo && o.BasePort <= hi {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -50,6 +51,24 @@ func (p *Process) Exited() bool {
 // /dev/null and stdout/stderr appended to logPath. env (if not nil) replaces
 // the environment.
 func Start(bin string, args, env []string, logPath string) (*Process, error) {
+	return StartNice(0, bin, args, env, logPath)
+}
+
+// StartNice is Start at CPU niceness nice (0..19: a process above 0 yields
+// the CPU to those at 0). The process starts through nice(1), so every
+// thread it ever creates has the niceness; its pid is the started one.
+func StartNice(nice int, bin string, args, env []string, logPath string) (*Process, error) {
+	if nice < 0 || nice > 19 {
+		return nil, fmt.Errorf("start %s: niceness %d: want 0..19", filepath.Base(bin), nice)
+	}
+	path, argv := bin, args
+	if nice > 0 {
+		n, err := exec.LookPath("nice")
+		if err != nil {
+			return nil, fmt.Errorf("start %s at niceness %d: %w (nice(1) is in coreutils)", filepath.Base(bin), nice, err)
+		}
+		path, argv = n, append([]string{"-n", strconv.Itoa(nice), "--", bin}, args...)
+	}
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
 	}
@@ -59,7 +78,7 @@ func Start(bin string, args, env []string, logPath string) (*Process, error) {
 	}
 	defer lf.Close()
 	fmt.Fprintf(lf, "---- %s seckill started: %s %s\n", time.Now().UTC().Format(time.RFC3339), bin, strings.Join(args, " "))
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(path, argv...)
 	cmd.Stdout = lf
 	cmd.Stderr = lf
 	cmd.Env = env
@@ -125,6 +144,19 @@ func StartTime(pid int) uint64 {
 		return 0
 	}
 	return s.startTime
+}
+
+// Nice returns the CPU niceness of pid's main thread.
+func Nice(pid int) (int, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, fmt.Errorf("process %d: %w", pid, err)
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("process %d: %w", pid, err)
+	}
+	return st.Nice, nil
 }
 
 // Alive reports whether the process still runs (a zombie or a process

@@ -1,10 +1,13 @@
 package supervise
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestStartStop: a started process (a shell that leaves a child in its
@@ -43,4 +46,62 @@ func TestStartStop(t *testing.T) {
 	if err := Stop("p", id); err != nil {
 		t.Errorf("Stop of a stopped process: %v", err)
 	}
+}
+
+// TestStartNice: a process started at a niceness has it, and so do its
+// threads and children (they inherit it from the start); the started pid
+// is the program's own, not nice(1)'s; a niceness out of range is refused.
+func TestStartNice(t *testing.T) {
+	for _, n := range []int{0, 7} {
+		log := filepath.Join(t.TempDir(), "p.log")
+		p, err := StartNice(n, "/bin/sh", []string{"-c", "sleep 60 & wait"}, nil, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := p.ID()
+		var kids []int
+		for range 500 { // until the shell (after nice(1)'s exec) forked its sleep
+			if kids = children(id.Pid); len(kids) > 0 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(kids) == 0 {
+			t.Fatalf("nice %d: the shell forked no child in 5 s", n)
+		}
+		got, err := Nice(id.Pid)
+		if err != nil || got != n {
+			t.Errorf("nice %d: the process has %d (%v)", n, got, err)
+		}
+		for _, k := range kids {
+			if got, err := Nice(k); err != nil || got != n {
+				t.Errorf("nice %d: child %d has %d (%v)", n, k, got, err)
+			}
+		}
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", id.Pid)); strings.Contains(exe, "nice") {
+			t.Errorf("nice %d: pid %d is %s, want the program itself", n, id.Pid, exe)
+		}
+		if err := Stop("p", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := StartNice(20, "/bin/true", nil, nil, filepath.Join(t.TempDir(), "x.log")); err == nil || !strings.Contains(err.Error(), "0..19") {
+		t.Errorf("nice 20: err = %v, want a range error", err)
+	}
+}
+
+// children lists the pids whose parent is pid.
+func children(pid int) []int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		var k int
+		if _, err := fmt.Sscan(f, &k); err == nil {
+			out = append(out, k)
+		}
+	}
+	return out
 }
