@@ -10,7 +10,9 @@
 #      sql-atomic, at 200 clients;
 #   4. the production answer at full load: sql-atomic, redis-atomic and
 #      redis-stream (asynchronous orders), 5000 purchases each, 3 crossed
-#      rounds, with where the CPU went.
+#      rounds, with where the CPU went;
+#   5. an independent client: wrk through nginx against mariadb-slap
+#      straight at MariaDB (scripts/independent-ceiling.sh, 3 times).
 # Each step is one `seckill bench`; their tables go to the README block
 # "perf" (scripts/readme-block.sh) and the reports stay under results/perf-*/.
 #   make perf [DIR=.seckill] [REPEAT=2] [SEED=7]
@@ -45,9 +47,23 @@ for b in (1, 4, 16, 64):
     s = {x["strategy"]: x["ok_per_s"]["median"] for x in json.load(open(f"{out}/batch-{b}/report.json"))["summary"]}
     print(f"{b:<4} {s['redis']:>10.0f}  {s['sql-atomic']:>15.0f}  {s['redis'] / s['sql-atomic']:>18.2f}")
 PY
+python3 - "$OUT" >> "$OUT/async.txt" <<'PY'
+import json, sys
+s = {x["strategy"]: x["ok_per_s"]["median"] for x in json.load(open(f"{sys.argv[1]}/async/report.json"))["summary"]}
+print(f"\nredis-stream / sql-atomic: {s['redis-stream'] / s['sql-atomic']:.2f} (medians of this bench's ok/s)")
+PY
+if command -v wrk >/dev/null && command -v mariadb-slap >/dev/null; then
+	for i in 1 2 3; do
+		echo "perf: independent $i: scripts/independent-ceiling.sh $DIR 5 50" >&2
+		echo "run $i:"
+		SECKILL=$BIN scripts/independent-ceiling.sh "$DIR" 5 50
+	done > "$OUT/independent.txt"
+else
+	echo "(not measured: wrk or mariadb-slap is not installed; apt install wrk mariadb-client)" > "$OUT/independent.txt"
+fi
 wall=$(( $(date +%s) - began ))
 {
-	echo "Measured by \`make perf\` on $(date -u +%Y-%m-%d) ($(nproc) CPUs, $wall s for the four steps; reports in \`$OUT/\`)."
+	echo "Measured by \`make perf\` on $(date -u +%Y-%m-%d) ($(nproc) CPUs, $wall s for the five steps; reports in \`$OUT/\`)."
 	echo
 	echo "**1. The ceiling, each correct strategy's fraction of it, and the local queue** (\`seckill bench --strategies correct --compare-queue --repeat $REPEAT --seed $SEED\`: 500 purchases on a stock of 300, 50 clients, rounds in crossed order; medians, min–max in parentheses):"
 	echo
@@ -71,6 +87,12 @@ wall=$(( $(date +%s) - began ))
 	echo
 	echo '```'
 	cat "$OUT/async.txt"
+	echo '```'
+	echo
+	echo "**5. An independent client** (\`scripts/independent-ceiling.sh $DIR 5 50\`, 3 times: wrk with 50 connections through nginx on sql-atomic for 5 s, then mariadb-slap with 50 clients sending the same purchase batch straight at MariaDB; neither is the bench):"
+	echo
+	echo '```'
+	cat "$OUT/independent.txt"
 	echo '```'
 } > "$block"
 scripts/readme-block.sh perf "$block"
