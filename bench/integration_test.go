@@ -39,6 +39,20 @@ func fleetFromEnv(t *testing.T) (bench.Fleet, string) {
 	return f, testenv.Get(t, testenv.StackDir)
 }
 
+// localStack is the test stack's fleet and state, with a context bounded
+// to 3 minutes (a bench of a few runs).
+func localStack(t *testing.T) (bench.Fleet, *stack.State, context.Context) {
+	t.Helper()
+	fleet, dir := fleetFromEnv(t)
+	st, err := stack.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return fleet, st, ctx
+}
+
 func scaler(dir string, token string) bench.Scaler {
 	return bench.ScalerFunc(func(ctx context.Context, n int) (bench.Fleet, error) {
 		st, err := stack.Scale(ctx, dir, n)
@@ -269,13 +283,7 @@ func TestIntegrationFlawedAndCorrect(t *testing.T) {
 // test stack's fleet, redis with and without its local queue: every
 // series has both points, with sales.
 func TestIntegrationSweep(t *testing.T) {
-	fleet, dir := fleetFromEnv(t)
-	st, err := stack.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	fleet, st, ctx := localStack(t)
 	o := bench.Options{Fleet: fleet, Strategies: []string{stock.Redis, stock.SQLAtomic}, Sweep: []int{4, 1},
 		CompareQueue: true, Stock: 20, Requests: 20, Warmup: 5, Seed: 5, CalibrateRequests: -1, RunTimeout: time.Minute,
 		OutDir: filepath.Join(t.TempDir(), "out"), CPU: st}
@@ -397,13 +405,7 @@ func TestIntegrationLockAlone(t *testing.T) {
 // ok/s by the median of those, the report says so, and the ceiling's goods
 // is left with no stock and no orders.
 func TestIntegrationDBCeiling(t *testing.T) {
-	fleet, dir := fleetFromEnv(t)
-	st, err := stack.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	fleet, st, ctx := localStack(t)
 	out := filepath.Join(t.TempDir(), "out")
 	o := bench.Options{Fleet: fleet, Strategies: []string{stock.SQLAtomic}, Stock: 40, Requests: 40, Concurrency: 8,
 		Repeat: 2, Seed: 3, CalibrateRequests: 200, DatabaseDSN: st.MySQLDSN(), RunTimeout: time.Minute, OutDir: out}
