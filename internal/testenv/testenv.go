@@ -87,18 +87,22 @@ func Unavailable(tb testing.TB, what string, err error) {
 
 // FreePort returns a loopback TCP port that is free now, from
 // ports.FreeRange (22000-22999): below Linux's ephemeral range, where
-// client sockets of other programs could take it at any time, and away
-// from the ports of the tests' stacks
-// (26000-26750 for stacktest's, 27000 for make test's, 29000-31850 for the
-// stack and scenario tests', and those moved by SECKILL_TEST_PORT_SHIFT
-// -6000 and -12000). It was 26000-26999 once, and a proxy of an app test
-// took a port of the lesson stack starting at the same time.
+// client sockets of other programs could take it at any time. It never
+// returns a port of the tests' own stacks (ports.Suite, moved by
+// SECKILL_TEST_PORT_SHIFT as the stacks are): a port free now may be
+// one a stack of another package is about to listen on. (It was
+// 26000-26999 once, and a proxy of an app test took a port of the lesson
+// stack starting at the same time; TestRTT's stack sits inside
+// FreeRange.)
 func FreePort(tb testing.TB) int {
 	tb.Helper()
 	lo, n := ports.FreeRange.Lo, ports.FreeRange.Hi-ports.FreeRange.Lo+1
 	start := lo + rand.IntN(n)
 	for i := range n {
 		port := lo + (start-lo+i)%n
+		if inSuite(port) {
+			continue
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err == nil {
 			_ = ln.Close()
@@ -223,6 +227,17 @@ const PortShiftVar = "SECKILL_TEST_PORT_SHIFT"
 func Port(p int) int {
 	s, _ := strconv.Atoi(os.Getenv(PortShiftVar))
 	return p + s
+}
+
+// inSuite reports whether port is in one of the test stacks' ranges, as
+// shifted for this run.
+func inSuite(port int) bool {
+	for _, r := range ports.Suite {
+		if port >= Port(r.Lo) && port <= Port(r.Hi) {
+			return true
+		}
+	}
+	return false
 }
 
 // LoadSlack is what a test adds to a time the product promises before it
