@@ -149,9 +149,12 @@ func restartGrantingNodes(dir, key string) func(ctx context.Context, inst string
 			return fmt.Sprintf("%s's lock was on %d nodes only", inst, len(holding)), time.Since(t0), nil
 		}
 		restart := holding[:len(holding)-keep]
+		// Begun, the restarts finish even when the load ends meanwhile: a
+		// node left stopped would fail the audit (stack.Restart bounds
+		// its own wait).
 		var g errgroup.Group
 		for _, name := range restart {
-			g.Go(func() error { return stack.Restart(ctx, dir, name) })
+			g.Go(func() error { return stack.Restart(context.WithoutCancel(ctx), dir, name) })
 		}
 		if err := g.Wait(); err != nil {
 			return "", 0, err
@@ -188,7 +191,7 @@ func failoverBeforeReplication(dir, key string) func(ctx context.Context, inst s
 		if err := rc.ConfigSet(ctx, "replica-read-only", "yes").Err(); err != nil {
 			return "", 0, fmt.Errorf("replica: %w", err)
 		}
-		if err := stack.Failover(ctx, st, io.Discard); err != nil {
+		if err := stack.Failover(context.WithoutCancel(ctx), st, io.Discard); err != nil { // begun, it finishes
 			return "", 0, err
 		}
 		return fmt.Sprintf("failover while %s held the lock, its key on the old primary only (lag emulated)", inst), time.Since(t0), nil
@@ -253,7 +256,8 @@ func jumpClocks(dir, key string) func(ctx context.Context, inst string) (string,
 func restartComponent(dir, name string) func(ctx context.Context, inst string) (string, time.Duration, error) {
 	return func(ctx context.Context, inst string) (string, time.Duration, error) {
 		t0 := time.Now()
-		if err := stack.Restart(ctx, dir, name); err != nil {
+		// Begun, the restart finishes even when the load ends meanwhile.
+		if err := stack.Restart(context.WithoutCancel(ctx), dir, name); err != nil {
 			return "", 0, err
 		}
 		return fmt.Sprintf("restart %s (empty) while %s held the lock", name, inst), time.Since(t0), nil
