@@ -6,6 +6,7 @@ package app
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,7 +87,13 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 	if cfg.Strategy == "" {
 		cfg.Strategy = stock.None
 	}
-	if err := errors.Join(cfg.Validate(), stock.DefaultConfig(cfg.Strategy).Validate()); err != nil {
+	initial := stock.DefaultConfig(cfg.Strategy)
+	if cfg.Setting != "" {
+		if err := json.Unmarshal([]byte(cfg.Setting), &initial); err != nil {
+			return nil, fmt.Errorf("%s: %w", config.EnvSetting, err)
+		}
+	}
+	if err := errors.Join(cfg.Validate(), initial.Validate()); err != nil {
 		return nil, err
 	}
 	meter := cost.NewMeter()
@@ -114,7 +121,7 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 		Observer: metrics,
 		Events:   events,
 		MaxQty:   cfg.MaxQty,
-		Initial:  stock.DefaultConfig(cfg.Strategy),
+		Initial:  initial,
 	}
 	if b.clients.Redis != nil {
 		opts.Mirror = stock.NewRedisMirror(b.clients.Redis)

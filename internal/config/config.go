@@ -34,6 +34,14 @@ const (
 	// proxy for it listens, on 127.0.0.1 (`seckill up --proxy`); Redis
 	// addresses a Sentinel names are dialled shifted too.
 	EnvProxyShift = "SECKILL_PROXY_SHIFT"
+	// EnvSetting is a whole setting (the JSON of GET /admin/strategy) the
+	// instance starts with instead of EnvStrategy's defaults. The local
+	// stack sets it when it starts an instance beside running ones (a
+	// kill fault's restart, `seckill restart`, a scale-up), so the new
+	// process serves under the fleet's setting from its first request. It
+	// is not in EnvVars: the deployments that do not restart by hand
+	// (compose, the cluster) do not set it.
+	EnvSetting = "SECKILL_SETTING"
 )
 
 // Environment variables the local stack adds to its env.sh for the bench
@@ -101,6 +109,9 @@ type Config struct {
 	// Strategy is the starting strategy. Default: the service's (none);
 	// the service validates it.
 	Strategy string
+	// Setting is EnvSetting: a whole starting setting (JSON), "" for
+	// Strategy's defaults.
+	Setting string
 	// MaxQty bounds qty per purchase. Default 100.
 	MaxQty int64
 	// ProxyShift, when not 0, is added to the port of every 127.0.0.1
@@ -132,6 +143,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		ConsulAddrs:    SplitList(getenv(EnvConsulAddrs)),
 		AdminToken:     getenv(EnvAdminToken),
 		Strategy:       getenv(EnvStrategy),
+		Setting:        getenv(EnvSetting),
 		MaxQty:         DefaultMaxQty,
 	}
 	if v := getenv(EnvProxyShift); v != "" {

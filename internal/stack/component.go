@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,9 +40,9 @@ func (s *State) find(name string) (Component, error) {
 
 // componentEnv is the environment a component is started with: the same
 // as `up` gives it.
-func componentEnv(st *State, c Component) []string {
+func componentEnv(ctx context.Context, st *State, c Component) []string {
 	if c.Kind == KindInstance {
-		return instanceEnv(st, c)
+		return instanceEnv(ctx, st, c)
 	}
 	return server.Env(c.Kind)
 }
@@ -64,7 +65,7 @@ func startComponent(ctx context.Context, st *State, c Component) (Component, err
 			return c, err
 		}
 	}
-	p, err := startProc(st.NiceOf(c.Kind), c.Cmdline[0], c.Cmdline[1:], componentEnv(st, c), c.Log)
+	p, err := startProc(st.NiceOf(c.Kind), c.Cmdline[0], c.Cmdline[1:], componentEnv(ctx, st, c), c.Log)
 	if err != nil {
 		return c, fmt.Errorf("%s: %w", c.Name, err)
 	}
@@ -95,23 +96,56 @@ func startComponent(ctx context.Context, st *State, c Component) (Component, err
 // running peers have now: it starts with the stack's starting strategy,
 // and the fleet may have been switched since (a bench, a scenario). Found
 // in the instance-crash scenario: a restarted instance sold under `none`
-// in the middle of a redis run, and the run oversold.
+// in the middle of a redis run, and the run oversold. The process already
+// starts with a peer's setting (fleetSetting, SECKILL_SETTING), so nginx
+// never sends it a purchase under another one; this covers a switch made
+// while it started.
 func rejoinStrategy(ctx context.Context, st *State, c Component) error {
-	for _, peer := range st.Instances() {
-		if peer.Name == c.Name || !alive(peer) {
+	cfg, peer, ok := peerSetting(ctx, st, c.Name)
+	if !ok {
+		return nil // no running peer: the starting strategy stands
+	}
+	if err := adminJSON(ctx, st, http.MethodPut, c.URL(), "/admin/strategy", cfg, nil); err != nil {
+		return fmt.Errorf("%s: take the fleet's strategy %v from %s: %w", c.Name, cfg.Name, peer, err)
+	}
+	return nil
+}
+
+// peerSetting is the setting of the first running instance other than
+// name that answers (its name too); ok is false when none does.
+func peerSetting(ctx context.Context, st *State, name string) (cfg stock.ConfigWire, peer string, ok bool) {
+	for _, p := range st.Instances() {
+		if p.Name == name || !alive(p) {
 			continue
 		}
-		var cfg stock.ConfigWire
-		if err := adminJSON(ctx, st, http.MethodGet, peer.URL(), "/admin/strategy", nil, &cfg); err != nil {
+		var w stock.ConfigWire
+		if err := adminJSON(ctx, st, http.MethodGet, p.URL(), "/admin/strategy", nil, &w); err != nil {
 			continue // try another peer
 		}
-		cfg.Instance = ""
-		if err := adminJSON(ctx, st, http.MethodPut, c.URL(), "/admin/strategy", cfg, nil); err != nil {
-			return fmt.Errorf("%s: take the fleet's strategy %v from %s: %w", c.Name, cfg.Name, peer.Name, err)
-		}
-		return nil
+		w.Instance = ""
+		return w, p.Name, true
 	}
-	return nil // no running peer: the starting strategy stands
+	return stock.ConfigWire{}, "", false
+}
+
+// fleetSetting is peerSetting as the JSON an instance starts with
+// (SECKILL_SETTING), or "" when no peer runs (the stack is starting): an
+// instance started beside running ones (a kill fault's restart, `seckill
+// restart`, a scale-up) serves under the fleet's setting from its first
+// request. Before, it served under the stack's starting strategy until
+// rejoinStrategy switched it, and nginx sent it purchases meanwhile
+// (lesson 28's kill run: a sale under "none", two sales with the same
+// stock left).
+func fleetSetting(ctx context.Context, st *State, name string) string {
+	cfg, _, ok := peerSetting(ctx, st, name)
+	if !ok {
+		return ""
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // adminJSON calls an instance's admin API with the stack's token, within

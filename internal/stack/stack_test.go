@@ -844,8 +844,27 @@ func TestLifecycle(t *testing.T) {
 	if new3 := loadedInstance(t, dir, "redis-3"); new3.Pid == old3.Pid || !alive(new3) || alive(old3) {
 		t.Errorf("restart: pid %d -> %d", old3.Pid, new3.Pid)
 	}
+	// An instance started beside running ones takes their setting, not
+	// the stack's starting strategy: lesson 28's kill run had inst-2 back
+	// under "none" mid-run.
+	for _, c := range after.Instances() {
+		adminCall(t, ctx, http.MethodPut, c.URL()+"/admin/strategy", after.AdminToken, `{"name":"sql-atomic","work_delay":"3ms"}`)
+	}
 	if out, code := runSeckill(t, "restart", "--dir", dir, "inst-2"); code != 0 || !strings.Contains(out, "inst-2 restarted") {
 		t.Errorf("seckill restart inst-2: exit %d: %s", code, out)
+	}
+	var setting struct {
+		Name      string `json:"name"`
+		WorkDelay string `json:"work_delay"`
+	}
+	if err := json.Unmarshal(adminCall(t, ctx, http.MethodGet, loadedInstance(t, dir, "inst-2").URL()+"/admin/strategy", after.AdminToken, ""), &setting); err != nil ||
+		setting.Name != "sql-atomic" || setting.WorkDelay != "3ms" {
+		t.Errorf("inst-2 restarted under %+v (%v), want the fleet's sql-atomic with work_delay 3ms", setting, err)
+	}
+	// ... from its first request: the process starts with it, before
+	// nginx can send it a purchase.
+	if env := instanceEnvOf(t, dir, "inst-2", config.EnvSetting); !strings.Contains(env, `"name":"sql-atomic"`) || !strings.Contains(env, `"work_delay":"3ms"`) {
+		t.Errorf("inst-2 started with %s=%q, want the fleet's setting", config.EnvSetting, env)
 	}
 	restarted, err := Load(dir)
 	if err != nil {
@@ -1411,4 +1430,28 @@ func checkNice(t *testing.T, st *State) {
 			}
 		}
 	}
+}
+
+// adminCall sends an admin API request with the token and returns the
+// answer's body; anything but 200 fails the test.
+func adminCall(t *testing.T, ctx context.Context, method, url, token, body string) []byte {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: %s: %s", method, url, resp.Status, b)
+	}
+	return b
 }

@@ -128,7 +128,7 @@ func WriteTable(w io.Writer, st *State, cs []ComponentStatus) error {
 	fmt.Fprintf(w, "rtt:         %s\n", st.RTTLine())
 	fmt.Fprintf(w, "priority:    %s\n", st.PriorityLine())
 	fmt.Fprintf(w, "nginx:       %s (access log %s)\n", st.NginxURL(), relPath(st.NginxAccessLog))
-	fmt.Fprintf(w, "strategy:    %s (new instances start with it; STRATEGY is what each instance runs now)\n", st.Strategy)
+	fmt.Fprintf(w, "strategy:    %s (the stack started with it; an instance started later takes a running one's setting; STRATEGY is what each instance runs now)\n", st.Strategy)
 	fmt.Fprintf(w, "admin token: %s, in %s\n", st.AdminTokenSource, relPath(st.AdminTokenFile))
 	fmt.Fprintf(w, "environment: source %s   (or: seckill env --dir %s)\n", relPath(filepath.Join(st.Dir, envFile)), relPath(st.Dir))
 	if fs, _ := ActiveFaults(st.Dir); len(fs) > 0 {

@@ -588,8 +588,8 @@ func (r *runner) startNode(ctx context.Context, o Options, n server.Node) error 
 // instanceEnv is the environment of instance c: ours without any variable
 // `seckill serve` reads (config.EnvVars), plus the stack's. Other
 // variables (e.g. SECKILL_MAX_QTY is not set here) pass through.
-func instanceEnv(st *State, c Component) []string {
-	drop := map[string]bool{}
+func instanceEnv(ctx context.Context, st *State, c Component) []string {
+	drop := map[string]bool{config.EnvSetting: true}
 	for _, k := range config.EnvVars() {
 		drop[k] = true
 	}
@@ -602,6 +602,9 @@ func instanceEnv(st *State, c Component) []string {
 	se := st.serveEnv()
 	se[config.EnvListen] = c.Addr
 	se[config.EnvInstance] = c.Name
+	if s := fleetSetting(ctx, st, c.Name); s != "" {
+		se[config.EnvSetting] = s
+	}
 	if st.Proxy {
 		_, k := componentRank(c)
 		proxiedEnv(se, k)
@@ -624,7 +627,7 @@ func (r *runner) startInstances(ctx context.Context, o Options, insts []Componen
 	for _, ic := range insts {
 		g.Go(func() error {
 			args := []string{"serve", "--listen", ic.Addr, "--name", ic.Name}
-			return r.launch(gctx, o, ic.Name, KindInstance, ic.Addr, o.Binary, args, instanceEnv(r.st, ic), checkInstance)
+			return r.launch(gctx, o, ic.Name, KindInstance, ic.Addr, o.Binary, args, instanceEnv(gctx, r.st, ic), checkInstance)
 		})
 	}
 	return g.Wait()
