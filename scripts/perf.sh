@@ -89,7 +89,7 @@ wall=$(( $(date +%s) - began ))
 	cat "$OUT/async.txt"
 	echo '```'
 	echo
-	echo "**5. An independent client** (\`scripts/independent-ceiling.sh $DIR 5 50\`, 3 times: wrk with 50 connections through nginx on sql-atomic for 5 s, then mariadb-slap with 50 clients sending the same purchase batch straight at MariaDB; neither is the bench):"
+	echo "**5. An independent client** (\`scripts/independent-ceiling.sh $DIR 5 50\`, 3 times: wrk with 50 connections through nginx on sql-atomic for 5 s, and mariadb-slap with 50 clients sending the same purchase batch straight at MariaDB before and after it (the mean is the ceiling); neither is the bench):"
 	echo
 	echo '```'
 	cat "$OUT/independent.txt"
