@@ -848,7 +848,9 @@ func TestLifecycle(t *testing.T) {
 	// the stack's starting strategy: lesson 28's kill run had inst-2 back
 	// under "none" mid-run.
 	for _, c := range after.Instances() {
-		adminCall(t, ctx, http.MethodPut, c.URL()+"/admin/strategy", after.AdminToken, `{"name":"sql-atomic","work_delay":"3ms"}`)
+		if err := adminJSON(ctx, after, http.MethodPut, c.URL(), "/admin/strategy", map[string]string{"name": "sql-atomic", "work_delay": "3ms"}, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if out, code := runSeckill(t, "restart", "--dir", dir, "inst-2"); code != 0 || !strings.Contains(out, "inst-2 restarted") {
 		t.Errorf("seckill restart inst-2: exit %d: %s", code, out)
@@ -857,7 +859,7 @@ func TestLifecycle(t *testing.T) {
 		Name      string `json:"name"`
 		WorkDelay string `json:"work_delay"`
 	}
-	if err := json.Unmarshal(adminCall(t, ctx, http.MethodGet, loadedInstance(t, dir, "inst-2").URL()+"/admin/strategy", after.AdminToken, ""), &setting); err != nil ||
+	if err := adminJSON(ctx, after, http.MethodGet, loadedInstance(t, dir, "inst-2").URL(), "/admin/strategy", nil, &setting); err != nil ||
 		setting.Name != "sql-atomic" || setting.WorkDelay != "3ms" {
 		t.Errorf("inst-2 restarted under %+v (%v), want the fleet's sql-atomic with work_delay 3ms", setting, err)
 	}
@@ -1416,13 +1418,9 @@ func checkNice(t *testing.T, st *State) {
 		if slices.Contains(YieldingKinds, c.Kind) {
 			want = YieldNice
 		}
-		pids := []int{c.Pid}
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", c.Pid, c.Pid)); err == nil {
-			for _, f := range strings.Fields(string(b)) {
-				if k, err := strconv.Atoi(f); err == nil {
-					pids = append(pids, k)
-				}
-			}
+		pids := supervise.GroupMembers(c.Pid) // a component leads its own group
+		if len(pids) == 0 {
+			t.Errorf("%s: no process in its group %d", c.Name, c.Pid)
 		}
 		for _, pid := range pids {
 			if got, err := supervise.Nice(pid); err != nil || got != want {
@@ -1430,28 +1428,4 @@ func checkNice(t *testing.T, st *State) {
 			}
 		}
 	}
-}
-
-// adminCall sends an admin API request with the token and returns the
-// answer's body; anything but 200 fails the test.
-func adminCall(t *testing.T, ctx context.Context, method, url, token, body string) []byte {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s %s: %s: %s", method, url, resp.Status, b)
-	}
-	return b
 }

@@ -59,23 +59,23 @@ func TestStartNice(t *testing.T) {
 			t.Fatal(err)
 		}
 		id := p.ID()
-		var kids []int
+		var group []int
 		for range 500 { // until the shell (after nice(1)'s exec) forked its sleep
-			if kids = children(id.Pid); len(kids) > 0 {
+			if group = GroupMembers(id.Pid); len(group) > 1 {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if len(kids) == 0 {
+		if len(group) < 2 {
 			t.Fatalf("nice %d: the shell forked no child in 5 s", n)
 		}
 		got, err := Nice(id.Pid)
 		if err != nil || got != n {
 			t.Errorf("nice %d: the process has %d (%v)", n, got, err)
 		}
-		for _, k := range kids {
+		for _, k := range group {
 			if got, err := Nice(k); err != nil || got != n {
-				t.Errorf("nice %d: child %d has %d (%v)", n, k, got, err)
+				t.Errorf("nice %d: group member %d has %d (%v)", n, k, got, err)
 			}
 		}
 		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", id.Pid)); strings.Contains(exe, "nice") {
@@ -88,20 +88,4 @@ func TestStartNice(t *testing.T) {
 	if _, err := StartNice(20, "/bin/true", nil, nil, filepath.Join(t.TempDir(), "x.log")); err == nil || !strings.Contains(err.Error(), "0..19") {
 		t.Errorf("nice 20: err = %v, want a range error", err)
 	}
-}
-
-// children lists the pids whose parent is pid.
-func children(pid int) []int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		var k int
-		if _, err := fmt.Sscan(f, &k); err == nil {
-			out = append(out, k)
-		}
-	}
-	return out
 }
