@@ -587,8 +587,10 @@ func (r *runner) startNode(ctx context.Context, o Options, n server.Node) error 
 
 // instanceEnv is the environment of instance c: ours without any variable
 // `seckill serve` reads (config.EnvVars), plus the stack's. Other
-// variables (e.g. SECKILL_MAX_QTY is not set here) pass through.
-func instanceEnv(ctx context.Context, st *State, c Component) []string {
+// variables (e.g. SECKILL_MAX_QTY is not set here) pass through. setting,
+// when not "", is the fleet's setting it starts with (config.EnvSetting,
+// fleetSetting).
+func instanceEnv(st *State, c Component, setting string) []string {
 	drop := map[string]bool{config.EnvSetting: true}
 	for _, k := range config.EnvVars() {
 		drop[k] = true
@@ -602,8 +604,8 @@ func instanceEnv(ctx context.Context, st *State, c Component) []string {
 	se := st.serveEnv()
 	se[config.EnvListen] = c.Addr
 	se[config.EnvInstance] = c.Name
-	if s := fleetSetting(ctx, st, c.Name); s != "" {
-		se[config.EnvSetting] = s
+	if setting != "" {
+		se[config.EnvSetting] = setting
 	}
 	if st.Proxy {
 		_, k := componentRank(c)
@@ -622,12 +624,17 @@ func instanceEnv(ctx context.Context, st *State, c Component) []string {
 
 // startInstances starts the instances concurrently and waits until each
 // answers /healthz with its own name.
+//
+// The fleet's setting is read once, before any starts: every new instance
+// takes it from the instances already running (none on a fresh stack),
+// and the goroutines below add components to r.st as they go.
 func (r *runner) startInstances(ctx context.Context, o Options, insts []Component) error {
+	setting := fleetSetting(ctx, r.st, "")
 	g, gctx := errgroup.WithContext(ctx)
 	for _, ic := range insts {
 		g.Go(func() error {
 			args := []string{"serve", "--listen", ic.Addr, "--name", ic.Name}
-			return r.launch(gctx, o, ic.Name, KindInstance, ic.Addr, o.Binary, args, instanceEnv(gctx, r.st, ic), checkInstance)
+			return r.launch(gctx, o, ic.Name, KindInstance, ic.Addr, o.Binary, args, instanceEnv(r.st, ic, setting), checkInstance)
 		})
 	}
 	return g.Wait()
