@@ -2,7 +2,6 @@ package netfault
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
@@ -51,36 +50,16 @@ func (t *rttToxic) Pipe(stub *toxics.ToxicStub) {
 	}
 }
 
-// spinBelow: Go's timers wake an idle runtime about a millisecond late
-// (the poller waits in whole milliseconds), which would make every
-// sub-millisecond delay one of 1 ms. The last spinBelow of a wait yields
-// in a loop instead: exact to a few microseconds, at the price of CPU
-// while a chunk waits.
-const spinBelow = 1500 * time.Microsecond
-
-// waitUntil returns true at due, false when interrupt closes first.
-func waitUntil(due time.Time, interrupt <-chan struct{}) bool {
-	for {
-		left := time.Until(due)
-		if left <= 0 {
-			return true
-		}
-		if left > spinBelow {
-			t := time.NewTimer(left - spinBelow)
-			select {
-			case <-t.C:
-			case <-interrupt:
-				t.Stop()
-				return false
-			}
-			continue
-		}
-		select {
-		case <-interrupt:
-			return false
-		default:
-			runtime.Gosched()
-		}
+// timerWait is waitUntil on Go's timer: a millisecond late when the
+// runtime is idle (its poller counts whole milliseconds).
+func timerWait(due time.Time, interrupt <-chan struct{}) bool {
+	t := time.NewTimer(time.Until(due))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-interrupt:
+		return false
 	}
 }
 
