@@ -256,7 +256,7 @@ func costTable(m *CostModel) (table, []string) {
 		fsyncs = strings.Join(names, ", ")
 	}
 	head := fmt.Sprintf("Cost model: the round trips and writes of every purchase are counted by the instances' own clients (GET /admin/cost) and divided by the successful purchases. "+
-		"One holder at a time, a strategy sells at most 1 / (round trips × RTT + fsyncs × fsync) per second over its critical path: for a lock, what is done while it is held, the release and the next holder's last acquire round trip; "+
+		"One holder at a time, a strategy sells at most 1 / (round trips × RTT + fsyncs × fsync) per second over its critical path: for a lock, what is done while it is held, the release and the next holder's last acquire round trip (requests sent at once, as Redlock asks its masters, count as one); "+
 		"for a strategy without a lock, the goods row's serial section (from the statement that locks the row to the commit). "+
 		"Priced at RTT %.3f ms (%s) and fsync %.3f ms (median of %d write+fsync in %s); a write costs an fsync on %s at durability %s. "+
 		"The model leaves out server CPU, a server's group commit and the peer round trip of a quorum write.",

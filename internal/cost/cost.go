@@ -37,6 +37,13 @@
 //     of every request packet the client writes: create, delete, setData,
 //     multi and close are transactions (writes), ping is session upkeep.
 //
+// Requests of one purchase and phase sent at once, a fan-out (Redlock asks
+// every master in parallel), are each counted, and all but the first are
+// marked overlapped: the servers' load is every request, but the critical
+// path takes the fan-out as one round trip (Counts.Overlapped). Only the
+// Redis hook tracks what is in flight: the other clients' requests within
+// one phase go one after the other.
+//
 // # Phases
 //
 // Each count is attributed to the phase of the purchase that made it, read
@@ -138,6 +145,13 @@ type Counts struct {
 	// Waits are requests whose answer waits for a change (a blocking
 	// query, a watch): not round trips.
 	Waits int64 `json:"waits,omitempty"`
+	// Overlapped are the round trips sent while another request of the
+	// same purchase and phase was in flight (a fan-out: Redlock asks
+	// every master at once), and OverlappedWrites the writes among them:
+	// counted in RoundTrips and Writes (the servers' load), taken out of
+	// the critical path (they cost one round trip together).
+	Overlapped       int64 `json:"overlapped,omitempty"`
+	OverlappedWrites int64 `json:"overlapped_writes,omitempty"`
 }
 
 // Snapshot is a Meter's counts by server and phase; a server or phase
@@ -162,6 +176,8 @@ func (s Snapshot) combine(o Snapshot, sign int64) Snapshot {
 				t.RoundTrips += k * c.RoundTrips
 				t.Writes += k * c.Writes
 				t.Waits += k * c.Waits
+				t.Overlapped += k * c.Overlapped
+				t.OverlappedWrites += k * c.OverlappedWrites
 				out[srv][p] = t
 			}
 		}
@@ -187,7 +203,7 @@ type Meter struct {
 	c [][]counter // by index in Servers(), then in Phases()
 }
 
-type counter struct{ rt, w, wait atomic.Int64 }
+type counter struct{ rt, w, wait, ort, ow atomic.Int64 }
 
 // NewMeter returns a Meter with every count at zero.
 func NewMeter() *Meter {
@@ -229,11 +245,18 @@ func (m *Meter) add(s Server, p Phase, op op) {
 		if op.write {
 			c.w.Add(1)
 		}
+		if op.overlapped {
+			c.ort.Add(1)
+			if op.write {
+				c.ow.Add(1)
+			}
+		}
 	}
 }
 
-// op is one request as a client sent it.
-type op struct{ write, wait bool }
+// op is one request as a client sent it. overlapped: sent while another
+// request under the same mark was in flight (see begin).
+type op struct{ write, wait, overlapped bool }
 
 // record counts one request of s made under ctx: in ctx's phase, and, in
 // the Acquire phase, as the acquisition's last request so far.
@@ -257,7 +280,7 @@ func (m *Meter) Snapshot() Snapshot {
 	for i, s := range Servers() {
 		for j, p := range Phases() {
 			c := &m.c[i][j]
-			v := Counts{RoundTrips: c.rt.Load(), Writes: c.w.Load(), Waits: c.wait.Load()}
+			v := Counts{RoundTrips: c.rt.Load(), Writes: c.w.Load(), Waits: c.wait.Load(), Overlapped: c.ort.Load(), OverlappedWrites: c.ow.Load()}
 			if v == (Counts{}) {
 				continue
 			}
@@ -270,11 +293,27 @@ func (m *Meter) Snapshot() Snapshot {
 	return out
 }
 
-// mark is what a context says about the purchase: its phase and, while
-// acquiring, where the acquisition's last request is noted.
+// mark is what a context says about the purchase: its phase, the requests
+// of that phase in flight and, while acquiring, where the acquisition's
+// last request is noted.
 type mark struct {
-	phase Phase
-	last  *last
+	phase  Phase
+	flight *flight
+	last   *last
+}
+
+// flight counts the requests in flight under one mark.
+type flight struct{ n atomic.Int32 }
+
+// begin is called as a request under mk is sent: overlapped says another
+// one under mk was in flight (a fan-out, sent at once), and end must be
+// called when its answer came. Unmarked requests never overlap.
+func (mk mark) begin() (overlapped bool, end func()) {
+	if mk.flight == nil {
+		return false, func() {}
+	}
+	overlapped = mk.flight.n.Add(1) > 1
+	return overlapped, func() { mk.flight.n.Add(-1) }
 }
 
 type markKey struct{}
@@ -283,7 +322,7 @@ type markKey struct{}
 // requests made under it are counted there. Marking Acquire also starts
 // noting the acquisition's last request (see Acquired).
 func WithPhase(ctx context.Context, p Phase) context.Context {
-	mk := mark{phase: p}
+	mk := mark{phase: p, flight: &flight{}}
 	if p == Acquire {
 		mk.last = &last{}
 	}
@@ -318,7 +357,11 @@ type last struct {
 	op op
 }
 
+// note keeps o as the acquisition's last request so far. The last request
+// is a round trip on the critical path even when it overlapped others (the
+// last round of a fan-out costs one).
 func (l *last) note(m *Meter, s Server, o op) {
+	o.overlapped = false
 	l.mu.Lock()
 	l.m, l.s, l.op = m, s, o
 	l.mu.Unlock()

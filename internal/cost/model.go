@@ -9,6 +9,16 @@ type Rates struct {
 	RoundTrips float64 `json:"round_trips"`
 	Writes     float64 `json:"writes"`
 	Waits      float64 `json:"waits,omitempty"`
+	// Overlapped and OverlappedWrites are the round trips and writes sent
+	// alongside another of the same purchase and phase (Counts).
+	Overlapped       float64 `json:"overlapped,omitempty"`
+	OverlappedWrites float64 `json:"overlapped_writes,omitempty"`
+}
+
+// serial is r as the critical path takes it: the overlapped round trips
+// and writes out, since a fan-out costs the time of one.
+func (r Rates) serial() Rates {
+	return Rates{RoundTrips: r.RoundTrips - r.Overlapped, Writes: r.Writes - r.OverlappedWrites}
 }
 
 // PerPurchase are a run's counts divided by its successful purchases.
@@ -25,7 +35,9 @@ func (s Snapshot) Per(n int) PerPurchase {
 			if out[srv] == nil {
 				out[srv] = map[Phase]Rates{}
 			}
-			out[srv][p] = Rates{RoundTrips: float64(c.RoundTrips) / float64(n), Writes: float64(c.Writes) / float64(n), Waits: float64(c.Waits) / float64(n)}
+			f := float64(n)
+			out[srv][p] = Rates{RoundTrips: float64(c.RoundTrips) / f, Writes: float64(c.Writes) / f, Waits: float64(c.Waits) / f,
+				Overlapped: float64(c.Overlapped) / f, OverlappedWrites: float64(c.OverlappedWrites) / f}
 		}
 	}
 	return out
@@ -40,6 +52,8 @@ func (p PerPurchase) Total(s Server) Rates {
 		t.RoundTrips += r.RoundTrips
 		t.Writes += r.Writes
 		t.Waits += r.Waits
+		t.Overlapped += r.Overlapped
+		t.OverlappedWrites += r.OverlappedWrites
 	}
 	return t
 }
@@ -56,12 +70,14 @@ type Path struct {
 // last step there is taken as one read.
 var noContext = map[Server]bool{ZooKeeper: true}
 
-// CriticalPath returns the critical path of a strategy with counts p: for
+// CriticalPath returns the critical path of a strategy with counts p (the
+// round trips and writes of a fan-out counted once, see Counts.Overlapped): for
 // a lock (locker true), Held + Release + the final acquire (AcquireLast);
 // for a strategy without one, the goods row's serial section (RowLocked).
 func CriticalPath(p PerPurchase, locker bool) Path {
 	path := Path{RoundTrips: map[Server]float64{}, Writes: map[Server]float64{}}
 	add := func(s Server, r Rates) {
+		r = r.serial()
 		if r.RoundTrips == 0 && r.Writes == 0 {
 			return
 		}

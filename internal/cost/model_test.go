@@ -49,11 +49,14 @@ func TestPhaseMarks(t *testing.T) {
 func TestCriticalPathAndPrediction(t *testing.T) {
 	mysqlTx := map[cost.Phase]cost.Rates{cost.Held: {RoundTrips: 5, Writes: 1}, cost.RowLocked: {RoundTrips: 2, Writes: 1}}
 	cond := cost.Conditions{RTTMS: 1, FsyncMS: 4, Fsyncs: map[cost.Server]bool{cost.Etcd: true, cost.MySQL: true, cost.ZooKeeper: true}}
+	fsyncRedis := cost.Conditions{RTTMS: 1, FsyncMS: 4, Fsyncs: map[cost.Server]bool{cost.Redis: true, cost.MySQL: true}}
 	cases := []struct {
 		name     string
 		per      cost.PerPurchase
 		locker   bool
 		rts, fss float64 // the prediction's round trips and fsyncs
+		// cond, when set, replaces the common conditions.
+		cond *cost.Conditions
 	}{
 		{
 			name: "redis lock, Redis without fsync",
@@ -80,6 +83,18 @@ func TestCriticalPathAndPrediction(t *testing.T) {
 			locker: true, rts: 7, fss: 2,
 		},
 		{
+			name: "redlock over 3 masters at fsync: each round asks them at once, one round trip and one fsync",
+			per: cost.PerPurchase{
+				cost.Redis: {
+					cost.Acquire:     {RoundTrips: 6, Writes: 6, Overlapped: 4, OverlappedWrites: 4},
+					cost.AcquireLast: {RoundTrips: 1, Writes: 1},
+					cost.Release:     {RoundTrips: 3, Writes: 3, Overlapped: 2, OverlappedWrites: 2},
+				},
+				cost.MySQL: mysqlTx,
+			},
+			locker: true, rts: 7, fss: 3, cond: &fsyncRedis,
+		},
+		{
 			name:   "in-process lock: the transaction alone",
 			per:    cost.PerPurchase{cost.MySQL: mysqlTx},
 			locker: true, rts: 5, fss: 1,
@@ -97,6 +112,10 @@ func TestCriticalPathAndPrediction(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			cond := cond
+			if tc.cond != nil {
+				cond = *tc.cond
+			}
 			p := cost.Predict(cost.CriticalPath(tc.per, tc.locker), cond)
 			if p.RoundTrips != tc.rts || p.Fsyncs != tc.fss {
 				t.Fatalf("got %v round trips and %v fsyncs, want %v and %v", p.RoundTrips, p.Fsyncs, tc.rts, tc.fss)

@@ -38,19 +38,25 @@ func (redisHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		mk := markOf(ctx)
+		overlapped, end := mk.begin()
 		err := next(ctx, cmd)
+		end()
 		if redisSetup[cmd.Name()] {
 			h.m.recordIn(Redis, mark{phase: Other}, op{})
 			return err
 		}
-		h.m.record(ctx, Redis, op{write: redisWrote(err, cmd)})
+		h.m.recordIn(Redis, mk, op{write: redisWrote(err, cmd), overlapped: overlapped})
 		return err
 	}
 }
 
 func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		mk := markOf(ctx)
+		overlapped, end := mk.begin()
 		err := next(ctx, cmds)
+		end()
 		wrote, setup := false, true
 		for _, c := range cmds {
 			wrote = wrote || redisWrote(c.Err(), c)
@@ -60,7 +66,7 @@ func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 			h.m.recordIn(Redis, mark{phase: Other}, op{})
 			return err
 		}
-		h.m.record(ctx, Redis, op{write: wrote})
+		h.m.recordIn(Redis, mk, op{write: wrote, overlapped: overlapped})
 		return err
 	}
 }
