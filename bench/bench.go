@@ -111,6 +111,9 @@ type RunResult struct {
 	Events      string `json:"events,omitempty"`
 	HistoryView string `json:"history_view,omitempty"`
 	Timeline    string `json:"timeline,omitempty"`
+	// LockCycle is where the run's lock time went, from the same events
+	// (nil without lock holds).
+	LockCycle *LockCycle `json:"lock_cycle,omitempty"`
 	// LinearizabilityMS is how long the history check took.
 	LinearizabilityMS float64 `json:"linearizability_ms"`
 	// LatencyCDF is the latency distribution of the run: up to 60 points

@@ -408,6 +408,7 @@ func lockEvidence(run *RunResult, events []stock.Event, in evidenceInput, rawDir
 		}
 	}
 	secs := lockcheck.Sections(events)
+	run.LockCycle = newLockCycle(lockcheck.Cycles(lockcheck.Holds(secs)))
 	overlaps := lockcheck.Overlaps(secs)
 	early := lockcheck.ReleasedBeforeCommit(secs)
 	locked := false

@@ -125,6 +125,10 @@ func buildView(rep *Report) view {
 		v.Tables = append(v.Tables, c)
 		v.Notes = append(v.Notes, notes...)
 	}
+	if c := lockCycleTable(rep.Runs); len(c.Rows) > 0 {
+		v.Tables = append(v.Tables, c)
+		v.Notes = append(v.Notes, lockCycleNote)
+	}
 	if q := orderQueueTable(rep.Runs); len(q.Rows) > 0 {
 		v.Tables = append(v.Tables, q)
 		v.Notes = append(v.Notes, orderQueueNote)

@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -259,6 +260,73 @@ func ReleasedBeforeCommit(secs []Section) []EarlyRelease {
 		}
 	}
 	return out
+}
+
+// Hold is one lock hold on a key: one section, or the sections of one
+// batch (one acquire for them all).
+type Hold struct {
+	Key                    string
+	AcquiredNS, ReleasedNS int64
+}
+
+// Holds returns the lock holds of secs that were both acquired and
+// released, by key and in the order they were acquired. A batch's
+// sections are one hold: from the first acquire seen to the last release.
+func Holds(secs []Section) map[string][]Hold {
+	type hid struct{ key, instance, batch, purchase string }
+	at := map[hid]int{}
+	var all []Hold
+	for _, s := range secs {
+		if s.AcquiredNS == 0 || s.ReleasedNS == 0 {
+			continue
+		}
+		id := hid{s.Key, s.Instance, s.Batch, s.Purchase}
+		if s.Batch != "" {
+			id.purchase = ""
+		}
+		if i, ok := at[id]; ok {
+			all[i].AcquiredNS = min(all[i].AcquiredNS, s.AcquiredNS)
+			all[i].ReleasedNS = max(all[i].ReleasedNS, s.ReleasedNS)
+			continue
+		}
+		at[id] = len(all)
+		all = append(all, Hold{Key: s.Key, AcquiredNS: s.AcquiredNS, ReleasedNS: s.ReleasedNS})
+	}
+	out := map[string][]Hold{}
+	for _, h := range all {
+		out[h.Key] = append(out[h.Key], h)
+	}
+	for _, hs := range out {
+		slices.SortFunc(hs, func(a, b Hold) int { return cmp.Compare(a.AcquiredNS, b.AcquiredNS) })
+	}
+	return out
+}
+
+// Cycle is where a lock's time went, over the holds of each key taken one
+// after the other: Held is a hold seen by its holder, from the acquire
+// returning to the release returning (its release round trip included);
+// Handoff is from one hold's release returning to the next hold's acquire
+// returning (the release reaches the server and the next holder sooner,
+// so a handoff can be negative); Cycle is from one acquire to the next.
+// Each is in ns, in hold order.
+type Cycle struct {
+	Held, Handoff, Cycle []int64
+}
+
+// Cycles measures the cycle of the holds of every key (Holds).
+func Cycles(holds map[string][]Hold) Cycle {
+	var c Cycle
+	for _, k := range slices.Sorted(maps.Keys(holds)) {
+		hs := holds[k]
+		for i, h := range hs {
+			c.Held = append(c.Held, h.ReleasedNS-h.AcquiredNS)
+			if i+1 < len(hs) {
+				c.Handoff = append(c.Handoff, hs[i+1].AcquiredNS-h.ReleasedNS)
+				c.Cycle = append(c.Cycle, hs[i+1].AcquiredNS-h.AcquiredNS)
+			}
+		}
+	}
+	return c
 }
 
 // Colours of the timeline.

@@ -538,3 +538,46 @@ func TestTickStep(t *testing.T) {
 		}
 	}
 }
+
+// TestCycles: the holds of each key in acquire order, a batch's sections
+// one hold, and the cycle split into held and handoff.
+func TestCycles(t *testing.T) {
+	sec := func(inst, purchase, key, batch string, acq, rel int64) Section {
+		acq, rel = acq+1000, rel+1000 // 0 is "none"
+		return Section{Instance: inst, Purchase: purchase, Key: key, Batch: batch, AcquiredNS: acq * us, ReadNS: (acq + 1) * us, EndNS: (rel - 1) * us, Committed: true, ReleasedNS: rel * us}
+	}
+	cases := []struct {
+		name                  string
+		secs                  []Section
+		held, handoff, cycles []int64 // µs
+	}{
+		{"two holds on two instances", []Section{sec("i2", "b", "k", "", 130, 200), sec("i1", "a", "k", "", 0, 100)},
+			[]int64{100, 70}, []int64{30}, []int64{130}},
+		{"the next holder in before the release's answer: a negative handoff", []Section{sec("i1", "a", "k", "", 0, 100), sec("i2", "b", "k", "", 90, 150)},
+			[]int64{100, 60}, []int64{-10}, []int64{90}},
+		{"a batch is one hold", []Section{
+			sec("i1", "a", "k", "a", 0, 100), sec("i1", "b", "k", "a", 0, 100), sec("i1", "c", "k", "a", 0, 100),
+			sec("i2", "d", "k", "", 110, 150)},
+			[]int64{100, 40}, []int64{10}, []int64{110}},
+		{"keys apart; a section never acquired or never released is no hold", []Section{
+			sec("i1", "a", "k1", "", 0, 100), sec("i1", "b", "k2", "", 10, 50), sec("i1", "c", "k1", "", 120, 200),
+			{Instance: "i1", Purchase: "d", Key: "k1", ReadNS: 5 * us, EndNS: 6 * us}, {Instance: "i1", Purchase: "e", Key: "k1", AcquiredNS: 300 * us}},
+			[]int64{100, 80, 40}, []int64{20}, []int64{120}},
+		{"one hold: no cycle", []Section{sec("i1", "a", "k", "", 0, 100)}, []int64{100}, nil, nil},
+	}
+	toUS := func(ns []int64) []int64 {
+		var out []int64
+		for _, v := range ns {
+			out = append(out, v/us)
+		}
+		return out
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Cycles(Holds(tc.secs))
+			if !slices.Equal(toUS(c.Held), tc.held) || !slices.Equal(toUS(c.Handoff), tc.handoff) || !slices.Equal(toUS(c.Cycle), tc.cycles) {
+				t.Errorf("held %v handoff %v cycle %v (µs), want %v %v %v", toUS(c.Held), toUS(c.Handoff), toUS(c.Cycle), tc.held, tc.handoff, tc.cycles)
+			}
+		})
+	}
+}
