@@ -53,14 +53,21 @@ func runSteps(t *testing.T, m *cost.Meter, server cost.Server, steps []step) {
 
 func key(t *testing.T) string { return fmt.Sprintf("cost-test/%s/%d", t.Name(), rand.Int64()) }
 
-func TestRedisHook(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
+// meteredRedis is a client of the test Redis counted by a new Meter.
+func meteredRedis(t *testing.T) (*redis.Client, *cost.Meter) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0], PoolSize: 8})
 	t.Cleanup(func() { _ = c.Close() })
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		testenv.Unavailable(t, "redis", err)
 	}
 	m := cost.NewMeter()
 	c.AddHook(m.RedisHook())
+	return c, m
+}
+
+func TestRedisHook(t *testing.T) {
+	c, m := meteredRedis(t)
 	k := key(t)
 	runSteps(t, m, cost.Redis, []step{
 		{"SET", func(ctx context.Context) error { return c.Set(ctx, k, "v", time.Minute).Err() }, cost.Counts{RoundTrips: 1, Writes: 1}},
@@ -95,13 +102,7 @@ func TestRedisHook(t *testing.T) {
 // Redlock's three masters as three round trips per step, and predicted
 // half of what it sold (measured/predicted 1.63 at cross-zone).
 func TestRedisFanOut(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0], PoolSize: 8})
-	t.Cleanup(func() { _ = c.Close() })
-	if err := c.Ping(context.Background()).Err(); err != nil {
-		testenv.Unavailable(t, "redis", err)
-	}
-	m := cost.NewMeter()
-	c.AddHook(m.RedisHook())
+	c, m := meteredRedis(t)
 	k := key(t)
 	ctx := cost.WithPhase(context.Background(), cost.Release)
 	// Three BLPOPs that wait on an empty list (go-redis rounds the 0.3 s

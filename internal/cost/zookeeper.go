@@ -56,9 +56,12 @@ type zkConn struct {
 }
 
 func (c *zkConn) Write(p []byte) (int, error) {
-	n, err := c.Conn.Write(p)
-	c.read(p[:n])
-	return n, err
+	// Counted before the bytes go out: once they are out, the answer can
+	// come back, and the caller return, before this goroutine (go-zookeeper's
+	// send loop) runs again (CI saw a create counted in the next request's
+	// step). A write that fails broke the connection, whatever it counted.
+	c.read(p)
+	return c.Conn.Write(p)
 }
 
 func (c *zkConn) read(p []byte) {

@@ -9,18 +9,24 @@ import (
 	"time"
 )
 
+// echoServer starts an echo server for the test and returns its address.
+func echoServer(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ServeEchoOn(ctx, ln) }()
+	return ln.Addr().String()
+}
+
 // TestRTTToxic: the rtt toxic adds its round trip to the microsecond
 // (Toxiproxy's latency toxic counts whole milliseconds), and two of them on
 // a link add up.
 func TestRTTToxic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	echo := ln.Addr().String()
-	go func() { _ = ServeEchoOn(ctx, ln) }()
+	echo := echoServer(ctx, t)
 	tests := []struct {
 		name   string
 		halves []int64 // one-way delays in µs, each put on both streams
@@ -69,14 +75,10 @@ func TestRTTToxic(t *testing.T) {
 func TestRTTToxicIdleCPU(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = ServeEchoOn(ctx, ln) }()
+	echo := echoServer(ctx, t)
 	const conns, rounds = 16, 150
 	perRound := func(name string, oneWayUS int) time.Duration {
-		p, err := Start(name, "127.0.0.1:0", ln.Addr().String())
+		p, err := Start(name, "127.0.0.1:0", echo)
 		if err != nil {
 			t.Fatal(err)
 		}
