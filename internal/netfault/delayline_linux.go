@@ -3,7 +3,7 @@ package netfault
 import (
 	"container/heap"
 	"fmt"
-	"runtime"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,26 +11,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// delayLine wakes the rtt toxics' chunks at their due times from one OS
-// thread that sleeps in ppoll(2) with a timer slack of 1 ns: a wait costs
-// no CPU, and a wake-up comes about 10 µs after its due time (measured on
-// the lab's 2-CPU VM: p50 9 µs, p99 26 µs late). Go's own timers are woken
-// by a poller that counts whole milliseconds, a millisecond late on an idle
-// runtime, too coarse for the zone profile's 0.1 ms each way; the toxic
-// used to yield in a loop through the last 1.5 ms instead, which kept a CPU
-// busy for every chunk in flight. What is left of the lateness, the
-// goroutine's own wake-up, is learnt: a chunk is woken that much before its
-// due time, so chunks leave at their due time on average, each within the
-// wake-ups' jitter (tens of µs).
+// delayLine wakes the rtt toxics' chunks at their due times from one
+// goroutine that waits on a timerfd(2) through Go's network poller: a wait
+// costs no CPU, the kernel's high-resolution timer fires on time (a
+// timerfd has no timer slack), and the poller wakes the goroutine on the
+// event at once. Go's own timers are woken by a poller that counts whole
+// milliseconds, a millisecond late on an idle runtime, too coarse for the
+// zone profile's 0.1 ms each way; the toxic used to yield in a loop
+// through the last 1.5 ms instead, which kept a CPU busy for every chunk
+// in flight. What is left of the lateness, the goroutines' wake-ups, is
+// learnt: a chunk is woken that much before its due time, so chunks leave
+// at their due time on average, each within the wake-ups' jitter (tens of
+// µs).
 type delayLine struct {
-	mu       sync.Mutex
-	due      dueHeap
-	sleeping bool      // the thread is in (or about to enter) ppoll
-	until    time.Time // what it sleeps until; zero: until woken
-	efd      int       // eventfd that wakes it early
+	mu    sync.Mutex
+	due   dueHeap
+	armed time.Time // when the timer fires; zero: disarmed
+	tfd   int
+	timer *os.File // tfd, read through the poller
 	// lead is how much earlier than its due time a chunk is woken, in ns:
-	// the mean lateness of the recent wake-ups (the thread's, then the
-	// waiting goroutine's), at most maxLead.
+	// the mean lateness of the recent wake-ups, at most maxLead.
 	lead atomic.Int64
 }
 
@@ -64,12 +64,12 @@ var (
 // theLine starts the process's delay line once.
 func theLine() (*delayLine, error) {
 	lineOnce.Do(func() {
-		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		tfd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 		if err != nil {
-			lineErr = fmt.Errorf("netfault: delay line eventfd: %w", err)
+			lineErr = fmt.Errorf("netfault: delay line timerfd: %w", err)
 			return
 		}
-		line = &delayLine{efd: efd}
+		line = &delayLine{tfd: tfd, timer: os.NewFile(uintptr(tfd), "netfault-delay-line")}
 		go line.run()
 	})
 	return line, lineErr
@@ -104,46 +104,36 @@ func (l *delayLine) after(due time.Time) <-chan struct{} {
 	wake := make(chan struct{})
 	l.mu.Lock()
 	heap.Push(&l.due, dueEntry{due, wake})
-	early := l.sleeping && (l.until.IsZero() || due.Before(l.until))
-	if early {
-		l.until = due // later pushes due after this one need no wake-up
+	if l.armed.IsZero() || due.Before(l.armed) {
+		l.arm(due)
 	}
 	l.mu.Unlock()
-	if early {
-		one := [8]byte{1}
-		_, _ = unix.Write(l.efd, one[:]) // EAGAIN: the counter is already set
-	}
 	return wake
 }
 
-// run is the delay line's thread: it closes every entry that is due, then
-// sleeps until the next one, or until after() wakes it for an earlier one.
+// arm sets the timer to fire at at. l.mu is held.
+func (l *delayLine) arm(at time.Time) {
+	d := max(time.Until(at), time.Nanosecond) // 0 would disarm it
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+	_ = unix.TimerfdSettime(l.tfd, 0, &spec, nil)
+	l.armed = at
+}
+
+// run is the delay line's goroutine: it waits for the timer, closes every
+// entry that is due, and arms the timer for the next one.
 func (l *delayLine) run() {
-	runtime.LockOSThread() // never unlocked: the thread keeps its timer slack
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	fds := []unix.PollFd{{Fd: int32(l.efd), Events: unix.POLLIN}}
 	var buf [8]byte
 	for {
+		_, _ = l.timer.Read(buf[:]) // parks in the poller until the timer fires
 		l.mu.Lock()
 		now := time.Now()
 		for len(l.due) > 0 && !l.due[0].at.After(now) {
 			close(heap.Pop(&l.due).(dueEntry).wake)
 		}
-		var timeout *unix.Timespec
-		l.until = time.Time{}
+		l.armed = time.Time{}
 		if len(l.due) > 0 {
-			l.until = l.due[0].at
-			ts := unix.NsecToTimespec(int64(l.until.Sub(now)))
-			timeout = &ts
+			l.arm(l.due[0].at)
 		}
-		l.sleeping = true
 		l.mu.Unlock()
-		n, _ := unix.Ppoll(fds, timeout, nil) // EINTR: look again
-		l.mu.Lock()
-		l.sleeping = false
-		l.mu.Unlock()
-		if n > 0 {
-			_, _ = unix.Read(l.efd, buf[:])
-		}
 	}
 }

