@@ -320,22 +320,15 @@ func (s *SQLStore) insertBatchOrders(ctx context.Context, tx *sql.Tx, ds []Deduc
 	if err != nil || step == 0 {
 		return false, err
 	}
-	var q strings.Builder
-	q.Grow(len(SQLInsertOrder) + len(rows)*len(sqlOrderValues))
-	q.WriteString(SQLInsertOrder)
 	args := make([]any, 0, len(rows)*orderColumns)
-	for n, i := range rows {
-		if n > 0 {
-			q.WriteString(",")
-			q.WriteString(sqlOrderValues)
-		}
+	for _, i := range rows {
 		o := &ds[i].Order
 		if o.CreatedAt.IsZero() {
 			o.CreatedAt = time.Now()
 		}
 		args = append(args, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
 	}
-	r, err := tx.ExecContext(ctx, q.String(), args...)
+	r, err := tx.ExecContext(ctx, multiRow(SQLInsertOrder, len(rows)), args...)
 	if err != nil {
 		if mysqlerr.IsDuplicate(err) {
 			return false, nil // the statement wrote nothing
@@ -352,10 +345,9 @@ func (s *SQLStore) insertBatchOrders(ctx context.Context, tx *sql.Tx, ds []Deduc
 	return true, nil
 }
 
-// sqlOrderValues is one more row of SQLInsertOrder; orderColumns its
-// placeholders. maxPlaceholders is the protocol's bound on one statement's.
+// orderColumns are SQLInsertOrder's placeholders; maxPlaceholders is the
+// protocol's bound on one statement's.
 const (
-	sqlOrderValues  = " (?, ?, ?, ?, ?, ?, ?, ?)"
 	orderColumns    = 8
 	maxPlaceholders = 65535
 )

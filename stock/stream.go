@@ -440,19 +440,12 @@ func insertStreamOrders(ctx context.Context, tx *sql.Tx, es []streamEntry) (ok b
 	if len(es) < 2 {
 		return false, nil
 	}
-	var q strings.Builder
-	q.Grow(len(sqlInsertOrderWithID) + len(es)*len(sqlOrderRow))
-	q.WriteString(sqlInsertOrderWithID)
 	args := make([]any, 0, len(es)*9)
-	for i, e := range es {
-		if i > 0 {
-			q.WriteString(",")
-			q.WriteString(sqlOrderRow)
-		}
+	for _, e := range es {
 		o := e.order
 		args = append(args, o.ID, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
 	}
-	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+	if _, err := tx.ExecContext(ctx, multiRow(sqlInsertOrderWithID, len(es)), args...); err != nil {
 		if mysqlerr.IsDuplicate(err) {
 			return false, nil
 		}
@@ -461,8 +454,19 @@ func insertStreamOrders(ctx context.Context, tx *sql.Tx, es []streamEntry) (ok b
 	return true, nil
 }
 
-// sqlOrderRow is one more row of sqlInsertOrderWithID.
-const sqlOrderRow = " (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+// multiRow returns stmt, a one-row INSERT ... VALUES (?, ...), with n
+// rows of the same placeholders.
+func multiRow(stmt string, n int) string {
+	row := stmt[strings.LastIndex(stmt, "("):]
+	var b strings.Builder
+	b.Grow(len(stmt) + (n-1)*(len(row)+2))
+	b.WriteString(stmt)
+	for range n - 1 {
+		b.WriteString(", ")
+		b.WriteString(row)
+	}
+	return b.String()
+}
 
 // insertStreamOrder inserts o with its stream order id in tx; dup is true
 // when its request id is already written. An id taken by another row (an

@@ -306,14 +306,17 @@ type mark struct {
 type flight struct{ n atomic.Int32 }
 
 // begin is called as a request under mk is sent: overlapped says another
-// one under mk was in flight (a fan-out, sent at once), and end must be
-// called when its answer came. Unmarked requests never overlap.
-func (mk mark) begin() (overlapped bool, end func()) {
-	if mk.flight == nil {
-		return false, func() {}
+// one under mk was in flight (a fan-out, sent at once). end is called when
+// its answer came. Unmarked requests never overlap.
+func (mk mark) begin() (overlapped bool) {
+	return mk.flight != nil && mk.flight.n.Add(1) > 1
+}
+
+// end is begin's pair.
+func (mk mark) end() {
+	if mk.flight != nil {
+		mk.flight.n.Add(-1)
 	}
-	overlapped = mk.flight.n.Add(1) > 1
-	return overlapped, func() { mk.flight.n.Add(-1) }
 }
 
 type markKey struct{}

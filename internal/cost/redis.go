@@ -39,9 +39,9 @@ func (redisHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		mk := markOf(ctx)
-		overlapped, end := mk.begin()
+		overlapped := mk.begin()
 		err := next(ctx, cmd)
-		end()
+		mk.end()
 		if redisSetup[cmd.Name()] {
 			h.m.recordIn(Redis, mark{phase: Other}, op{})
 			return err
@@ -54,9 +54,9 @@ func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		mk := markOf(ctx)
-		overlapped, end := mk.begin()
+		overlapped := mk.begin()
 		err := next(ctx, cmds)
-		end()
+		mk.end()
 		wrote, setup := false, true
 		for _, c := range cmds {
 			wrote = wrote || redisWrote(c.Err(), c)

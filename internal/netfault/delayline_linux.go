@@ -82,7 +82,7 @@ func waitUntil(due time.Time, interrupt <-chan struct{}) bool {
 		return true
 	}
 	l, err := theLine()
-	if err != nil { // no eventfd: Go's timer, a millisecond coarse
+	if err != nil { // no timerfd: Go's timer, a millisecond coarse
 		return timerWait(due, interrupt)
 	}
 	lead := time.Duration(l.lead.Load())
