@@ -82,7 +82,11 @@ func markCPU(s CPUSampler) cpuMark {
 // cpuSince is the use from m0 to m1 over requests; nil when nothing
 // could be read (not Linux) or no request was sent.
 func cpuSince(m0, m1 cpuMark, requests int) *CPUUse {
-	wall := (m1.busy + m1.idle) - (m0.busy + m0.idle)
+	// The busy share is busy / (busy + idle) of the deltas, so that a
+	// machine busy throughout is exactly 1; idle includes iowait, which
+	// the kernel can step back, so its delta is taken as no less than 0.
+	busy := m1.busy - m0.busy
+	wall := busy + max(m1.idle-m0.idle, 0)
 	if requests <= 0 || wall <= 0 || m0.err != nil || m1.err != nil {
 		return nil
 	}
@@ -105,8 +109,8 @@ func cpuSince(m0, m1 cpuMark, requests int) *CPUUse {
 	for _, v := range u.PerRequestUS {
 		u.TotalUS += v
 	}
-	u.SecondsCPU = m1.busy - m0.busy
-	u.MachineBusy = u.SecondsCPU / wall
+	u.SecondsCPU = busy
+	u.MachineBusy = busy / wall
 	return u
 }
 

@@ -36,6 +36,15 @@ func TestCPUSince(t *testing.T) {
 	if u.TotalUS != 3500 || u.MachineBusy != 0.75 || u.SecondsCPU != 3 {
 		t.Errorf("total %v µs, busy %v, %v CPU s; want 3500, 0.75, 3", u.TotalUS, u.MachineBusy, u.SecondsCPU)
 	}
+	// A machine busy the whole time is 1, never above: CI saw
+	// 1.0000000000632692 when busy and idle were subtracted as sums.
+	if u := cpuSince(cpuMark{busy: 0.1, idle: 0.2}, cpuMark{busy: 0.2, idle: 0.2}, 1); u == nil || u.MachineBusy != 1 {
+		t.Errorf("fully busy: %+v, want machine busy 1", u)
+	}
+	// iowait, counted as idle, can step back; the share stays within 1.
+	if u := cpuSince(cpuMark{busy: 1, idle: 2}, cpuMark{busy: 2, idle: 1.9}, 1); u == nil || u.MachineBusy != 1 {
+		t.Errorf("idle stepping back: %+v, want machine busy 1", u)
+	}
 	m1.err = errTest
 	if u := cpuSince(m0, m1, 100); u != nil {
 		t.Errorf("a failed sample gave %+v", u)
