@@ -483,7 +483,9 @@ func (s *SQLStore) optimisticOnce(ctx context.Context, d Deduction) (Result, err
 // UPDATE `stock = stock - qty WHERE stock >= qty` (SQLDeduct, which also
 // returns the new stock) and the order in one transaction sent as one
 // round trip (ExecPurchase). It is the sql-atomic strategy and the MySQL
-// half of redis-atomic.
+// half of redis-atomic. A bounded store (NewBoundedStore) runs at most its
+// bound of them at once; a purchase whose context ends while it waits
+// writes nothing.
 func (s *SQLStore) Atomic(ctx context.Context, d Deduction) (Result, error) {
 	res := Result{Order: d.Order}
 	if err := sleepCtx(ctx, d.WorkDelay); err != nil {
@@ -493,7 +495,11 @@ func (s *SQLStore) Atomic(ctx context.Context, d Deduction) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if err := s.atomic.enter(ctx); err != nil {
+		return res, err
+	}
 	ok, err := ExecPurchase(ctx, db, &res.Order, &res.Remaining)
+	s.atomic.leave()
 	if err != nil || ok {
 		return res, err
 	}

@@ -14,10 +14,40 @@ import (
 type SQLStore struct {
 	db *gorm.DB
 	flavor
+	// atomic bounds the lock-free purchases at MySQL (Atomic).
+	atomic gate
 }
 
-// NewStore wraps db.
+// NewStore wraps db. Its lock-free purchases (Atomic) are unbounded; see
+// NewBoundedStore.
 func NewStore(db *gorm.DB) *SQLStore { return &SQLStore{db: db} }
+
+// NewBoundedStore wraps db and runs at most inflight lock-free purchase
+// transactions (Atomic) at once; the others wait in arrival order, until
+// their context ends. inflight <= 0 is no bound. An instance runs with 4
+// (config.DefaultDBInflight; seckill serve --db-inflight).
+//
+// Why a bound: every sale of one goods updates the same row, so every
+// purchase transaction in MySQL waits in that row's lock queue, and a
+// longer queue costs the server more CPU per sale (waking, scheduling and
+// switching threads), not more sales. Measured with mariadb-slap sending
+// the purchase straight at MariaDB on a 2-CPU machine: 50 clients gave
+// 2976 transactions/s at 387 µs of server CPU each, 12 clients 4113/s at
+// 299 µs. Three instances at 4 each keep MySQL at 12; the queue moves to
+// the instances, where a waiting purchase costs a parked goroutine. It is
+// the advice of HikariCP's "About Pool Sizing": a pool of about twice the
+// database's cores beats a large one.
+//
+// A bound caps one instance at bound / round trip purchases per second: 4
+// at 2 ms is 2000/s. Raise it when the database is far away.
+//
+// Only Atomic is bounded. The locking strategies serialise before they
+// reach MySQL, and mysql-forupdate's and mysql-optimistic's waits are the
+// database's own (innodb_lock_wait_timeout follows the setting's
+// lock_wait), which a queue in front would change.
+func NewBoundedStore(db *gorm.DB, inflight int) *SQLStore {
+	return &SQLStore{db: db, atomic: newGate(inflight)}
+}
 
 // DB returns the underlying handle.
 func (s *SQLStore) DB() *gorm.DB { return s.db }

@@ -105,7 +105,7 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 	if err != nil {
 		return nil, err
 	}
-	store := stock.NewStore(db)
+	store := stock.NewBoundedStore(db, cfg.DBInflight)
 	if err := store.Migrate(ctx); err != nil {
 		b.Close()
 		return nil, err

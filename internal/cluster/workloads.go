@@ -288,6 +288,7 @@ func instanceEnv() []corev1.EnvVar {
 			LocalObjectReference: corev1.LocalObjectReference{Name: AdminSecret}, Key: config.EnvAdminToken}}},
 		{Name: config.EnvStrategy, Value: stock.None},
 		{Name: config.EnvMaxQty, Value: strconv.Itoa(config.DefaultMaxQty)},
+		{Name: config.EnvDBInflight, Value: strconv.Itoa(config.DefaultDBInflight)},
 		// No fault proxy on a cluster: Chaos Mesh injects the faults.
 		{Name: config.EnvProxyShift, Value: ""},
 	}

@@ -30,6 +30,9 @@ const (
 	EnvAdminToken    = "SECKILL_ADMIN_TOKEN"
 	EnvStrategy      = "SECKILL_STRATEGY"
 	EnvMaxQty        = "SECKILL_MAX_QTY"
+	// EnvDBInflight bounds the lock-free purchases one instance runs
+	// against MySQL at once (stock.NewBoundedStore); 0 is no bound.
+	EnvDBInflight = "SECKILL_DB_INFLIGHT"
 	// EnvProxyShift is how far above a server's port this instance's fault
 	// proxy for it listens, on 127.0.0.1 (`seckill up --proxy`); Redis
 	// addresses a Sentinel names are dialled shifted too.
@@ -62,13 +65,16 @@ func ServerVars() []string {
 // one list the config, the stack and the compose check use.
 func EnvVars() []string {
 	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvCounterRedis,
-		EnvEtcdEndpoints, EnvZKServers, EnvConsulAddrs, EnvAdminToken, EnvStrategy, EnvMaxQty, EnvProxyShift}
+		EnvEtcdEndpoints, EnvZKServers, EnvConsulAddrs, EnvAdminToken, EnvStrategy, EnvMaxQty, EnvDBInflight, EnvProxyShift}
 }
 
 // Defaults.
 const (
 	DefaultListen = "127.0.0.1:8080"
 	DefaultMaxQty = 100
+	// DefaultDBInflight is how many lock-free purchases one instance runs
+	// against MySQL at once (stock.NewBoundedStore says why 4).
+	DefaultDBInflight = 4
 	// DefaultRedisMaster is the Sentinel master name of the replicated Redis.
 	DefaultRedisMaster = "seckill"
 	MaxBodyBytes       = 4 << 10
@@ -114,6 +120,11 @@ type Config struct {
 	Setting string
 	// MaxQty bounds qty per purchase. Default 100.
 	MaxQty int64
+	// DBInflight bounds the lock-free purchases (sql-atomic, redis-atomic's
+	// MySQL half) this instance runs against MySQL at once; the others wait
+	// in the instance. 0 is no bound. Default 4 (stock.NewBoundedStore says
+	// why).
+	DBInflight int
 	// ProxyShift, when not 0, is added to the port of every 127.0.0.1
 	// Redis address a Sentinel hands out, so the failover client reaches
 	// the primary through the same fault proxy as the other servers.
@@ -145,6 +156,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Strategy:       getenv(EnvStrategy),
 		Setting:        getenv(EnvSetting),
 		MaxQty:         DefaultMaxQty,
+		DBInflight:     DefaultDBInflight,
 	}
 	if v := getenv(EnvProxyShift); v != "" {
 		n, err := strconv.Atoi(v)
@@ -159,6 +171,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s=%q: not an integer", EnvMaxQty, v)
 		}
 		c.MaxQty = n
+	}
+	if v := getenv(EnvDBInflight); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return c, fmt.Errorf("%s=%q: not an integer (0: no bound)", EnvDBInflight, v)
+		}
+		c.DBInflight = n
 	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
@@ -198,6 +217,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Var(listFlag{&c.ConsulAddrs}, "consul-addrs", "comma-separated Consul agents' HTTP addresses ($"+EnvConsulAddrs+")")
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "starting strategy ($"+EnvStrategy+")")
 	fs.Int64Var(&c.MaxQty, "max-qty", c.MaxQty, "largest qty per purchase ($"+EnvMaxQty+")")
+	fs.IntVar(&c.DBInflight, "db-inflight", c.DBInflight, "lock-free purchases (sql-atomic, redis-atomic) this instance runs against MySQL at once; the others wait here; 0: no bound ($"+EnvDBInflight+")")
 	fs.IntVar(&c.ProxyShift, "proxy-shift", c.ProxyShift, "dial the 127.0.0.1 Redis addresses Sentinels name this many ports higher, through the fault proxy ($"+EnvProxyShift+")")
 }
 
@@ -209,6 +229,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxQty <= 0 {
 		errs = append(errs, fmt.Errorf("max qty %d must be positive", c.MaxQty))
+	}
+	if c.DBInflight < 0 {
+		errs = append(errs, fmt.Errorf("db inflight %d must be 0 (no bound) or more: set %s or --db-inflight", c.DBInflight, EnvDBInflight))
 	}
 	if c.Instance == "" {
 		errs = append(errs, errors.New("no instance name: set --name"))

@@ -21,8 +21,19 @@ func TestFromEnvAndFlags(t *testing.T) {
 				EnvStrategy: "redis", EnvMaxQty: "7"},
 			want: func(c Config) bool {
 				return reflect.DeepEqual(c.RedisAddrs, []string{"a:1", "b:2"}) && c.Instance == "inst-1" && c.Strategy == "redis" &&
-					c.MaxQty == 7 && c.Listen == DefaultListen
+					c.MaxQty == 7 && c.Listen == DefaultListen && c.DBInflight == DefaultDBInflight
 			},
+		},
+		{
+			name: "db inflight from env",
+			env:  map[string]string{EnvMySQLDSN: "d", EnvDBInflight: "0"},
+			want: func(c Config) bool { return c.DBInflight == 0 },
+		},
+		{
+			name: "db inflight flag",
+			env:  map[string]string{EnvMySQLDSN: "d", EnvDBInflight: "0"},
+			args: []string{"--db-inflight", "16"},
+			want: func(c Config) bool { return c.DBInflight == 16 },
 		},
 		{
 			name: "flags override env",
@@ -50,6 +61,8 @@ func TestFromEnvAndFlags(t *testing.T) {
 		{name: "sentinels without master", env: map[string]string{EnvMySQLDSN: "d", EnvSentinels: "s:1"}, args: []string{"--redis-master", ""}, wantErr: "master name"},
 		{name: "no DSN", env: map[string]string{EnvInstance: "i"}, wantErr: "no MySQL DSN"},
 		{name: "bad max qty", env: map[string]string{EnvMySQLDSN: "d", EnvMaxQty: "many"}, wantErr: "not an integer"},
+		{name: "bad db inflight", env: map[string]string{EnvMySQLDSN: "d", EnvDBInflight: "four"}, wantErr: "SECKILL_DB_INFLIGHT=\"four\": not an integer"},
+		{name: "negative db inflight", env: map[string]string{EnvMySQLDSN: "d"}, args: []string{"--db-inflight", "-1"}, wantErr: "--db-inflight"},
 		{name: "zero max qty", env: map[string]string{EnvMySQLDSN: "d", EnvMaxQty: "0"}, wantErr: "max qty"},
 	}
 	for _, tc := range cases {

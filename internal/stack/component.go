@@ -42,7 +42,7 @@ func (s *State) find(name string) (Component, error) {
 // as `up` gives it.
 func componentEnv(ctx context.Context, st *State, c Component) []string {
 	if c.Kind == KindInstance {
-		return instanceEnv(st, c, fleetSetting(ctx, st, c.Name))
+		return instanceEnv(st, c, fleetSetting(ctx, st, c.Name), len(st.Instances()))
 	}
 	return server.Env(c.Kind)
 }

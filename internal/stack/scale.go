@@ -126,7 +126,7 @@ func scale(ctx context.Context, dir string, n int) (*State, int, error) {
 			return nil, 0, err
 		}
 		r := &runner{st: st, out: io.Discard, t0: time.Now(), procs: map[string]*proc{}}
-		if err := r.startInstances(ctx, Options{Binary: st.Binary, StartTimeout: 60 * time.Second}, add); err != nil {
+		if err := r.startInstances(ctx, Options{Binary: st.Binary, StartTimeout: 60 * time.Second, Instances: n}, add); err != nil {
 			r.mu.Lock()
 			var started []Component
 			for _, c := range st.Components {

@@ -1,0 +1,157 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckill-lab/seckill/internal/testenv"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// TestGate: at most bound callers are inside at once, as many as can be
+// are let in, and a caller whose context ends while it waits is refused
+// with the context's error.
+func TestGate(t *testing.T) {
+	cases := []struct{ bound, callers, inside int }{
+		{0, 6, 6}, // no bound
+		{1, 6, 1},
+		{3, 6, 3},
+		{4, 2, 2},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("bound %d callers %d", c.bound, c.callers), func(t *testing.T) {
+			g := newGate(c.bound)
+			var inside, most atomic.Int32
+			release := make(chan struct{})
+			var wg sync.WaitGroup
+			for range c.callers {
+				wg.Go(func() {
+					if err := g.enter(context.Background()); err != nil {
+						t.Error(err)
+						return
+					}
+					n := inside.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					<-release
+					inside.Add(-1)
+					g.leave()
+				})
+			}
+			for inside.Load() < int32(c.inside) {
+				time.Sleep(time.Millisecond)
+			}
+			if c.bound > 0 && c.callers > c.bound {
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+				err := g.enter(ctx)
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("enter at a full gate: %v, want the context's deadline", err)
+				}
+			}
+			close(release)
+			wg.Wait()
+			if got := most.Load(); got != int32(c.inside) {
+				t.Errorf("at most %d inside at once, want %d", got, c.inside)
+			}
+		})
+	}
+}
+
+// TestBoundedAtomic: a bounded store's lock-free purchases use at most
+// its bound of MySQL connections at once and sell exactly the stock; a
+// purchase that cannot get a place before its context ends writes
+// nothing.
+func TestBoundedAtomic(t *testing.T) {
+	dsn, err := PurchaseDSN(testenv.Get(t, testenv.MySQLDSN))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := gorm.Open(gormmysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		testenv.Unavailable(t, "MySQL", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sqlDB.Close() })
+	const bound = 2
+	st := NewBoundedStore(db, bound)
+	ctx := context.Background()
+	if err := st.Migrate(ctx); err != nil {
+		testenv.Unavailable(t, "MySQL", err)
+	}
+	goods := 4_000_000_000 + rand.Int64N(1_000_000_000)
+	sell := func(n int, prefix string) (sold, soldOut int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, err := st.Atomic(ctx, Deduction{Order: order(goods, fmt.Sprintf("%d-%s-%d", goods, prefix, i))})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					sold++
+				case errors.Is(err, ErrSoldOut):
+					soldOut++
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		return sold, soldOut
+	}
+
+	// 24 at once on stock to spare: the pool never needed more than the
+	// bound (Migrate's connection is closed by now).
+	if err := st.Reset(ctx, goods, 100); err != nil {
+		t.Fatal(err)
+	}
+	sqlDB.SetMaxIdleConns(100)
+	if sold, _ := sell(24, "a"); sold != 24 {
+		t.Fatalf("sold %d of 24 with stock to spare", sold)
+	}
+	if open := sqlDB.Stats().OpenConnections; open > bound {
+		t.Errorf("%d MySQL connections open after 24 concurrent purchases, want at most the bound %d", open, bound)
+	}
+
+	// The gate full: a purchase gives up when its context ends, and writes
+	// nothing.
+	for range bound {
+		if err := st.atomic.enter(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = st.Atomic(wctx, Deduction{Order: order(goods, fmt.Sprintf("%d-waiting", goods))})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("purchase at a full gate: %v, want the context's deadline", err)
+	}
+	for range bound {
+		st.atomic.leave()
+	}
+	if a, err := st.Audit(ctx, goods); err != nil || a.Orders != 24 || a.Stock != 76 {
+		t.Fatalf("after the refused purchase: audit %+v, %v; want 24 orders and stock 76", a, err)
+	}
+
+	// A reset to 10 (its orders go): 30 at once sell exactly 10.
+	if err := st.Reset(ctx, goods, 10); err != nil {
+		t.Fatal(err)
+	}
+	sold, soldOut := sell(30, "b")
+	if a, err := st.Audit(ctx, goods); err != nil || sold != 10 || soldOut != 20 || a.Stock != 0 || a.Orders != 10 {
+		t.Fatalf("30 on stock 10: sold %d, sold out %d, audit %+v, %v", sold, soldOut, a, err)
+	}
+}
