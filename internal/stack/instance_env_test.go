@@ -27,8 +27,8 @@ func TestInstanceProcs(t *testing.T) {
 // ours sets one, and our SECKILL_DB_INFLIGHT, but never our server
 // addresses (the stack's own replace them).
 func TestInstanceEnv(t *testing.T) {
-	st := &State{Dir: t.TempDir(), BasePort: 17000, Strategy: "none"}
-	c := Component{Name: "inst-2", Kind: KindInstance, Addr: "127.0.0.1:17102"}
+	st := &State{Dir: t.TempDir(), Strategy: "none"} // no server is dialled: the ports do not matter
+	c := Component{Name: "inst-2", Kind: KindInstance, Addr: "127.0.0.1:0"}
 	cases := []struct {
 		name  string
 		ours  map[string]string
