@@ -3,6 +3,8 @@ package stock
 import (
 	"context"
 	"fmt"
+	"math"
+	"time"
 )
 
 // gate bounds how many callers are between enter and leave at once. The
@@ -41,4 +43,23 @@ func (g gate) leave() {
 	if g != nil {
 		<-g
 	}
+}
+
+// inflightService is the time the database spends on one lock-free
+// purchase transaction, for ScaledInflight: MariaDB spent 300–450 µs of
+// CPU on each on the 2-CPU machine the default was measured on.
+const inflightService = 500 * time.Microsecond
+
+// ScaledInflight is the bound of a bounded store (NewBoundedStore) whose
+// database is rtt away: base purchases at the database at once, and as
+// many more places as the round trip keeps busy (Little's law: a place
+// is held for rtt + the service time, not the service time alone),
+// base × (1 + rtt / 500 µs), rounded. base <= 0 is no bound. On loopback
+// it is base; at 2 ms it is about 5 × base, so a far database is not
+// starved by a bound chosen for a near one.
+func ScaledInflight(base int, rtt time.Duration) int {
+	if base <= 0 {
+		return 0
+	}
+	return int(math.Round(float64(base) * (1 + float64(max(rtt, 0))/float64(inflightService))))
 }

@@ -155,3 +155,27 @@ func TestBoundedAtomic(t *testing.T) {
 		t.Fatalf("30 on stock 10: sold %d, sold out %d, audit %+v, %v", sold, soldOut, a, err)
 	}
 }
+
+// TestScaledInflight: the bound grows with the round trip to the
+// database, from base on loopback.
+func TestScaledInflight(t *testing.T) {
+	cases := []struct {
+		base int
+		rtt  time.Duration
+		want int
+	}{
+		{4, 0, 4},
+		{4, 30 * time.Microsecond, 4},    // loopback
+		{4, 240 * time.Microsecond, 6},   // zone
+		{4, 2100 * time.Microsecond, 21}, // cross-zone
+		{4, 30 * time.Millisecond, 244},  // another region
+		{0, 2 * time.Millisecond, 0},     // no bound stays none
+		{-1, time.Millisecond, 0},
+		{4, -time.Millisecond, 4},
+	}
+	for _, c := range cases {
+		if got := ScaledInflight(c.base, c.rtt); got != c.want {
+			t.Errorf("ScaledInflight(%d, %v) = %d, want %d", c.base, c.rtt, got, c.want)
+		}
+	}
+}

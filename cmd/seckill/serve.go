@@ -35,8 +35,18 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer in.Close()
 	return in.Serve(ctx, func(addr string) {
-		fmt.Fprintf(os.Stderr, "seckill serve: instance %s listening on %s, strategy %s\n", cfg.Instance, addr, in.Service.Config().Name)
+		fmt.Fprintf(os.Stderr, "seckill serve: instance %s listening on %s, strategy %s, %s\n", cfg.Instance, addr, in.Service.Config().Name, inflightNote(in))
 	})
+}
+
+// inflightNote says how many lock-free purchases the instance runs at
+// MySQL at once, and why that many.
+func inflightNote(in *app.Instance) string {
+	if in.DBInflight == 0 {
+		return "lock-free purchases at MySQL unbounded (--db-inflight 0)"
+	}
+	return fmt.Sprintf("at most %d lock-free purchases at MySQL at once (--db-inflight %d scaled by the %.2f ms round trip)",
+		in.DBInflight, in.Config.DBInflight, float64(in.MySQLRTT.Microseconds())/1000)
 }
 
 // voidLogger drops go-redis's internal log lines.

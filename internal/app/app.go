@@ -69,6 +69,11 @@ type Instance struct {
 	Handler http.Handler
 	// Timeouts of Serve; set before it is called.
 	Timeouts Timeouts
+	// DBInflight is how many lock-free purchases the instance runs
+	// against MySQL at once (0: no bound): config.DBInflight scaled by
+	// MySQLRTT, the round trip measured at start (stock.ScaledInflight).
+	DBInflight int
+	MySQLRTT   time.Duration
 	// Cost counts the instance's requests to its servers (GET /admin/cost).
 	Cost *cost.Meter
 
@@ -105,7 +110,13 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 	if err != nil {
 		return nil, err
 	}
-	store := stock.NewBoundedStore(db, cfg.DBInflight)
+	rtt, err := mysqlRTT(ctx, db, 5)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	inflight := stock.ScaledInflight(cfg.DBInflight, rtt)
+	store := stock.NewBoundedStore(db, inflight)
 	if err := store.Migrate(ctx); err != nil {
 		b.Close()
 		return nil, err
@@ -136,7 +147,7 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 		return nil, err
 	}
 	h := api.New(api.Options{Service: svc, AdminToken: cfg.AdminToken, Checks: b.checks(store), Registry: reg, Metrics: metrics, Events: events, Cost: meter})
-	in := &Instance{Config: cfg, Service: svc, Handler: h, Cost: meter, backends: b}
+	in := &Instance{Config: cfg, Service: svc, Handler: h, Cost: meter, backends: b, DBInflight: inflight, MySQLRTT: rtt}
 	if opts.Stream != nil {
 		in.streamRedis = b.failover
 		if b.failover == nil {
@@ -199,6 +210,26 @@ func (in *Instance) Serve(ctx context.Context, ready func(addr string)) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// mysqlRTT returns the shortest of n pings of db: the round trip to
+// MySQL, without the queueing a busy moment adds.
+func mysqlRTT(ctx context.Context, db *gorm.DB, n int) (time.Duration, error) {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return 0, fmt.Errorf("MySQL round trip: %w", err)
+	}
+	var least time.Duration
+	for i := range n {
+		t0 := time.Now()
+		if err := sqlDB.PingContext(ctx); err != nil {
+			return 0, fmt.Errorf("MySQL round trip: %w", err)
+		}
+		if d := time.Since(t0); i == 0 || d < least {
+			least = d
+		}
+	}
+	return least, nil
 }
 
 // openMySQL opens the DSN with bounded timeouts and waits for SELECT 1.

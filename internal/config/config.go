@@ -121,9 +121,10 @@ type Config struct {
 	// MaxQty bounds qty per purchase. Default 100.
 	MaxQty int64
 	// DBInflight bounds the lock-free purchases (sql-atomic, redis-atomic's
-	// MySQL half) this instance runs against MySQL at once; the others wait
-	// in the instance. 0 is no bound. Default 4 (stock.NewBoundedStore says
-	// why).
+	// MySQL half) this instance runs against MySQL at once, on loopback;
+	// the instance scales it with its round trip to MySQL
+	// (stock.ScaledInflight). The others wait in the instance. 0 is no
+	// bound. Default 4 (stock.NewBoundedStore says why).
 	DBInflight int
 	// ProxyShift, when not 0, is added to the port of every 127.0.0.1
 	// Redis address a Sentinel hands out, so the failover client reaches
@@ -217,7 +218,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Var(listFlag{&c.ConsulAddrs}, "consul-addrs", "comma-separated Consul agents' HTTP addresses ($"+EnvConsulAddrs+")")
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "starting strategy ($"+EnvStrategy+")")
 	fs.Int64Var(&c.MaxQty, "max-qty", c.MaxQty, "largest qty per purchase ($"+EnvMaxQty+")")
-	fs.IntVar(&c.DBInflight, "db-inflight", c.DBInflight, "lock-free purchases (sql-atomic, redis-atomic) this instance runs against MySQL at once; the others wait here; 0: no bound ($"+EnvDBInflight+")")
+	fs.IntVar(&c.DBInflight, "db-inflight", c.DBInflight, "lock-free purchases (sql-atomic, redis-atomic) this instance runs against MySQL at once on loopback, scaled by its round trip to MySQL; the others wait here; 0: no bound ($"+EnvDBInflight+")")
 	fs.IntVar(&c.ProxyShift, "proxy-shift", c.ProxyShift, "dial the 127.0.0.1 Redis addresses Sentinels name this many ports higher, through the fault proxy ($"+EnvProxyShift+")")
 }
 
