@@ -10,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/testenv"
-	gormmysql "gorm.io/driver/mysql"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 // TestGate: at most bound callers are inside at once, as many as can be
@@ -71,25 +68,13 @@ func TestGate(t *testing.T) {
 // purchase that cannot get a place before its context ends writes
 // nothing.
 func TestBoundedAtomic(t *testing.T) {
-	dsn, err := PurchaseDSN(testenv.Get(t, testenv.MySQLDSN))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := gorm.Open(gormmysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		testenv.Unavailable(t, "MySQL", err)
-	}
-	sqlDB, err := db.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sqlDB.Close() })
 	const bound = 2
-	st := NewBoundedStore(db, bound)
-	ctx := context.Background()
-	if err := st.Migrate(ctx); err != nil {
-		testenv.Unavailable(t, "MySQL", err)
+	st := testStoreOf(t, func(db *gorm.DB) *SQLStore { return NewBoundedStore(db, bound) })
+	sqlDB, err := st.sqlDB()
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx := context.Background()
 	goods := 4_000_000_000 + rand.Int64N(1_000_000_000)
 	sell := func(n int, prefix string) (sold, soldOut int) {
 		var mu sync.Mutex

@@ -103,6 +103,13 @@ func TestConfigJSONAndValidate(t *testing.T) {
 
 func testStore(t *testing.T) *SQLStore {
 	t.Helper()
+	return testStoreOf(t, NewStore)
+}
+
+// testStoreOf opens the test database (closed at the test's end), wraps
+// it with open and migrates the schema.
+func testStoreOf(t *testing.T, open func(*gorm.DB) *SQLStore) *SQLStore {
+	t.Helper()
 	dsn, err := PurchaseDSN(testenv.Get(t, testenv.MySQLDSN))
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +120,7 @@ func testStore(t *testing.T) *SQLStore {
 	}
 	sqlDB, _ := db.DB()
 	t.Cleanup(func() { sqlDB.Close() })
-	st := NewStore(db)
+	st := open(db)
 	if err := st.Migrate(context.Background()); err != nil {
 		testenv.Unavailable(t, "MySQL", err)
 	}
