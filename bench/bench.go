@@ -22,6 +22,10 @@ import (
 
 // Latency is a latency summary in milliseconds.
 type Latency struct {
+	// Min is the fastest: the floor a run's round trips set, which a
+	// moment of stall elsewhere on the machine (an fsync storm) does not
+	// move, as it moves the percentiles.
+	Min  float64 `json:"min"`
 	Mean float64 `json:"mean"`
 	P50  float64 `json:"p50"`
 	P90  float64 `json:"p90"`
@@ -760,5 +764,5 @@ func fillRun(run *RunResult, a Audit, st ServerState, res attackResult) {
 		run.OKPerSec = float64(run.OK) / run.DurationS
 	}
 	l := res.Metrics.Latencies
-	run.LatencyMS = Latency{Mean: ms(l.Mean), P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), Max: ms(l.Max)}
+	run.LatencyMS = Latency{Min: ms(l.Min), Mean: ms(l.Mean), P50: ms(l.P50), P90: ms(l.P90), P99: ms(l.P99), Max: ms(l.Max)}
 }

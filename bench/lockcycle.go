@@ -42,7 +42,7 @@ func summarizeNS(ns []int64) Latency {
 	for _, v := range s {
 		sum += float64(v)
 	}
-	return Latency{Mean: sum / float64(len(s)) / 1e6, P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: float64(s[len(s)-1]) / 1e6}
+	return Latency{Min: float64(s[0]) / 1e6, Mean: sum / float64(len(s)) / 1e6, P50: at(0.5), P90: at(0.9), P99: at(0.99), Max: float64(s[len(s)-1]) / 1e6}
 }
 
 // lockCycleTable lists the runs' lock cycles.

@@ -122,6 +122,10 @@ func TestRTT(t *testing.T) {
 	}
 
 	// A purchase pays the round trip; a lock's purchase at least once more.
+	// Compared on the fastest purchase of each: the floor the round trips
+	// set. The median moved with the machine: CI saw sql-atomic's p50 at
+	// 12.19 and 12.55 ms (redis's 11.49 and 10.19) while other packages'
+	// stacks ran, about 10 ms on every purchase of one run.
 	rep2, err := bench.Run(ctx, bench.Options{Fleet: st.Fleet(), Strategies: []string{"sql-atomic", "redis"}, Requests: 20, Stock: 40,
 		Concurrency: 1, Warmup: 5, CalibrateRequests: -1, OutDir: t.TempDir()})
 	if err != nil {
@@ -132,13 +136,13 @@ func TestRTT(t *testing.T) {
 	}
 	p := map[string]float64{}
 	for _, r := range rep2.Runs {
-		p[r.Strategy] = r.LatencyMS.P50
+		p[r.Strategy] = r.LatencyMS.Min
 		if r.Oversold != 0 {
 			t.Errorf("%s oversold %d", r.Strategy, r.Oversold)
 		}
 	}
 	if p["sql-atomic"] < 2 || p["redis"] < p["sql-atomic"]+2 {
-		t.Errorf("purchase p50 sql-atomic %.2f ms, redis %.2f ms at rtt 2 ms: want sql-atomic >= 2 and redis >= sql-atomic + 2", p["sql-atomic"], p["redis"])
+		t.Errorf("fastest purchase sql-atomic %.2f ms, redis %.2f ms at rtt 2 ms: want sql-atomic >= 2 and redis >= sql-atomic + 2", p["sql-atomic"], p["redis"])
 	}
 
 	// A sweep over round trips changes the links between its points,
