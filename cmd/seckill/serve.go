@@ -42,11 +42,12 @@ func runServe(ctx context.Context, args []string) error {
 // inflightNote says how many lock-free purchases the instance runs at
 // MySQL at once, and why that many.
 func inflightNote(in *app.Instance) string {
-	if in.DBInflight == 0 {
+	n := in.DBInflight()
+	if n == 0 {
 		return "lock-free purchases at MySQL unbounded (--db-inflight 0)"
 	}
 	return fmt.Sprintf("at most %d lock-free purchases at MySQL at once (--db-inflight %d scaled by the %.2f ms round trip)",
-		in.DBInflight, in.Config.DBInflight, float64(in.MySQLRTT.Microseconds())/1000)
+		n, in.Config.DBInflight, float64(in.MySQLRTT.Microseconds())/1000)
 }
 
 // voidLogger drops go-redis's internal log lines.

@@ -69,11 +69,9 @@ type Instance struct {
 	Handler http.Handler
 	// Timeouts of Serve; set before it is called.
 	Timeouts Timeouts
-	// DBInflight is how many lock-free purchases the instance runs
-	// against MySQL at once (0: no bound): config.DBInflight scaled by
-	// MySQLRTT, the round trip measured at start (stock.ScaledInflight).
-	DBInflight int
-	MySQLRTT   time.Duration
+	// MySQLRTT is the round trip to MySQL measured at start, which scales
+	// the bound on lock-free purchases (DBInflight).
+	MySQLRTT time.Duration
 	// Cost counts the instance's requests to its servers (GET /admin/cost).
 	Cost *cost.Meter
 
@@ -115,8 +113,7 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 		b.Close()
 		return nil, err
 	}
-	inflight := stock.ScaledInflight(cfg.DBInflight, rtt)
-	store := stock.NewBoundedStore(db, inflight)
+	store := stock.NewBoundedStore(db, stock.ScaledInflight(cfg.DBInflight, rtt))
 	if err := store.Migrate(ctx); err != nil {
 		b.Close()
 		return nil, err
@@ -147,7 +144,7 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 		return nil, err
 	}
 	h := api.New(api.Options{Service: svc, AdminToken: cfg.AdminToken, Checks: b.checks(store), Registry: reg, Metrics: metrics, Events: events, Cost: meter})
-	in := &Instance{Config: cfg, Service: svc, Handler: h, Cost: meter, backends: b, DBInflight: inflight, MySQLRTT: rtt}
+	in := &Instance{Config: cfg, Service: svc, Handler: h, Cost: meter, backends: b, MySQLRTT: rtt}
 	if opts.Stream != nil {
 		in.streamRedis = b.failover
 		if b.failover == nil {
@@ -211,6 +208,11 @@ func (in *Instance) Serve(ctx context.Context, ready func(addr string)) error {
 	}
 	return nil
 }
+
+// DBInflight is how many lock-free purchases the instance runs against
+// MySQL at once (0: no bound): config.DBInflight scaled by MySQLRTT
+// (stock.ScaledInflight).
+func (in *Instance) DBInflight() int { return stock.ScaledInflight(in.Config.DBInflight, in.MySQLRTT) }
 
 // mysqlRTT returns the shortest of n pings of db: the round trip to
 // MySQL, without the queueing a busy moment adds.
