@@ -55,7 +55,8 @@ const inflightService = 500 * time.Microsecond
 // many more places as the round trip keeps busy (Little's law: a place
 // is held for rtt + the service time, not the service time alone),
 // base × (1 + rtt / 500 µs), rounded. base <= 0 is no bound. On loopback
-// it is base; at 2 ms it is about 5 × base, so a far database is not
+// it is base or one more (a ping there takes 0.03–0.1 ms); at 2 ms it is
+// about 5 × base, so a far database is not
 // starved by a bound chosen for a near one.
 func ScaledInflight(base int, rtt time.Duration) int {
 	if base <= 0 {

@@ -42,7 +42,7 @@ func NewStore(db *gorm.DB) *SQLStore { return &SQLStore{db: db} }
 // A place is held for the round trip too, so a bound caps one instance at
 // bound / (round trip + service) purchases per second: an instance scales
 // its bound with the round trip it measures to MySQL at start
-// (ScaledInflight: 4 on loopback, 21 at 2 ms).
+// (ScaledInflight: 4 or 5 on loopback, 21 at 2 ms).
 //
 // Only Atomic is bounded. The locking strategies serialise before they
 // reach MySQL, and mysql-forupdate's and mysql-optimistic's waits are the
