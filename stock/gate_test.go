@@ -151,6 +151,7 @@ func TestScaledInflight(t *testing.T) {
 	}{
 		{4, 0, 4},
 		{4, 30 * time.Microsecond, 4},    // loopback
+		{4, 90 * time.Microsecond, 5},    // loopback, a slower ping
 		{4, 240 * time.Microsecond, 6},   // zone
 		{4, 2100 * time.Microsecond, 21}, // cross-zone
 		{4, 30 * time.Millisecond, 244},  // another region
