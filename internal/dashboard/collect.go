@@ -241,19 +241,26 @@ const burstSettle = time.Second
 // padded by a twentieth on each side (the timeline's width fits the
 // burst), from the event log until burstSettle after its end, then kept.
 func (s *Server) lastBurst(lanes []string, nowNS int64) *TimelineView {
+	// The burst's fields are read under s.mu: burstRun writes them
+	// (Running, endNS) under it when the burst ends.
 	s.mu.Lock()
 	b, kept := s.burst, s.burstTL
+	over := b != nil && !b.Running && b.endNS != 0
+	var startNS, endNS int64
+	if over {
+		startNS, endNS = b.startNS, b.endNS
+	}
 	s.mu.Unlock()
-	if b == nil || b.Running || b.endNS == 0 {
+	if !over {
 		return nil
 	}
 	if kept != nil {
 		return kept
 	}
-	pad := max((b.endNS-b.startNS)/20, int64(10*time.Millisecond))
-	from, to := b.startNS-pad, b.endNS+pad
+	pad := max((endNS-startNS)/20, int64(10*time.Millisecond))
+	from, to := startNS-pad, endNS+pad
 	tv := timeline(s.events.since(nowNS, from), lanes, from, to)
-	if nowNS > b.endNS+int64(burstSettle) {
+	if nowNS > endNS+int64(burstSettle) {
 		s.mu.Lock()
 		if s.burst == b {
 			s.burstTL = &tv

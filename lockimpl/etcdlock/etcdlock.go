@@ -306,7 +306,11 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*lockimpl.L
 	myKey := fmt.Sprintf("%s%x", l.Prefix(key), s.Lease())
 	token, err := l.mutex(ctx, s, l.Prefix(key), myKey, try)
 	if err != nil {
-		l.abandon(s, key)
+		if errors.Is(err, errTryRefused) {
+			l.put(s) // its key is gone already
+		} else {
+			l.abandon(s, key)
+		}
 		switch {
 		case errors.Is(err, lockimpl.ErrLocked):
 			return nil, fmt.Errorf("etcdlock: %s %q: %w", op, key, lockimpl.ErrLocked)
@@ -355,6 +359,9 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*lockimpl.L
 // (its session lease expired or was revoked).
 var errSessionGone = errors.New("etcdlock: own key gone while waiting (session expired)")
 
+// errTryRefused is a TryLock refused by a holder, its key already deleted.
+var errTryRefused = fmt.Errorf("etcdlock: %w (the attempt's key deleted)", lockimpl.ErrLocked)
+
 // mutex is concurrency.Mutex's algorithm (same keys, same transaction, so it
 // interoperates with concurrency.Mutex users of the same prefix) with one
 // change: the watch on the predecessor starts where etcd is when it
@@ -381,7 +388,14 @@ func (l *Locker) mutex(ctx context.Context, s *concurrency.Session, pfx, myKey s
 		return myRev, nil
 	}
 	if try {
-		return 0, lockimpl.ErrLocked // abandon deletes myKey
+		// Refused: the key goes before the answer, as in
+		// concurrency.Mutex.TryLock. Left to abandon's goroutine, it could
+		// still be there when the holder unlocked and another TryLock came,
+		// which it then refused too (CI's conformance TryLockWhileHeld).
+		if _, err := l.client.Delete(ctx, myKey); err != nil {
+			return 0, fmt.Errorf("delete the refused attempt's key: %w", err) // abandon retries it
+		}
+		return 0, errTryRefused
 	}
 	// Wait until every key created before ours is gone, watching only the
 	// newest of them each time (no herd). concurrency.Mutex reads the
