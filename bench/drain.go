@@ -40,6 +40,9 @@ type OrderQueue struct {
 	// from a consumer that held them too long (a killed instance's), or
 	// read again by their own consumer after its restart.
 	Reclaimed int64 `json:"reclaimed"`
+	// Batches are the consumers' batches that held the goods' entries,
+	// one MySQL transaction each (stock.QueueStatus.Batches).
+	Batches int64 `json:"batches"`
 	// LagP50MS, LagP99MS and LagMaxMS are the order lag's percentiles
 	// over the Written orders: from the script's accept to the COMMIT.
 	LagP50MS float64 `json:"lag_p50_ms"`
@@ -83,7 +86,7 @@ func drainQueue(ctx context.Context, adm *admin, instances []string, goods int64
 
 // orderQueue sums up a drained queue.
 func orderQueue(st stock.QueueStatus, drain time.Duration) OrderQueue {
-	q := OrderQueue{DrainS: drain.Seconds(), Accepted: st.Accepted, Written: st.Written, Duplicates: st.Duplicates, Rejected: st.Rejected, Reclaimed: st.Reclaimed}
+	q := OrderQueue{DrainS: drain.Seconds(), Accepted: st.Accepted, Written: st.Written, Duplicates: st.Duplicates, Rejected: st.Rejected, Reclaimed: st.Reclaimed, Batches: st.Batches}
 	lags := slices.Clone(st.LagUS)
 	slices.Sort(lags)
 	pct := func(p float64) float64 {
@@ -108,7 +111,7 @@ func isAsync(strategy string) bool {
 
 // orderQueueTable lists the order queue of every asynchronous run.
 func orderQueueTable(runs []RunResult) table {
-	t := table{Title: "Order queue", Header: []string{"run", "accepted", "written", "duplicates", "rejected", "reclaimed", "orders", "drain s", "lag p50 ms", "lag p99 ms", "lag max ms"}}
+	t := table{Title: "Order queue", Header: []string{"run", "accepted", "written", "duplicates", "rejected", "reclaimed", "orders", "per batch", "drain s", "lag p50 ms", "lag p99 ms", "lag max ms"}}
 	nameOf := runNamer(runs)
 	for _, r := range runs {
 		q := r.Queue
@@ -116,12 +119,20 @@ func orderQueueTable(runs []RunResult) table {
 			continue
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("%s #%d", nameOf(r), r.Repeat), fmt.Sprint(q.Accepted), fmt.Sprint(q.Written),
-			fmt.Sprint(q.Duplicates), fmt.Sprint(q.Rejected), fmt.Sprint(q.Reclaimed), fmt.Sprint(r.Orders), fmt.Sprintf("%.2f", q.DrainS),
+			fmt.Sprint(q.Duplicates), fmt.Sprint(q.Rejected), fmt.Sprint(q.Reclaimed), fmt.Sprint(r.Orders), perBatch(q), fmt.Sprintf("%.2f", q.DrainS),
 			fmt.Sprintf("%.1f", q.LagP50MS), fmt.Sprintf("%.1f", q.LagP99MS), fmt.Sprintf("%.1f", q.LagMaxMS)})
 		t.Bad = append(t.Bad, q.Rejected > 0 || int64(r.Orders) != q.Written)
 	}
 	return t
 }
 
+// perBatch is the orders written per consumer batch, "-" without one.
+func perBatch(q *OrderQueue) string {
+	if q.Batches == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(q.Written)/float64(q.Batches))
+}
+
 // orderQueueNote explains the order queue table.
-const orderQueueNote = "Order queue: an asynchronous strategy answers 202 once Redis accepted the purchase and writes the order later; the run waited for the queue to drain before its audit. accepted: orders queued; written: written to MySQL; duplicates: entries delivered again after their order was written (a consumer killed after its COMMIT, or an entry taken over while its consumer still worked), skipped by the unique request id; rejected: not writable (MySQL's stock did not cover them); reclaimed: delivered again to be written (XAUTOCLAIM of a killed consumer's entries, or its own read again after its restart); drain s: from the last answer to an empty queue; lag: from accept to COMMIT."
+const orderQueueNote = "Order queue: an asynchronous strategy answers 202 once Redis accepted the purchase and writes the order later; the run waited for the queue to drain before its audit. accepted: orders queued; written: written to MySQL; duplicates: entries delivered again after their order was written (a consumer killed after its COMMIT, or an entry taken over while its consumer still worked), skipped by the unique request id; rejected: not writable (MySQL's stock did not cover them); reclaimed: delivered again to be written (XAUTOCLAIM of a killed consumer's entries, or its own read again after its restart); per batch: orders written per consumer batch, one MySQL transaction each (a consumer waits --stream-gather, 20 ms by default, after a short batch so that the next one gathers); drain s: from the last answer to an empty queue; lag: from accept to COMMIT."

@@ -33,7 +33,8 @@ func TestRedisStreamBench(t *testing.T) {
 		t.Errorf("oversold %d, ok %d, orders %d, final stock %d, invariants %d/%d; want the stock of 100 sold exactly, every check passed",
 			r.Oversold, r.OK, r.Orders, r.FinalStock, r.InvariantsPassed, r.InvariantsTotal)
 	}
-	if q.Accepted != 100 || q.Written != 100 || q.Rejected != 0 || q.LagP50MS <= 0 || q.LagP99MS < q.LagP50MS || q.DrainS < 0 {
-		t.Errorf("queue %+v; want 100 accepted and written, lags measured", *q)
+	if q.Accepted != 100 || q.Written != 100 || q.Rejected != 0 || q.LagP50MS <= 0 || q.LagP99MS < q.LagP50MS || q.DrainS < 0 ||
+		q.Batches < 1 || q.Batches > q.Written {
+		t.Errorf("queue %+v; want 100 accepted and written in 1 to 100 batches, lags measured", *q)
 	}
 }

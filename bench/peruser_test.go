@@ -62,12 +62,19 @@ func TestPerUser(t *testing.T) {
 	}
 }
 
-// TestOrderQueue: the order lag's percentiles over the consumers' samples.
+// TestOrderQueue: the order lag's percentiles over the consumers'
+// samples, and the orders per batch.
 func TestOrderQueue(t *testing.T) {
-	st := stock.QueueStatus{Accepted: 4, Written: 4, LagUS: []int64{4000, 1000, 3000, 2000}}
+	st := stock.QueueStatus{Accepted: 4, Written: 4, Batches: 3, LagUS: []int64{4000, 1000, 3000, 2000}}
 	q := orderQueue(st, 1500*time.Millisecond)
-	if q.LagP50MS != 3 || q.LagP99MS != 4 || q.LagMaxMS != 4 || q.DrainS != 1.5 || q.Written != 4 {
+	if q.LagP50MS != 3 || q.LagP99MS != 4 || q.LagMaxMS != 4 || q.DrainS != 1.5 || q.Written != 4 || q.Batches != 3 {
 		t.Errorf("orderQueue = %+v", q)
+	}
+	if got := perBatch(&q); got != "1.3" {
+		t.Errorf("per batch %q, want 1.3 (4 orders in 3 batches)", got)
+	}
+	if got := perBatch(&OrderQueue{}); got != "-" {
+		t.Errorf("per batch without batches %q, want -", got)
 	}
 	if e := orderQueue(stock.QueueStatus{}, 0); e.LagP50MS != 0 || e.LagMaxMS != 0 {
 		t.Errorf("no samples: %+v", e)

@@ -188,6 +188,10 @@ type QueueStatus struct {
 	// over from a consumer that held them for ClaimIdle (a killed
 	// instance's), or read again by their own consumer after it restarted.
 	Reclaimed int64 `json:"reclaimed"`
+	// Batches counts the batches of entries the consumers wrote that held
+	// goods' entries: one MySQL transaction each, unless the stock did not
+	// cover a batch and it was written entry by entry.
+	Batches int64 `json:"batches"`
 	// LagUS are the order lags of goods' written orders, from accept to
 	// COMMIT, in microseconds, in the order they were written.
 	LagUS []int64 `json:"lag_us"`
@@ -223,7 +227,7 @@ func (q *Stream) Status(ctx context.Context, goodsID int64) (QueueStatus, error)
 	if err != nil {
 		return st, fmt.Errorf("redis stream status: %w", err)
 	}
-	for name, dst := range map[string]*int64{"accepted": &st.Accepted, "written": &st.Written, "duplicates": &st.Duplicates, "rejected": &st.Rejected, "reclaimed": &st.Reclaimed} {
+	for name, dst := range map[string]*int64{"accepted": &st.Accepted, "written": &st.Written, "duplicates": &st.Duplicates, "rejected": &st.Rejected, "reclaimed": &st.Reclaimed, "batches": &st.Batches} {
 		*dst, _ = strconv.ParseInt(counts[name], 10, 64)
 	}
 	lags, err := q.rdb.LRange(ctx, streamLagKey(goodsID), 0, -1).Result()
@@ -496,6 +500,32 @@ func insertStreamOrder(ctx context.Context, tx *sql.Tx, o *Order) (dup bool, err
 	return false, nil
 }
 
+// ConsumerOptions tune a StreamConsumer. The zero value is a consumer
+// that counts no errors, simulates no work and reads again at once.
+type ConsumerOptions struct {
+	// OnError, when not nil, counts an error of the loop (the instance's
+	// metrics).
+	OnError func(op string)
+	// Work, when not nil, is the simulated work of writing one batch of
+	// orders, done inside its transaction (a consumer killed meanwhile
+	// leaves the batch pending).
+	Work func() time.Duration
+	// Gather is how long the consumer waits after a batch shorter than
+	// streamBatch (128) before it reads again. A consumer that reads again
+	// at once writes whatever arrived while it wrote the last batch: under
+	// load, a few orders per MySQL transaction, each paying the
+	// transaction's round trips, its COMMIT and the read and acknowledge
+	// in Redis. Waiting lets the next batch gather; a full batch never
+	// waits, and an idle consumer still blocks in XREADGROUP until an
+	// entry comes. The cost is up to Gather more order lag. The instance's default is config.DefaultStreamGather
+	// (20 ms): on the lab's 2-CPU machine, wrk through nginx at full load
+	// on redis-stream, 0 against 20 ms wrote 25 against 70 orders per
+	// transaction, and the machine spent 390–430 against 290–300 µs of CPU
+	// per purchase (MariaDB's share halved), with the order lag's p50 at
+	// 17–18 against 22–27 ms.
+	Gather time.Duration
+}
+
 // StreamConsumer is one instance's consumer of the order stream.
 type StreamConsumer struct {
 	rdb    redis.UniversalClient
@@ -504,30 +534,24 @@ type StreamConsumer struct {
 	name   string
 	cancel context.CancelFunc
 	done   chan struct{}
-	// onError counts an error of the loop (the instance's metrics).
-	onError func(op string)
-	// work is the simulated work of writing a batch of orders.
-	work func() time.Duration
+	opts   ConsumerOptions
 
 	mu     sync.Mutex
 	lastOK time.Time
 }
 
 // StartStreamConsumer starts the consumer name (the instance's name) of
-// the group on rdb, writing through store, until Close. onError, when not
-// nil, counts the loop's errors; work, when not nil, is the simulated work
-// of writing one batch of orders (done inside its transaction: a consumer
-// killed meanwhile leaves the batch pending).
-func StartStreamConsumer(rdb redis.UniversalClient, store *SQLStore, name string, onError func(op string), work func() time.Duration) *StreamConsumer {
-	return startConsumer(rdb, StreamKey, store, name, onError, work)
+// the group on rdb, writing through store, until Close.
+func StartStreamConsumer(rdb redis.UniversalClient, store *SQLStore, name string, opts ConsumerOptions) *StreamConsumer {
+	return startConsumer(rdb, StreamKey, store, name, opts)
 }
 
-func startConsumer(rdb redis.UniversalClient, key string, store *SQLStore, name string, onError func(op string), work func() time.Duration) *StreamConsumer {
+func startConsumer(rdb redis.UniversalClient, key string, store *SQLStore, name string, opts ConsumerOptions) *StreamConsumer {
 	ctx, cancel := context.WithCancel(context.Background())
-	if work == nil {
-		work = func() time.Duration { return 0 }
+	if opts.Work == nil {
+		opts.Work = func() time.Duration { return 0 }
 	}
-	c := &StreamConsumer{rdb: rdb, key: key, store: store, name: name, cancel: cancel, done: make(chan struct{}), onError: onError, work: work}
+	c := &StreamConsumer{rdb: rdb, key: key, store: store, name: name, cancel: cancel, done: make(chan struct{}), opts: opts}
 	go c.run(ctx)
 	return c
 }
@@ -541,14 +565,15 @@ func (c *StreamConsumer) Close() error {
 }
 
 func (c *StreamConsumer) fail(op string, err error) {
-	if c.onError != nil && err != nil {
-		c.onError(op)
+	if c.opts.OnError != nil && err != nil {
+		c.opts.OnError(op)
 	}
 }
 
 // run is the consumer's loop: its own pending entries first (after a
-// start or an error), then new ones; every ClaimIdle/4 it takes over
-// entries idle for ClaimIdle at another consumer.
+// start or an error), then new ones, waiting Gather after a short batch;
+// every ClaimIdle/4 it takes over entries idle for ClaimIdle at another
+// consumer.
 func (c *StreamConsumer) run(ctx context.Context) {
 	defer close(c.done)
 	own := true // read this consumer's pending entries first
@@ -596,6 +621,9 @@ func (c *StreamConsumer) run(ctx context.Context) {
 		}
 		if own && n == 0 {
 			own = false // no pending entries of its own are left
+		}
+		if n > 0 && n < streamBatch && c.opts.Gather > 0 {
+			_ = sleepCtx(ctx, c.opts.Gather) // let the next batch gather
 		}
 	}
 }
@@ -662,7 +690,7 @@ func (c *StreamConsumer) process(ctx context.Context, msgs []redis.XMessage, rec
 	var outs []entryOutcome
 	if len(es) > 0 {
 		var err error
-		if outs, err = c.store.writeStreamOrders(ctx, es, c.work()); err != nil {
+		if outs, err = c.store.writeStreamOrders(ctx, es, c.opts.Work()); err != nil {
 			return fmt.Errorf("write %d orders: %w", len(es), err)
 		}
 	}
@@ -675,7 +703,7 @@ func (c *StreamConsumer) process(ctx context.Context, msgs []redis.XMessage, rec
 		ids = append(ids, e.id)
 		g := e.order.GoodsID
 		if counts[g] == nil {
-			counts[g] = map[string]int64{}
+			counts[g] = map[string]int64{"batches": 1}
 		}
 		if reclaimed {
 			counts[g]["reclaimed"]++

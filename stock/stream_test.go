@@ -107,7 +107,7 @@ func TestStreamDeadConsumer(t *testing.T) {
 		t.Fatalf("status %+v, %v; want 20 pending", st, err)
 	}
 	began := time.Now()
-	live := startConsumer(f.rdb, f.q.key, f.st, "live", nil, nil)
+	live := startConsumer(f.rdb, f.q.key, f.st, "live", ConsumerOptions{})
 	t.Cleanup(func() { live.Close() })
 	var st QueueStatus
 	await(t, 15*time.Second, "the queue drained", func() (bool, string) {
@@ -117,8 +117,8 @@ func TestStreamDeadConsumer(t *testing.T) {
 	if took := time.Since(began); took < ClaimIdle/2 {
 		t.Errorf("drained after %s: the entries were taken before they were idle for %s", took, ClaimIdle)
 	}
-	if st.Accepted != 20 || st.Written != 20 || st.Reclaimed != 20 || st.Duplicates != 0 || len(st.LagUS) != 20 {
-		t.Errorf("status %+v; want 20 accepted, written and reclaimed, 20 lags", st)
+	if st.Accepted != 20 || st.Written != 20 || st.Reclaimed != 20 || st.Duplicates != 0 || len(st.LagUS) != 20 || st.Batches != 1 {
+		t.Errorf("status %+v; want 20 accepted, written and reclaimed, 20 lags, in 1 batch", st)
 	}
 	a, err := f.svc.Audit(ctx, f.goods)
 	if err != nil {
@@ -181,5 +181,42 @@ func TestStreamPerUserLimit(t *testing.T) {
 	left, err := f.rdb.Get(ctx, MirrorKey(f.goods)).Int64()
 	if ok != 2 || err != nil || left != 8 {
 		t.Errorf("%d accepted, %d left in Redis (%v); want 2 and 8", ok, left, err)
+	}
+}
+
+// TestStreamGather: a consumer that waits after a short batch (Gather)
+// writes the purchases accepted meanwhile in one batch, one MySQL
+// transaction, instead of reading each as it comes.
+func TestStreamGather(t *testing.T) {
+	f := newStreamFixture(t, 50, 0)
+	ctx := context.Background()
+	c := startConsumer(f.rdb, f.q.key, f.st, "gather", ConsumerOptions{Gather: 2 * time.Second})
+	t.Cleanup(func() { c.Close() })
+	buy := func(i int) {
+		t.Helper()
+		rc, err := f.svc.Purchase(ctx, PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: fmt.Sprintf("u%d", i), RequestID: fmt.Sprintf("%d-%d", f.goods, i)})
+		if err != nil || !rc.Accepted {
+			t.Fatalf("purchase %d: %+v, %v; want accepted", i, rc, err)
+		}
+	}
+	written := func(n int64) func() (bool, string) {
+		return func() (bool, string) {
+			st, err := f.q.Status(ctx, f.goods)
+			return err == nil && st.Written >= n && st.Drained(), fmt.Sprintf("%+v, %v", st, err)
+		}
+	}
+	buy(0)
+	await(t, 15*time.Second, "the first order written", written(1))
+	// The consumer wrote a batch of one and waits: these gather.
+	for i := 1; i <= 10; i++ {
+		buy(i)
+	}
+	await(t, 15*time.Second, "the 10 orders written", written(11))
+	st, err := f.q.Status(ctx, f.goods)
+	if err != nil || st.Written != 11 || st.Batches != 2 {
+		t.Errorf("status %+v, %v; want 11 written in 2 batches (1, then the 10 that gathered)", st, err)
+	}
+	if a, err := f.svc.Audit(ctx, f.goods); err != nil || a.Orders != 11 || a.Stock != 39 || a.Oversold != 0 {
+		t.Errorf("audit %+v, %v; want 11 orders, stock 39", a, err)
 	}
 }

@@ -157,7 +157,8 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 			}
 			return 0
 		}
-		in.stream = stock.StartStreamConsumer(in.streamRedis, store, cfg.Instance, metrics.Error, work)
+		in.stream = stock.StartStreamConsumer(in.streamRedis, store, cfg.Instance,
+			stock.ConsumerOptions{OnError: metrics.Error, Work: work, Gather: cfg.StreamGather})
 	}
 	return in, nil
 }

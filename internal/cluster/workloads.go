@@ -289,6 +289,7 @@ func instanceEnv() []corev1.EnvVar {
 		{Name: config.EnvStrategy, Value: stock.None},
 		{Name: config.EnvMaxQty, Value: strconv.Itoa(config.DefaultMaxQty)},
 		{Name: config.EnvDBInflight, Value: strconv.Itoa(config.DefaultDBInflight)},
+		{Name: config.EnvStreamGather, Value: config.DefaultStreamGather.String()},
 		// No fault proxy on a cluster: Chaos Mesh injects the faults.
 		{Name: config.EnvProxyShift, Value: ""},
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Environment variables read by `seckill serve`.
@@ -33,6 +34,10 @@ const (
 	// EnvDBInflight bounds the lock-free purchases one instance runs
 	// against MySQL at once (stock.NewBoundedStore); 0 is no bound.
 	EnvDBInflight = "SECKILL_DB_INFLIGHT"
+	// EnvStreamGather is how long redis-stream's order consumer waits
+	// after a short batch before it reads again (a Go duration, "20ms");
+	// 0 reads again at once.
+	EnvStreamGather = "SECKILL_STREAM_GATHER"
 	// EnvProxyShift is how far above a server's port this instance's fault
 	// proxy for it listens, on 127.0.0.1 (`seckill up --proxy`); Redis
 	// addresses a Sentinel names are dialled shifted too.
@@ -65,7 +70,7 @@ func ServerVars() []string {
 // one list the config, the stack and the compose check use.
 func EnvVars() []string {
 	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvCounterRedis,
-		EnvEtcdEndpoints, EnvZKServers, EnvConsulAddrs, EnvAdminToken, EnvStrategy, EnvMaxQty, EnvDBInflight, EnvProxyShift}
+		EnvEtcdEndpoints, EnvZKServers, EnvConsulAddrs, EnvAdminToken, EnvStrategy, EnvMaxQty, EnvDBInflight, EnvStreamGather, EnvProxyShift}
 }
 
 // Defaults.
@@ -75,6 +80,12 @@ const (
 	// DefaultDBInflight is how many lock-free purchases one instance runs
 	// against MySQL at once (stock.NewBoundedStore says why 4).
 	DefaultDBInflight = 4
+	// DefaultStreamGather is how long the order consumer waits after a
+	// short batch (stock.ConsumerOptions says why 20 ms).
+	DefaultStreamGather = 20 * time.Millisecond
+	// MaxStreamGather bounds it: the consumer also takes over a dead
+	// consumer's entries between its reads (stock.ClaimIdle is 2 s).
+	MaxStreamGather = time.Second
 	// DefaultRedisMaster is the Sentinel master name of the replicated Redis.
 	DefaultRedisMaster = "seckill"
 	MaxBodyBytes       = 4 << 10
@@ -126,6 +137,12 @@ type Config struct {
 	// (stock.ScaledInflight). The others wait in the instance. 0 is no
 	// bound. Default 4 (stock.NewBoundedStore says why).
 	DBInflight int
+	// StreamGather is how long redis-stream's order consumer waits after
+	// a batch shorter than its most (128 entries) before it reads again,
+	// so that under load each MySQL transaction writes more orders, at
+	// the cost of up to that much order lag. 0 reads again at once.
+	// Default 20 ms (stock.ConsumerOptions says why); at most 1 s.
+	StreamGather time.Duration
 	// ProxyShift, when not 0, is added to the port of every 127.0.0.1
 	// Redis address a Sentinel hands out, so the failover client reaches
 	// the primary through the same fault proxy as the other servers.
@@ -158,6 +175,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		Setting:        getenv(EnvSetting),
 		MaxQty:         DefaultMaxQty,
 		DBInflight:     DefaultDBInflight,
+		StreamGather:   DefaultStreamGather,
 	}
 	if v := getenv(EnvProxyShift); v != "" {
 		n, err := strconv.Atoi(v)
@@ -179,6 +197,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s=%q: not an integer (0: no bound)", EnvDBInflight, v)
 		}
 		c.DBInflight = n
+	}
+	if v := getenv(EnvStreamGather); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return c, fmt.Errorf("%s=%q: not a duration such as 20ms (0: no wait)", EnvStreamGather, v)
+		}
+		c.StreamGather = d
 	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
@@ -219,6 +244,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "starting strategy ($"+EnvStrategy+")")
 	fs.Int64Var(&c.MaxQty, "max-qty", c.MaxQty, "largest qty per purchase ($"+EnvMaxQty+")")
 	fs.IntVar(&c.DBInflight, "db-inflight", c.DBInflight, "lock-free purchases (sql-atomic, redis-atomic) this instance runs against MySQL at once on loopback, scaled by its round trip to MySQL; the others wait here; 0: no bound ($"+EnvDBInflight+")")
+	fs.DurationVar(&c.StreamGather, "stream-gather", c.StreamGather, "redis-stream: how long the order consumer waits after a short batch before it reads again, so each MySQL transaction writes more orders; 0: no wait, at most 1s ($"+EnvStreamGather+")")
 	fs.IntVar(&c.ProxyShift, "proxy-shift", c.ProxyShift, "dial the 127.0.0.1 Redis addresses Sentinels name this many ports higher, through the fault proxy ($"+EnvProxyShift+")")
 }
 
@@ -233,6 +259,9 @@ func (c Config) Validate() error {
 	}
 	if c.DBInflight < 0 {
 		errs = append(errs, fmt.Errorf("db inflight %d must be 0 (no bound) or more: set %s or --db-inflight", c.DBInflight, EnvDBInflight))
+	}
+	if c.StreamGather < 0 || c.StreamGather > MaxStreamGather {
+		errs = append(errs, fmt.Errorf("stream gather %s must be between 0 (no wait) and %s: set %s or --stream-gather", c.StreamGather, MaxStreamGather, EnvStreamGather))
 	}
 	if c.Instance == "" {
 		errs = append(errs, errors.New("no instance name: set --name"))

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFromEnvAndFlags(t *testing.T) {
@@ -21,7 +22,8 @@ func TestFromEnvAndFlags(t *testing.T) {
 				EnvStrategy: "redis", EnvMaxQty: "7"},
 			want: func(c Config) bool {
 				return reflect.DeepEqual(c.RedisAddrs, []string{"a:1", "b:2"}) && c.Instance == "inst-1" && c.Strategy == "redis" &&
-					c.MaxQty == 7 && c.Listen == DefaultListen && c.DBInflight == DefaultDBInflight
+					c.MaxQty == 7 && c.Listen == DefaultListen && c.DBInflight == DefaultDBInflight &&
+					c.StreamGather == DefaultStreamGather
 			},
 		},
 		{
@@ -34,6 +36,17 @@ func TestFromEnvAndFlags(t *testing.T) {
 			env:  map[string]string{EnvMySQLDSN: "d", EnvDBInflight: "0"},
 			args: []string{"--db-inflight", "16"},
 			want: func(c Config) bool { return c.DBInflight == 16 },
+		},
+		{
+			name: "stream gather from env",
+			env:  map[string]string{EnvMySQLDSN: "d", EnvStreamGather: "0"},
+			want: func(c Config) bool { return c.StreamGather == 0 },
+		},
+		{
+			name: "stream gather flag",
+			env:  map[string]string{EnvMySQLDSN: "d", EnvStreamGather: "0"},
+			args: []string{"--stream-gather", "50ms"},
+			want: func(c Config) bool { return c.StreamGather == 50*time.Millisecond },
 		},
 		{
 			name: "flags override env",
@@ -63,6 +76,9 @@ func TestFromEnvAndFlags(t *testing.T) {
 		{name: "bad max qty", env: map[string]string{EnvMySQLDSN: "d", EnvMaxQty: "many"}, wantErr: "not an integer"},
 		{name: "bad db inflight", env: map[string]string{EnvMySQLDSN: "d", EnvDBInflight: "four"}, wantErr: "SECKILL_DB_INFLIGHT=\"four\": not an integer"},
 		{name: "negative db inflight", env: map[string]string{EnvMySQLDSN: "d"}, args: []string{"--db-inflight", "-1"}, wantErr: "--db-inflight"},
+		{name: "bad stream gather", env: map[string]string{EnvMySQLDSN: "d", EnvStreamGather: "20"}, wantErr: "SECKILL_STREAM_GATHER=\"20\": not a duration such as 20ms"},
+		{name: "negative stream gather", env: map[string]string{EnvMySQLDSN: "d"}, args: []string{"--stream-gather", "-1ms"}, wantErr: "--stream-gather"},
+		{name: "stream gather too long", env: map[string]string{EnvMySQLDSN: "d", EnvStreamGather: "5s"}, wantErr: "between 0 (no wait) and 1s"},
 		{name: "zero max qty", env: map[string]string{EnvMySQLDSN: "d", EnvMaxQty: "0"}, wantErr: "max qty"},
 	}
 	for _, tc := range cases {

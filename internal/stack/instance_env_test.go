@@ -24,7 +24,7 @@ func TestInstanceProcs(t *testing.T) {
 }
 
 // TestInstanceEnv: an instance gets its CPU share as GOMAXPROCS unless
-// ours sets one, and our SECKILL_DB_INFLIGHT, but never our server
+// ours sets one, and our SECKILL_DB_INFLIGHT and SECKILL_STREAM_GATHER, but never our server
 // addresses (the stack's own replace them).
 func TestInstanceEnv(t *testing.T) {
 	st := &State{Dir: t.TempDir(), Strategy: "none"} // no server is dialled: the ports do not matter
@@ -45,14 +45,14 @@ func TestInstanceEnv(t *testing.T) {
 		},
 		{
 			name:  "ours",
-			ours:  map[string]string{"GOMAXPROCS": "7", config.EnvDBInflight: "0"},
+			ours:  map[string]string{"GOMAXPROCS": "7", config.EnvDBInflight: "0", config.EnvStreamGather: "0"},
 			fleet: 3,
-			want:  []string{"GOMAXPROCS=7", config.EnvDBInflight + "=0"},
+			want:  []string{"GOMAXPROCS=7", config.EnvDBInflight + "=0", config.EnvStreamGather + "=0"},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, k := range []string{"GOMAXPROCS", config.EnvDBInflight} {
+			for _, k := range []string{"GOMAXPROCS", config.EnvDBInflight, config.EnvStreamGather} {
 				unsetenv(t, k)
 			}
 			for k, v := range tc.ours {

@@ -633,8 +633,9 @@ func instanceEnv(st *State, c Component, setting string, fleet int) []string {
 // passThrough are the config.EnvVars that reach the instances from the
 // environment of `seckill up` (and of restart and scale), because they
 // tune an instance rather than name a server: SECKILL_DB_INFLIGHT=0
-// seckill up runs the lock-free purchases unbounded.
-var passThrough = []string{config.EnvDBInflight}
+// seckill up runs the lock-free purchases unbounded, SECKILL_STREAM_GATHER=0
+// has redis-stream's consumers read again at once.
+var passThrough = []string{config.EnvDBInflight, config.EnvStreamGather}
 
 // instanceProcs is the GOMAXPROCS of each of fleet instances on a machine
 // of cpus CPUs: its share, at least 1. Three instances on 2 CPUs get 1
