@@ -14,12 +14,19 @@ import (
 // the lock and the release round trip); Handoff from the release returning
 // to the next holder's acquire returning (the wake-up and the next
 // holder's last acquire round trip; negative when the next holder got in
-// before the release's answer came back).
+// before the release's answer came back). Held is split in the steps a
+// holder takes (lockcheck.Cycle): ReadMS, the acquire returning to the
+// stock read's answer; WriteMS, the read to the commit returning (the
+// write, the order and COMMIT); ReleaseMS, the commit to the release
+// returning. Absent when no hold's read and commit were seen.
 type LockCycle struct {
-	Holds     int     `json:"holds"`
-	CycleMS   Latency `json:"cycle_ms"`
-	HeldMS    Latency `json:"held_ms"`
-	HandoffMS Latency `json:"handoff_ms"`
+	Holds     int      `json:"holds"`
+	CycleMS   Latency  `json:"cycle_ms"`
+	HeldMS    Latency  `json:"held_ms"`
+	HandoffMS Latency  `json:"handoff_ms"`
+	ReadMS    *Latency `json:"read_ms,omitempty"`
+	WriteMS   *Latency `json:"write_ms,omitempty"`
+	ReleaseMS *Latency `json:"release_ms,omitempty"`
 }
 
 // newLockCycle summarises c; nil without two holds in a row.
@@ -27,7 +34,12 @@ func newLockCycle(c lockcheck.Cycle) *LockCycle {
 	if len(c.Cycle) == 0 {
 		return nil
 	}
-	return &LockCycle{Holds: len(c.Held), CycleMS: summarizeNS(c.Cycle), HeldMS: summarizeNS(c.Held), HandoffMS: summarizeNS(c.Handoff)}
+	lc := &LockCycle{Holds: len(c.Held), CycleMS: summarizeNS(c.Cycle), HeldMS: summarizeNS(c.Held), HandoffMS: summarizeNS(c.Handoff)}
+	if len(c.Read) > 0 {
+		r, w, rel := summarizeNS(c.Read), summarizeNS(c.Write), summarizeNS(c.Release)
+		lc.ReadMS, lc.WriteMS, lc.ReleaseMS = &r, &w, &rel
+	}
+	return lc
 }
 
 // summarizeNS is the Latency of durations in ns (nearest-rank quantiles).
@@ -47,7 +59,14 @@ func summarizeNS(ns []int64) Latency {
 
 // lockCycleTable lists the runs' lock cycles.
 func lockCycleTable(runs []RunResult) table {
-	t := table{Title: "Lock cycle", Header: []string{"run", "holds", "cycle p50 ms", "held p50 ms", "handoff p50 ms", "handoff p90 ms", "handoff max ms"}}
+	t := table{Title: "Lock cycle", Header: []string{"run", "holds", "cycle p50 ms", "held p50 ms", "read p50 ms", "write p50 ms", "release p50 ms",
+		"handoff p50 ms", "handoff p90 ms", "handoff max ms"}}
+	p50 := func(l *Latency) string {
+		if l == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", l.P50)
+	}
 	nameOf := runNamer(runs)
 	for _, r := range runs {
 		c := r.LockCycle
@@ -55,7 +74,8 @@ func lockCycleTable(runs []RunResult) table {
 			continue
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("%s #%d", nameOf(r), r.Repeat), fmt.Sprint(c.Holds),
-			fmt.Sprintf("%.2f", c.CycleMS.P50), fmt.Sprintf("%.2f", c.HeldMS.P50), fmt.Sprintf("%.2f", c.HandoffMS.P50),
+			fmt.Sprintf("%.2f", c.CycleMS.P50), fmt.Sprintf("%.2f", c.HeldMS.P50), p50(c.ReadMS), p50(c.WriteMS), p50(c.ReleaseMS),
+			fmt.Sprintf("%.2f", c.HandoffMS.P50),
 			fmt.Sprintf("%.2f", c.HandoffMS.P90), fmt.Sprintf("%.2f", c.HandoffMS.Max)})
 		t.Bad = append(t.Bad, false)
 	}
@@ -64,6 +84,8 @@ func lockCycleTable(runs []RunResult) table {
 
 // lockCycleNote explains the lock cycle table.
 const lockCycleNote = "Lock cycle: from the instances' lock events, the holds of each goods one after the other (a batch is one hold). " +
-	"cycle: from one hold's acquire to the next one's, what the cost model's critical path prices. held: from the acquire returning to the release returning, the work under the lock and the release round trip. " +
+	"cycle: from one hold's acquire to the next one's, what the cost model's critical path prices. held: from the acquire returning to the release returning, the work under the lock and the release round trip, " +
+	"in three steps: read (the acquire returning to the stock read's answer), write (the read to the commit returning: the write, the order, COMMIT) and release (the commit to the release returning); " +
+	"each step is at least its round trips times the RTT, and what it takes beyond that is the servers' own time and the machine's (scheduling, the proxy). " +
 	"handoff: from the release returning to the next holder's acquire returning, the wake-up and the last acquire round trip (negative when the next holder got in before the release's answer came back). " +
 	"A handoff p90 far above its p50 is a wake-up that waited: a missed notification, a poll, a server's batching."

@@ -263,10 +263,12 @@ func ReleasedBeforeCommit(secs []Section) []EarlyRelease {
 }
 
 // Hold is one lock hold on a key: one section, or the sections of one
-// batch (one acquire for them all).
+// batch (one acquire for them all). ReadNS is its first stock read and
+// EndNS its last commit or rollback (0 when not seen).
 type Hold struct {
 	Key                    string
 	AcquiredNS, ReleasedNS int64
+	ReadNS, EndNS          int64
 }
 
 // Holds returns the lock holds of secs that were both acquired and
@@ -285,12 +287,17 @@ func Holds(secs []Section) map[string][]Hold {
 			id.purchase = ""
 		}
 		if i, ok := at[id]; ok {
-			all[i].AcquiredNS = min(all[i].AcquiredNS, s.AcquiredNS)
-			all[i].ReleasedNS = max(all[i].ReleasedNS, s.ReleasedNS)
+			h := &all[i]
+			h.AcquiredNS = min(h.AcquiredNS, s.AcquiredNS)
+			h.ReleasedNS = max(h.ReleasedNS, s.ReleasedNS)
+			if s.ReadNS != 0 && (h.ReadNS == 0 || s.ReadNS < h.ReadNS) {
+				h.ReadNS = s.ReadNS
+			}
+			h.EndNS = max(h.EndNS, s.EndNS)
 			continue
 		}
 		at[id] = len(all)
-		all = append(all, Hold{Key: s.Key, AcquiredNS: s.AcquiredNS, ReleasedNS: s.ReleasedNS})
+		all = append(all, Hold{Key: s.Key, AcquiredNS: s.AcquiredNS, ReleasedNS: s.ReleasedNS, ReadNS: s.ReadNS, EndNS: s.EndNS})
 	}
 	out := map[string][]Hold{}
 	for _, h := range all {
@@ -308,9 +315,14 @@ func Holds(secs []Section) map[string][]Hold {
 // Handoff is from one hold's release returning to the next hold's acquire
 // returning (the release reaches the server and the next holder sooner,
 // so a handoff can be negative); Cycle is from one acquire to the next.
-// Each is in ns, in hold order.
+// Held is split in three for the holds whose read and end were seen, in
+// the order the holder meets them: Read from the acquire returning to the
+// stock read's answer, Write from the read to the commit (or rollback)
+// returning, Release from there to the release returning. Each is in ns,
+// in hold order.
 type Cycle struct {
 	Held, Handoff, Cycle []int64
+	Read, Write, Release []int64
 }
 
 // Cycles measures the cycle of the holds of every key (Holds).
@@ -320,6 +332,11 @@ func Cycles(holds map[string][]Hold) Cycle {
 		hs := holds[k]
 		for i, h := range hs {
 			c.Held = append(c.Held, h.ReleasedNS-h.AcquiredNS)
+			if h.ReadNS != 0 && h.EndNS != 0 {
+				c.Read = append(c.Read, h.ReadNS-h.AcquiredNS)
+				c.Write = append(c.Write, h.EndNS-h.ReadNS)
+				c.Release = append(c.Release, h.ReleasedNS-h.EndNS)
+			}
 			if i+1 < len(hs) {
 				c.Handoff = append(c.Handoff, hs[i+1].AcquiredNS-h.ReleasedNS)
 				c.Cycle = append(c.Cycle, hs[i+1].AcquiredNS-h.AcquiredNS)

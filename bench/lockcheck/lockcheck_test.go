@@ -540,30 +540,39 @@ func TestTickStep(t *testing.T) {
 }
 
 // TestCycles: the holds of each key in acquire order, a batch's sections
-// one hold, and the cycle split into held and handoff.
+// one hold, the cycle split into held and handoff, and held into read,
+// write and release.
 func TestCycles(t *testing.T) {
 	sec := func(inst, purchase, key, batch string, acq, rel int64) Section {
 		acq, rel = acq+1000, rel+1000 // 0 is "none"
 		return Section{Instance: inst, Purchase: purchase, Key: key, Batch: batch, AcquiredNS: acq * us, ReadNS: (acq + 1) * us, EndNS: (rel - 1) * us, Committed: true, ReleasedNS: rel * us}
 	}
+	// A batch's sections read and commit at their own times: the hold
+	// runs from the first read to the last commit.
+	batched := func(s Section, read, end int64) Section {
+		s.ReadNS, s.EndNS = (read+1000)*us, (end+1000)*us
+		return s
+	}
 	cases := []struct {
 		name                  string
 		secs                  []Section
 		held, handoff, cycles []int64 // µs
+		read, write, release  []int64 // µs
 	}{
 		{"two holds on two instances", []Section{sec("i2", "b", "k", "", 130, 200), sec("i1", "a", "k", "", 0, 100)},
-			[]int64{100, 70}, []int64{30}, []int64{130}},
+			[]int64{100, 70}, []int64{30}, []int64{130}, []int64{1, 1}, []int64{98, 68}, []int64{1, 1}},
 		{"the next holder in before the release's answer: a negative handoff", []Section{sec("i1", "a", "k", "", 0, 100), sec("i2", "b", "k", "", 90, 150)},
-			[]int64{100, 60}, []int64{-10}, []int64{90}},
+			[]int64{100, 60}, []int64{-10}, []int64{90}, []int64{1, 1}, []int64{98, 58}, []int64{1, 1}},
 		{"a batch is one hold", []Section{
-			sec("i1", "a", "k", "a", 0, 100), sec("i1", "b", "k", "a", 0, 100), sec("i1", "c", "k", "a", 0, 100),
+			batched(sec("i1", "a", "k", "a", 0, 100), 20, 60), batched(sec("i1", "b", "k", "a", 0, 100), 10, 70), batched(sec("i1", "c", "k", "a", 0, 100), 30, 80),
 			sec("i2", "d", "k", "", 110, 150)},
-			[]int64{100, 40}, []int64{10}, []int64{110}},
-		{"keys apart; a section never acquired or never released is no hold", []Section{
+			[]int64{100, 40}, []int64{10}, []int64{110}, []int64{10, 1}, []int64{70, 38}, []int64{20, 1}},
+		{"keys apart; a section never acquired or never released is no hold; one whose read was not seen is not split", []Section{
 			sec("i1", "a", "k1", "", 0, 100), sec("i1", "b", "k2", "", 10, 50), sec("i1", "c", "k1", "", 120, 200),
-			{Instance: "i1", Purchase: "d", Key: "k1", ReadNS: 5 * us, EndNS: 6 * us}, {Instance: "i1", Purchase: "e", Key: "k1", AcquiredNS: 300 * us}},
-			[]int64{100, 80, 40}, []int64{20}, []int64{120}},
-		{"one hold: no cycle", []Section{sec("i1", "a", "k", "", 0, 100)}, []int64{100}, nil, nil},
+			{Instance: "i1", Purchase: "d", Key: "k1", ReadNS: 5 * us, EndNS: 6 * us}, {Instance: "i1", Purchase: "e", Key: "k1", AcquiredNS: 300 * us},
+			{Instance: "i1", Purchase: "f", Key: "k1", AcquiredNS: 1300 * us, ReleasedNS: 1310 * us}},
+			[]int64{100, 80, 10, 40}, []int64{20, 100}, []int64{120, 180}, []int64{1, 1, 1}, []int64{98, 78, 38}, []int64{1, 1, 1}},
+		{"one hold: no cycle", []Section{sec("i1", "a", "k", "", 0, 100)}, []int64{100}, nil, nil, []int64{1}, []int64{98}, []int64{1}},
 	}
 	toUS := func(ns []int64) []int64 {
 		var out []int64
@@ -577,6 +586,9 @@ func TestCycles(t *testing.T) {
 			c := Cycles(Holds(tc.secs))
 			if !slices.Equal(toUS(c.Held), tc.held) || !slices.Equal(toUS(c.Handoff), tc.handoff) || !slices.Equal(toUS(c.Cycle), tc.cycles) {
 				t.Errorf("held %v handoff %v cycle %v (µs), want %v %v %v", toUS(c.Held), toUS(c.Handoff), toUS(c.Cycle), tc.held, tc.handoff, tc.cycles)
+			}
+			if !slices.Equal(toUS(c.Read), tc.read) || !slices.Equal(toUS(c.Write), tc.write) || !slices.Equal(toUS(c.Release), tc.release) {
+				t.Errorf("read %v write %v release %v (µs), want %v %v %v", toUS(c.Read), toUS(c.Write), toUS(c.Release), tc.read, tc.write, tc.release)
 			}
 		})
 	}
