@@ -61,11 +61,12 @@ func summarizeNS(ns []int64) Latency {
 func lockCycleTable(runs []RunResult) table {
 	t := table{Title: "Lock cycle", Header: []string{"run", "holds", "cycle p50 ms", "held p50 ms", "read p50 ms", "write p50 ms", "release p50 ms",
 		"handoff p50 ms", "handoff p90 ms", "handoff max ms"}}
-	p50 := func(l *Latency) string {
+	ms := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	p50 := func(l *Latency) string { // a step not measured is "-"
 		if l == nil {
 			return "-"
 		}
-		return fmt.Sprintf("%.2f", l.P50)
+		return ms(l.P50)
 	}
 	nameOf := runNamer(runs)
 	for _, r := range runs {
@@ -74,9 +75,8 @@ func lockCycleTable(runs []RunResult) table {
 			continue
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("%s #%d", nameOf(r), r.Repeat), fmt.Sprint(c.Holds),
-			fmt.Sprintf("%.2f", c.CycleMS.P50), fmt.Sprintf("%.2f", c.HeldMS.P50), p50(c.ReadMS), p50(c.WriteMS), p50(c.ReleaseMS),
-			fmt.Sprintf("%.2f", c.HandoffMS.P50),
-			fmt.Sprintf("%.2f", c.HandoffMS.P90), fmt.Sprintf("%.2f", c.HandoffMS.Max)})
+			p50(&c.CycleMS), p50(&c.HeldMS), p50(c.ReadMS), p50(c.WriteMS), p50(c.ReleaseMS),
+			p50(&c.HandoffMS), ms(c.HandoffMS.P90), ms(c.HandoffMS.Max)})
 		t.Bad = append(t.Bad, false)
 	}
 	return t

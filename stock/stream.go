@@ -517,8 +517,9 @@ type ConsumerOptions struct {
 	// transaction's round trips, its COMMIT and the read and acknowledge
 	// in Redis. Waiting lets the next batch gather; a full batch never
 	// waits, and an idle consumer still blocks in XREADGROUP until an
-	// entry comes. The cost is up to Gather more order lag. The instance's default is config.DefaultStreamGather
-	// (20 ms): on the lab's 2-CPU machine, wrk through nginx at full load
+	// entry comes. The cost is up to Gather more order lag. The
+	// instance's default is config.DefaultStreamGather (20 ms): on the
+	// lab's 2-CPU machine, wrk through nginx at full load
 	// on redis-stream, 0 against 20 ms wrote 25 against 70 orders per
 	// transaction, and the machine spent 390–430 against 290–300 µs of CPU
 	// per purchase (MariaDB's share halved), with the order lag's p50 at
