@@ -3,7 +3,6 @@ package stock
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -31,10 +30,6 @@ import (
 //     check races exactly as their stock read does;
 //   - redis-atomic (and redis-stream) check the user's count in the same
 //     Lua script that checks and takes the stock (UserLimitKey).
-
-// ErrUserLimit: the user already has Config.PerUserLimit orders of this
-// goods; nothing was sold.
-var ErrUserLimit = errors.New("user_limit")
 
 // MaxPerUserLimit bounds Config.PerUserLimit.
 const MaxPerUserLimit = 1000

@@ -281,15 +281,15 @@ func (s *Service) replay(ctx context.Context, r PurchaseRequest) (Receipt, bool,
 		Strategy: o.Strategy, RequestID: o.RequestID, Fence: o.FenceToken, Replayed: true}, true, nil
 }
 
-// classify maps an error to the service's outcomes.
+// classify maps an error to the service's outcomes (errors.go): one of
+// the service's errors as it is, a context's end as the context's error,
+// anything else as ErrBackendUnavailable.
 func (s *Service) classify(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, known := range []error{ErrSoldOut, ErrUserLimit, ErrStaleLock, ErrLeaseLost, ErrLockTimeout, ErrGoodsNotFound, ErrInvalid, ErrIdempotencyKeyReused, ErrBackendUnavailable} {
-		if errors.Is(err, known) {
-			return err
-		}
+	if _, known := knownOutcome(err); known {
+		return err
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()

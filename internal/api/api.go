@@ -252,65 +252,34 @@ func (h *handler) purchase(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), budget)
 	defer cancel()
 	rc, err := h.Service.Purchase(ctx, req)
-	status, code := outcome(err)
-	h.Metrics.Purchase(code, cfg.Name)
+	o := stock.OutcomeOf(err)
+	h.Metrics.Purchase(o.Code, cfg.Name)
 	if err != nil {
-		h.writeErr(c, status, code, err)
+		h.writeErr(c, o, err)
 		return
 	}
 	if rc.Accepted {
-		status = http.StatusAccepted // decided; the order is written later
+		o.Status = http.StatusAccepted // decided; the order is written later
 	}
-	c.JSON(status, rc)
+	c.JSON(o.Status, rc)
 }
 
-// outcome maps a service error to an HTTP status and outcome code.
-func outcome(err error) (int, string) {
+// writeErr answers err with its outcome o (stock.OutcomeOf). The detail
+// is the service's own sentence or a fixed one of the outcome's, never a
+// driver's or backend's text (SQL, host names, addresses): that goes to
+// the log only.
+func (h *handler) writeErr(c *gin.Context, o stock.Outcome, err error) {
+	detail := o.Detail
 	switch {
-	case err == nil:
-		return http.StatusOK, "ok"
-	case errors.Is(err, stock.ErrSoldOut):
-		return http.StatusConflict, "sold_out"
-	case errors.Is(err, stock.ErrUserLimit):
-		return http.StatusConflict, "user_limit"
-	case errors.Is(err, stock.ErrStaleLock):
-		return http.StatusConflict, "stale_lock"
-	case errors.Is(err, stock.ErrLeaseLost):
-		return http.StatusConflict, "lease_lost"
-	case errors.Is(err, stock.ErrLockTimeout):
-		return http.StatusServiceUnavailable, "lock_timeout"
-	case errors.Is(err, stock.ErrGoodsNotFound):
-		return http.StatusNotFound, "goods_not_found"
-	case errors.Is(err, stock.ErrInvalid):
-		return http.StatusBadRequest, "invalid_request"
-	case errors.Is(err, stock.ErrIdempotencyKeyReused):
-		return http.StatusUnprocessableEntity, "idempotency_key_reused"
-	case errors.Is(err, stock.ErrBackendUnavailable):
-		return http.StatusServiceUnavailable, "backend_unavailable"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, "timeout"
-	default:
-		return http.StatusServiceUnavailable, "backend_unavailable"
-	}
-}
-
-// writeErr answers err with status and code. The detail is a sentence of
-// our own, never the error's text: a driver or backend error (SQL, host
-// names, addresses) goes to the log only.
-func (h *handler) writeErr(c *gin.Context, status int, code string, err error) {
-	detail := ""
-	switch code {
-	case "invalid_request", "lock_timeout", "goods_not_found", "idempotency_key_reused", "user_limit":
-		detail = err.Error() // the service's own words
-	case "backend_unavailable":
-		detail = "a server this strategy needs did not answer; the instance's log has the details"
-		h.Metrics.Error("backend_unavailable")
-		h.Log.Printf("%s %s: %v", c.Request.Method, c.Request.URL.Path, err)
-	case "timeout":
-		detail = "the request ran out of time"
+	case o.Told:
+		detail = err.Error()
+	case o.Detail != "":
+		if errors.Is(o.Err, stock.ErrBackendUnavailable) {
+			h.Metrics.Error("backend_unavailable")
+		}
 		h.Log.Printf("%s %s: %v", c.Request.Method, c.Request.URL.Path, err)
 	}
-	fail(c, status, code, detail)
+	fail(c, o.Status, o.Code, detail)
 }
 
 func (h *handler) goods(c *gin.Context) {
@@ -321,8 +290,7 @@ func (h *handler) goods(c *gin.Context) {
 	}
 	a, err := h.Service.Audit(c.Request.Context(), id)
 	if err != nil {
-		status, code := outcome(err)
-		h.writeErr(c, status, code, err)
+		h.writeErr(c, stock.OutcomeOf(err), err)
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"id": id, "stock": a.Stock, "sold": a.SoldQty})
@@ -370,8 +338,7 @@ func (h *handler) reset(c *gin.Context) {
 	}
 	rep, err := h.Service.Reset(c.Request.Context(), *b.GoodsID, *b.Stock)
 	if err != nil {
-		status, code := outcome(err)
-		h.writeErr(c, status, code, err)
+		h.writeErr(c, stock.OutcomeOf(err), err)
 		return
 	}
 	// skipped lists the strategies whose lock state (or mirror) a dead
@@ -414,7 +381,7 @@ func (h *handler) putStrategy(c *gin.Context) {
 		case errors.Is(err, stock.ErrUnknownStrategy):
 			c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": "unknown_strategy", "detail": err.Error(), "valid": stock.StrategyNames()})
 		case errors.Is(err, stock.ErrBackendUnavailable):
-			h.writeErr(c, http.StatusServiceUnavailable, "backend_unavailable", err)
+			h.writeErr(c, stock.OutcomeOf(stock.ErrBackendUnavailable), err)
 		case errors.Is(err, stock.ErrNotConfigured):
 			fail(c, http.StatusServiceUnavailable, "backend_unavailable", err.Error())
 		default:
@@ -476,8 +443,7 @@ func (h *handler) goodsReport(c *gin.Context, get func(ctx context.Context, id i
 	}
 	body, err := get(c.Request.Context(), id)
 	if err != nil {
-		status, code := outcome(err)
-		h.writeErr(c, status, code, err)
+		h.writeErr(c, stock.OutcomeOf(err), err)
 		return
 	}
 	c.JSON(http.StatusOK, body)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // queue answers GET /admin/queue?goods_id=: the order queue of
@@ -31,8 +33,7 @@ func (h *handler) orderStatus(c *gin.Context) {
 	}
 	status, o, err := h.Service.OrderStatus(c.Request.Context(), goods, rid)
 	if err != nil {
-		st, code := outcome(err)
-		h.writeErr(c, st, code, err)
+		h.writeErr(c, stock.OutcomeOf(err), err)
 		return
 	}
 	switch status {
