@@ -145,62 +145,72 @@ func Evaluate(responses []Response, st ServerState, qty int) Audit {
 		Outcomes:    map[string]int{OutcomeOK: 0, OutcomeSoldOut: 0, OutcomeStaleLock: 0, OutcomeLockTimeout: 0, OutcomeError: 0},
 		ErrorKinds:  map[string]int{},
 	}
-	sent := make(map[string]bool, len(responses))
-	indefinite := 0
-	for _, r := range responses {
-		o := r.Outcome()
-		a.Outcomes[o]++
-		if o == OutcomeError {
-			k := r.Error
-			if k == "" {
-				k = "unknown"
-			}
-			if c := strconv.Itoa(r.Code); r.Code != 0 && !strings.HasPrefix(k, c) {
-				k = c + " " + k
-			}
-			a.ErrorKinds[k]++
-		}
-		if !r.Definite() {
-			indefinite++
-		}
-		if r.RequestID != "" {
-			sent[r.RequestID] = true
-		}
-	}
+	a.tally(responses)
 	orders := make(map[string]int, len(st.RequestIDs))
 	for _, id := range st.RequestIDs {
 		orders[id]++
 	}
+	a.checkOrders(responses, st, orders)
+	a.checkStock(len(responses), st, qty)
+	if len(a.ErrorKinds) == 0 {
+		a.ErrorKinds = nil
+	}
+	return a
+}
 
+// tally counts the responses by outcome, and the errors by kind (the
+// status, then the body's error or the transport's).
+func (a *Audit) tally(responses []Response) {
+	for _, r := range responses {
+		o := r.Outcome()
+		a.Outcomes[o]++
+		if o != OutcomeError {
+			continue
+		}
+		k := r.Error
+		if k == "" {
+			k = "unknown"
+		}
+		if c := strconv.Itoa(r.Code); r.Code != 0 && !strings.HasPrefix(k, c) {
+			k = c + " " + k
+		}
+		a.ErrorKinds[k]++
+	}
+}
+
+// checkOrders checks the invariants between the answers and the orders
+// (request id -> orders persisted with it): the stock stayed >= 0, every
+// 2xx has its order, no order was for a request never sent, none was sold
+// twice, and none was for a 4xx.
+func (a *Audit) checkOrders(responses []Response, st ServerState, orders map[string]int) {
 	// 1. final stock >= 0
 	neg := max(0, -st.FinalStock)
 	a.add(InvStockNonNegative, neg == 0, neg, true, fmt.Sprintf("final stock %d", st.FinalStock))
 
 	// 2. every 2xx has a persisted order with its request id
 	missing := 0
+	sent := make(map[string]bool, len(responses))
 	for _, r := range responses {
 		if r.Outcome() == OutcomeOK && orders[r.RequestID] == 0 {
 			missing++
 		}
+		if r.RequestID != "" {
+			sent[r.RequestID] = true
+		}
 	}
 	a.add(InvOKHasOrder, missing == 0, missing, true, fmt.Sprintf("%d successful purchases without an order", missing))
 
-	// 3. no order that no request asked for
-	phantom := 0
+	// 3. no order that no request asked for; 4. no request id sold twice
+	phantom, dup := 0, 0
 	for id, n := range orders {
 		if !sent[id] {
 			phantom += n
 		}
-	}
-	a.add(InvNoPhantomOrder, phantom == 0, phantom, true, fmt.Sprintf("%d orders with a request id never sent", phantom))
-
-	// 4. no request id sold twice
-	dup := 0
-	for _, n := range orders {
 		if n > 1 {
 			dup += n - 1
 		}
 	}
+	a.add(InvNoPhantomOrder, phantom == 0, phantom, true, fmt.Sprintf("%d orders with a request id never sent", phantom))
 	a.add(InvNoDoubleSale, dup == 0, dup, true, fmt.Sprintf("%d extra orders for an already sold request id", dup))
 
 	// 5. no order for a definite failure (4xx)
@@ -211,7 +221,12 @@ func Evaluate(responses []Response, st ServerState, qty int) Audit {
 		}
 	}
 	a.add(InvNoOrderFor4xx, failed == 0, failed, true, fmt.Sprintf("%d orders for requests answered 4xx", failed))
+}
 
+// checkStock checks the invariants of the stock's arithmetic over a run of
+// sent requests: a sell-out sold everything, no update was lost, and not
+// every request failed.
+func (a *Audit) checkStock(sent int, st ServerState, qty int) {
 	// 6. once sold out, everything was sold: sold qty equals the initial
 	// stock (up to qty-1 units that no whole purchase can take). The goods
 	// sold out when a request was answered sold_out, or when at least the
@@ -239,20 +254,16 @@ func Evaluate(responses []Response, st ServerState, qty int) Audit {
 	// 8. not every request failed: a run without a single business answer
 	// (sold or sold out) shows nothing about the strategy.
 	served := a.Outcomes[OutcomeOK] + a.Outcomes[OutcomeSoldOut]
-	if len(responses) == 0 {
+	if sent == 0 {
 		a.add(InvNotAllFailed, true, 0, false, "not applicable: no request was sent")
 	} else {
 		failedAll := 0
 		if served == 0 {
-			failedAll = len(responses)
+			failedAll = sent
 		}
 		a.add(InvNotAllFailed, served > 0, failedAll, true,
-			fmt.Sprintf("%d of %d requests sold or were told sold out", served, len(responses)))
+			fmt.Sprintf("%d of %d requests sold or were told sold out", served, sent))
 	}
-	if len(a.ErrorKinds) == 0 {
-		a.ErrorKinds = nil
-	}
-	return a
 }
 
 func (a *Audit) add(name string, pass bool, count int, applicable bool, detail string) {

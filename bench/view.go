@@ -30,55 +30,7 @@ type table struct {
 }
 
 func buildView(rep *Report) view {
-	v := view{Title: "seckill bench"}
-	e := rep.Environment
-	v.Facts = append(v.Facts,
-		fact{"date", rep.Date.Format("2006-01-02 15:04:05 MST")},
-		fact{"command", rep.CommandLine},
-		fact{"environment", fmt.Sprintf("%s %s/%s, %d CPUs, host %s", e.GoVersion, e.OS, e.Arch, e.CPUs, e.Hostname)},
-		fact{"durability", durabilityFact(e.Durability)},
-		fact{"round trip", rttFact(e.RTT)},
-		fact{"mode", modeFact(e.Mode)},
-		fact{"fleet", fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)})
-	if len(rep.Runs) > 0 {
-		r := rep.Runs[0]
-		conc := fmt.Sprintf("concurrency %d", r.Concurrency)
-		if rep.Sweep != nil {
-			cs := make([]string, len(rep.Sweep.Clients))
-			for i, c := range rep.Sweep.Clients {
-				cs[i] = fmt.Sprint(c)
-			}
-			conc = "concurrency swept over " + strings.Join(cs, ", ") + " clients"
-		}
-		v.Facts = append(v.Facts, fact{"load", fmt.Sprintf("%d requests of qty %d on a stock of %d, %s, rate %s, work delay %s, lock TTL %s, fencing %v, seed %d",
-			r.Requests, r.Qty, r.InitialStock, conc, rateString(r.Rate), r.WorkDelay, r.LockTTL, r.Fencing, r.Seed)})
-		if len(r.Faults) > 0 {
-			v.Facts = append(v.Facts, fact{"faults", strings.Join(r.Faults, ", ")})
-		}
-		var batched []string
-		for _, r := range rep.Runs {
-			if r.Batch > 0 && r.Repeat <= 1 {
-				batched = append(batched, fmt.Sprintf("%s B=%d", r.Strategy, r.Batch))
-			}
-		}
-		if len(batched) > 0 {
-			v.Facts = append(v.Facts, fact{"batch", "purchases sold per lock hold and transaction, at most: " + strings.Join(batched, ", ") + " (other strategies unbatched)"})
-		}
-	}
-	if rep.CeilingRPS > 0 {
-		v.Facts = append(v.Facts, fact{"generator ceiling", fmt.Sprintf("%.0f req/s (%.1fx the best throughput; want >= %.0fx)", rep.CeilingRPS, rep.CeilingRatio, MinCeilingRatio)})
-	}
-	if c := rep.DBCeiling; c != nil {
-		v.Facts = append(v.Facts, fact{"database ceiling", fmt.Sprintf("%.0f purchase transactions/s (%s); the \"of DB\" column is each strategy's ok/s over it", c.TPS, c.describe())})
-	}
-	if len(rep.Order) > 0 {
-		v.Facts = append(v.Facts, fact{"order", orderFact(rep.Order)})
-	}
-	if rep.Warmup > 0 {
-		v.Facts = append(v.Facts, fact{"warm-up", fmt.Sprintf("%d purchases on a goods of their own before each strategy's first run, counted nowhere", rep.Warmup)})
-	}
-	v.Facts = append(v.Facts, fact{"wall time", fmt.Sprintf("%.1f s", rep.WallS)})
-
+	v := view{Title: "seckill bench", Facts: reportFacts(rep)}
 	v.Main = table{Title: "Comparison", Header: tableHeader, Rows: tableRows(rep.Summary)}
 	for _, s := range rep.Summary {
 		v.Main.Bad = append(v.Main.Bad, s.InvariantsPassed < s.InvariantsTotal || s.Oversold.Max > 0)
@@ -96,15 +48,102 @@ func buildView(rep *Report) view {
 		v.Notes = append(v.Notes, fmt.Sprintf("The sweep runs each strategy at %s clients in turn (closed model, the same requests at every point). The scaling ratio is a correct lock's ok/s at the most clients over its ok/s at the fewest; the target is >= %.1f.",
 			strings.Trim(strings.Join(strings.Fields(fmt.Sprint(rep.Sweep.Clients)), ", "), "[]"), rep.Sweep.TargetRatio))
 	}
-	if q := queueTable(rep.Summary); len(q.Rows) > 0 {
-		v.Tables = append(v.Tables, q)
-		v.Notes = append(v.Notes, "Local queue on and off: each distributed lock ran in every round with the service's in-process queue in front of the lock server (the default) and without it (\"NAME (no queue)\"), where every waiter contends at the server.")
-	}
+	v.section(queueTable(rep.Summary), "Local queue on and off: each distributed lock ran in every round with the service's in-process queue in front of the lock server (the default) and without it (\"NAME (no queue)\"), where every waiter contends at the server.")
 
 	nameOf := runNamer(rep.Runs)
+	v.Tables = append(v.Tables, runsTable(rep.Runs, nameOf))
+	v.section(backendTable(rep.Runs), "Redlock rounds: each acquisition round asks every master at once. A failed quorum round (split) won some masters but not a majority, gave them back and retried: the votes split between contenders. Taken: every master that answered was held by another owner.")
+	costs, costNotes := costTable(rep.CostModel)
+	v.section(costs, costNotes...)
+	v.section(lockCycleTable(rep.Runs), lockCycleNote)
+	v.section(orderQueueTable(rep.Runs), orderQueueNote)
+	v.section(cpuTable(rep.Runs), cpuNote)
+	v.section(windowsTable(rep.Runs), "Fault windows count each purchase by the time its answer came back: before the first fault starts, while a fault lasts, and after the last one ends. ok/s is successful purchases per second of the window.")
+	for _, r := range rep.Runs {
+		for _, inv := range r.Invariants {
+			if inv.Failed() {
+				v.Failed = append(v.Failed, fmt.Sprintf("%s #%d: %s failed (count %d): %s", nameOf(r), r.Repeat, inv.Name, inv.Count, inv.Detail))
+			}
+		}
+	}
+	return v
+}
+
+// section adds t and its notes when t has rows.
+func (v *view) section(t table, notes ...string) {
+	if len(t.Rows) > 0 {
+		v.Tables = append(v.Tables, t)
+		v.Notes = append(v.Notes, notes...)
+	}
+}
+
+// reportFacts are the run's setting: where and how it ran, the load, the
+// ceilings it is measured against, and its wall time.
+func reportFacts(rep *Report) []fact {
+	e := rep.Environment
+	facts := []fact{
+		{"date", rep.Date.Format("2006-01-02 15:04:05 MST")},
+		{"command", rep.CommandLine},
+		{"environment", fmt.Sprintf("%s %s/%s, %d CPUs, host %s", e.GoVersion, e.OS, e.Arch, e.CPUs, e.Hostname)},
+		{"durability", durabilityFact(e.Durability)},
+		{"round trip", rttFact(e.RTT)},
+		{"mode", modeFact(e.Mode)},
+		{"fleet", fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)},
+	}
+	if len(rep.Runs) > 0 {
+		facts = append(facts, loadFacts(rep)...)
+	}
+	if rep.CeilingRPS > 0 {
+		facts = append(facts, fact{"generator ceiling", fmt.Sprintf("%.0f req/s (%.1fx the best throughput; want >= %.0fx)", rep.CeilingRPS, rep.CeilingRatio, MinCeilingRatio)})
+	}
+	if c := rep.DBCeiling; c != nil {
+		facts = append(facts, fact{"database ceiling", fmt.Sprintf("%.0f purchase transactions/s (%s); the \"of DB\" column is each strategy's ok/s over it", c.TPS, c.describe())})
+	}
+	if len(rep.Order) > 0 {
+		facts = append(facts, fact{"order", orderFact(rep.Order)})
+	}
+	if rep.Warmup > 0 {
+		facts = append(facts, fact{"warm-up", fmt.Sprintf("%d purchases on a goods of their own before each strategy's first run, counted nowhere", rep.Warmup)})
+	}
+	return append(facts, fact{"wall time", fmt.Sprintf("%.1f s", rep.WallS)})
+}
+
+// loadFacts are the load of the first run (the others share it): the
+// requests, the concurrency or the sweep's, the faults, and which
+// strategies sold in batches.
+func loadFacts(rep *Report) []fact {
+	r := rep.Runs[0]
+	conc := fmt.Sprintf("concurrency %d", r.Concurrency)
+	if rep.Sweep != nil {
+		cs := make([]string, len(rep.Sweep.Clients))
+		for i, c := range rep.Sweep.Clients {
+			cs[i] = fmt.Sprint(c)
+		}
+		conc = "concurrency swept over " + strings.Join(cs, ", ") + " clients"
+	}
+	facts := []fact{{"load", fmt.Sprintf("%d requests of qty %d on a stock of %d, %s, rate %s, work delay %s, lock TTL %s, fencing %v, seed %d",
+		r.Requests, r.Qty, r.InitialStock, conc, rateString(r.Rate), r.WorkDelay, r.LockTTL, r.Fencing, r.Seed)}}
+	if len(r.Faults) > 0 {
+		facts = append(facts, fact{"faults", strings.Join(r.Faults, ", ")})
+	}
+	var batched []string
+	for _, r := range rep.Runs {
+		if r.Batch > 0 && r.Repeat <= 1 {
+			batched = append(batched, fmt.Sprintf("%s B=%d", r.Strategy, r.Batch))
+		}
+	}
+	if len(batched) > 0 {
+		facts = append(facts, fact{"batch", "purchases sold per lock hold and transaction, at most: " + strings.Join(batched, ", ") + " (other strategies unbatched)"})
+	}
+	return facts
+}
+
+// runsTable lists every run: its outcomes, the audit's counts, sales per
+// instance and latency; an oversold run is marked.
+func runsTable(rs []RunResult, nameOf func(RunResult) string) table {
 	runs := table{Title: "Runs", Header: []string{"run", "ok", "sold_out", "lock_timeout", "stale_lock", "lease_lost", "errors",
 		"orders", "sold", "final", "oversold", "lost", "sales per instance", "p90 ms", "max ms", "s"}}
-	for _, r := range rep.Runs {
+	for _, r := range rs {
 		var sales []string
 		for _, k := range sortedKeys(r.SalesPerInstance) {
 			sales = append(sales, fmt.Sprintf("%s=%d", k, r.SalesPerInstance[k]))
@@ -116,39 +155,7 @@ func buildView(rep *Report) view {
 			strings.Join(sales, " "), fmt.Sprintf("%.1f", r.LatencyMS.P90), fmt.Sprintf("%.1f", r.LatencyMS.Max), fmt.Sprintf("%.2f", r.DurationS)})
 		runs.Bad = append(runs.Bad, r.Oversold > 0)
 	}
-	v.Tables = append(v.Tables, runs)
-	if b := backendTable(rep.Runs); len(b.Rows) > 0 {
-		v.Tables = append(v.Tables, b)
-		v.Notes = append(v.Notes, "Redlock rounds: each acquisition round asks every master at once. A failed quorum round (split) won some masters but not a majority, gave them back and retried: the votes split between contenders. Taken: every master that answered was held by another owner.")
-	}
-	if c, notes := costTable(rep.CostModel); len(c.Rows) > 0 {
-		v.Tables = append(v.Tables, c)
-		v.Notes = append(v.Notes, notes...)
-	}
-	if c := lockCycleTable(rep.Runs); len(c.Rows) > 0 {
-		v.Tables = append(v.Tables, c)
-		v.Notes = append(v.Notes, lockCycleNote)
-	}
-	if q := orderQueueTable(rep.Runs); len(q.Rows) > 0 {
-		v.Tables = append(v.Tables, q)
-		v.Notes = append(v.Notes, orderQueueNote)
-	}
-	if c := cpuTable(rep.Runs); len(c.Rows) > 0 {
-		v.Tables = append(v.Tables, c)
-		v.Notes = append(v.Notes, cpuNote)
-	}
-	if w := windowsTable(rep.Runs); len(w.Rows) > 0 {
-		v.Tables = append(v.Tables, w)
-		v.Notes = append(v.Notes, "Fault windows count each purchase by the time its answer came back: before the first fault starts, while a fault lasts, and after the last one ends. ok/s is successful purchases per second of the window.")
-	}
-	for _, r := range rep.Runs {
-		for _, inv := range r.Invariants {
-			if inv.Failed() {
-				v.Failed = append(v.Failed, fmt.Sprintf("%s #%d: %s failed (count %d): %s", nameOf(r), r.Repeat, inv.Name, inv.Count, inv.Detail))
-			}
-		}
-	}
-	return v
+	return runs
 }
 
 // windowsTable lists, for the runs that had faults, the throughput and

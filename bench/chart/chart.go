@@ -237,6 +237,19 @@ func (s *svg) text(class string, x, y float64, anchor, attrs, content string) {
 		class, n(x), n(y), anchor, attrs, esc(content))
 }
 
+// newChart opens a chart of height with its title. id (from kind, title
+// and n) names the chart's elements; a hatched chart gets the hatch
+// pattern id-hatch.
+func newChart(kind, title string, n int, height float64, hatched bool) (*svg, string) {
+	s := &svg{}
+	s.open(title, height)
+	id := uid(kind, title, n)
+	if hatched {
+		s.hatch(id + "-hatch")
+	}
+	return s, id
+}
+
 // hatch writes a diagonal grey hatch pattern with the given id.
 func (s *svg) hatch(id string) {
 	s.f(`<defs><pattern id="%s" patternUnits="userSpaceOnUse" width="8" height="8" patternTransform="rotate(45)">`+
@@ -303,24 +316,64 @@ func (s *svg) legend(items []legendItem, left, right, y float64) {
 
 // ---------------------------------------------------------------- BarChart
 
+// The bar chart's frame.
+const (
+	barLeft, barRight = 100.0, 30.0
+	barPlotH          = 380.0
+	barMaxLabel       = 28 // runes
+)
+
+// barLayout is a bar chart's geometry: the plot's top and bottom, the
+// y range, each category's slot and whether the labels are rotated.
+type barLayout struct {
+	top, bottom, height float64
+	yMax                float64
+	ticks               []float64
+	slot                float64
+	rotate, anyFlawed   bool
+}
+
+// y is the plot's y of value v.
+func (l barLayout) y(v float64) float64 { return l.bottom - v/l.yMax*barPlotH }
+
 // BarChart draws vertical bars (labels rotated -30° if long), y axis from 0.
 // When refLabel != "" a dashed horizontal reference line is drawn at refValue,
 // labelled refLabel (e.g. "sql-atomic 288/s"). Negative and non-finite values
 // are drawn as zero bars but labelled with their value.
 func BarChart(title, yLabel string, bars []Bar, refLabel string, refValue float64) []byte {
-	const (
-		left, right = 100.0, 30.0
-		plotH       = 380.0
-		maxLabel    = 28 // runes
-	)
 	hasRef := refLabel != ""
-	top := 64.0
-	if hasRef {
-		top += 8
-	}
-	plotW := width - left - right
+	l := layoutBars(bars, hasRef, refValue)
 
-	// y range
+	s, id := newChart("bar", title, len(bars), l.height, l.anyFlawed)
+	s.yGrid(l.ticks, l.y, barLeft, barRight)
+	s.yLabel(yLabel, 26, l.top, l.bottom)
+
+	// bars; the value labels are written last, above the reference line
+	values := &svg{}
+	bw := min(l.slot*0.7, 110)
+	for i, b := range bars {
+		cx := barLeft + l.slot*(float64(i)+0.5)
+		h := s.bar(b, l, id, cx, bw)
+		values.text("value", cx, l.bottom-h-6, "middle", ` font-weight="600"`+halo, FormatValue(b.Value))
+		s.barLabel(b, l, cx)
+	}
+	s.axes(barLeft, barRight, l.top, l.bottom)
+	if hasRef {
+		s.refLine(refLabel, refValue, l)
+	}
+	s.b.Write(values.b.Bytes())
+	return s.close()
+}
+
+// layoutBars sizes a bar chart: the y range covers the bars and the
+// reference value; long labels rotate, and flawed markers take a line.
+func layoutBars(bars []Bar, hasRef bool, refValue float64) barLayout {
+	l := barLayout{top: 64.0}
+	if hasRef {
+		l.top += 8
+	}
+	plotW := width - barLeft - barRight
+
 	maxV := 0.0
 	for _, b := range bars {
 		if finite(b.Value) && b.Value > maxV {
@@ -330,131 +383,134 @@ func BarChart(title, yLabel string, bars []Bar, refLabel string, refValue float6
 	if hasRef && finite(refValue) && refValue > maxV {
 		maxV = refValue
 	}
-	_, yMax, ticks := niceRange(0, maxV*1.08, 5)
+	_, l.yMax, l.ticks = niceRange(0, maxV*1.08, 5)
 
-	// x layout and label rotation
-	slot := plotW
+	l.slot = plotW
 	if len(bars) > 0 {
-		slot = plotW / float64(len(bars))
+		l.slot = plotW / float64(len(bars))
 	}
-	rotate := false
 	longest := 0.0
-	anyFlawed := false
 	for _, b := range bars {
-		w := textW(clip(b.Label, maxLabel), textSize)
-		if w > slot*0.92 {
-			rotate = true
+		w := textW(clip(b.Label, barMaxLabel), textSize)
+		if w > l.slot*0.92 {
+			l.rotate = true
 		}
 		if b.Flawed {
-			anyFlawed = true
+			l.anyFlawed = true
 			w += textW(" ✗ flawed", textSize)
 		}
 		longest = max(longest, w)
 	}
 	labelBand := 30.0
-	if anyFlawed {
+	if l.anyFlawed {
 		labelBand += 24 // the marker's line under the label
 	}
-	if rotate {
+	if l.rotate {
 		// a -30° label of width w drops by w/2; the marker is on the same line.
 		labelBand = 24 + longest*0.5 + 10
 	}
-	height := top + plotH + labelBand + 12
-	bottom := top + plotH
-	y := func(v float64) float64 { return bottom - v/yMax*plotH }
+	l.height = l.top + barPlotH + labelBand + 12
+	l.bottom = l.top + barPlotH
+	return l
+}
 
-	s := &svg{}
-	s.open(title, height)
-	id := uid("bar", title, len(bars))
-	if anyFlawed {
-		s.hatch(id + "-hatch")
+// bar writes b's bar centred on cx, bw wide (hatched when flawed, in a
+// link when it has one), and returns its height.
+func (s *svg) bar(b Bar, l barLayout, id string, cx, bw float64) float64 {
+	v := b.Value
+	if !finite(v) || v < 0 {
+		v = 0
 	}
+	h := max(l.bottom-l.y(v), 2)
+	fill, stroke := barColour, noStroke
+	if b.Flawed {
+		fill, stroke = "url(#"+id+"-hatch)", greyColour
+	}
+	if b.Link != "" {
+		s.f(`<a href="%s">`, esc(b.Link))
+	}
+	s.f(`<rect class="bar" x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="%s"><title>%s: %s</title></rect>`,
+		n(cx-bw/2), n(l.bottom-h), n(bw), n(h), fill, stroke, esc(b.Label), esc(FormatValue(b.Value)))
+	if b.Link != "" {
+		s.f(`</a>`)
+	}
+	s.f("\n")
+	return h
+}
 
-	// gridlines and ticks
+// barLabel writes b's category label under its bar at cx, and the flawed
+// marker: under the label, or after it when the labels are rotated.
+func (s *svg) barLabel(b Bar, l barLayout, cx float64) {
+	label := clip(b.Label, barMaxLabel)
+	ly := l.bottom + 22
+	anchor, tr := "middle", ""
+	if l.rotate {
+		tr = " rotate(-30)"
+		ly = l.bottom + 18
+	}
+	s.f(`<g transform="translate(%s %s)%s">`, n(cx), n(ly), tr)
+	if l.rotate {
+		// one rotated line; the marker follows the label, next to the bar,
+		// so that it cannot run into the neighbouring label
+		s.f(`<text class="label" x="0" y="0" text-anchor="end" dominant-baseline="middle">%s`, esc(label))
+		if b.Flawed {
+			s.f(`<tspan class="flawed" dx="8" fill="%s" font-weight="600">✗ flawed</tspan>`, flawedColor)
+		}
+		s.f(`</text>`)
+	} else {
+		s.f(`<text class="label" x="0" y="0" text-anchor="%s">%s</text>`, anchor, esc(label))
+		if b.Flawed {
+			s.f(`<text class="flawed" x="0" y="22" text-anchor="middle" fill="%s" font-weight="600">✗ flawed</text>`, flawedColor)
+		}
+	}
+	s.f("</g>\n")
+}
+
+// refLine writes the dashed reference line at value (0 when negative or
+// not finite), labelled at its right end.
+func (s *svg) refLine(label string, value float64, l barLayout) {
+	if !finite(value) || value < 0 {
+		value = 0
+	}
+	ry := l.y(value)
+	s.f(`<g class="ref"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2.5" stroke-dasharray="10 6"/>`,
+		n(barLeft), n(ry), n(width-barRight), n(ry), refColour)
+	s.f(`<text x="%s" y="%s" text-anchor="end" fill="%s" font-weight="600"%s>%s</text></g>`+"\n",
+		n(width-barRight-4), n(ry-7), refColour, halo, esc(clip(label, 60)))
+}
+
+// yGrid writes a horizontal gridline and a tick label at each tick, across
+// [left, width-right]; y places a value.
+func (s *svg) yGrid(ticks []float64, y func(float64) float64, left, right float64) {
 	for _, t := range ticks {
 		ty := y(t)
 		s.f(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1"/>`+"\n",
 			n(left), n(ty), n(width-right), n(ty), gridColour)
 		s.text("tick", left-8, ty+5.5, "end", "", FormatValue(t))
 	}
-	s.yLabel(yLabel, 26, top, bottom)
+}
 
-	// bars; the value labels are written last, above the reference line
-	values := &svg{}
-	bw := min(slot*0.7, 110)
-	for i, b := range bars {
-		cx := left + slot*(float64(i)+0.5)
-		v := b.Value
-		if !finite(v) || v < 0 {
-			v = 0
-		}
-		h := max(bottom-y(v), 2)
-		fill, stroke := barColour, noStroke
-		if b.Flawed {
-			fill, stroke = "url(#"+id+"-hatch)", greyColour
-		}
-		if b.Link != "" {
-			s.f(`<a href="%s">`, esc(b.Link))
-		}
-		s.f(`<rect class="bar" x="%s" y="%s" width="%s" height="%s" fill="%s" stroke="%s"><title>%s: %s</title></rect>`,
-			n(cx-bw/2), n(bottom-h), n(bw), n(h), fill, stroke, esc(b.Label), esc(FormatValue(b.Value)))
-		if b.Link != "" {
-			s.f(`</a>`)
-		}
-		s.f("\n")
-		values.text("value", cx, bottom-h-6, "middle", ` font-weight="600"`+halo, FormatValue(b.Value))
-
-		// category label (+ flawed marker under it)
-		label := clip(b.Label, maxLabel)
-		ly := bottom + 22
-		anchor, tr := "middle", ""
-		if rotate {
-			tr = " rotate(-30)"
-			ly = bottom + 18
-		}
-		s.f(`<g transform="translate(%s %s)%s">`, n(cx), n(ly), tr)
-		if rotate {
-			// one rotated line; the marker follows the label, next to the bar,
-			// so that it cannot run into the neighbouring label
-			s.f(`<text class="label" x="0" y="0" text-anchor="end" dominant-baseline="middle">%s`, esc(label))
-			if b.Flawed {
-				s.f(`<tspan class="flawed" dx="8" fill="%s" font-weight="600">✗ flawed</tspan>`, flawedColor)
-			}
-			s.f(`</text>`)
-		} else {
-			s.f(`<text class="label" x="0" y="0" text-anchor="%s">%s</text>`, anchor, esc(label))
-			if b.Flawed {
-				s.f(`<text class="flawed" x="0" y="22" text-anchor="middle" fill="%s" font-weight="600">✗ flawed</text>`, flawedColor)
-			}
-		}
-		s.f("</g>\n")
-	}
-
-	// axes
+// axes writes the x axis at bottom across [left, width-right], then the y
+// axis at left from top to bottom.
+func (s *svg) axes(left, right, top, bottom float64) {
 	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/>`+"\n",
 		n(left), n(bottom), n(width-right), n(bottom), axisColour)
 	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/>`+"\n",
 		n(left), n(top), n(left), n(bottom), axisColour)
+}
 
-	// reference line
-	if hasRef {
-		rv := refValue
-		if !finite(rv) || rv < 0 {
-			rv = 0
-		}
-		ry := y(rv)
-		s.f(`<g class="ref"><line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2.5" stroke-dasharray="10 6"/>`,
-			n(left), n(ry), n(width-right), n(ry), refColour)
-		s.f(`<text x="%s" y="%s" text-anchor="end" fill="%s" font-weight="600"%s>%s</text></g>`+"\n",
-			n(width-right-4), n(ry-7), refColour, halo, esc(clip(refLabel, 60)))
+// xLabel writes the horizontal axis label centred at x, baseline y.
+func (s *svg) xLabel(label string, x, y float64) {
+	if label == "" {
+		return
 	}
-	s.b.Write(values.b.Bytes())
-	return s.close()
+	s.f(`<text class="axis-label" x="%s" y="%s" text-anchor="middle" font-size="%s">%s</text>`+"\n",
+		n(x), n(y), n(labelSize), esc(clip(label, 70)))
 }
 
 // ---------------------------------------------------------------- StackedBars
+
 // Luminance returns the WCAG 2 relative luminance of a #rrggbb (or #rgb) colour (0.5 if unparsable).
-// luminance returns the relative luminance of a #rrggbb colour (0.5 if unparsable).
 func Luminance(c string) float64 {
 	c = strings.TrimPrefix(c, "#")
 	if len(c) == 3 {
@@ -481,127 +537,152 @@ func Luminance(c string) float64 {
 // stack whose parts are all 0 still shows a 2-unit bar and "0". Negative and
 // non-finite parts count as 0.
 func StackedBars(title, xLabel string, series []string, colours []string, stacks []Stack) []byte {
-	const (
-		right    = 30.0
-		rowH     = 36.0
-		barH     = 26.0
-		maxLabel = 30
-	)
 	if len(colours) == 0 {
 		colours = Palette
 	}
-	colour := func(i int) string { return colours[i%len(colours)] }
+	l := layoutStacks(series, colours, stacks)
 
-	anyFlawed := false
-	labelW := 60.0
-	totals := make([]float64, len(stacks))
-	maxT := 0.0
+	s, id := newChart("stack", title, len(stacks), l.height, l.anyFlawed)
+	s.legend(l.items, l.left, width-stackRight, 52)
+	for _, t := range l.ticks {
+		tx := l.x(t)
+		s.f(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1"/>`+"\n",
+			n(tx), n(l.top), n(tx), n(l.bottom), gridColour)
+		s.text("tick", tx, l.bottom+22, "middle", "", FormatValue(t))
+	}
+	s.xLabel(xLabel, l.left+l.plotW/2, l.bottom+52)
 	for i, st := range stacks {
-		lw := textW(clip(st.Label, maxLabel), textSize)
+		s.stack(st, l, l.top+float64(i)*stackRowH+(stackRowH-stackBarH)/2, id)
+	}
+	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/>`+"\n",
+		n(l.left), n(l.top), n(l.left), n(l.bottom), axisColour)
+	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/>`+"\n",
+		n(l.left), n(l.bottom), n(l.left+l.plotW), n(l.bottom), axisColour)
+	return s.close()
+}
+
+// The stacked bar chart's frame.
+const (
+	stackRight    = 30.0
+	stackRowH     = 36.0
+	stackBarH     = 26.0
+	stackMaxLabel = 30
+)
+
+// stackLayout is a stacked bar chart's geometry: the label column, the
+// plot, the x range and the legend.
+type stackLayout struct {
+	left, plotW         float64
+	top, bottom, height float64
+	xMax                float64
+	ticks               []float64
+	anyFlawed           bool
+	series, colours     []string
+	items               []legendItem
+}
+
+// x is the plot's x of value v.
+func (l stackLayout) x(v float64) float64 { return l.left + v/l.xMax*l.plotW }
+
+// colour is series i's colour, cycling through the colours.
+func (l stackLayout) colour(i int) string { return l.colours[i%len(l.colours)] }
+
+// layoutStacks sizes a stacked bar chart: the label column fits the
+// longest label (at most 380), the x range the largest total, and the plot
+// starts under the legend's rows.
+func layoutStacks(series, colours []string, stacks []Stack) stackLayout {
+	l := stackLayout{series: series, colours: colours}
+	labelW := 60.0
+	maxT := 0.0
+	for _, st := range stacks {
+		lw := textW(clip(st.Label, stackMaxLabel), textSize)
 		if st.Flawed {
-			anyFlawed = true
+			l.anyFlawed = true
 			lw += textW(" ✗ flawed", textSize)
 		}
 		labelW = max(labelW, lw)
-		for _, p := range st.Parts {
-			if finite(p) && p > 0 {
-				totals[i] += p
-			}
-		}
-		maxT = max(maxT, totals[i])
+		maxT = max(maxT, stackTotal(st))
 	}
-	left := min(labelW+20, 380)
+	l.left = min(labelW+20, 380)
 	totalW := textW(FormatValue(maxT), textSize) + 16
-	plotW := width - left - right - totalW
+	l.plotW = width - l.left - stackRight - totalW
 
-	items := make([]legendItem, len(series))
+	l.items = make([]legendItem, len(series))
 	for i, name := range series {
-		items[i] = legendItem{label: name, colour: colour(i)}
+		l.items[i] = legendItem{label: name, colour: l.colour(i)}
 	}
-	_, legendRows := legendLayout(items, left, width-right)
-	top := 56.0 + float64(legendRows)*28 + 10
-	plotH := max(float64(len(stacks)), 1) * rowH
-	bottom := top + plotH
-	height := bottom + 70
+	_, legendRows := legendLayout(l.items, l.left, width-stackRight)
+	l.top = 56.0 + float64(legendRows)*28 + 10
+	plotH := max(float64(len(stacks)), 1) * stackRowH
+	l.bottom = l.top + plotH
+	l.height = l.bottom + 70
+	_, l.xMax, l.ticks = niceRange(0, maxT, 5)
+	return l
+}
 
-	_, xMax, ticks := niceRange(0, maxT, 5)
-	x := func(v float64) float64 { return left + v/xMax*plotW }
-
-	s := &svg{}
-	s.open(title, height)
-	id := uid("stack", title, len(stacks))
-	if anyFlawed {
-		s.hatch(id + "-hatch")
-	}
-	s.legend(items, left, width-right, 52)
-
-	for _, t := range ticks {
-		tx := x(t)
-		s.f(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1"/>`+"\n",
-			n(tx), n(top), n(tx), n(bottom), gridColour)
-		s.text("tick", tx, bottom+22, "middle", "", FormatValue(t))
-	}
-	if xLabel != "" {
-		s.f(`<text class="axis-label" x="%s" y="%s" text-anchor="middle" font-size="%s">%s</text>`+"\n",
-			n(left+plotW/2), n(bottom+52), n(labelSize), esc(clip(xLabel, 70)))
-	}
-
-	for i, st := range stacks {
-		ry := top + float64(i)*rowH + (rowH-barH)/2
-		cy := ry + barH/2
-		// label, right-aligned against the axis
-		s.f(`<text class="label" x="%s" y="%s" text-anchor="end" dominant-baseline="middle">%s`,
-			n(left-10), n(cy), esc(clip(st.Label, maxLabel)))
-		if st.Flawed {
-			s.f(`<tspan class="flawed" dx="8" fill="%s" font-weight="600">✗ flawed</tspan>`, flawedColor)
+// stackTotal is the sum of st's positive finite parts.
+func stackTotal(st Stack) float64 {
+	total := 0.0
+	for _, p := range st.Parts {
+		if finite(p) && p > 0 {
+			total += p
 		}
-		s.f("</text>\n")
+	}
+	return total
+}
 
-		opacity := ""
-		if st.Flawed {
-			opacity = ` fill-opacity="0.55"`
+// stack writes st's row with its bar's top at ry: the label against the
+// axis, each part (its value inside when it fits), the flawed hatch, and
+// the total after the bar.
+func (s *svg) stack(st Stack, l stackLayout, ry float64, id string) {
+	cy := ry + stackBarH/2
+	// label, right-aligned against the axis
+	s.f(`<text class="label" x="%s" y="%s" text-anchor="end" dominant-baseline="middle">%s`,
+		n(l.left-10), n(cy), esc(clip(st.Label, stackMaxLabel)))
+	if st.Flawed {
+		s.f(`<tspan class="flawed" dx="8" fill="%s" font-weight="600">✗ flawed</tspan>`, flawedColor)
+	}
+	s.f("</text>\n")
+
+	opacity := ""
+	if st.Flawed {
+		opacity = ` fill-opacity="0.55"`
+	}
+	acc := 0.0
+	for j, p := range st.Parts {
+		if !finite(p) || p <= 0 {
+			continue
 		}
-		acc := 0.0
-		for j, p := range st.Parts {
-			if !finite(p) || p <= 0 {
-				continue
+		x0, x1 := l.x(acc), l.x(acc+p)
+		acc += p
+		name := ""
+		if j < len(l.series) {
+			name = l.series[j]
+		}
+		c := l.colour(j)
+		s.f(`<rect class="part" x="%s" y="%s" width="%s" height="%s" fill="%s"%s stroke="#ffffff" stroke-width="1"><title>%s — %s: %s</title></rect>`+"\n",
+			n(x0), n(ry), n(max(x1-x0, 2)), n(stackBarH), esc(c), opacity, esc(st.Label), esc(name), esc(FormatValue(p)))
+		label := FormatValue(p)
+		if x1-x0 >= textW(label, textSize)+8 {
+			fg := "#ffffff"
+			if Luminance(c) > 0.4 || st.Flawed {
+				fg = "#111111"
 			}
-			x0, x1 := x(acc), x(acc+p)
-			acc += p
-			name := ""
-			if j < len(series) {
-				name = series[j]
-			}
-			c := colour(j)
-			s.f(`<rect class="part" x="%s" y="%s" width="%s" height="%s" fill="%s"%s stroke="#ffffff" stroke-width="1"><title>%s — %s: %s</title></rect>`+"\n",
-				n(x0), n(ry), n(max(x1-x0, 2)), n(barH), esc(c), opacity, esc(st.Label), esc(name), esc(FormatValue(p)))
-			label := FormatValue(p)
-			if x1-x0 >= textW(label, textSize)+8 {
-				fg := "#ffffff"
-				if Luminance(c) > 0.4 || st.Flawed {
-					fg = "#111111"
-				}
-				s.f(`<text class="part-value" x="%s" y="%s" text-anchor="middle" dominant-baseline="middle" fill="%s" font-weight="600">%s</text>`+"\n",
-					n((x0+x1)/2), n(cy), fg, esc(label))
-			}
+			s.f(`<text class="part-value" x="%s" y="%s" text-anchor="middle" dominant-baseline="middle" fill="%s" font-weight="600">%s</text>`+"\n",
+				n((x0+x1)/2), n(cy), fg, esc(label))
 		}
-		if st.Flawed && acc > 0 {
-			s.f(`<rect class="hatch" x="%s" y="%s" width="%s" height="%s" fill="url(#%s-hatch)" fill-opacity="0.45"/>`+"\n",
-				n(left), n(ry), n(x(acc)-left), n(barH), id)
-		}
-		end := x(acc)
-		if acc == 0 {
-			s.f(`<rect class="zero" x="%s" y="%s" width="2" height="%s" fill="%s"/>`+"\n",
-				n(left), n(ry), n(barH), greyColour)
-			end = left + 2
-		}
-		s.text("value", end+6, cy, "start", ` dominant-baseline="middle" font-weight="600"`+halo, FormatValue(acc))
 	}
-	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/>`+"\n",
-		n(left), n(top), n(left), n(bottom), axisColour)
-	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/>`+"\n",
-		n(left), n(bottom), n(left+plotW), n(bottom), axisColour)
-	return s.close()
+	if st.Flawed && acc > 0 {
+		s.f(`<rect class="hatch" x="%s" y="%s" width="%s" height="%s" fill="url(#%s-hatch)" fill-opacity="0.45"/>`+"\n",
+			n(l.left), n(ry), n(l.x(acc)-l.left), n(stackBarH), id)
+	}
+	end := l.x(acc)
+	if acc == 0 {
+		s.f(`<rect class="zero" x="%s" y="%s" width="2" height="%s" fill="%s"/>`+"\n",
+			n(l.left), n(ry), n(stackBarH), greyColour)
+		end = l.left + 2
+	}
+	s.text("value", end+6, cy, "start", ` dominant-baseline="middle" font-weight="600"`+halo, FormatValue(acc))
 }
 
 // ---------------------------------------------------------------- LineChart
@@ -656,6 +737,40 @@ func isDecade(t float64) bool {
 	return math.Abs(l-math.Round(l)) < 1e-9
 }
 
+// The line chart's frame.
+const lineLeft, lineRight, linePlotH = 100.0, 40.0, 400.0
+
+// point is one drawn point of a line.
+type point struct{ x, y float64 }
+
+// lineLayout is a line chart's geometry: the points kept, the x and y
+// domains with their ticks, the plot's top and bottom, and the legend.
+type lineLayout struct {
+	logX                bool
+	pts                 [][]point
+	plotW               float64
+	dxlo, dxhi          float64
+	xticks              []float64
+	dylo, dyhi          float64
+	yticks              []float64
+	top, bottom, height float64
+	items               []legendItem
+}
+
+// xpos is the plot's x of value v: log10 or linear.
+func (l *lineLayout) xpos(v float64) float64 {
+	if l.logX {
+		l0, l1 := math.Log10(l.dxlo), math.Log10(l.dxhi)
+		return lineLeft + (math.Log10(v)-l0)/(l1-l0)*l.plotW
+	}
+	return lineLeft + (v-l.dxlo)/(l.dxhi-l.dxlo)*l.plotW
+}
+
+// ypos is the plot's y of value v.
+func (l *lineLayout) ypos(v float64) float64 {
+	return l.bottom - (v-l.dylo)/(l.dyhi-l.dylo)*linePlotH
+}
+
 // LineChart draws one polyline per line (one colour per line, dashed when
 // Flawed) with a legend. The x axis is linear, or log10 when logX (points with
 // x <= 0 are then skipped), with ticks at 1-2-5 per decade; the y axis is
@@ -663,132 +778,121 @@ func isDecade(t float64) bool {
 // fraction 0..1. Non-finite points are skipped; a line with a single point is
 // drawn as a dot, an empty line draws nothing but keeps its legend entry.
 func LineChart(title, xLabel, yLabel string, lines []Line, logX bool) []byte {
-	const left, right, plotH = 100.0, 40.0, 400.0
-	plotW := width - left - right
+	l := layoutLines(lines, logX)
 
-	type pt struct{ x, y float64 }
-	pts := make([][]pt, len(lines))
+	s := &svg{}
+	s.open(title, l.height)
+	s.legend(l.items, lineLeft, width-lineRight, 52)
+	s.xGrid(l)
+	s.yGrid(l.yticks, l.ypos, lineLeft, lineRight)
+	s.xLabel(xLabel, lineLeft+l.plotW/2, l.bottom+54)
+	s.yLabel(yLabel, 26, l.top, l.bottom)
+	for i, line := range lines {
+		s.line(line, l.pts[i], Palette[i%len(Palette)], l)
+	}
+	s.axes(lineLeft, lineRight, l.top, l.bottom)
+	return s.close()
+}
+
+// layoutLines keeps the drawable points of lines, picks the domains (x
+// from the points, 1-10 or 0-1 when there are none; y from 0 when no
+// value is negative) and sizes the plot under the legend.
+func layoutLines(lines []Line, logX bool) *lineLayout {
+	l := &lineLayout{logX: logX, plotW: width - lineLeft - lineRight, pts: make([][]point, len(lines))}
 	xlo, xhi := math.Inf(1), math.Inf(-1)
 	ylo, yhi := math.Inf(1), math.Inf(-1)
-	for i, l := range lines {
-		for j := 0; j < len(l.X) && j < len(l.Y); j++ {
-			px, py := l.X[j], l.Y[j]
+	for i, line := range lines {
+		for j := 0; j < len(line.X) && j < len(line.Y); j++ {
+			px, py := line.X[j], line.Y[j]
 			if !finite(px) || !finite(py) || (logX && px <= 0) {
 				continue
 			}
-			pts[i] = append(pts[i], pt{px, py})
+			l.pts[i] = append(l.pts[i], point{px, py})
 			xlo, xhi = min(xlo, px), max(xhi, px)
 			ylo, yhi = min(ylo, py), max(yhi, py)
 		}
 	}
 
-	// x domain and ticks
-	var (
-		dxlo, dxhi float64
-		xticks     []float64
-		xpos       func(float64) float64
-	)
 	if logX {
 		if !finite(xlo) {
 			xlo, xhi = 1, 10
 		}
-		dxlo, dxhi, xticks = logTicks(xlo, xhi)
-		l0, l1 := math.Log10(dxlo), math.Log10(dxhi)
-		xpos = func(v float64) float64 { return left + (math.Log10(v)-l0)/(l1-l0)*plotW }
+		l.dxlo, l.dxhi, l.xticks = logTicks(xlo, xhi)
 	} else {
 		if !finite(xlo) {
 			xlo, xhi = 0, 1
 		}
-		dxlo, dxhi, xticks = niceRange(xlo, xhi, 6)
-		xpos = func(v float64) float64 { return left + (v-dxlo)/(dxhi-dxlo)*plotW }
+		l.dxlo, l.dxhi, l.xticks = niceRange(xlo, xhi, 6)
 	}
-	// y domain: from 0 when all values are non-negative
 	if !finite(ylo) {
 		ylo, yhi = 0, 1
 	}
 	ylo = min(ylo, 0)
-	dylo, dyhi, yticks := niceRange(ylo, yhi, 5)
+	l.dylo, l.dyhi, l.yticks = niceRange(ylo, yhi, 5)
 
-	items := make([]legendItem, len(lines))
-	for i, l := range lines {
-		label := clip(l.Label, 40)
-		if l.Flawed {
+	l.items = make([]legendItem, len(lines))
+	for i, line := range lines {
+		label := clip(line.Label, 40)
+		if line.Flawed {
 			label += nbsp + "✗ flawed"
 		}
-		items[i] = legendItem{label: label, colour: Palette[i%len(Palette)], dashed: l.Flawed, line: true}
+		l.items[i] = legendItem{label: label, colour: Palette[i%len(Palette)], dashed: line.Flawed, line: true}
 	}
-	_, legendRows := legendLayout(items, left, width-right)
-	top := 56.0 + float64(legendRows)*28 + 14
-	bottom := top + plotH
-	height := bottom + 80
-	ypos := func(v float64) float64 { return bottom - (v-dylo)/(dyhi-dylo)*plotH }
+	_, legendRows := legendLayout(l.items, lineLeft, width-lineRight)
+	l.top = 56.0 + float64(legendRows)*28 + 14
+	l.bottom = l.top + linePlotH
+	l.height = l.bottom + 80
+	return l
+}
 
-	s := &svg{}
-	s.open(title, height)
-	s.legend(items, left, width-right, 52)
-
-	// x grid and ticks; on a log axis with many decades only the decades are labelled
+// xGrid writes the vertical gridlines and tick labels; on a log axis the
+// minor ticks are lighter, and with many decades only the decades are
+// labelled.
+func (s *svg) xGrid(l *lineLayout) {
 	labelAll := true
-	if logX {
-		decades := math.Log10(dxhi) - math.Log10(dxlo)
-		labelAll = plotW/max(decades, 1) >= 150
+	if l.logX {
+		decades := math.Log10(l.dxhi) - math.Log10(l.dxlo)
+		labelAll = l.plotW/max(decades, 1) >= 150
 	}
-	for _, t := range xticks {
-		tx := xpos(t)
-		major := !logX || isDecade(t)
+	for _, t := range l.xticks {
+		tx := l.xpos(t)
+		major := !l.logX || isDecade(t)
 		c, w := gridColour, "1"
-		if logX && !major {
+		if l.logX && !major {
 			c = "#eeeeee"
 		}
 		s.f(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="%s"/>`+"\n",
-			n(tx), n(top), n(tx), n(bottom), c, w)
+			n(tx), n(l.top), n(tx), n(l.bottom), c, w)
 		if major || labelAll {
-			s.text("tick", tx, bottom+22, "middle", "", FormatValue(t))
+			s.text("tick", tx, l.bottom+22, "middle", "", FormatValue(t))
 		}
 	}
-	for _, t := range yticks {
-		ty := ypos(t)
-		s.f(`<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="1"/>`+"\n",
-			n(left), n(ty), n(width-right), n(ty), gridColour)
-		s.text("tick", left-8, ty+5.5, "end", "", FormatValue(t))
-	}
-	if xLabel != "" {
-		s.f(`<text class="axis-label" x="%s" y="%s" text-anchor="middle" font-size="%s">%s</text>`+"\n",
-			n(left+plotW/2), n(bottom+54), n(labelSize), esc(clip(xLabel, 70)))
-	}
-	s.yLabel(yLabel, 26, top, bottom)
+}
 
-	// lines
-	for i, l := range lines {
-		c := Palette[i%len(Palette)]
-		var d strings.Builder
-		for j, p := range pts[i] {
-			if j == 0 {
-				d.WriteString("M")
-			} else {
-				d.WriteString(" L")
-			}
-			d.WriteString(n(xpos(p.x)) + " " + n(ypos(p.y)))
+// line writes one line's path through pts in colour c (dashed when
+// flawed), and a dot on each point when it has one point or asks for them.
+func (s *svg) line(line Line, pts []point, c string, l *lineLayout) {
+	var d strings.Builder
+	for j, p := range pts {
+		if j == 0 {
+			d.WriteString("M")
+		} else {
+			d.WriteString(" L")
 		}
-		dash := ""
-		if l.Flawed {
-			dash = ` stroke-dasharray="8 5"`
-		}
-		s.f(`<path class="line" d="%s" fill="none" stroke="%s" stroke-width="3" stroke-linejoin="round"%s><title>%s</title></path>`+"\n",
-			d.String(), c, dash, esc(l.Label))
-		if len(pts[i]) == 1 || l.Points {
-			for _, p := range pts[i] {
-				s.f(`<circle class="dot" cx="%s" cy="%s" r="5" fill="%s"><title>%s: %s, %s</title></circle>`+"\n",
-					n(xpos(p.x)), n(ypos(p.y)), c, esc(l.Label), esc(FormatValue(p.x)), esc(FormatValue(p.y)))
-			}
+		d.WriteString(n(l.xpos(p.x)) + " " + n(l.ypos(p.y)))
+	}
+	dash := ""
+	if line.Flawed {
+		dash = ` stroke-dasharray="8 5"`
+	}
+	s.f(`<path class="line" d="%s" fill="none" stroke="%s" stroke-width="3" stroke-linejoin="round"%s><title>%s</title></path>`+"\n",
+		d.String(), c, dash, esc(line.Label))
+	if len(pts) == 1 || line.Points {
+		for _, p := range pts {
+			s.f(`<circle class="dot" cx="%s" cy="%s" r="5" fill="%s"><title>%s: %s, %s</title></circle>`+"\n",
+				n(l.xpos(p.x)), n(l.ypos(p.y)), c, esc(line.Label), esc(FormatValue(p.x)), esc(FormatValue(p.y)))
 		}
 	}
-
-	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/>`+"\n",
-		n(left), n(bottom), n(width-right), n(bottom), axisColour)
-	s.f(`<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"/>`+"\n",
-		n(left), n(top), n(left), n(bottom), axisColour)
-	return s.close()
 }
 
 // ---------------------------------------------------------------- CDF

@@ -137,30 +137,9 @@ func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) 
 	if initial < 0 {
 		return Report{}, fmt.Errorf("history: initial stock %d is negative", initial)
 	}
-
-	// Validate and keep the ops that may have had an effect.
-	kept := make([]int, 0, len(ops))
-	var base time.Time
-	for i := range ops {
-		op := &ops[i]
-		switch op.Result {
-		case Refused:
-			continue
-		case Sold, SoldOut, Unknown:
-		default:
-			return Report{}, fmt.Errorf("history: op %d (%q): invalid result %d", i, op.ID, int(op.Result))
-		}
-		if op.Qty < 0 {
-			return Report{}, fmt.Errorf("history: op %d (%q): negative qty %d", i, op.ID, op.Qty)
-		}
-		if op.Result != Unknown && op.Return.Before(op.Call) {
-			return Report{}, fmt.Errorf("history: op %d (%q): return %s is before call %s",
-				i, op.ID, op.Return.Format(time.RFC3339Nano), op.Call.Format(time.RFC3339Nano))
-		}
-		if len(kept) == 0 || op.Call.Before(base) {
-			base = op.Call
-		}
-		kept = append(kept, i)
+	kept, base, err := effective(ops)
+	if err != nil {
+		return Report{}, err
 	}
 	rep := Report{Ops: len(kept)}
 	if len(kept) == 0 {
@@ -168,9 +147,59 @@ func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) 
 		rep.Elapsed = time.Since(start)
 		return rep, nil
 	}
+	history, steps := operations(ops, kept, base)
 
-	// Porcupine timestamps: nanoseconds since the earliest call. Unknown ops
-	// return after every other operation.
+	// Cancellation by ctx: porcupine only knows its own timeout, so a
+	// cancelled ctx makes every step fail, which unwinds the search at once;
+	// the verdict is then reported as unknown.
+	var cancelled atomic.Bool
+	stop := context.AfterFunc(ctx, func() { cancelled.Store(true) })
+	defer stop()
+	if ctx.Err() != nil {
+		cancelled.Store(true)
+	}
+	timeout = ctxBudget(ctx, timeout)
+
+	rep.Reason = refute(steps, initial)
+	if rep.Reason != "" && (timeout <= 0 || timeout > refutedBudget) {
+		timeout = refutedBudget
+	}
+	err = search(&rep, counterModel(initial, &cancelled), history, timeout, &cancelled)
+	rep.Elapsed = time.Since(start)
+	return rep, err
+}
+
+// effective validates ops and returns the indexes of those that may have
+// had an effect (all but Refused) and the earliest call among them.
+func effective(ops []Op) (kept []int, base time.Time, err error) {
+	kept = make([]int, 0, len(ops))
+	for i := range ops {
+		op := &ops[i]
+		switch op.Result {
+		case Refused:
+			continue
+		case Sold, SoldOut, Unknown:
+		default:
+			return nil, base, fmt.Errorf("history: op %d (%q): invalid result %d", i, op.ID, int(op.Result))
+		}
+		if op.Qty < 0 {
+			return nil, base, fmt.Errorf("history: op %d (%q): negative qty %d", i, op.ID, op.Qty)
+		}
+		if op.Result != Unknown && op.Return.Before(op.Call) {
+			return nil, base, fmt.Errorf("history: op %d (%q): return %s is before call %s",
+				i, op.ID, op.Return.Format(time.RFC3339Nano), op.Call.Format(time.RFC3339Nano))
+		}
+		if len(kept) == 0 || op.Call.Before(base) {
+			base = op.Call
+		}
+		kept = append(kept, i)
+	}
+	return kept, base, nil
+}
+
+// operations turns the kept ops into porcupine operations, timed in
+// nanoseconds since base; Unknown ops return after every other operation.
+func operations(ops []Op, kept []int, base time.Time) ([]porcupine.Operation, []step) {
 	var last int64
 	history := make([]porcupine.Operation, len(kept))
 	steps := make([]step, len(kept))
@@ -191,42 +220,36 @@ func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) 
 		}
 	}
 	assignLanes(history)
+	return history, steps
+}
 
-	// Cancellation by ctx: porcupine only knows its own timeout, so a
-	// cancelled ctx makes every step fail, which unwinds the search at once;
-	// the verdict is then reported as unknown.
-	var cancelled atomic.Bool
-	stop := context.AfterFunc(ctx, func() { cancelled.Store(true) })
-	defer stop()
-	if ctx.Err() != nil {
-		cancelled.Store(true)
+// ctxBudget is timeout shortened to what is left of ctx's deadline (at
+// least 1ns); timeout <= 0 means none.
+func ctxBudget(ctx context.Context, timeout time.Duration) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return timeout
 	}
-	if d, ok := ctx.Deadline(); ok {
-		left := time.Until(d)
-		if left <= 0 {
-			left = time.Nanosecond
-		}
-		if timeout <= 0 || left < timeout {
-			timeout = left
-		}
+	left := time.Until(d)
+	if left <= 0 {
+		left = time.Nanosecond
 	}
+	if timeout <= 0 || left < timeout {
+		return left
+	}
+	return timeout
+}
 
-	rep.Reason = refute(steps, initial)
-	if rep.Reason != "" && (timeout <= 0 || timeout > refutedBudget) {
-		timeout = refutedBudget
-	}
-	model := counterModel(initial, &cancelled)
+// search runs porcupine on history within timeout and sets rep's verdict:
+// not linearizable when refute already proved it (or the search found
+// it, with the visualization), unknown when cancelled or out of time.
+func search(rep *Report, model porcupine.Model, history []porcupine.Operation, timeout time.Duration, cancelled *atomic.Bool) error {
 	res, info := porcupine.CheckOperationsVerbose(model, history, timeout)
 	switch {
 	case rep.Reason != "" && !cancelled.Load():
 		rep.Verdict = NotLinearizable
 		if res == porcupine.Illegal {
-			var buf bytes.Buffer
-			if err := porcupine.Visualize(model, info, &buf); err != nil {
-				rep.Elapsed = time.Since(start)
-				return rep, fmt.Errorf("history: visualization: %w", err)
-			}
-			rep.Visualization = buf.Bytes()
+			return visualize(rep, model, info)
 		}
 	case cancelled.Load():
 		rep.Verdict = VerdictUnknown
@@ -234,17 +257,21 @@ func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) 
 		rep.Verdict = Linearizable
 	case res == porcupine.Illegal:
 		rep.Verdict = NotLinearizable
-		var buf bytes.Buffer
-		if err := porcupine.Visualize(model, info, &buf); err != nil {
-			rep.Elapsed = time.Since(start)
-			return rep, fmt.Errorf("history: visualization: %w", err)
-		}
-		rep.Visualization = buf.Bytes()
+		return visualize(rep, model, info)
 	default:
 		rep.Verdict = VerdictUnknown
 	}
-	rep.Elapsed = time.Since(start)
-	return rep, nil
+	return nil
+}
+
+// visualize keeps porcupine's view of the illegal history in rep.
+func visualize(rep *Report, model porcupine.Model, info porcupine.LinearizationInfo) error {
+	var buf bytes.Buffer
+	if err := porcupine.Visualize(model, info, &buf); err != nil {
+		return fmt.Errorf("history: visualization: %w", err)
+	}
+	rep.Visualization = buf.Bytes()
+	return nil
 }
 
 // counterModel is the sequential stock counter. The state is an int64; Step

@@ -24,7 +24,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -403,135 +402,168 @@ func TimelineSVG(title string, secs []Section, overlaps []Overlap, fromNS, toNS 
 	if toNS <= fromNS {
 		toNS = fromNS + int64(time.Millisecond)
 	}
-	span := float64(toNS - fromNS)
-	plotW := svgWidth - marginLeft - marginRight
-	x := func(ns int64) float64 {
-		ns = min(max(ns, fromNS), toNS)
-		return marginLeft + float64(ns-fromNS)/span*plotW
-	}
-	ms := func(ns int64) string {
-		return strconv.FormatFloat(float64(ns-fromNS)/1e6, 'f', 3, 64)
-	}
+	t := &timeline{fromNS: fromNS, toNS: toNS, span: float64(toNS - fromNS), plotW: svgWidth - marginLeft - marginRight}
+	lanes, plotBottom := timelineLanes(secs, fromNS, toNS)
+	height := plotBottom + axisHeight
 
+	fmt.Fprintf(&t.b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g" width="100%%" preserveAspectRatio="xMinYMin meet" font-family="sans-serif" font-size="%d">`+"\n",
+		svgWidth, height, fontSize)
+	fmt.Fprintf(&t.b, `<text x="%g" y="%g" font-size="%d" font-weight="bold">%s</text>`+"\n", marginLeft, 24.0, fontSize+2, esc(title))
+	t.overlaps(overlaps, plotBottom) // behind the lanes
 	red := map[sectionID]bool{}
 	for _, o := range overlaps {
 		red[o.A.id()], red[o.B.id()] = true, true
 	}
-
-	// Lanes: every instance of secs, so lanes stay put between windows.
-	type bar struct {
-		s        Section
-		from, to int64
-		row      int
+	for _, l := range lanes {
+		t.lane(l, red)
 	}
-	lanes := map[string][]bar{}
-	var names []string
+	t.axis(plotBottom)
+	t.b.WriteString("</svg>\n")
+	return t.b.Bytes()
+}
+
+// timeline is a timeline SVG under construction over [fromNS, toNS].
+type timeline struct {
+	b            bytes.Buffer
+	fromNS, toNS int64
+	span, plotW  float64
+}
+
+// x is the x of ns, clamped to the window.
+func (t *timeline) x(ns int64) float64 {
+	ns = min(max(ns, t.fromNS), t.toNS)
+	return marginLeft + float64(ns-t.fromNS)/t.span*t.plotW
+}
+
+// ms is ns in milliseconds from the window's start.
+func (t *timeline) ms(ns int64) string {
+	return strconv.FormatFloat(float64(ns-t.fromNS)/1e6, 'f', 3, 64)
+}
+
+// laneBar is one section's bar on its lane's sub-row.
+type laneBar struct {
+	s        Section
+	from, to int64
+	row      int
+}
+
+// lane is one instance's lane: its bars, sub-rows and top.
+type lane struct {
+	name string
+	bars []laneBar
+	rows int
+	top  float64
+}
+
+// timelineLanes lays out one lane per instance of secs (so lanes stay put
+// between windows), sorted by name, with the bars that meet [fromNS, toNS]
+// on sub-rows; plotBottom is where the last lane ends.
+func timelineLanes(secs []Section, fromNS, toNS int64) (lanes []lane, plotBottom float64) {
+	index := map[string]int{}
 	for _, s := range secs {
-		if _, ok := lanes[s.Instance]; !ok {
-			names = append(names, s.Instance)
-			lanes[s.Instance] = nil
+		i, ok := index[s.Instance]
+		if !ok {
+			i = len(lanes)
+			index[s.Instance] = i
+			lanes = append(lanes, lane{name: s.Instance})
 		}
 		from, to, ok := barSpan(s, toNS)
 		if !ok || to < fromNS || from > toNS {
 			continue
 		}
-		lanes[s.Instance] = append(lanes[s.Instance], bar{s: s, from: from, to: to})
+		lanes[i].bars = append(lanes[i].bars, laneBar{s: s, from: from, to: to})
 	}
-	sort.Strings(names)
-
-	// Sub-rows: each bar on the first row free at its start (greedy
-	// interval colouring), wrapping at maxRows.
-	laneRows := map[string]int{}
-	for _, name := range names {
-		bars := lanes[name]
-		slices.SortStableFunc(bars, func(a, b bar) int { return cmp.Compare(a.from, b.from) })
-		var rowEnd []int64
-		for i := range bars {
-			r := slices.IndexFunc(rowEnd, func(end int64) bool { return end <= bars[i].from })
-			switch {
-			case r >= 0:
-			case len(rowEnd) < maxRows:
-				r = len(rowEnd)
-				rowEnd = append(rowEnd, 0)
-			default:
-				r = i % maxRows
-			}
-			rowEnd[r] = max(rowEnd[r], bars[i].to)
-			bars[i].row = r
-		}
-		laneRows[name] = max(len(rowEnd), 1)
-	}
-
-	laneTop := map[string]float64{}
+	slices.SortFunc(lanes, func(a, b lane) int { return strings.Compare(a.name, b.name) })
 	y := marginTop
-	for _, name := range names {
-		laneTop[name] = y
-		y += float64(laneRows[name])*(rowHeight+rowGap) + laneGap
+	for i := range lanes {
+		lanes[i].rows = assignRows(lanes[i].bars)
+		lanes[i].top = y
+		y += float64(lanes[i].rows)*(rowHeight+rowGap) + laneGap
 	}
-	plotBottom := y
-	height := plotBottom + axisHeight
+	return lanes, y
+}
 
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %g %g" width="100%%" preserveAspectRatio="xMinYMin meet" font-family="sans-serif" font-size="%d">`+"\n",
-		svgWidth, height, fontSize)
-	fmt.Fprintf(&b, `<text x="%g" y="%g" font-size="%d" font-weight="bold">%s</text>`+"\n", marginLeft, 24.0, fontSize+2, esc(title))
+// assignRows puts each bar on the first sub-row free at its start (greedy
+// interval colouring), wrapping at maxRows, and returns the rows used (at
+// least 1). bars end sorted by start.
+func assignRows(bars []laneBar) int {
+	slices.SortStableFunc(bars, func(a, b laneBar) int { return cmp.Compare(a.from, b.from) })
+	var rowEnd []int64
+	for i := range bars {
+		r := slices.IndexFunc(rowEnd, func(end int64) bool { return end <= bars[i].from })
+		switch {
+		case r >= 0:
+		case len(rowEnd) < maxRows:
+			r = len(rowEnd)
+			rowEnd = append(rowEnd, 0)
+		default:
+			r = i % maxRows
+		}
+		rowEnd[r] = max(rowEnd[r], bars[i].to)
+		bars[i].row = r
+	}
+	return max(len(rowEnd), 1)
+}
 
-	// Overlap shading, behind the lanes.
+// overlaps shades the overlapping intervals that meet the window, from
+// above the first lane to plotBottom.
+func (t *timeline) overlaps(overlaps []Overlap, plotBottom float64) {
 	for _, o := range overlaps {
-		if o.ToNS < fromNS || o.FromNS > toNS {
+		if o.ToNS < t.fromNS || o.FromNS > t.toNS {
 			continue
 		}
-		x0, x1 := x(o.FromNS), x(o.ToNS)
-		fmt.Fprintf(&b, `<rect class="overlap" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="%s" fill-opacity="0.18"><title>%s</title></rect>`+"\n",
+		x0, x1 := t.x(o.FromNS), t.x(o.ToNS)
+		fmt.Fprintf(&t.b, `<rect class="overlap" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="%s" fill-opacity="0.18"><title>%s</title></rect>`+"\n",
 			x0, marginTop-6, max(x1-x0, 1), plotBottom-marginTop+6, colourRed,
 			esc(fmt.Sprintf("overlap on %s: %s/%s and %s/%s, %s-%s ms (%s)",
-				o.Key, o.A.Instance, o.A.Purchase, o.B.Instance, o.B.Purchase, ms(o.FromNS), ms(o.ToNS), o.Duration())))
+				o.Key, o.A.Instance, o.A.Purchase, o.B.Instance, o.B.Purchase, t.ms(o.FromNS), t.ms(o.ToNS), o.Duration())))
 	}
+}
 
-	// Lanes.
-	for _, name := range names {
-		top := laneTop[name]
-		h := float64(laneRows[name])*(rowHeight+rowGap) - rowGap
-		fmt.Fprintf(&b, `<line x1="%g" y1="%.2f" x2="%g" y2="%.2f" stroke="#ccc"/>`+"\n", marginLeft, top+h+laneGap/2, svgWidth-marginRight, top+h+laneGap/2)
-		fmt.Fprintf(&b, `<text x="%g" y="%.2f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", marginLeft-8, top+h/2, esc(name))
-		for _, br := range lanes[name] {
-			s := br.s
-			fill := colourBlue
-			if red[s.id()] {
-				fill = colourRed
-			}
-			by := top + float64(br.row)*(rowHeight+rowGap)
-			x0, x1 := x(br.from), x(br.to)
-			fmt.Fprintf(&b, `<rect class="bar" x="%.2f" y="%.2f" width="%.2f" height="%g" fill="%s" fill-opacity="0.85"><title>%s</title></rect>`+"\n",
-				x0, by, max(x1-x0, 1), rowHeight, fill, esc(tooltip(s, ms)))
-			if s.EndNS > br.to && br.to < toNS {
-				// Released before the end (mutex-tx): a thin line on to it.
-				fmt.Fprintf(&b, `<line class="after-release" x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="%s" stroke-dasharray="4 3"/>`+"\n",
-					x1, by+rowHeight/2, x(s.EndNS), by+rowHeight/2, fill)
-			}
-			if s.Committed && s.EndNS >= fromNS && s.EndNS <= toNS {
-				ex := x(s.EndNS)
-				fmt.Fprintf(&b, `<line class="commit" x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="#000" stroke-width="1.5"/>`+"\n", ex, by-2, ex, by+rowHeight+2)
-			}
+// lane writes l's separator, its name and its bars (red when in red),
+// each with the line on to its end when the lock was released before it
+// and a tick at a commit.
+func (t *timeline) lane(l lane, red map[sectionID]bool) {
+	h := float64(l.rows)*(rowHeight+rowGap) - rowGap
+	fmt.Fprintf(&t.b, `<line x1="%g" y1="%.2f" x2="%g" y2="%.2f" stroke="#ccc"/>`+"\n", marginLeft, l.top+h+laneGap/2, svgWidth-marginRight, l.top+h+laneGap/2)
+	fmt.Fprintf(&t.b, `<text x="%g" y="%.2f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", marginLeft-8, l.top+h/2, esc(l.name))
+	for _, br := range l.bars {
+		s := br.s
+		fill := colourBlue
+		if red[s.id()] {
+			fill = colourRed
+		}
+		by := l.top + float64(br.row)*(rowHeight+rowGap)
+		x0, x1 := t.x(br.from), t.x(br.to)
+		fmt.Fprintf(&t.b, `<rect class="bar" x="%.2f" y="%.2f" width="%.2f" height="%g" fill="%s" fill-opacity="0.85"><title>%s</title></rect>`+"\n",
+			x0, by, max(x1-x0, 1), rowHeight, fill, esc(tooltip(s, t.ms)))
+		if s.EndNS > br.to && br.to < t.toNS {
+			// Released before the end (mutex-tx): a thin line on to it.
+			fmt.Fprintf(&t.b, `<line class="after-release" x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="%s" stroke-dasharray="4 3"/>`+"\n",
+				x1, by+rowHeight/2, t.x(s.EndNS), by+rowHeight/2, fill)
+		}
+		if s.Committed && s.EndNS >= t.fromNS && s.EndNS <= t.toNS {
+			ex := t.x(s.EndNS)
+			fmt.Fprintf(&t.b, `<line class="commit" x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="#000" stroke-width="1.5"/>`+"\n", ex, by-2, ex, by+rowHeight+2)
 		}
 	}
+}
 
-	// X axis in ms from fromNS.
-	fmt.Fprintf(&b, `<line x1="%g" y1="%.2f" x2="%g" y2="%.2f" stroke="#000"/>`+"\n", marginLeft, plotBottom, svgWidth-marginRight, plotBottom)
-	stepNS := tickStep(span)
+// axis writes the x axis at plotBottom in ms from the window's start.
+func (t *timeline) axis(plotBottom float64) {
+	fmt.Fprintf(&t.b, `<line x1="%g" y1="%.2f" x2="%g" y2="%.2f" stroke="#000"/>`+"\n", marginLeft, plotBottom, svgWidth-marginRight, plotBottom)
+	stepNS := tickStep(t.span)
 	for i := 0; ; i++ {
-		t := float64(i) * stepNS
-		if t > span*(1+1e-9) {
+		tick := float64(i) * stepNS
+		if tick > t.span*(1+1e-9) {
 			break
 		}
-		tx := marginLeft + t/span*plotW
-		label := strconv.FormatFloat(math.Round(t)/1e6, 'f', -1, 64)
-		fmt.Fprintf(&b, `<line x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="#000"/>`+"\n", tx, plotBottom, tx, plotBottom+6)
-		fmt.Fprintf(&b, `<text x="%.2f" y="%.2f" text-anchor="middle">%s</text>`+"\n", tx, plotBottom+22, label)
+		tx := marginLeft + tick/t.span*t.plotW
+		label := strconv.FormatFloat(math.Round(tick)/1e6, 'f', -1, 64)
+		fmt.Fprintf(&t.b, `<line x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="#000"/>`+"\n", tx, plotBottom, tx, plotBottom+6)
+		fmt.Fprintf(&t.b, `<text x="%.2f" y="%.2f" text-anchor="middle">%s</text>`+"\n", tx, plotBottom+22, label)
 	}
-	fmt.Fprintf(&b, `<text x="%.2f" y="%.2f" text-anchor="middle">ms</text>`+"\n", marginLeft+plotW/2, plotBottom+42)
-	b.WriteString("</svg>\n")
-	return b.Bytes()
+	fmt.Fprintf(&t.b, `<text x="%.2f" y="%.2f" text-anchor="middle">ms</text>`+"\n", marginLeft+t.plotW/2, plotBottom+42)
 }
 
 // tickStep picks the axis step (in ns) for a span of ns: 1, 2, 2.5 or 5
