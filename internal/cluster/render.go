@@ -384,59 +384,100 @@ func dropCreationTimestamps(y []byte) []byte {
 
 // Render returns every file of deploy/k8s, by path under it.
 func Render() (map[string][]byte, error) {
-	files := map[string][]byte{}
-	put := func(p string, objs []any) error {
-		b, err := marshal(objs)
-		if err != nil {
-			return err
-		}
-		files[p] = b
-		return nil
+	setsOf, common, err := topologySets()
+	if err != nil {
+		return nil, err
 	}
-	// Which sets are the same in both topologies (the base's) and which
-	// are each overlay's.
+	files := map[string][]byte{}
+	if err := renderBase(files, setsOf[Topologies[0]], common); err != nil {
+		return nil, err
+	}
+	for _, t := range Topologies {
+		if err := renderOverlay(files, t, setsOf[t], common); err != nil {
+			return nil, err
+		}
+	}
+	if err := durabilityComponents(files, setsOf); err != nil {
+		return nil, err
+	}
+	if err := put(files, "bench/job.yaml", benchJob()); err != nil {
+		return nil, err
+	}
+	files["bench/kustomization.yaml"] = []byte(header + `# The bench as a Job in a lab's namespace (after the lab is up):
+#   kubectl apply -n NS -k deploy/k8s/bench
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- job.yaml
+`)
+	return files, nil
+}
+
+// put adds objs to files as one YAML stream at p.
+func put(files map[string][]byte, p string, objs []any) error {
+	b, err := marshal(objs)
+	if err != nil {
+		return err
+	}
+	files[p] = b
+	return nil
+}
+
+// topologySets returns each topology's sets, and the names of the sets
+// that render the same in every topology: those are the base's, the
+// others each overlay's.
+func topologySets() (map[string][]set, map[string]bool, error) {
 	rendered := map[string]map[string][]byte{}
-	var setsOf = map[string][]set{}
+	setsOf := map[string][]set{}
 	for _, t := range Topologies {
 		sets, err := Sets(t)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		setsOf[t] = sets
 		rendered[t] = map[string][]byte{}
 		for _, s := range sets {
 			b, err := marshal(s.objects(server.DurabilityDefault))
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			rendered[t][s.name] = b
 		}
 	}
-	common := func(name string) bool {
+	common := map[string]bool{}
+	for _, s := range setsOf[Topologies[0]] {
+		common[s.name] = true
 		for _, t := range Topologies {
-			if _, ok := rendered[t][name]; !ok || !bytes.Equal(rendered[t][name], rendered[Topologies[0]][name]) {
-				return false
+			if b, ok := rendered[t][s.name]; !ok || !bytes.Equal(b, rendered[Topologies[0]][s.name]) {
+				common[s.name] = false
 			}
 		}
-		return true
 	}
+	return setsOf, common, nil
+}
+
+// renderBase writes deploy/k8s/base: the sets common to every topology, the
+// instances, nginx and its configuration, the network policies and the
+// kustomization.
+func renderBase(files map[string][]byte, sets []set, common map[string]bool) error {
 	var baseServers []any
-	for _, s := range setsOf[Topologies[0]] {
-		if common(s.name) {
+	for _, s := range sets {
+		if common[s.name] {
 			baseServers = append(baseServers, s.objects(server.DurabilityDefault)...)
 		}
 	}
-	if err := put("base/servers.yaml", baseServers); err != nil {
-		return nil, err
-	}
-	if err := put("base/instances.yaml", instances()); err != nil {
-		return nil, err
-	}
-	if err := put("base/nginx.yaml", nginx()); err != nil {
-		return nil, err
-	}
-	if err := put("base/network-policy.yaml", networkPolicies()); err != nil {
-		return nil, err
+	for _, f := range []struct {
+		path string
+		objs []any
+	}{
+		{"base/servers.yaml", baseServers},
+		{"base/instances.yaml", instances()},
+		{"base/nginx.yaml", nginx()},
+		{"base/network-policy.yaml", networkPolicies()},
+	} {
+		if err := put(files, f.path, f.objs); err != nil {
+			return err
+		}
 	}
 	files["base/nginx/nginx.conf"] = []byte(seckill.NginxConf())
 	files["base/nginx/http.conf.template"] = []byte(NginxHTTPConf())
@@ -468,25 +509,30 @@ secretGenerator:
   options:
     disableNameSuffixHash: true
 `)
-	for _, t := range Topologies {
-		var objs []any
-		for _, s := range setsOf[t] {
-			if !common(s.name) {
-				objs = append(objs, s.objects(server.DurabilityDefault)...)
-			}
+	return nil
+}
+
+// renderOverlay writes topology t's overlay: its own sets and a
+// kustomization over the base with the instances' server variables.
+func renderOverlay(files map[string][]byte, t string, sets []set, common map[string]bool) error {
+	var objs []any
+	for _, s := range sets {
+		if !common[s.name] {
+			objs = append(objs, s.objects(server.DurabilityDefault)...)
 		}
-		if err := put(t+"/servers.yaml", objs); err != nil {
-			return nil, err
-		}
-		env, err := ServerEnv(t)
-		if err != nil {
-			return nil, err
-		}
-		var lits []string
-		for _, kv := range env {
-			lits = append(lits, "  - "+kv[0]+"="+kv[1])
-		}
-		files[t+"/kustomization.yaml"] = []byte(header + `# The ` + t + ` topology: the servers ` + "`seckill up --topology " + t + "`" + ` runs, each
+	}
+	if err := put(files, t+"/servers.yaml", objs); err != nil {
+		return err
+	}
+	env, err := ServerEnv(t)
+	if err != nil {
+		return err
+	}
+	var lits []string
+	for _, kv := range env {
+		lits = append(lits, "  - "+kv[0]+"="+kv[1])
+	}
+	files[t+"/kustomization.yaml"] = []byte(header + `# The ` + t + ` topology: the servers ` + "`seckill up --topology " + t + "`" + ` runs, each
 # component a pod. The instances' server variables are the local stack's,
 # mapped to the pods. The durability of every server is the default
 # (` + "`seckill up --durability default`" + `); for another level, uncomment one line:
@@ -503,21 +549,7 @@ configMapGenerator:
 # - ../durability/fsync
 # - ../durability/none
 `)
-	}
-	if err := durabilityComponents(files, setsOf); err != nil {
-		return nil, err
-	}
-	if err := put("bench/job.yaml", benchJob()); err != nil {
-		return nil, err
-	}
-	files["bench/kustomization.yaml"] = []byte(header + `# The bench as a Job in a lab's namespace (after the lab is up):
-#   kubectl apply -n NS -k deploy/k8s/bench
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- job.yaml
-`)
-	return files, nil
+	return nil
 }
 
 // durabilityComponents writes a kustomize Component per durability level

@@ -44,16 +44,21 @@ func txnWrites(t *pb.TxnRequest) bool {
 // client's own interceptors, so each retry is counted.
 func (m *Meter) EtcdDialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(m.etcdUnary),
+		grpc.WithChainUnaryInterceptor(m.etcdUnary()),
 		grpc.WithChainStreamInterceptor(m.etcdStream),
 	}
 }
 
-func (m *Meter) etcdUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	err := invoker(ctx, method, req, reply, cc, opts...)
-	w := etcdWrites[method]
-	m.record(ctx, Etcd, op{write: err == nil && w != nil && w(req)})
-	return err
+// etcdUnary counts one unary call, a write when it succeeded and
+// etcdWrites says its request writes. Its signature is gRPC's
+// (grpc.UnaryClientInterceptor).
+func (m *Meter) etcdUnary() grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		w := etcdWrites[method]
+		m.record(ctx, Etcd, op{write: err == nil && w != nil && w(req)})
+		return err
+	}
 }
 
 func (m *Meter) etcdStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {

@@ -136,78 +136,21 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 	if err != nil {
 		snap.Errors = append(snap.Errors, err.Error())
 	}
-	for _, info := range stock.Strategies() {
-		snap.Strategies = append(snap.Strategies, StrategyInfo{info.Name, info.Flawed, info.Tokens, info.Renews, info.Summary, linkOf(info)})
-	}
-	snap.Stack, snap.Nginx, snap.Proxy = st.Dir, st.NginxURL(), st.Proxy
-	snap.Conditions = st.ConditionsLine()
-	for _, c := range st.Components {
-		if c.Kind != stack.KindDashboard {
-			snap.Targets = append(snap.Targets, c.Name)
-		}
-	}
-	if fs, err := stack.ActiveFaults(st.Dir); err == nil && fs != nil {
-		snap.Faults = fs
-	}
+	describeStack(&snap, st)
 
 	insts := st.Instances()
-	pctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	polls := make([]poll, len(insts))
-	var wg sync.WaitGroup
+	polls := s.pollFleet(ctx, st, insts)
+	total := sample{at: now}
 	for i, c := range insts {
-		wg.Go(func() { polls[i] = s.pollInstance(pctx, c.URL(), st.AdminToken) })
+		snap.addInstance(c, polls[i])
+		total.waitSum += polls[i].waitSum
+		total.waitCount += polls[i].waitCount
+		total.holdSum += polls[i].holdSum
+		total.holdCount += polls[i].holdCount
 	}
-	wg.Wait()
-	var total sample
-	total.at = now
-	for i, c := range insts {
-		p := polls[i]
-		iv := InstanceView{Name: c.Name, URL: c.URL(), Up: p.err == nil, Strategy: p.strategy}
-		if p.err != nil {
-			iv.Error = p.err.Error()
-			snap.Errors = append(snap.Errors, c.Name+": "+p.err.Error())
-		}
-		if p.strategy != nil {
-			if snap.Strategy == nil {
-				snap.Strategy = p.strategy
-			} else if !snap.Strategy.Same(*p.strategy) {
-				snap.Disagree = true
-			}
-		}
-		total.waitSum += p.waitSum
-		total.waitCount += p.waitCount
-		total.holdSum += p.holdSum
-		total.holdCount += p.holdCount
-		snap.Instances = append(snap.Instances, iv)
-	}
-	// The audit from the first instance that answered.
-	actx, acancel := context.WithTimeout(ctx, time.Second)
-	defer acancel()
-	for i, c := range insts {
-		if polls[i].err != nil {
-			continue
-		}
-		var a stock.Audit
-		_, err := s.adminGet(actx, c.URL(), "/admin/audit?goods_id="+itoa(s.opts.GoodsID), st.AdminToken, &a)
-		if errors.Is(err, errGoodsNotFound) {
-			snap.GoodsMissing = true
-			snap.Errors = append(snap.Errors, fmt.Sprintf("goods %d does not exist yet: press Reset to create it", s.opts.GoodsID))
-			break
-		}
-		if err != nil {
-			snap.Errors = append(snap.Errors, "audit: "+err.Error())
-			continue
-		}
-		snap.Audit = &a
-		total.sold = a.SoldQty
-		for j := range snap.Instances {
-			snap.Instances[j].Sold = a.PerInstance[snap.Instances[j].Name]
-		}
-		break
-	}
-	if snap.Audit == nil && !snap.GoodsMissing && len(insts) > 0 {
-		snap.Errors = append(snap.Errors, "no instance answered: the stock figures are not current")
+	s.readAudit(ctx, &snap, st, insts, polls)
+	if snap.Audit != nil {
+		total.sold = snap.Audit.SoldQty
 	}
 
 	s.mu.Lock()
@@ -231,6 +174,88 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 		return []byte(`{}`)
 	}
 	return b
+}
+
+// describeStack fills in what snap says of the stack itself: the
+// strategies, the stack's directory, nginx and proxy, its conditions, the
+// components a fault can target and the faults active now.
+func describeStack(snap *Snapshot, st *stack.State) {
+	for _, info := range stock.Strategies() {
+		snap.Strategies = append(snap.Strategies, StrategyInfo{info.Name, info.Flawed, info.Tokens, info.Renews, info.Summary, linkOf(info)})
+	}
+	snap.Stack, snap.Nginx, snap.Proxy = st.Dir, st.NginxURL(), st.Proxy
+	snap.Conditions = st.ConditionsLine()
+	for _, c := range st.Components {
+		if c.Kind != stack.KindDashboard {
+			snap.Targets = append(snap.Targets, c.Name)
+		}
+	}
+	if fs, err := stack.ActiveFaults(st.Dir); err == nil && fs != nil {
+		snap.Faults = fs
+	}
+}
+
+// pollFleet polls every instance at once, within a second.
+func (s *Server) pollFleet(ctx context.Context, st *stack.State, insts []stack.Component) []poll {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	polls := make([]poll, len(insts))
+	var wg sync.WaitGroup
+	for i, c := range insts {
+		wg.Go(func() { polls[i] = s.pollInstance(pctx, c.URL(), st.AdminToken) })
+	}
+	wg.Wait()
+	return polls
+}
+
+// addInstance adds instance c as poll p found it, and notes when its
+// strategy disagrees with the first one's.
+func (snap *Snapshot) addInstance(c stack.Component, p poll) {
+	iv := InstanceView{Name: c.Name, URL: c.URL(), Up: p.err == nil, Strategy: p.strategy}
+	if p.err != nil {
+		iv.Error = p.err.Error()
+		snap.Errors = append(snap.Errors, c.Name+": "+p.err.Error())
+	}
+	if p.strategy != nil {
+		if snap.Strategy == nil {
+			snap.Strategy = p.strategy
+		} else if !snap.Strategy.Same(*p.strategy) {
+			snap.Disagree = true
+		}
+	}
+	snap.Instances = append(snap.Instances, iv)
+}
+
+// readAudit reads the goods' audit from the first instance that answered
+// its poll, with each instance's sales; a missing goods or no answer is
+// an error of snap's.
+func (s *Server) readAudit(ctx context.Context, snap *Snapshot, st *stack.State, insts []stack.Component, polls []poll) {
+	actx, acancel := context.WithTimeout(ctx, time.Second)
+	defer acancel()
+	for i, c := range insts {
+		if polls[i].err != nil {
+			continue
+		}
+		var a stock.Audit
+		_, err := s.adminGet(actx, c.URL(), "/admin/audit?goods_id="+itoa(s.opts.GoodsID), st.AdminToken, &a)
+		if errors.Is(err, errGoodsNotFound) {
+			snap.GoodsMissing = true
+			snap.Errors = append(snap.Errors, fmt.Sprintf("goods %d does not exist yet: press Reset to create it", s.opts.GoodsID))
+			break
+		}
+		if err != nil {
+			snap.Errors = append(snap.Errors, "audit: "+err.Error())
+			continue
+		}
+		snap.Audit = &a
+		for j := range snap.Instances {
+			snap.Instances[j].Sold = a.PerInstance[snap.Instances[j].Name]
+		}
+		break
+	}
+	if snap.Audit == nil && !snap.GoodsMissing && len(insts) > 0 {
+		snap.Errors = append(snap.Errors, "no instance answered: the stock figures are not current")
+	}
 }
 
 // burstSettle is how long after a burst's end its lock events may still

@@ -64,12 +64,41 @@ var asyncLesson = Lesson{N: 28, Slug: "async-orders", TitleZH: "异步下单：R
 	Speed: true, Estimate: 45 * time.Second, run: asyncOrders}
 
 // asyncOrders is lesson 28's experiment: the three strategies in one
-// bench, then redis-stream with inst-2 killed mid-run.
+// bench, then redis-stream with inst-2 killed mid-run, then with Redis
+// killed mid-run.
 func asyncOrders(ctx context.Context, r *runner) (Outcome, error) {
 	l, k := asyncFull, asyncKillFull
 	if r.o.Short {
 		l, k = asyncShort, asyncKillShort
 	}
+	out, err := asyncThroughput(ctx, r, l)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if out.Verdict == NotReproduced {
+		return out, nil
+	}
+	// The kill: redis-stream at a fixed rate, inst-2 killed (SIGKILL) and
+	// started again while its consumer holds a batch it has not
+	// acknowledged.
+	ko := bench.Options{Strategies: []string{stock.RedisStream}, Requests: k.requests, Stock: k.requests, Rate: k.rate, Concurrency: l.concurrency,
+		WorkDelay: k.work, Faults: []bench.Fault{{Kind: fault.Kill, Component: asyncKillTarget, Start: k.start, Duration: k.dur}}, Instances: 3}
+	if err := asyncConsumerKill(ctx, r, ko, k, &out); err != nil {
+		return Outcome{}, err
+	}
+	if out.Verdict == NotReproduced {
+		return out, nil
+	}
+	if err := asyncRedisKill(ctx, r, ko, k, &out); err != nil {
+		return Outcome{}, err
+	}
+	return out, nil
+}
+
+// asyncThroughput benches the three strategies under l: their ok/s, the
+// ratio of redis-stream's to sql-atomic's against the target, and the
+// order lag. An oversold or broken run is NotReproduced.
+func asyncThroughput(ctx context.Context, r *runner, l load) (Outcome, error) {
 	o := bench.Options{Strategies: asyncStrategies, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, Instances: 3}
 	rep, err := r.bench(ctx, o, benchCmd(o))
 	if err != nil {
@@ -112,21 +141,22 @@ func asyncOrders(ctx context.Context, r *runner) (Outcome, error) {
 	if ratio < asyncTarget {
 		out.Verdict, out.Why = InKind, fmt.Sprintf("correct, but %.1fx sql-atomic's ok/s, under the target of %.0fx on this run (speed follows the machine's load)", ratio, asyncTarget)
 	}
+	return out, nil
+}
 
-	// The kill: redis-stream at a fixed rate, inst-2 killed (SIGKILL) and
-	// started again while its consumer holds a batch it has not
-	// acknowledged.
-	ko := bench.Options{Strategies: []string{stock.RedisStream}, Requests: k.requests, Stock: k.requests, Rate: k.rate, Concurrency: l.concurrency,
-		WorkDelay: k.work, Faults: []bench.Fault{{Kind: fault.Kill, Component: asyncKillTarget, Start: k.start, Duration: k.dur}}, Instances: 3}
+// asyncConsumerKill runs ko (inst-2 killed mid-run) and adds to out the
+// orders once drained: lost, doubled or oversold ones make it
+// NotReproduced.
+func asyncConsumerKill(ctx context.Context, r *runner, ko bench.Options, k asyncKill, out *Outcome) error {
 	cmd := benchCmd(ko) + fmt.Sprintf(" --rate %d --fault %s", k.rate, ko.Faults[0])
 	krep, err := r.bench(ctx, ko, cmd)
 	if err != nil {
-		return Outcome{}, err
+		return err
 	}
 	run := krep.Runs[0]
 	kq := run.Queue
 	if kq == nil {
-		return Outcome{}, fmt.Errorf("the kill run has no order queue")
+		return fmt.Errorf("the kill run has no order queue")
 	}
 	r.figure(Figure{Title: "kill -9 of " + asyncKillTarget + " mid-run: the orders once drained", Unit: "orders", Bars: []FigureBar{
 		{Label: "sold (2xx)", Value: float64(run.OK)}, {Label: "orders", Value: float64(run.Orders)},
@@ -137,14 +167,18 @@ func asyncOrders(ctx context.Context, r *runner) (Outcome, error) {
 	switch {
 	case run.Oversold > 0 || lost > 0 || dupSales(run) > 0 || run.SoldQty != run.Orders*run.Qty || run.InvariantsPassed < run.InvariantsTotal:
 		out.Verdict, out.Why = NotReproduced, "the kill lost, doubled or oversold orders: a defect, see report 2"
-		return out, nil
 	case kq.Reclaimed == 0:
 		out.Why = strings.TrimPrefix(out.Why+"; the kill found no entry pending at the killed consumer on this run (nothing to take over)", "; ")
 	}
+	return nil
+}
 
-	// Redis killed mid-run: on the class's stack (its durability: by
-	// default Redis writes nothing to disk) and on a stack of the lesson's
-	// own whose Redis fsyncs its AOF before every reply.
+// asyncRedisKill kills Redis mid-run under ko's load: on the class's stack
+// (its durability: by default Redis writes nothing to disk) and on a stack
+// of the lesson's own whose Redis fsyncs its AOF before every reply. It
+// adds the orders lost at each to out; an oversold or doubled order, or
+// one lost at fsync, makes it NotReproduced.
+func asyncRedisKill(ctx context.Context, r *runner, ko bench.Options, k asyncKill, out *Outcome) error {
 	redisKill := ko
 	redisKill.Faults = []bench.Fault{{Kind: fault.Kill, Component: asyncRedisTarget, Start: k.start, Duration: k.dur / 2}}
 	fig := Figure{Title: "Redis killed mid-run: 2xx answers whose order was lost", Unit: "orders"}
@@ -152,7 +186,7 @@ func asyncOrders(ctx context.Context, r *runner) (Outcome, error) {
 		st, cmd, err := r.st, benchCmd(redisKill)+fmt.Sprintf(" --rate %d --fault %s", k.rate, redisKill.Faults[0]), error(nil)
 		if durable {
 			if st, err = asyncFsyncStack(ctx, r); err != nil {
-				return Outcome{}, err
+				return err
 			}
 			defer func() { _ = stack.Down(context.WithoutCancel(ctx), st.Dir, io.Discard) }()
 			// The lesson's own stack is gone afterwards: the lesson repeats it.
@@ -160,7 +194,7 @@ func asyncOrders(ctx context.Context, r *runner) (Outcome, error) {
 		}
 		rk, err := r.benchOn(ctx, st, redisKill, cmd)
 		if err != nil {
-			return Outcome{}, err
+			return err
 		}
 		run := rk.Runs[0]
 		lost := max(0, run.OK-run.Orders)
@@ -180,7 +214,7 @@ func asyncOrders(ctx context.Context, r *runner) (Outcome, error) {
 		}
 	}
 	r.figure(fig)
-	return out, nil
+	return nil
 }
 
 // asyncRedisTarget is the Redis the lesson kills: the one the stock and

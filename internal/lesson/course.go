@@ -471,14 +471,25 @@ func join(ss []string) string {
 	return out
 }
 
+// ratioBench is the bench of a ratio lesson: strategies a and b on
+// instances under load l (short under --short); set, when not nil,
+// adjusts the options.
+type ratioBench struct {
+	a, b      string
+	instances int
+	l, short  load
+	set       func(*bench.Options)
+}
+
 // ratioLesson compares two strategies' sales per second in one bench.
 // seedRatio is the seed's b/a ratio (0: the seed gave none).
-func ratioLesson(a, b string, instances int, l, short load, set func(*bench.Options), seedRatio float64, judge func(ratio float64) (Verdict, string)) func(context.Context, *runner) (Outcome, error) {
+func ratioLesson(rb ratioBench, seedRatio float64, judge func(ratio float64) (Verdict, string)) func(context.Context, *runner) (Outcome, error) {
+	a, b := rb.a, rb.b
 	return func(ctx context.Context, r *runner) (Outcome, error) {
-		ld := r.pick(l, short)
-		o := bench.Options{Strategies: []string{a, b}, Requests: ld.requests, Stock: ld.stock, Concurrency: ld.concurrency, Instances: instances}
-		if set != nil {
-			set(&o)
+		ld := r.pick(rb.l, rb.short)
+		o := bench.Options{Strategies: []string{a, b}, Requests: ld.requests, Stock: ld.stock, Concurrency: ld.concurrency, Instances: rb.instances}
+		if rb.set != nil {
+			rb.set(&o)
 		}
 		rep, err := r.bench(ctx, o, benchCmd(o))
 		if err != nil {
@@ -541,7 +552,7 @@ var course = []Lesson{
 		Look: inBench(1, "Charts: Successful purchases per second",
 			"mutex's bar beside none's: the gap is what the lock costs on this machine (the seed's fell to a third). The Comparison table gives the same in req/s and p99 ms.",
 			"图表 Successful purchases per second：mutex 的柱子和 none 的并排，差出来的就是这台机器上锁的代价（种子里降到三分之一）。Comparison 表的 req/s 和 p99 ms 是同样的对比。"),
-		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(stock.None, stock.Mutex, 1, seed003Load, load{300, 300, 20}, nil, 1.0/3,
+		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(ratioBench{a: stock.None, b: stock.Mutex, instances: 1, l: seed003Load, short: load{300, 300, 20}}, 1.0/3,
 			func(r float64) (Verdict, string) {
 				switch {
 				case r < 0.5:
@@ -631,7 +642,7 @@ var course = []Lesson{
 		Look: inBench(1, "Charts: Successful purchases per second",
 			"redis (pub/sub) beside redis-spin: the sales per second, and in the Latency CDF chart how long the waiters waited. Both sell exactly the stock (Invariants per strategy).",
 			"图表 Successful purchases per second：redis（发布订阅）和 redis-spin 并排；Latency CDF 图里看等锁的请求等了多久。两者都正好卖完库存（Invariants per strategy）。"),
-		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(stock.RedisSpin, stock.Redis, 3, load{600, 600, 50}, load{120, 120, 20}, nil, 0,
+		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(ratioBench{a: stock.RedisSpin, b: stock.Redis, instances: 3, l: load{600, 600, 50}, short: load{120, 120, 20}}, 0,
 			func(r float64) (Verdict, string) {
 				if r >= 1 {
 					return Reproduced, "the pub/sub lock sells at least as fast as the spinning one"

@@ -183,7 +183,9 @@ func (r *Result) Failures() []string {
 	return out
 }
 
-// Run soaks the stack in o.Dir.
+// Run soaks the stack in o.Dir: the event stream kept open and the
+// sampler running through the load, then the bench's summary and the
+// growth of every series after the warm-up.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
@@ -207,26 +209,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// The event stream kept open for the whole soak.
 	sctx, stopStream := context.WithCancel(ctx)
 	defer stopStream()
-	body, err := adminclient.New(st.AdminToken).OpenEvents(sctx, insts[0], false)
-	if err != nil {
-		return nil, fmt.Errorf("soak: open the event stream of %s: %w", insts[0], err)
-	}
 	res.Stream.Instance = insts[0]
-	var streamMu sync.Mutex
-	streamDone := make(chan struct{})
-	go func() {
-		defer close(streamDone)
-		adminclient.ReadEvents(body, func(it adminclient.Item) bool {
-			streamMu.Lock()
-			defer streamMu.Unlock()
-			if it.Err != nil {
-				res.Stream.EndedAtS, res.Stream.Err = time.Since(began).Seconds(), it.Err.Error()
-				return false
-			}
-			res.Stream.Events++
-			return true
-		})
-	}()
+	w, err := watchEvents(sctx, st.AdminToken, &res.Stream, began)
+	if err != nil {
+		return nil, err
+	}
 
 	// One pool for the samples' reads of MariaDB's status.
 	db, err := sql.Open("mysql", st.MySQLDSN())
@@ -234,8 +221,74 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("soak: %w", err)
 	}
 	defer db.Close()
+	stopSampler := startSampler(ctx, o, db, began, res)
 
-	// The sampler.
+	requests := int(float64(o.Rate) * o.For.Seconds())
+	fleet := st.Fleet()
+	fleet.Instances = insts
+	rep, err := bench.Run(ctx, bench.Options{
+		Strategies: []string{o.Strategy}, Stock: requests, Requests: requests, Rate: o.Rate, Concurrency: 50,
+		GoodsID: o.GoodsID, Fleet: fleet,
+		Warmup: -1, CalibrateRequests: -1, RunTimeout: o.For + 10*time.Minute,
+		OutDir: filepath.Join(o.OutDir, "bench"), CommandLine: strings.Fields(res.Command),
+	})
+	// The stream must be open when the load ends: look before closing it.
+	w.markOpen()
+	stopSampler()
+	res.Samples = append(res.Samples, sample(ctx, o.Dir, db, began))
+	stopStream()
+	<-w.done
+	if err != nil {
+		return res, fmt.Errorf("soak: the load: %w", err)
+	}
+	res.summarize(rep.Runs[0])
+	res.Growth, res.Leaks = growth(res.Samples, o.Warmup.Seconds())
+	res.WallS = time.Since(began).Seconds()
+	return res, write(o.OutDir, res)
+}
+
+// eventWatch counts the events of out.Instance's stream into out until
+// the stream ends (when and why, in out) or its context is cancelled.
+type eventWatch struct {
+	mu   sync.Mutex
+	out  *StreamOutcome
+	done chan struct{} // closed when the stream is no longer read
+}
+
+// watchEvents opens out.Instance's event stream and reads it until ctx
+// ends; began is the soak's start, which out's times count from.
+func watchEvents(ctx context.Context, adminToken string, out *StreamOutcome, began time.Time) (*eventWatch, error) {
+	body, err := adminclient.New(adminToken).OpenEvents(ctx, out.Instance, false)
+	if err != nil {
+		return nil, fmt.Errorf("soak: open the event stream of %s: %w", out.Instance, err)
+	}
+	w := &eventWatch{out: out, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		adminclient.ReadEvents(body, func(it adminclient.Item) bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if it.Err != nil {
+				out.EndedAtS, out.Err = time.Since(began).Seconds(), it.Err.Error()
+				return false
+			}
+			out.Events++
+			return true
+		})
+	}()
+	return w, nil
+}
+
+// markOpen records whether the stream is still open now.
+func (w *eventWatch) markOpen() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.out.OpenAtEnd = w.out.Err == ""
+}
+
+// startSampler samples the stack into res.Samples at once and every
+// o.Every; the function it returns stops it and waits for it.
+func startSampler(ctx context.Context, o Options, db *sql.DB, began time.Time, res *Result) (stop func()) {
 	samplerCtx, stopSampler := context.WithCancel(ctx)
 	samplerDone := make(chan struct{})
 	go func() {
@@ -255,29 +308,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			}
 		}
 	}()
-
-	requests := int(float64(o.Rate) * o.For.Seconds())
-	fleet := st.Fleet()
-	fleet.Instances = insts
-	rep, err := bench.Run(ctx, bench.Options{
-		Strategies: []string{o.Strategy}, Stock: requests, Requests: requests, Rate: o.Rate, Concurrency: 50,
-		GoodsID: o.GoodsID, Fleet: fleet,
-		Warmup: -1, CalibrateRequests: -1, RunTimeout: o.For + 10*time.Minute,
-		OutDir: filepath.Join(o.OutDir, "bench"), CommandLine: strings.Fields(res.Command),
-	})
-	// The stream must be open when the load ends: look before closing it.
-	streamMu.Lock()
-	res.Stream.OpenAtEnd = res.Stream.Err == ""
-	streamMu.Unlock()
-	stopSampler()
-	<-samplerDone
-	res.Samples = append(res.Samples, sample(ctx, o.Dir, db, began))
-	stopStream()
-	<-streamDone
-	if err != nil {
-		return res, fmt.Errorf("soak: the load: %w", err)
+	return func() {
+		stopSampler()
+		<-samplerDone
 	}
-	run := rep.Runs[0]
+}
+
+// summarize keeps the bench run's sales, oversold, outcomes and
+// invariants, and whether mutual exclusion was checked and held.
+func (res *Result) summarize(run bench.RunResult) {
 	res.OK, res.Oversold, res.Outcomes = run.OK, run.Oversold, run.Outcomes
 	res.Invariants, res.InvariantsPassed, res.InvariantsDecided = run.Invariants, run.InvariantsPassed, run.InvariantsTotal
 	res.BenchReport = filepath.Join("bench", "report.html")
@@ -289,9 +328,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if res.MutualExclusion == "" {
 		res.MutualExclusion = "not checked"
 	}
-	res.Growth, res.Leaks = growth(res.Samples, o.Warmup.Seconds())
-	res.WallS = time.Since(began).Seconds()
-	return res, write(o.OutDir, res)
 }
 
 // sample reads every component's RSS and every instance's goroutines and

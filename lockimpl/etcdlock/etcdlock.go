@@ -53,13 +53,12 @@ const maxIdle = 64
 // cleanupTimeout bounds one attempt at cleaning up (a delete, a revoke).
 const cleanupTimeout = 2 * time.Second
 
-// Retries of a clean-up that failed (the cluster had no quorum): every
-// cleanupBackoff, doubling up to cleanupMaxBackoff, for cleanupBudget.
-// A key whose clean-up was given up stays in the lock's queue until its
-// lease expires, a whole TTL after the quorum's return (the new leader
-// restarts every lease's clock): with the 2 s lock wait of a sale, that was
-// the 20 s without a sale after a 4 s loss of quorum. Retrying removes it
-// as soon as the quorum answers again.
+// A clean-up that failed (the cluster had no quorum) is retried every
+// cleanupBackoff (default 100 ms), doubling up to cleanupMaxBackoff (1 s),
+// for cleanupBudget (1 min), so that the key leaves the lock's queue as
+// soon as the quorum answers again. A key whose clean-up is given up stays
+// in the queue until its lease expires: a whole TTL after the quorum's
+// return, since the new leader restarts every lease's clock.
 const (
 	cleanupBackoff    = 100 * time.Millisecond
 	cleanupMaxBackoff = time.Second

@@ -155,102 +155,115 @@ func mutualExclusion(t *testing.T, f Factory) {
 	key := Key(t)
 	ctx := ctxT(t, 90*time.Second)
 
-	var (
-		counter   int // deliberately not atomic: the lock must protect it
-		lastToken uint64
-		inside    atomic.Int32
-		overlaps  atomic.Int32
-		badTokens atomic.Int32
-		wg        sync.WaitGroup
-		errMu     sync.Mutex
-		firstErr  error
-		// holders is the bookkeeping of who is inside, for the report of
-		// the first overlap: it has a mutex of its own, apart from the
-		// lock under test.
-		holders struct {
-			sync.Mutex
-			in    map[string]time.Time
-			first string
-		}
-	)
-	holders.in = map[string]time.Time{}
-	t0 := time.Now()
-	enter := func(id string) {
-		holders.Lock()
-		defer holders.Unlock()
-		now := time.Now()
-		for other, since := range holders.in {
-			if holders.first == "" {
-				holders.first = fmt.Sprintf("two holders at once: %s (holding since %.1f ms) and %s (got the lock at %.1f ms), ms from the case's start",
-					other, ms(since.Sub(t0)), id, ms(now.Sub(t0)))
-			}
-		}
-		holders.in[id] = now
-	}
-	leave := func(id string) {
-		holders.Lock()
-		defer holders.Unlock()
-		delete(holders.in, id)
-	}
+	x := &exclusion{tokens: f.Caps.Tokens, t0: time.Now()}
+	x.holders.in = map[string]time.Time{}
+	var wg sync.WaitGroup
 	for i := 0; i < g; i++ {
-		wg.Add(1)
-		go func(inst int, l lockimpl.Locker) {
-			defer wg.Done()
-			for j := 0; j < n; j++ {
-				lease, err := l.Lock(ctx, key)
-				if err != nil {
-					errMu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					errMu.Unlock()
-					return
-				}
-				id := fmt.Sprintf("instance %d goroutine %d acquisition %d (token %d)", inst+1, i, j+1, lease.Token)
-				enter(id)
-				if inside.Add(1) != 1 {
-					overlaps.Add(1)
-				}
-				if f.Caps.Tokens {
-					if lease.Token <= lastToken {
-						badTokens.Add(1)
-					}
-					lastToken = lease.Token
-				}
-				v := counter
-				runtime.Gosched()
-				counter = v + 1
-				inside.Add(-1)
-				leave(id)
-				if err := lease.Unlock(ctx); err != nil {
-					errMu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("%s: %w", id, err)
-					}
-					errMu.Unlock()
-					return
-				}
-			}
-		}(i%instances, lockers[i%instances])
+		wg.Go(func() { x.hold(ctx, lockers[i%instances], key, i%instances, i, n) })
 	}
 	wg.Wait()
 	// Two holders at once is the finding; an Unlock that then finds its
 	// lock gone is only its consequence, so it is reported first.
-	if o := overlaps.Load(); o != 0 || holders.first != "" {
-		t.Errorf("%s; %d overlapping critical sections in all", holders.first, o)
+	if o := x.overlaps.Load(); o != 0 || x.holders.first != "" {
+		t.Errorf("%s; %d overlapping critical sections in all", x.holders.first, o)
 	}
-	if firstErr != nil {
-		t.Fatalf("lock/unlock: %v", firstErr)
+	if x.firstErr != nil {
+		t.Fatalf("lock/unlock: %v", x.firstErr)
 	}
-	if counter != g*n {
-		t.Errorf("counter = %d, want %d (lost updates)", counter, g*n)
+	if x.counter != g*n {
+		t.Errorf("counter = %d, want %d (lost updates)", x.counter, g*n)
 	}
-	if b := badTokens.Load(); b != 0 {
+	if b := x.badTokens.Load(); b != 0 {
 		t.Errorf("%d tokens did not increase", b)
 	}
 	if f.AssertClean != nil {
 		f.AssertClean(t, lockers[0], key)
 	}
+}
+
+// exclusion is the state of the mutual exclusion case: what the lock under
+// test must protect, and what the case counts of its failures.
+type exclusion struct {
+	tokens    bool // the lock gives fencing tokens: they must increase
+	counter   int  // deliberately not atomic: the lock must protect it
+	lastToken uint64
+	inside    atomic.Int32
+	overlaps  atomic.Int32
+	badTokens atomic.Int32
+	errMu     sync.Mutex
+	firstErr  error
+	t0        time.Time
+	// holders is the bookkeeping of who is inside, for the report of the
+	// first overlap: it has a mutex of its own, apart from the lock under
+	// test.
+	holders struct {
+		sync.Mutex
+		in    map[string]time.Time
+		first string
+	}
+}
+
+// hold is goroutine g of instance inst: n times it takes l's lock on key,
+// increments the counter in two steps and unlocks. It stops at the first
+// error.
+func (x *exclusion) hold(ctx context.Context, l lockimpl.Locker, key string, inst, g, n int) {
+	for j := 0; j < n; j++ {
+		lease, err := l.Lock(ctx, key)
+		if err != nil {
+			x.fail(err)
+			return
+		}
+		id := fmt.Sprintf("instance %d goroutine %d acquisition %d (token %d)", inst+1, g, j+1, lease.Token)
+		x.enter(id)
+		if x.inside.Add(1) != 1 {
+			x.overlaps.Add(1)
+		}
+		if x.tokens {
+			if lease.Token <= x.lastToken {
+				x.badTokens.Add(1)
+			}
+			x.lastToken = lease.Token
+		}
+		v := x.counter
+		runtime.Gosched()
+		x.counter = v + 1
+		x.inside.Add(-1)
+		x.leave(id)
+		if err := lease.Unlock(ctx); err != nil {
+			x.fail(fmt.Errorf("%s: %w", id, err))
+			return
+		}
+	}
+}
+
+// fail keeps the first error.
+func (x *exclusion) fail(err error) {
+	x.errMu.Lock()
+	defer x.errMu.Unlock()
+	if x.firstErr == nil {
+		x.firstErr = err
+	}
+}
+
+// enter records id inside, and the first time two are, who they were.
+func (x *exclusion) enter(id string) {
+	x.holders.Lock()
+	defer x.holders.Unlock()
+	now := time.Now()
+	for other, since := range x.holders.in {
+		if x.holders.first == "" {
+			x.holders.first = fmt.Sprintf("two holders at once: %s (holding since %.1f ms) and %s (got the lock at %.1f ms), ms from the case's start",
+				other, ms(since.Sub(x.t0)), id, ms(now.Sub(x.t0)))
+		}
+	}
+	x.holders.in[id] = now
+}
+
+// leave records id outside.
+func (x *exclusion) leave(id string) {
+	x.holders.Lock()
+	defer x.holders.Unlock()
+	delete(x.holders.in, id)
 }
 
 // doesNotExclude: for a lock that deliberately excludes nobody, a second
