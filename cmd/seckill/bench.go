@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/netfault"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
@@ -194,12 +195,12 @@ func runBench(ctx context.Context, args []string) error {
 		if tok == "" {
 			tok = os.Getenv(config.EnvAdminToken)
 		}
-		o.Fleet = bench.Fleet{Target: *target, Instances: config.SplitList(*instanceURLs), AdminToken: tok, Cluster: bench.ClusterFromEnv(ctx)}
+		o.Fleet = fleet.Fleet{Target: *target, Instances: config.SplitList(*instanceURLs), AdminToken: tok, Cluster: fleet.ClusterFromEnv(ctx)}
 		if *instancesDNS != "" {
 			if len(o.Fleet.Instances) > 0 {
 				return exitError{code: 2, msg: "bench: give --instance-urls or --instances-dns, not both"}
 			}
-			if o.Fleet.Instances, err = bench.ResolveInstances(ctx, net.DefaultResolver, *instancesDNS); err != nil {
+			if o.Fleet.Instances, err = fleet.ResolveInstances(ctx, net.DefaultResolver, *instancesDNS); err != nil {
 				return err
 			}
 		}
@@ -222,10 +223,10 @@ func runBench(ctx context.Context, args []string) error {
 			o.Fleet.AdminToken = *adminToken
 		}
 		stackDir := st.Dir
-		o.Scaler = bench.ScalerFunc(func(ctx context.Context, n int) (bench.Fleet, error) {
+		o.Scaler = bench.ScalerFunc(func(ctx context.Context, n int) (fleet.Fleet, error) {
 			st, err := stack.Rescale(ctx, stackDir, n, os.Stderr)
 			if err != nil {
-				return bench.Fleet{}, err
+				return fleet.Fleet{}, err
 			}
 			f := fleetOf(st)
 			if *adminToken != "" {
@@ -291,7 +292,7 @@ func runBench(ctx context.Context, args []string) error {
 }
 
 // fleetOf describes a local stack as a bench fleet.
-func fleetOf(st *stack.State) bench.Fleet {
+func fleetOf(st *stack.State) fleet.Fleet {
 	return st.Fleet()
 }
 
@@ -345,9 +346,9 @@ type rttSetter struct {
 	token string
 }
 
-func (r rttSetter) SetRTT(ctx context.Context, profile string, d time.Duration) (bench.Fleet, error) {
+func (r rttSetter) SetRTT(ctx context.Context, profile string, d time.Duration) (fleet.Fleet, error) {
 	if err := stack.SetRTT(ctx, r.st, profile, d); err != nil {
-		return bench.Fleet{}, err
+		return fleet.Fleet{}, err
 	}
 	f := r.st.Fleet()
 	if r.token != "" {
