@@ -109,7 +109,7 @@ func runScenario(ctx context.Context, args []string) error {
 	if err := sc.Fits(st); err != nil {
 		return exitError{code: 2, msg: err.Error()}
 	}
-	o.Dir, o.Fleet = st.Dir, fleetOf(st)
+	o.Dir, o.Fleet = st.Dir, st.Fleet()
 	o.OutDir = *out
 	if o.OutDir == "" {
 		if o.OutDir, err = bench.NewOutDir("results", "scenario-"+sc.Name+"-", time.Now()); err != nil {
