@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/fault"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -242,7 +243,7 @@ func TestExpectedCorrect(t *testing.T) {
 }
 
 func TestOptionsValidation(t *testing.T) {
-	flt := Fault{Kind: fault.Pause, Component: "inst-2", Start: time.Second, Duration: time.Second}
+	flt := fleet.Fault{Kind: fault.Pause, Component: "inst-2", Start: time.Second, Duration: time.Second}
 	tests := []struct {
 		name string
 		mod  func(*Options)
@@ -266,14 +267,18 @@ func TestOptionsValidation(t *testing.T) {
 		{"lock TTL below the service's minimum", func(o *Options) { o.LockTTL = stock.MinLockTTL - 1 }, false},
 		{"work delay above the service's maximum", func(o *Options) { o.WorkDelay = stock.MaxWorkDelay + 1 }, false},
 		{"lock wait above the service's maximum", func(o *Options) { o.LockWait = stock.MaxLockWait + 1 }, false},
-		{"flt without a faulter", func(o *Options) { o.Rate, o.Faults = 100, []Fault{flt} }, false},
-		{"flt without a rate", func(o *Options) { o.Faults, o.Faulter = []Fault{flt}, recorder(nil) }, false},
-		{"flt past the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 100, []Fault{flt}, recorder(nil) }, false},
+		{"flt without a faulter", func(o *Options) { o.Rate, o.Faults = 100, []fleet.Fault{flt} }, false},
+		{"flt without a rate", func(o *Options) { o.Faults, o.Faulter = []fleet.Fault{flt}, recorder(nil) }, false},
+		{"flt past the run", func(o *Options) {
+			o.Rate, o.Requests, o.Faults, o.Faulter = 100, 100, []fleet.Fault{flt}, recorder(nil)
+		}, false},
 		{"batch on every strategy: applied where it can be", func(o *Options) { o.Batch = 16 }, true},
 		{"batch at its maximum", func(o *Options) { o.Batch = MaxBatch }, true},
 		{"batch too large", func(o *Options) { o.Batch = MaxBatch + 1 }, false},
 		{"negative batch", func(o *Options) { o.Batch = -1 }, false},
-		{"flt inside the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 300, []Fault{flt}, recorder(nil) }, true},
+		{"flt inside the run", func(o *Options) {
+			o.Rate, o.Requests, o.Faults, o.Faulter = 100, 300, []fleet.Fault{flt}, recorder(nil)
+		}, true},
 	}
 	for _, tt := range tests {
 		var o Options

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/internal/cost"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -156,14 +157,14 @@ type Environment struct {
 	// "unknown" for a fleet started elsewhere.
 	Durability string `json:"durability"`
 	// RTT is the round trip the fleet's links added (Fleet.RTT).
-	RTT RTT `json:"rtt"`
+	RTT fleet.RTT `json:"rtt"`
 	// Mode is what the critical section did (Options.Mode).
 	Mode string `json:"mode"`
 	// Priority is the CPU priorities of the fleet's processes
 	// (Fleet.Priority), "" when nobody said.
 	Priority string `json:"priority,omitempty"`
 	// Cluster says where on Kubernetes it ran (Fleet.Cluster); nil off one.
-	Cluster *Cluster `json:"cluster,omitempty"`
+	Cluster *fleet.Cluster `json:"cluster,omitempty"`
 }
 
 // Conditions says in one line what the figures ran under: the round trip
@@ -171,7 +172,7 @@ type Environment struct {
 // machine. Every figure a bench prints comes with it.
 func (e Environment) Conditions() string {
 	rtt := "loopback (no round trip added)"
-	if e.RTT != (RTT{}) {
+	if e.RTT != (fleet.RTT{}) {
 		rtt = fmt.Sprintf("%.3f ms measured (%s)", e.RTT.MeasuredMS, cmp.Or(e.RTT.Profile, "custom"))
 	}
 	mode := cmp.Or(e.Mode, ModePurchase)
@@ -467,7 +468,7 @@ func checkTarget(ctx context.Context, target string) error {
 	return nil
 }
 
-func environment(f Fleet, mode string) Environment {
+func environment(f fleet.Fleet, mode string) Environment {
 	h, _ := os.Hostname()
 	return Environment{
 		GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
@@ -487,7 +488,7 @@ func durString(d time.Duration) string {
 // of its own (GoodsID + warmupGoodsOffset), counted nowhere, so the
 // measured run does not pay for cold connections, sessions and caches. A
 // warm-up longer than warmupTimeout (a long WorkDelay) is cut short.
-func warmup(ctx context.Context, o Options, fleet Fleet, adm *admin, name string, concurrency int) error {
+func warmup(ctx context.Context, o Options, fleet fleet.Fleet, adm *admin, name string, concurrency int) error {
 	goods := o.GoodsID + warmupGoodsOffset
 	if _, err := adm.reset(ctx, fleet.Instances[0], goods, o.Warmup*o.Qty); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
@@ -510,7 +511,7 @@ func warmup(ctx context.Context, o Options, fleet Fleet, adm *admin, name string
 
 // runOne is one strategy, one repeat, one concurrency: switch, (warm up,)
 // reset, attack, audit.
-func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec, label, rawDir string) (RunResult, error) {
+func runOne(ctx context.Context, o Options, fleet fleet.Fleet, adm *admin, rs runSpec, label, rawDir string) (RunResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
 	defer cancel()
 	strategy, repeat := rs.Strategy, rs.Repeat

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/api"
 	"github.com/seckill-lab/seckill/internal/cost"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -112,7 +113,7 @@ const costProbes = 50
 // (Fleet.RTT), else the direct one measured with it, else a loopback probe
 // of its own; the fsync latency on the file system of Fleet.DataDir (the
 // stack's directory), else of the temporary directory.
-func measureCostConditions(ctx context.Context, f Fleet) CostConditions {
+func measureCostConditions(ctx context.Context, f fleet.Fleet) CostConditions {
 	level := f.Durability
 	if _, err := server.ValidDurability(level); err != nil || level == "" {
 		level = server.DurabilityDefault + " (assumed: the fleet did not say)"

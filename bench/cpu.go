@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/seckill-lab/seckill/internal/fleet"
 )
 
 // CPUSampler reads how much CPU time the fleet's processes have used so
@@ -19,17 +21,7 @@ import (
 // on a machine that runs the fleet, its servers and the bench, the CPU is
 // what most often bounds throughput.
 type CPUSampler interface {
-	CPU() ([]CPUSample, error)
-}
-
-// CPUSample is one process's CPU time so far (with its descendants').
-type CPUSample struct {
-	Group string // e.g. "mysql", "instance", "nginx"
-	// Process names one incarnation of the process (name, pid and start
-	// time): a process restarted during a run (a fault) is not compared
-	// with its predecessor, and counts for neither.
-	Process string
-	CPU     time.Duration
+	CPU() ([]fleet.CPUSample, error)
 }
 
 // CPUUse is where a run's CPU went while its load ran (an asynchronous
@@ -52,7 +44,7 @@ type CPUUse struct {
 // cpuMark is one sample: the groups', this process's and the machine's
 // CPU time.
 type cpuMark struct {
-	procs      []CPUSample
+	procs      []fleet.CPUSample
 	self       time.Duration
 	busy, idle float64 // machine, seconds
 	err        error

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill-lab/seckill/internal/fleet"
 )
 
 // TestCPUSince: per request, by group, over the processes present at both
@@ -13,12 +15,12 @@ import (
 // for neither; a sampler that failed gives no figure.
 func TestCPUSince(t *testing.T) {
 	ms := time.Millisecond
-	m0 := cpuMark{procs: []CPUSample{
+	m0 := cpuMark{procs: []fleet.CPUSample{
 		{"mysql", "mariadb/10/1", 100 * ms},
 		{"instance", "inst-1/20/1", 50 * ms},
 		{"instance", "inst-2/21/1", 50 * ms},
 	}, self: 10 * ms, busy: 10, idle: 10}
-	m1 := cpuMark{procs: []CPUSample{
+	m1 := cpuMark{procs: []fleet.CPUSample{
 		{"mysql", "mariadb/10/1", 300 * ms},
 		{"instance", "inst-1/20/1", 150 * ms},
 		{"instance", "inst-2/22/9", 5 * ms}, // killed and restarted

@@ -20,6 +20,7 @@ import (
 	"github.com/seckill-lab/seckill/bench/history"
 	"github.com/seckill-lab/seckill/bench/lockcheck"
 	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -84,7 +85,7 @@ const eventReconnect = 100 * time.Millisecond
 // collectEvents subscribes to every instance's /admin/events and keeps the
 // events of key until stop. A stream that ends before stop is opened again
 // (see follow).
-func collectEvents(ctx context.Context, fleet Fleet, key string) (*eventCollector, error) {
+func collectEvents(ctx context.Context, fleet fleet.Fleet, key string) (*eventCollector, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	c := &eventCollector{cancel: cancel, start: stock.MonoNow(), down: map[string]time.Time{}}
 	cl := adminclient.New(fleet.AdminToken)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench/history"
 	"github.com/seckill-lab/seckill/internal/api"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -206,7 +207,7 @@ func TestEventStreamReconnects(t *testing.T) {
 			defer srv.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			c, err := collectEvents(ctx, Fleet{Instances: []string{srv.URL}, AdminToken: "t"}, "goods:1")
+			c, err := collectEvents(ctx, fleet.Fleet{Instances: []string{srv.URL}, AdminToken: "t"}, "goods:1")
 			if err != nil {
 				t.Fatal(err)
 			}

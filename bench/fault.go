@@ -5,92 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/fault"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/lockimpl"
 )
-
-// FaultKinds lists the kinds ParseFault accepts.
-func FaultKinds() []string { return fault.Names(true) }
-
-// Fault is one fault injected at a fixed time of every run: Kind on
-// Component from Start (after the run's first request) for Duration.
-type Fault struct {
-	Kind string
-	// Param is the kind's parameter: the delay of a latency fault, the
-	// jump of a clock fault ("" for the default).
-	Param     string
-	Component string
-	Start     time.Duration
-	Duration  time.Duration
-}
-
-// String is the fault's spec, as ParseFault reads it.
-func (f Fault) String() string {
-	kind := f.Kind
-	if f.Param != "" {
-		kind += "=" + f.Param
-	}
-	return fmt.Sprintf("%s:%s@%s+%s", kind, f.Component, f.Start, f.Duration)
-}
-
-// ErrBadFault wraps every fault spec error.
-var ErrBadFault = errors.New("bad fault")
-
-// ParseFault reads KIND[=PARAM]:TARGET@START+DURATION, e.g.
-// pause:inst-2@5s+5s, latency=300ms:mysql@5s+5s,
-// partition:inst-2/mysql@5s+5s, clock=2s:redis-3@5s+1s.
-func ParseFault(spec string) (Fault, error) {
-	usage := fmt.Sprintf("want KIND[=PARAM]:TARGET@START+DURATION such as pause:inst-2@5s+5s or latency=300ms:mysql@5s+5s, KIND one of %s", strings.Join(FaultKinds(), ", "))
-	kind, rest, ok := strings.Cut(spec, ":")
-	if !ok {
-		return Fault{}, fmt.Errorf("%w %q: %s", ErrBadFault, spec, usage)
-	}
-	kind, param, _ := strings.Cut(kind, "=")
-	comp, when, ok := strings.Cut(rest, "@")
-	if !ok || comp == "" {
-		return Fault{}, fmt.Errorf("%w %q: %s", ErrBadFault, spec, usage)
-	}
-	startS, durS, ok := strings.Cut(when, "+")
-	if !ok {
-		return Fault{}, fmt.Errorf("%w %q: %s", ErrBadFault, spec, usage)
-	}
-	if !slices.Contains(FaultKinds(), kind) {
-		return Fault{}, fmt.Errorf("%w %q: unknown kind %q; valid: %s", ErrBadFault, spec, kind, strings.Join(FaultKinds(), ", "))
-	}
-	if param != "" {
-		if k, _ := fault.Lookup(kind); k.Param == "" {
-			return Fault{}, fmt.Errorf("%w %q: %s takes no parameter (latency=DELAY and clock=OFFSET do)", ErrBadFault, spec, kind)
-		}
-		if d, err := time.ParseDuration(param); err != nil || d <= 0 {
-			return Fault{}, fmt.Errorf("%w %q: parameter %q is not a duration > 0 such as 300ms", ErrBadFault, spec, param)
-		}
-	}
-	start, err := time.ParseDuration(startS)
-	if err != nil || start < 0 {
-		return Fault{}, fmt.Errorf("%w %q: start %q is not a duration >= 0 such as 5s", ErrBadFault, spec, startS)
-	}
-	dur, err := time.ParseDuration(durS)
-	if err != nil || dur <= 0 {
-		return Fault{}, fmt.Errorf("%w %q: duration %q is not a duration > 0 such as 5s", ErrBadFault, spec, durS)
-	}
-	return Fault{Kind: kind, Param: param, Component: comp, Start: start, Duration: dur}, nil
-}
 
 // Faulter injects faults into the fleet. Inject starts f and returns the
 // function that ends it (SIGCONT, a restart, a link healed; a no-op for a
 // fault that is over at once). The local stack provides one;
 // a fleet started elsewhere has none.
 type Faulter interface {
-	Inject(ctx context.Context, f Fault) (undo func(context.Context) error, err error)
+	Inject(ctx context.Context, f fleet.Fault) (undo func(context.Context) error, err error)
 }
 
 // scheduleFaults injects faults at t0+Start and ends each at
 // t0+Start+Duration. The returned wait ends every fault still on (also when
 // ctx is done first) and returns the first error.
-func scheduleFaults(ctx context.Context, fl Faulter, faults []Fault, t0 time.Time) (wait func() error) {
+func scheduleFaults(ctx context.Context, fl Faulter, faults []fleet.Fault, t0 time.Time) (wait func() error) {
 	ctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, len(faults))
 	for _, f := range faults {
@@ -108,7 +40,7 @@ func scheduleFaults(ctx context.Context, fl Faulter, faults []Fault, t0 time.Tim
 
 // runFault waits for f's start, injects it, waits for its end (or ctx)
 // and undoes it, under a context of its own so a cancelled run still heals.
-func runFault(ctx context.Context, fl Faulter, f Fault, t0 time.Time) error {
+func runFault(ctx context.Context, fl Faulter, f fleet.Fault, t0 time.Time) error {
 	if !sleepUntil(ctx, t0.Add(f.Start)) {
 		return nil
 	}
@@ -152,7 +84,7 @@ const MinWindow = time.Second
 
 // faultWindows splits responses by their answer time into before, during
 // and after the faults; end is the run's length.
-func faultWindows(responses []Response, t0 time.Time, faults []Fault, end time.Duration) []Window {
+func faultWindows(responses []Response, t0 time.Time, faults []fleet.Fault, end time.Duration) []Window {
 	if len(faults) == 0 {
 		return nil
 	}
@@ -211,14 +143,14 @@ func NewStrike(what, reason string, at, d time.Duration) Strike {
 // Striker strikes during a run: Run starts with the run's first request and
 // must return, with every fault it made undone, soon after ctx is done.
 type Striker interface {
-	Run(ctx context.Context, fleet Fleet, t0 time.Time) ([]Strike, error)
+	Run(ctx context.Context, fleet fleet.Fleet, t0 time.Time) ([]Strike, error)
 }
 
 // strikeFaults turns strikes into the spans faultWindows splits a run by.
-func strikeFaults(ss []Strike) []Fault {
-	var out []Fault
+func strikeFaults(ss []Strike) []fleet.Fault {
+	var out []fleet.Fault
 	for _, s := range ss {
-		out = append(out, Fault{Kind: "strike", Component: s.What, Start: s.start, Duration: s.length})
+		out = append(out, fleet.Fault{Kind: "strike", Component: s.What, Start: s.start, Duration: s.length})
 	}
 	return out
 }

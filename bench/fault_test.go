@@ -5,50 +5,13 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/fault"
+	"github.com/seckill-lab/seckill/internal/fleet"
 )
-
-func TestParseFault(t *testing.T) {
-	tests := []struct {
-		spec string
-		want Fault
-		err  string
-	}{
-		{"pause:inst-2@5s+5s", Fault{Kind: fault.Pause, Component: "inst-2", Start: 5 * time.Second, Duration: 5 * time.Second}, ""},
-		{"kill:redis-1@0s+1.5s", Fault{Kind: fault.Kill, Component: "redis-1", Start: 0, Duration: 1500 * time.Millisecond}, ""},
-		{"latency=300ms:inst-1/mysql@5s+5s", Fault{Kind: fault.Latency, Param: "300ms", Component: "inst-1/mysql", Start: 5 * time.Second, Duration: 5 * time.Second}, ""},
-		{"partition:inst-2/redis@5s+2.5s", Fault{Kind: fault.Partition, Component: "inst-2/redis", Start: 5 * time.Second, Duration: 2500 * time.Millisecond}, ""},
-		{"clock=2s:redis-3@1s+1s", Fault{Kind: fault.Clock, Param: "2s", Component: "redis-3", Start: time.Second, Duration: time.Second}, ""},
-		{"freeze:inst-2@5s+5s", Fault{}, `unknown kind "freeze"; valid: pause, kill, restart, partition, latency, clock, failover`},
-		{"pause=1s:inst-2@5s+5s", Fault{}, "pause takes no parameter"},
-		{"latency=slow:mysql@5s+5s", Fault{}, `parameter "slow" is not a duration`},
-		{"latency=-1s:mysql@5s+5s", Fault{}, `parameter "-1s" is not a duration`},
-		{"pause:inst-2", Fault{}, "KIND[=PARAM]:TARGET@START+DURATION"},
-		{"pause@5s+5s", Fault{}, "KIND[=PARAM]:TARGET@START+DURATION"},
-		{"pause:@5s+5s", Fault{}, "KIND[=PARAM]:TARGET@START+DURATION"},
-		{"pause:inst-2@5s", Fault{}, "KIND[=PARAM]:TARGET@START+DURATION"},
-		{"pause:inst-2@soon+5s", Fault{}, "start"},
-		{"pause:inst-2@5s+0s", Fault{}, "duration"},
-		{"pause:inst-2@-1s+5s", Fault{}, "start"},
-	}
-	for _, tt := range tests {
-		got, err := ParseFault(tt.spec)
-		if tt.err != "" {
-			if err == nil || !errors.Is(err, ErrBadFault) || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%q: err = %v, want one mentioning %q", tt.spec, err, tt.err)
-			}
-			continue
-		}
-		if err != nil || got != tt.want || got.String() != tt.spec && tt.spec != "kill:redis-1@0s+1.5s" {
-			t.Errorf("%q: %+v, %v (String %q)", tt.spec, got, err, got.String())
-		}
-	}
-}
 
 // rec is a Faulter of our own that records when each fault began and ended.
 type rec struct {
@@ -73,7 +36,7 @@ func (r *rec) log(s string) {
 	r.at = append(r.at, time.Now())
 }
 
-func (r *rec) Inject(_ context.Context, f Fault) (func(context.Context) error, error) {
+func (r *rec) Inject(_ context.Context, f fleet.Fault) (func(context.Context) error, error) {
 	if r.fail != nil {
 		return nil, r.fail
 	}
@@ -82,11 +45,11 @@ func (r *rec) Inject(_ context.Context, f Fault) (func(context.Context) error, e
 }
 
 func TestScheduleFaults(t *testing.T) {
-	f := Fault{Kind: fault.Pause, Component: "inst-2", Start: 50 * time.Millisecond, Duration: 100 * time.Millisecond}
+	f := fleet.Fault{Kind: fault.Pause, Component: "inst-2", Start: 50 * time.Millisecond, Duration: 100 * time.Millisecond}
 	t.Run("on time", func(t *testing.T) {
 		r := recorder(nil)
 		t0 := time.Now()
-		if err := scheduleFaults(context.Background(), r, []Fault{f}, t0)(); err != nil {
+		if err := scheduleFaults(context.Background(), r, []fleet.Fault{f}, t0)(); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(r.events, []string{"start " + f.String(), "end " + f.String()}) {
@@ -102,7 +65,7 @@ func TestScheduleFaults(t *testing.T) {
 	t.Run("a cancelled run still ends the fault", func(t *testing.T) {
 		r := recorder(nil)
 		ctx, cancel := context.WithCancel(context.Background())
-		wait := scheduleFaults(ctx, r, []Fault{{Kind: fault.Kill, Component: "redis-1", Start: 0, Duration: time.Hour}}, time.Now())
+		wait := scheduleFaults(ctx, r, []fleet.Fault{{Kind: fault.Kill, Component: "redis-1", Start: 0, Duration: time.Hour}}, time.Now())
 		// Cancel once the fault has started.
 		for r.count() == 0 {
 			time.Sleep(time.Millisecond)
@@ -117,7 +80,7 @@ func TestScheduleFaults(t *testing.T) {
 	})
 	t.Run("an injection error is reported", func(t *testing.T) {
 		boom := errors.New("boom")
-		if err := scheduleFaults(context.Background(), recorder(boom), []Fault{f}, time.Now())(); !errors.Is(err, boom) {
+		if err := scheduleFaults(context.Background(), recorder(boom), []fleet.Fault{f}, time.Now())(); !errors.Is(err, boom) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -139,15 +102,15 @@ func TestFaultWindows(t *testing.T) {
 	rs = append(rs, at(10, 0, 200, ""), at(12, 0, 200, ""))                           // after: 10-15s
 	cases := []struct {
 		name   string
-		faults []Fault
+		faults []fleet.Fault
 		want   []Window
 	}{
-		{"a 5 s pause", []Fault{{Kind: fault.Pause, Component: "inst-2", Start: 5 * time.Second, Duration: 5 * time.Second}}, []Window{
+		{"a 5 s pause", []fleet.Fault{{Kind: fault.Pause, Component: "inst-2", Start: 5 * time.Second, Duration: 5 * time.Second}}, []Window{
 			{Name: "before", Answered: 9, OK: 9, OKPerSec: 1.8},
 			{Name: "during", Answered: 3, OK: 1, OKPerSec: 0.2},
 			{Name: "after", Answered: 2, OK: 2, OKPerSec: 0.4},
 		}},
-		{"a strike at once: no rate over 10 ms", []Fault{{Kind: fault.Pause, Component: "inst-2", Start: 10 * time.Millisecond, Duration: 10 * time.Second}}, []Window{
+		{"a strike at once: no rate over 10 ms", []fleet.Fault{{Kind: fault.Pause, Component: "inst-2", Start: 10 * time.Millisecond, Duration: 10 * time.Second}}, []Window{
 			{Name: "before", Answered: 0, OK: 0, TooShort: true},
 			{Name: "during", Answered: 13, OK: 11, OKPerSec: 1.1},
 			{Name: "after", Answered: 1, OK: 1, OKPerSec: 1 / 4.99},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
@@ -29,9 +30,9 @@ const (
 )
 
 // fleetFromEnv is the stack `make test` started.
-func fleetFromEnv(t *testing.T) (bench.Fleet, string) {
+func fleetFromEnv(t *testing.T) (fleet.Fleet, string) {
 	t.Helper()
-	f := bench.Fleet{
+	f := fleet.Fleet{
 		Target:     testenv.Get(t, testenv.NginxURL),
 		Instances:  testenv.List(t, testenv.InstanceURLs),
 		AdminToken: testenv.Get(t, testenv.AdminToken),
@@ -41,25 +42,25 @@ func fleetFromEnv(t *testing.T) (bench.Fleet, string) {
 
 // localStack is the test stack's fleet and state, with a context bounded
 // to 3 minutes (a bench of a few runs).
-func localStack(t *testing.T) (bench.Fleet, *stack.State, context.Context) {
+func localStack(t *testing.T) (fleet.Fleet, *stack.State, context.Context) {
 	t.Helper()
-	fleet, dir := fleetFromEnv(t)
+	fl, dir := fleetFromEnv(t)
 	st, err := stack.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	return fleet, st, ctx
+	return fl, st, ctx
 }
 
 func scaler(dir string, token string) bench.Scaler {
-	return bench.ScalerFunc(func(ctx context.Context, n int) (bench.Fleet, error) {
+	return bench.ScalerFunc(func(ctx context.Context, n int) (fleet.Fleet, error) {
 		st, err := stack.Scale(ctx, dir, n)
 		if err != nil {
-			return bench.Fleet{}, err
+			return fleet.Fleet{}, err
 		}
-		return bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: token}, nil
+		return fleet.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: token}, nil
 	})
 }
 
@@ -173,24 +174,24 @@ func oversells(t *testing.T, o bench.Options) bool {
 
 // TestIntegrationUserErrors checks the one-line errors a user can hit.
 func TestIntegrationUserErrors(t *testing.T) {
-	fleet, _ := fleetFromEnv(t)
+	fl, _ := fleetFromEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	o := bench.Options{Strategies: []string{"none"}, Stock: 1, Requests: 1, Concurrency: 1, CalibrateRequests: -1}
 
-	o.Fleet = fleet
+	o.Fleet = fl
 	o.Fleet.AdminToken = "wrong-token"
 	if _, err := bench.Run(ctx, o); !errors.Is(err, bench.ErrUnauthorized) {
 		t.Errorf("wrong admin token: err = %v, want ErrUnauthorized", err)
 	}
 
-	o.Fleet = fleet
+	o.Fleet = fl
 	o.Fleet.Target = "http://127.0.0.1:1"
 	if _, err := bench.Run(ctx, o); !errors.Is(err, bench.ErrUnreachable) || !strings.Contains(err.Error(), "target") {
 		t.Errorf("unreachable target: err = %v, want ErrUnreachable naming the target", err)
 	}
 
-	o.Fleet = fleet
+	o.Fleet = fl
 	o.Instances = 2 // no Scaler: a fleet that cannot be re-scaled
 	if _, err := bench.Run(ctx, o); !errors.Is(err, bench.ErrInvalidOptions) {
 		t.Errorf("--instances without a scaler: err = %v, want ErrInvalidOptions", err)
@@ -198,11 +199,11 @@ func TestIntegrationUserErrors(t *testing.T) {
 }
 
 func TestIntegrationFlawedAndCorrect(t *testing.T) {
-	fleet, dir := fleetFromEnv(t)
-	if len(fleet.Instances) != 3 {
-		t.Fatalf("the test stack has %d instances, want 3", len(fleet.Instances))
+	fl, dir := fleetFromEnv(t)
+	if len(fl.Instances) != 3 {
+		t.Fatalf("the test stack has %d instances, want 3", len(fl.Instances))
 	}
-	base := bench.Options{Fleet: fleet}
+	base := bench.Options{Fleet: fl}
 
 	t.Run("none oversells with 3 instances", func(t *testing.T) {
 		o := base
@@ -229,7 +230,7 @@ func TestIntegrationFlawedAndCorrect(t *testing.T) {
 	})
 
 	t.Run("mutex is correct with 1 instance", func(t *testing.T) {
-		sc := scaler(dir, fleet.AdminToken)
+		sc := scaler(dir, fl.AdminToken)
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -283,8 +284,8 @@ func TestIntegrationFlawedAndCorrect(t *testing.T) {
 // test stack's fleet, redis with and without its local queue: every
 // series has both points, with sales.
 func TestIntegrationSweep(t *testing.T) {
-	fleet, st, ctx := localStack(t)
-	o := bench.Options{Fleet: fleet, Strategies: []string{stock.Redis, stock.SQLAtomic}, Sweep: []int{4, 1},
+	fl, st, ctx := localStack(t)
+	o := bench.Options{Fleet: fl, Strategies: []string{stock.Redis, stock.SQLAtomic}, Sweep: []int{4, 1},
 		CompareQueue: true, Stock: 20, Requests: 20, Warmup: 5, Seed: 5, CalibrateRequests: -1, RunTimeout: time.Minute,
 		OutDir: filepath.Join(t.TempDir(), "out"), CPU: st}
 	rep, err := bench.Run(ctx, o)
@@ -365,10 +366,10 @@ func TestIntegrationSweep(t *testing.T) {
 // fleet loses updates; the report says the mode; a strategy that deducts
 // in the database is refused with the fix.
 func TestIntegrationLockAlone(t *testing.T) {
-	fleet, _ := fleetFromEnv(t)
+	fl, _ := fleetFromEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	o := bench.Options{Fleet: fleet, Mode: bench.ModeLock, Strategies: []string{stock.Redis, stock.None}, Stock: 30, Requests: 60,
+	o := bench.Options{Fleet: fl, Mode: bench.ModeLock, Strategies: []string{stock.Redis, stock.None}, Stock: 30, Requests: 60,
 		Concurrency: 10, WorkDelay: 2 * time.Millisecond, Warmup: -1, Seed: 7, CalibrateRequests: -1, RunTimeout: time.Minute,
 		OutDir: filepath.Join(t.TempDir(), "out")}
 	rep, err := bench.Run(ctx, o)
@@ -405,9 +406,9 @@ func TestIntegrationLockAlone(t *testing.T) {
 // ok/s by the median of those, the report says so, and the ceiling's goods
 // is left with no stock and no orders.
 func TestIntegrationDBCeiling(t *testing.T) {
-	fleet, st, ctx := localStack(t)
+	fl, st, ctx := localStack(t)
 	out := filepath.Join(t.TempDir(), "out")
-	o := bench.Options{Fleet: fleet, Strategies: []string{stock.SQLAtomic}, Stock: 40, Requests: 40, Concurrency: 8,
+	o := bench.Options{Fleet: fl, Strategies: []string{stock.SQLAtomic}, Stock: 40, Requests: 40, Concurrency: 8,
 		Repeat: 2, Seed: 3, CalibrateRequests: 200, DatabaseDSN: st.MySQLDSN(), RunTimeout: time.Minute, OutDir: out}
 	rep, err := bench.Run(ctx, o)
 	if err != nil {
@@ -432,7 +433,7 @@ func TestIntegrationDBCeiling(t *testing.T) {
 	if !strings.Contains(string(md), "the median of 2 measurements, one before each round") {
 		t.Errorf("report.md does not say how the ceiling was measured:\n%s", md)
 	}
-	a, err := bench.NewAdmin(fleet.AdminToken).Audit(ctx, fleet.Instances[0], bench.DBCeilingGoodsID)
+	a, err := bench.NewAdmin(fl.AdminToken).Audit(ctx, fl.Instances[0], bench.DBCeilingGoodsID)
 	if err != nil {
 		t.Fatal(err)
 	}

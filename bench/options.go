@@ -10,65 +10,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
 )
-
-// Fleet is where a bench fires: Target is the load balancer (nginx) every
-// purchase goes through; Instances are the base URLs of every service
-// instance (the admin API is called on each of them); AdminToken is the
-// bearer token the instances accept.
-type Fleet struct {
-	Target     string
-	Instances  []string
-	AdminToken string
-	// Durability is what the fleet's servers make durable before they
-	// acknowledge a write (`seckill up --durability`); "" when the fleet
-	// was started elsewhere and nobody said. Reports state it.
-	Durability string
-	// Cluster, when the bench runs on Kubernetes, says where (ClusterFromEnv).
-	Cluster *Cluster
-	// RTT is the network round trip the fleet's links add (`seckill up
-	// --rtt`); the zero value when none was asked for or nobody said.
-	RTT RTT
-	// Priority is the CPU priorities of the fleet's processes on a shared
-	// machine (`seckill up --priority`: servers-first or equal); "" when
-	// nobody said. Reports state it.
-	Priority string
-	// DataDir is a directory on the file system of the servers' data
-	// (the stack's directory), where the cost model measures the fsync
-	// latency; "" when unknown (the temporary directory is measured).
-	DataDir string
-}
-
-// RTT is a network round-trip time added on the fleet's links: the one
-// asked for (a profile's or a duration) and the one measured through the
-// links (what the figures ran under). Reports state both.
-type RTT struct {
-	// Profile is the named profile asked for (loopback, zone,
-	// cross-zone, region), "" for a bare duration.
-	Profile string `json:"profile,omitempty"`
-	// RequestedMS is the added round trip asked for, in ms.
-	RequestedMS float64 `json:"requested_ms"`
-	// MeasuredMS is the median round trip measured through the links
-	// (the proxy's own cost included); 0 when not measured.
-	MeasuredMS float64 `json:"measured_ms"`
-	// DirectMS is the same measure without the links (plain loopback),
-	// so MeasuredMS - DirectMS is what the links add.
-	DirectMS float64 `json:"direct_ms,omitempty"`
-}
 
 // Scaler re-scales the fleet to n service instances and returns the fleet
 // as it then is. The local stack implements it; a fleet started elsewhere
 // has none.
 type Scaler interface {
-	Scale(ctx context.Context, n int) (Fleet, error)
+	Scale(ctx context.Context, n int) (fleet.Fleet, error)
 }
 
 // ScalerFunc adapts a function to Scaler.
-type ScalerFunc func(ctx context.Context, n int) (Fleet, error)
+type ScalerFunc func(ctx context.Context, n int) (fleet.Fleet, error)
 
 // Scale calls f.
-func (f ScalerFunc) Scale(ctx context.Context, n int) (Fleet, error) { return f(ctx, n) }
+func (f ScalerFunc) Scale(ctx context.Context, n int) (fleet.Fleet, error) { return f(ctx, n) }
 
 // Defaults of Options (the load of seed 002: 500 simultaneous requests on a
 // stock of 300).
@@ -171,7 +128,7 @@ type Options struct {
 	// Faults are injected at fixed times of every run through Faulter; the
 	// run then reports throughput before, during and after them. They need
 	// an open-model Rate. Default none.
-	Faults  []Fault
+	Faults  []fleet.Fault
 	Faulter Faulter
 	// Striker, when set, runs alongside every run's load (from its first
 	// request until the last answer) and strikes when the story needs it,
@@ -179,7 +136,7 @@ type Options struct {
 	// (the strikes it made) is recorded in the run. Default none.
 	Striker Striker
 
-	Fleet  Fleet
+	Fleet  fleet.Fleet
 	Scaler Scaler // nil: the fleet cannot be re-scaled
 	// CPU samples the fleet's processes' CPU time around each run's load
 	// (RunResult.CPU, the report's "CPU per purchase"). nil: only the

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill-lab/seckill/internal/fleet"
 )
 
 func craftedReport() *Report {
@@ -161,7 +163,7 @@ func TestDurabilityStated(t *testing.T) {
 		{"", "unknown (a fleet started elsewhere"},
 	} {
 		rep := craftedReport()
-		rep.Environment = environment(Fleet{Target: "http://127.0.0.1:1", Durability: tc.fleet}, ModePurchase)
+		rep.Environment = environment(fleet.Fleet{Target: "http://127.0.0.1:1", Durability: tc.fleet}, ModePurchase)
 		found := false
 		for _, f := range buildView(rep).Facts {
 			found = found || f.Label == "durability" && strings.Contains(f.Value, tc.want)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench/chart"
+	"github.com/seckill-lab/seckill/internal/fleet"
 )
 
 // RTTSetter changes the round trip on a fleet's links and returns the
@@ -22,14 +23,14 @@ import (
 // (stack.SetRTT) when it runs the proxy; a fleet started elsewhere has
 // none.
 type RTTSetter interface {
-	SetRTT(ctx context.Context, profile string, d time.Duration) (Fleet, error)
+	SetRTT(ctx context.Context, profile string, d time.Duration) (fleet.Fleet, error)
 }
 
 // RTTSetterFunc adapts a function to RTTSetter.
-type RTTSetterFunc func(ctx context.Context, profile string, d time.Duration) (Fleet, error)
+type RTTSetterFunc func(ctx context.Context, profile string, d time.Duration) (fleet.Fleet, error)
 
 // SetRTT calls f.
-func (f RTTSetterFunc) SetRTT(ctx context.Context, profile string, d time.Duration) (Fleet, error) {
+func (f RTTSetterFunc) SetRTT(ctx context.Context, profile string, d time.Duration) (fleet.Fleet, error) {
 	return f(ctx, profile, d)
 }
 
@@ -89,8 +90,8 @@ type RTTSweep struct {
 	// Points are the round trips as asked and measured, Modes each
 	// point's mode; Dirs the points' report directories, relative to the
 	// sweep's.
-	Points []RTT    `json:"points"`
-	Modes  []string `json:"modes"`
+	Points []fleet.RTT `json:"points"`
+	Modes  []string    `json:"modes"`
 	// Batches are each point's batch size (1: off).
 	Batches []int       `json:"batches"`
 	Dirs    []string    `json:"dirs"`
@@ -188,7 +189,7 @@ func RunRTTSweep(ctx context.Context, o Options, points []RTTPoint, set RTTSette
 		sw.Batches = append(sw.Batches, max(po.Batch, 1))
 		sw.Environment = rep.Environment
 	}
-	sw.Environment.RTT, sw.Environment.Mode = RTT{}, "" // per point
+	sw.Environment.RTT, sw.Environment.Mode = fleet.RTT{}, "" // per point
 	sw.Series = rttSeries(sw.point)
 	if sw.Environment.Durability == "unknown" {
 		sw.Notes = append(sw.Notes, "The servers' durability was not given: compare these figures only with runs under the same one.")

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill-lab/seckill/internal/fleet"
 )
 
 // TestRTTSweepPages: the conditions cross (modes, then batch sizes), and the
@@ -28,7 +30,7 @@ func TestRTTSweepPages(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			sw := &RTTSweep{Runs: 1, Environment: Environment{Durability: "default"},
-				Points: []RTT{{Profile: "loopback", MeasuredMS: 0.05}, {Profile: "cross-zone", RequestedMS: 2, MeasuredMS: 2.1}},
+				Points: []fleet.RTT{{Profile: "loopback", MeasuredMS: 0.05}, {Profile: "cross-zone", RequestedMS: 2, MeasuredMS: 2.1}},
 				Modes:  []string{ModePurchase, ModePurchase}, Batches: tc.batches, Dirs: []string{"rtt-1", "rtt-2"},
 				Series: []RTTSeries{{Label: "redis", ExpectedCorrect: true, OKPerSec: []*Stat{st(400), st(44)}, P50MS: []*Stat{st(10), st(90)},
 					P99MS: []*Stat{st(20), st(300)}, Oversold: []*Stat{st(0), st(0)}}}}

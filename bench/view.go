@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/lockimpl"
 )
@@ -258,8 +259,8 @@ func durabilityFact(level string) string {
 }
 
 // rttFact says the round trip the links added, for the report's facts.
-func rttFact(r RTT) string {
-	if r == (RTT{}) {
+func rttFact(r fleet.RTT) string {
+	if r == (fleet.RTT{}) {
 		return "none added (the links are this machine's loopback, or a fleet started elsewhere that did not say; seckill up --rtt)"
 	}
 	name := r.Profile

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -13,66 +14,139 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/netfault"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
 )
 
-// runBench maps the flags of `seckill bench` to bench.Options; the logic
-// lives in package bench.
+// runBench maps the flags of `seckill bench` to bench.Options and runs
+// them: parse and validate the flags, then either measure the ceilings
+// (--calibrate) or find the fleet, run the bench (or a round-trip sweep)
+// and print its table. The logic lives in package bench.
 func runBench(ctx context.Context, args []string) error {
-	fs := newFlagSet("bench")
-	strategies := newAliasFlag(fs, "strategies", "strategy", "all", "strategies to run: all, correct (the ones not deliberately flawed), flawed, or a comma-separated list of "+strings.Join(bench.Strategies(), ", "))
-	initial := fs.Int("stock", bench.DefaultStock, "initial stock of the goods")
-	requests := fs.Int("requests", bench.DefaultRequests, "purchases per run")
-	concurrency := fs.Int("concurrency", bench.DefaultConcurrency, "concurrent workers (closed model) or worker cap (with --rate)")
-	qty := fs.Int("qty", bench.DefaultQty, "units per purchase")
-	rate := fs.Int("rate", 0, "requests per second; 0 = closed model, --concurrency workers as fast as they go")
-	instances := fs.Int("instances", 0, "re-scale the local stack to this many instances first, 1.."+strconv.Itoa(stack.MaxInstances)+"; it stays so (default: as it is)")
-	workDelay := fs.Duration("work-delay", 0, "simulated work inside the critical section, up to "+stock.MaxWorkDelay.String())
-	lockTTL := fs.Duration("lock-ttl", 0, "lock TTL, "+stock.MinLockTTL.String()+".."+stock.MaxLockTTL.String()+" (default: the service's, "+stock.DefaultLockTTL.String()+")")
-	lockWait := fs.Duration("lock-wait", 0, "lock wait budget, up to "+stock.MaxLockWait.String()+" (default: the service's, "+stock.DefaultLockWait.String()+")")
-	fencing := fs.Bool("fencing", false, "have the service check fencing tokens")
-	noWatchdog := fs.Bool("no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
-	noEvents := fs.Bool("no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
-	noQueue := fs.Bool("no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
-	mode := fs.String("mode", bench.ModePurchase, "what a purchase's critical section does: purchase (the database transaction: ranks whole purchases) or lock (a Redis counter on a direct link: ranks the locks alone, as the seeds do; the locks and none run); both (with --sweep-rtt) runs every round trip in each mode")
-	sweepRTT := fs.String("sweep-rtt", "", "run the bench at each of these network round trips on the stack's links, e.g. 0,0.2,2 (ms) or loopback,zone,cross-zone (2 to 10; needs a stack with the proxy: seckill up --rtt loopback); writes rtt-sweep.html with throughput and p50 against the measured round trip, each point's report in rtt-N/, and puts the stack's round trip back after")
-	sweepBatch := fs.String("sweep-batch", "", "with --sweep-rtt: run each round trip at each of these batch sizes, e.g. 1,8,32 (1: off; the strategies that batch only); the sweep charts ok/s, p50 and p99 against the batch size")
-	sweep := fs.String("sweep", "", "run each strategy at each of these client counts, e.g. 1,10,50,200 (at most 10; replaces --concurrency); the report adds throughput and p99 by clients and the locks' scaling ratio")
-	compareQueue := fs.Bool("compare-queue", false, "run each distributed lock ("+strings.Join(bench.Queued(), ", ")+") with and without the local queue, the second as \"NAME (no queue)\"")
-	warmup := fs.Int("warmup", bench.DefaultWarmup, "purchases fired, uncounted, on a separate goods before each strategy's first run; 0 = no warm-up")
-	releasePause := fs.Duration("release-pause", 0, "pause between the owner check and the DEL of "+strings.Join(bench.Pausing(), ", ")+" (longer than the rest of --lock-ttl: it deletes the next holder's lock)")
-	batch := fs.Int("batch", 0, fmt.Sprintf("a lock holder sells up to B queued purchases in one critical section and one transaction (0 = off, at most %d); applies to %s, the other strategies run unbatched", bench.MaxBatch, strings.Join(bench.Batching(), ", ")))
-	perUserLimit := fs.Int("per-user-limit", 0, fmt.Sprintf("at most N orders per user and goods, for every strategy (\"one order per user\" is 1; at most %d): a unique key in MySQL, the check then insert of the flawed strategies, the Lua check of redis-atomic; the run checks %s (0 = no limit)", stock.MaxPerUserLimit, bench.InvPerUserLimit))
-	users := fs.Int("users", 0, "draw each request's user id from N users, so users repeat (0 = a new user per request)")
-	noLeaseCheck := fs.Bool("no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
-	var faults faultFlags
-	fs.Var(&faults, "fault", "inject KIND:COMPONENT@START+DURATION into every run, e.g. pause:inst-2@5s+5s or kill:redis-1@5s+5s (repeatable; needs --rate and the local stack)")
-	repeat := fs.Int("repeat", 1, "rounds over all strategies, each in an order shuffled from --seed (the table shows median and min–max)")
-	seed := fs.Int64("seed", 0, "seed of request and user ids (0 = from the clock; recorded in the report)")
-	goods := fs.Int64("goods", bench.DefaultGoodsID, "goods id to sell")
-	dir := fs.String("dir", stack.DefaultDir, "run directory of the local stack (ignored with --target)")
-	target := fs.String("target", "", "URL of a fleet's load balancer started elsewhere (e.g. docker compose); needs --instance-urls")
-	instanceURLs := fs.String("instance-urls", "", "comma-separated base URLs of every instance of that fleet (admin API)")
-	instancesDNS := fs.String("instances-dns", "", "NAME:PORT of a headless Service whose A records are every instance of that fleet (on Kubernetes; instead of --instance-urls)")
-	adminToken := fs.String("admin-token", "", "admin token of that fleet (default $SECKILL_ADMIN_TOKEN)")
-	out := fs.String("out", "", "report directory (default: a new results/<timestamp>/)")
-	calibrate := fs.Bool("calibrate", false, "only measure the ceilings: the load generator's (an in-process null handler) and the database's (the purchase transaction straight at MariaDB, with the local stack or --database-dsn)")
-	preset := fs.String("preset", "", "a seed's load: seed003 (5000 requests on a stock of 5000, 50 at a time), seed002 (500 on 300, the default); --preset list shows them; flags given explicitly win")
-	dbDSN := fs.String("database-dsn", "", "DSN of the fleet's database for its ceiling (default: the local stack's; with --target, none unless given)")
-	calRequests := fs.Int("calibrate-requests", bench.DefaultCalibrateRequests, "requests of the calibration (also run, short, before every bench; <0 skips it there)")
-	reqTimeout := fs.Duration("timeout", bench.DefaultRequestTimeout, "per-request timeout")
-	runTimeout := fs.Duration("run-timeout", bench.DefaultRunTimeout, "timeout of one run (one strategy, one repeat)")
-	if err := parse(fs, args); err != nil {
+	f := newBenchFlags()
+	if err := parse(f.fs, args); err != nil {
 		return err
 	}
-	if *preset == "list" {
-		for _, p := range bench.Presets {
-			fmt.Printf("%-8s %d requests on a stock of %d, %d at a time: %s\n", p.Name, p.Requests, p.Stock, p.Concurrency, p.Seed)
-		}
+	if f.preset == "list" {
+		printPresets()
 		return nil
 	}
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	if f.calibrate {
+		return benchCalibrate(ctx, f)
+	}
+	o := f.options(args)
+	if err := f.findFleet(ctx, &o); err != nil {
+		return err
+	}
+	if f.dbDSN != "" {
+		o.DatabaseDSN = f.dbDSN
+	}
+	o.OutDir = f.out
+	if o.OutDir == "" {
+		var err error
+		if o.OutDir, err = bench.NewOutDir("results", "", time.Now()); err != nil {
+			return err
+		}
+	}
+	if f.sweepRTT != "" {
+		return runRTTSweep(ctx, o, f)
+	}
+	return runBenchOnce(ctx, o, f.out == "")
+}
+
+// benchFlags are the flags of `seckill bench` as given, and the lists
+// Validate reads from them.
+type benchFlags struct {
+	fs *flag.FlagSet
+
+	strategies                                          aliasFlag
+	initial, requests, concurrency, qty, rate           int
+	instances, warmup, batch, perUserLimit, users       int
+	repeat, calRequests                                 int
+	seed, goods                                         int64
+	workDelay, lockTTL, lockWait, releasePause          time.Duration
+	reqTimeout, runTimeout                              time.Duration
+	fencing, noWatchdog, noEvents, noQueue              bool
+	compareQueue, noLeaseCheck, calibrate               bool
+	mode, sweepRTT, sweepBatch, sweep, preset           string
+	dir, target, instanceURLs, instancesDNS, adminToken string
+	out, dbDSN                                          string
+	faults                                              faultFlags
+
+	// Read by Validate.
+	names   []string      // the strategies to run
+	points  []int         // --sweep's client counts
+	conc    int           // the clients of each run; 0 with --sweep
+	modes   []string      // --mode, both modes for "both"
+	batches []int         // --sweep-batch's batch sizes
+	load    *bench.Preset // --preset's load; nil without
+}
+
+// newBenchFlags declares the flags of `seckill bench` with their defaults.
+func newBenchFlags() *benchFlags {
+	f := &benchFlags{fs: newFlagSet("bench")}
+	fs := f.fs
+	f.strategies = newAliasFlag(fs, "strategies", "strategy", "all", "strategies to run: all, correct (the ones not deliberately flawed), flawed, or a comma-separated list of "+strings.Join(bench.Strategies(), ", "))
+	fs.IntVar(&f.initial, "stock", bench.DefaultStock, "initial stock of the goods")
+	fs.IntVar(&f.requests, "requests", bench.DefaultRequests, "purchases per run")
+	fs.IntVar(&f.concurrency, "concurrency", bench.DefaultConcurrency, "concurrent workers (closed model) or worker cap (with --rate)")
+	fs.IntVar(&f.qty, "qty", bench.DefaultQty, "units per purchase")
+	fs.IntVar(&f.rate, "rate", 0, "requests per second; 0 = closed model, --concurrency workers as fast as they go")
+	fs.IntVar(&f.instances, "instances", 0, "re-scale the local stack to this many instances first, 1.."+strconv.Itoa(stack.MaxInstances)+"; it stays so (default: as it is)")
+	fs.DurationVar(&f.workDelay, "work-delay", 0, "simulated work inside the critical section, up to "+stock.MaxWorkDelay.String())
+	fs.DurationVar(&f.lockTTL, "lock-ttl", 0, "lock TTL, "+stock.MinLockTTL.String()+".."+stock.MaxLockTTL.String()+" (default: the service's, "+stock.DefaultLockTTL.String()+")")
+	fs.DurationVar(&f.lockWait, "lock-wait", 0, "lock wait budget, up to "+stock.MaxLockWait.String()+" (default: the service's, "+stock.DefaultLockWait.String()+")")
+	fs.BoolVar(&f.fencing, "fencing", false, "have the service check fencing tokens")
+	fs.BoolVar(&f.noWatchdog, "no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
+	fs.BoolVar(&f.noEvents, "no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
+	fs.BoolVar(&f.noQueue, "no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
+	fs.StringVar(&f.mode, "mode", bench.ModePurchase, "what a purchase's critical section does: purchase (the database transaction: ranks whole purchases) or lock (a Redis counter on a direct link: ranks the locks alone, as the seeds do; the locks and none run); both (with --sweep-rtt) runs every round trip in each mode")
+	fs.StringVar(&f.sweepRTT, "sweep-rtt", "", "run the bench at each of these network round trips on the stack's links, e.g. 0,0.2,2 (ms) or loopback,zone,cross-zone (2 to 10; needs a stack with the proxy: seckill up --rtt loopback); writes rtt-sweep.html with throughput and p50 against the measured round trip, each point's report in rtt-N/, and puts the stack's round trip back after")
+	fs.StringVar(&f.sweepBatch, "sweep-batch", "", "with --sweep-rtt: run each round trip at each of these batch sizes, e.g. 1,8,32 (1: off; the strategies that batch only); the sweep charts ok/s, p50 and p99 against the batch size")
+	fs.StringVar(&f.sweep, "sweep", "", "run each strategy at each of these client counts, e.g. 1,10,50,200 (at most 10; replaces --concurrency); the report adds throughput and p99 by clients and the locks' scaling ratio")
+	fs.BoolVar(&f.compareQueue, "compare-queue", false, "run each distributed lock ("+strings.Join(bench.Queued(), ", ")+") with and without the local queue, the second as \"NAME (no queue)\"")
+	fs.IntVar(&f.warmup, "warmup", bench.DefaultWarmup, "purchases fired, uncounted, on a separate goods before each strategy's first run; 0 = no warm-up")
+	fs.DurationVar(&f.releasePause, "release-pause", 0, "pause between the owner check and the DEL of "+strings.Join(bench.Pausing(), ", ")+" (longer than the rest of --lock-ttl: it deletes the next holder's lock)")
+	fs.IntVar(&f.batch, "batch", 0, fmt.Sprintf("a lock holder sells up to B queued purchases in one critical section and one transaction (0 = off, at most %d); applies to %s, the other strategies run unbatched", bench.MaxBatch, strings.Join(bench.Batching(), ", ")))
+	fs.IntVar(&f.perUserLimit, "per-user-limit", 0, fmt.Sprintf("at most N orders per user and goods, for every strategy (\"one order per user\" is 1; at most %d): a unique key in MySQL, the check then insert of the flawed strategies, the Lua check of redis-atomic; the run checks %s (0 = no limit)", stock.MaxPerUserLimit, bench.InvPerUserLimit))
+	fs.IntVar(&f.users, "users", 0, "draw each request's user id from N users, so users repeat (0 = a new user per request)")
+	fs.BoolVar(&f.noLeaseCheck, "no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
+	fs.Var(&f.faults, "fault", "inject KIND:COMPONENT@START+DURATION into every run, e.g. pause:inst-2@5s+5s or kill:redis-1@5s+5s (repeatable; needs --rate and the local stack)")
+	fs.IntVar(&f.repeat, "repeat", 1, "rounds over all strategies, each in an order shuffled from --seed (the table shows median and min–max)")
+	fs.Int64Var(&f.seed, "seed", 0, "seed of request and user ids (0 = from the clock; recorded in the report)")
+	fs.Int64Var(&f.goods, "goods", bench.DefaultGoodsID, "goods id to sell")
+	fs.StringVar(&f.dir, "dir", stack.DefaultDir, "run directory of the local stack (ignored with --target)")
+	fs.StringVar(&f.target, "target", "", "URL of a fleet's load balancer started elsewhere (e.g. docker compose); needs --instance-urls")
+	fs.StringVar(&f.instanceURLs, "instance-urls", "", "comma-separated base URLs of every instance of that fleet (admin API)")
+	fs.StringVar(&f.instancesDNS, "instances-dns", "", "NAME:PORT of a headless Service whose A records are every instance of that fleet (on Kubernetes; instead of --instance-urls)")
+	fs.StringVar(&f.adminToken, "admin-token", "", "admin token of that fleet (default $SECKILL_ADMIN_TOKEN)")
+	fs.StringVar(&f.out, "out", "", "report directory (default: a new results/<timestamp>/)")
+	fs.BoolVar(&f.calibrate, "calibrate", false, "only measure the ceilings: the load generator's (an in-process null handler) and the database's (the purchase transaction straight at MariaDB, with the local stack or --database-dsn)")
+	fs.StringVar(&f.preset, "preset", "", "a seed's load: seed003 (5000 requests on a stock of 5000, 50 at a time), seed002 (500 on 300, the default); --preset list shows them; flags given explicitly win")
+	fs.StringVar(&f.dbDSN, "database-dsn", "", "DSN of the fleet's database for its ceiling (default: the local stack's; with --target, none unless given)")
+	fs.IntVar(&f.calRequests, "calibrate-requests", bench.DefaultCalibrateRequests, "requests of the calibration (also run, short, before every bench; <0 skips it there)")
+	fs.DurationVar(&f.reqTimeout, "timeout", bench.DefaultRequestTimeout, "per-request timeout")
+	fs.DurationVar(&f.runTimeout, "run-timeout", bench.DefaultRunTimeout, "timeout of one run (one strategy, one repeat)")
+	return f
+}
+
+// printPresets lists the loads --preset accepts (--preset list).
+func printPresets() {
+	for _, p := range bench.Presets {
+		fmt.Printf("%-8s %d requests on a stock of %d, %d at a time: %s\n", p.Name, p.Requests, p.Stock, p.Concurrency, p.Seed)
+	}
+}
+
+// Validate checks the flags as given and reads the lists they name; an
+// error is a usage error (exit 2) whose message says the fix. With
+// --calibrate only the flags the calibration reads are checked.
+func (f *benchFlags) Validate() error {
+	fs := f.fs
 	if fs.NArg() > 0 {
 		return exitError{code: 2, msg: fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
 	}
@@ -94,92 +168,140 @@ func runBench(ctx context.Context, args []string) error {
 	); err != nil {
 		return err
 	}
-
-	if *calibrate {
-		if *calRequests <= 0 {
+	if f.calibrate {
+		if f.calRequests <= 0 {
 			return exitError{code: 2, msg: "bench: --calibrate-requests must be > 0 with --calibrate"}
 		}
-		c, err := bench.Calibrate(ctx, *calRequests, *concurrency, *rate)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("generator ceiling: %.0f req/s (%d requests, concurrency %d, %.2fs, p50 %.2fms, p99 %.2fms)\n",
-			c.CeilingRPS, c.Requests, c.Concurrency, c.DurationSecs, c.P50MS, c.P99MS)
-		dsn := *dbDSN
-		if dsn == "" && *target == "" {
-			if st, err := stack.Load(*dir); err == nil {
-				dsn = st.MySQLDSN()
-			}
-		}
-		if dsn == "" {
-			fmt.Println("database ceiling: not measured (no local stack in " + *dir + "; pass --database-dsn)")
-			return nil
-		}
-		dc, err := bench.CalibrateDatabase(ctx, dsn, *calRequests, *concurrency)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("database ceiling: %.0f purchase transactions/s (%d transactions, concurrency %d, %.2fs, p50 %.2fms, p99 %.2fms)\n",
-			dc.TPS, dc.Transactions, dc.Concurrency, dc.DurationSecs, dc.P50MS, dc.P99MS)
 		return nil
 	}
+	if err := f.validateLoad(); err != nil {
+		return err
+	}
+	if f.target != "" && f.instancesDNS != "" && len(config.SplitList(f.instanceURLs)) > 0 {
+		return exitError{code: 2, msg: "bench: give --instance-urls or --instances-dns, not both"}
+	}
+	return f.validateSweep()
+}
 
-	list, err := strategies.get(fs)
+// validateLoad reads the strategies, the clients and the preset.
+func (f *benchFlags) validateLoad() error {
+	list, err := f.strategies.get(f.fs)
 	if err != nil {
 		return err
 	}
-	names, err := bench.ParseStrategies(list)
-	if err != nil {
+	if f.names, err = bench.ParseStrategies(list); err != nil {
 		return exitError{code: 2, msg: err.Error()}
 	}
-	var points []int
-	if *sweep != "" {
-		if points, err = bench.ParseSweep(*sweep); err != nil {
+	if f.sweep != "" {
+		if f.points, err = bench.ParseSweep(f.sweep); err != nil {
 			return exitError{code: 2, msg: "bench: " + err.Error()}
 		}
 	}
-	if *warmup < 0 {
+	if f.warmup < 0 {
 		return exitError{code: 2, msg: "bench: --warmup must be >= 0 (0 = no warm-up)"}
 	}
 	// Only a --concurrency given on the command line conflicts with
 	// --sweep; bench.Options rejects the pair with the fix.
-	conc := 0
-	if setFlags(fs)["concurrency"] {
-		conc = *concurrency
+	if setFlags(f.fs)["concurrency"] {
+		f.conc = f.concurrency
 	}
-	if conc != 0 && len(points) > 0 {
+	if f.conc != 0 && len(f.points) > 0 {
 		return exitError{code: 2, msg: "bench: --sweep sets the clients of each point; drop --concurrency (or drop --sweep)"}
 	}
-	if *compareQueue && *noQueue {
+	if f.compareQueue && f.noQueue {
 		return exitError{code: 2, msg: "bench: --compare-queue runs each distributed lock with and without the local queue; drop --no-local-queue"}
 	}
-	if conc == 0 && len(points) == 0 {
-		conc = *concurrency
+	if f.conc == 0 && len(f.points) == 0 {
+		f.conc = f.concurrency
 	}
-	o := bench.Options{
-		Strategies: names, Stock: *initial, Requests: *requests, Concurrency: conc, Qty: *qty, Sweep: points,
-		CompareQueue: *compareQueue, Warmup: *warmup,
-		Rate: *rate, Repeat: *repeat, Seed: *seed, GoodsID: *goods, Instances: *instances,
-		WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing, NoWatchdog: *noWatchdog,
-		NoLocalQueue: *noQueue, NoEvents: *noEvents, NoLeaseCheck: *noLeaseCheck, ReleasePause: *releasePause, Batch: *batch, Faults: faults,
-		PerUserLimit: *perUserLimit, Users: *users,
-		RequestTimeout: *reqTimeout, RunTimeout: *runTimeout, CalibrateRequests: *calRequests,
-		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
-	}
-	if *preset != "" {
-		p, err := bench.LookupPreset(*preset)
+	if f.preset != "" {
+		p, err := bench.LookupPreset(f.preset)
 		if err != nil {
 			return exitError{code: 2, msg: "bench: --preset: " + err.Error()}
 		}
+		f.load = &p
+	}
+	return nil
+}
+
+// validateSweep reads --mode and --sweep-batch, which need --sweep-rtt.
+func (f *benchFlags) validateSweep() error {
+	f.modes = []string{f.mode}
+	if f.mode == "both" {
+		if f.sweepRTT == "" {
+			return exitError{code: 2, msg: "bench: --mode both compares the two modes in a sweep: add --sweep-rtt (one round trip will do, e.g. --sweep-rtt loopback)"}
+		}
+		f.modes = bench.Modes()
+	} else if !slices.Contains(bench.Modes(), f.mode) {
+		return exitError{code: 2, msg: fmt.Sprintf("bench: --mode %q: want purchase, lock or both (with --sweep-rtt)", f.mode)}
+	}
+	if f.sweepBatch == "" {
+		return nil
+	}
+	if f.sweepRTT == "" {
+		return exitError{code: 2, msg: "bench: --sweep-batch runs within a sweep: add --sweep-rtt (one round trip will do, e.g. --sweep-rtt cross-zone)"}
+	}
+	for _, s := range strings.Split(f.sweepBatch, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || b < 1 || b > bench.MaxBatch {
+			return exitError{code: 2, msg: fmt.Sprintf("bench: --sweep-batch %q: want batch sizes from 1 (off) to %d, e.g. 1,8,32", f.sweepBatch, bench.MaxBatch)}
+		}
+		f.batches = append(f.batches, b)
+	}
+	return nil
+}
+
+// benchCalibrate measures the load generator's ceiling and, with a local
+// stack or --database-dsn, the database's (--calibrate).
+func benchCalibrate(ctx context.Context, f *benchFlags) error {
+	c, err := bench.Calibrate(ctx, f.calRequests, f.concurrency, f.rate)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("generator ceiling: %.0f req/s (%d requests, concurrency %d, %.2fs, p50 %.2fms, p99 %.2fms)\n",
+		c.CeilingRPS, c.Requests, c.Concurrency, c.DurationSecs, c.P50MS, c.P99MS)
+	dsn := f.dbDSN
+	if dsn == "" && f.target == "" {
+		if st, err := stack.Load(f.dir); err == nil {
+			dsn = st.MySQLDSN()
+		}
+	}
+	if dsn == "" {
+		fmt.Println("database ceiling: not measured (no local stack in " + f.dir + "; pass --database-dsn)")
+		return nil
+	}
+	dc, err := bench.CalibrateDatabase(ctx, dsn, f.calRequests, f.concurrency)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("database ceiling: %.0f purchase transactions/s (%d transactions, concurrency %d, %.2fs, p50 %.2fms, p99 %.2fms)\n",
+		dc.TPS, dc.Transactions, dc.Concurrency, dc.DurationSecs, dc.P50MS, dc.P99MS)
+	return nil
+}
+
+// options maps the validated flags to bench.Options, without the fleet
+// and the report directory; args are the command line's, for the report.
+func (f *benchFlags) options(args []string) bench.Options {
+	o := bench.Options{
+		Strategies: f.names, Stock: f.initial, Requests: f.requests, Concurrency: f.conc, Qty: f.qty, Sweep: f.points,
+		CompareQueue: f.compareQueue, Warmup: f.warmup,
+		Rate: f.rate, Repeat: f.repeat, Seed: f.seed, GoodsID: f.goods, Instances: f.instances,
+		WorkDelay: f.workDelay, LockTTL: f.lockTTL, LockWait: f.lockWait, Fencing: f.fencing, NoWatchdog: f.noWatchdog,
+		NoLocalQueue: f.noQueue, NoEvents: f.noEvents, NoLeaseCheck: f.noLeaseCheck, ReleasePause: f.releasePause, Batch: f.batch, Faults: f.faults,
+		PerUserLimit: f.perUserLimit, Users: f.users,
+		RequestTimeout: f.reqTimeout, RunTimeout: f.runTimeout, CalibrateRequests: f.calRequests,
+		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
+	}
+	if p := f.load; p != nil {
 		// The preset fills the load; a flag given explicitly wins.
-		set := setFlags(fs)
+		set := setFlags(f.fs)
 		if !set["requests"] {
 			o.Requests = p.Requests
 		}
 		if !set["stock"] {
 			o.Stock = p.Stock
 		}
-		if !set["concurrency"] && len(points) == 0 {
+		if !set["concurrency"] && len(f.points) == 0 {
 			o.Concurrency = p.Concurrency
 		}
 	}
@@ -189,89 +311,67 @@ func runBench(ctx context.Context, args []string) error {
 	if o.Warmup == 0 {
 		o.Warmup = -1 // bench.Options: 0 is the default, <0 none
 	}
-	if *target != "" {
-		tok := *adminToken
+	o.Mode = f.modes[0]
+	return o
+}
+
+// findFleet sets o's fleet: the one at --target, or the local stack in
+// --dir with its faulter, CPU sampler, scaler and database.
+func (f *benchFlags) findFleet(ctx context.Context, o *bench.Options) error {
+	if f.target != "" {
+		tok := f.adminToken
 		if tok == "" {
 			tok = os.Getenv(config.EnvAdminToken)
 		}
-		o.Fleet = bench.Fleet{Target: *target, Instances: config.SplitList(*instanceURLs), AdminToken: tok, Cluster: bench.ClusterFromEnv(ctx)}
-		if *instancesDNS != "" {
-			if len(o.Fleet.Instances) > 0 {
-				return exitError{code: 2, msg: "bench: give --instance-urls or --instances-dns, not both"}
-			}
-			if o.Fleet.Instances, err = bench.ResolveInstances(ctx, net.DefaultResolver, *instancesDNS); err != nil {
+		o.Fleet = fleet.Fleet{Target: f.target, Instances: config.SplitList(f.instanceURLs), AdminToken: tok, Cluster: fleet.ClusterFromEnv(ctx)}
+		if f.instancesDNS != "" {
+			var err error
+			if o.Fleet.Instances, err = fleet.ResolveInstances(ctx, net.DefaultResolver, f.instancesDNS); err != nil {
 				return err
 			}
 		}
 		if len(o.Fleet.Instances) == 0 {
 			return exitError{code: 2, msg: "bench: --target needs --instance-urls or --instances-dns (the admin API must reach every instance)"}
 		}
-	} else {
-		st, err := stack.Load(*dir)
-		if errors.Is(err, stack.ErrNotRunning) {
-			return fmt.Errorf("no stack in %s: run 'make up' (or seckill up) first, or pass --target", *dir)
-		}
+		return nil
+	}
+	st, err := stack.Load(f.dir)
+	if errors.Is(err, stack.ErrNotRunning) {
+		return fmt.Errorf("no stack in %s: run 'make up' (or seckill up) first, or pass --target", f.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("load the stack in %s: %w", f.dir, err)
+	}
+	o.Fleet = f.stackFleet(st)
+	o.DatabaseDSN = st.MySQLDSN()
+	o.Faulter = stack.Faulter{Dir: st.Dir}
+	o.CPU = st
+	stackDir := st.Dir
+	o.Scaler = bench.ScalerFunc(func(ctx context.Context, n int) (fleet.Fleet, error) {
+		st, err := stack.Rescale(ctx, stackDir, n, os.Stderr)
 		if err != nil {
-			return fmt.Errorf("load the stack in %s: %w", *dir, err)
+			return fleet.Fleet{}, err
 		}
-		o.Fleet = fleetOf(st)
-		o.DatabaseDSN = st.MySQLDSN()
-		o.Faulter = stack.Faulter{Dir: st.Dir}
-		o.CPU = st
-		if *adminToken != "" {
-			o.Fleet.AdminToken = *adminToken
-		}
-		stackDir := st.Dir
-		o.Scaler = bench.ScalerFunc(func(ctx context.Context, n int) (bench.Fleet, error) {
-			st, err := stack.Rescale(ctx, stackDir, n, os.Stderr)
-			if err != nil {
-				return bench.Fleet{}, err
-			}
-			f := fleetOf(st)
-			if *adminToken != "" {
-				f.AdminToken = *adminToken
-			}
-			return f, nil
-		})
-	}
-	if *dbDSN != "" {
-		o.DatabaseDSN = *dbDSN
-	}
-	o.OutDir = *out
-	if o.OutDir == "" {
-		if o.OutDir, err = bench.NewOutDir("results", "", time.Now()); err != nil {
-			return err
-		}
-	}
+		return f.stackFleet(st), nil
+	})
+	return nil
+}
 
-	modes := []string{*mode}
-	if *mode == "both" {
-		if *sweepRTT == "" {
-			return exitError{code: 2, msg: "bench: --mode both compares the two modes in a sweep: add --sweep-rtt (one round trip will do, e.g. --sweep-rtt loopback)"}
-		}
-		modes = bench.Modes()
-	} else if !slices.Contains(bench.Modes(), *mode) {
-		return exitError{code: 2, msg: fmt.Sprintf("bench: --mode %q: want purchase, lock or both (with --sweep-rtt)", *mode)}
+// stackFleet describes a local stack as a bench fleet, with --admin-token's
+// token when given.
+func (f *benchFlags) stackFleet(st *stack.State) fleet.Fleet {
+	fl := st.Fleet()
+	if f.adminToken != "" {
+		fl.AdminToken = f.adminToken
 	}
-	o.Mode = modes[0]
-	var batches []int
-	if *sweepBatch != "" {
-		if *sweepRTT == "" {
-			return exitError{code: 2, msg: "bench: --sweep-batch runs within a sweep: add --sweep-rtt (one round trip will do, e.g. --sweep-rtt cross-zone)"}
-		}
-		for _, f := range strings.Split(*sweepBatch, ",") {
-			b, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || b < 1 || b > bench.MaxBatch {
-				return exitError{code: 2, msg: fmt.Sprintf("bench: --sweep-batch %q: want batch sizes from 1 (off) to %d, e.g. 1,8,32", *sweepBatch, bench.MaxBatch)}
-			}
-			batches = append(batches, b)
-		}
-	}
-	if *sweepRTT != "" {
-		return runRTTSweep(ctx, o, *sweepRTT, modes, batches, *dir, *target != "", *adminToken)
-	}
+	return fl
+}
+
+// runBenchOnce runs the bench and prints its table; newDir says o.OutDir
+// was made for this run, and is removed when nothing was written to it.
+func runBenchOnce(ctx context.Context, o bench.Options, newDir bool) error {
 	rep, err := bench.Run(ctx, o)
-	if rep == nil && *out == "" {
+	if rep == nil && newDir {
 		_ = os.Remove(o.OutDir) // the new directory, when nothing was written to it
 	}
 	if errors.Is(err, bench.ErrInvalidOptions) {
@@ -290,24 +390,20 @@ func runBench(ctx context.Context, args []string) error {
 	return nil
 }
 
-// fleetOf describes a local stack as a bench fleet.
-func fleetOf(st *stack.State) bench.Fleet {
-	return st.Fleet()
-}
-
 // runRTTSweep maps --sweep-rtt to bench.RunRTTSweep on the local stack,
 // and puts the stack's round trip back as it was.
-func runRTTSweep(ctx context.Context, o bench.Options, list string, modes []string, batches []int, dir string, remote bool, adminToken string) error {
-	points, err := bench.ParseRTTSweep(list, netfault.ParseRTT)
+func runRTTSweep(ctx context.Context, o bench.Options, f *benchFlags) error {
+	points, err := bench.ParseRTTSweep(f.sweepRTT, netfault.ParseRTT)
 	if err != nil {
 		return exitError{code: 2, msg: "bench: " + err.Error()}
 	}
-	points = bench.CrossBatches(bench.CrossModes(points, modes), batches)
+	points = bench.CrossBatches(bench.CrossModes(points, f.modes), f.batches)
 	if len(points) > 4*bench.MaxSweepPoints {
 		return exitError{code: 2, msg: fmt.Sprintf("bench: %d conditions (round trips x modes x batch sizes): at most %d", len(points), 4*bench.MaxSweepPoints)}
 	}
 	var set bench.RTTSetter
-	if !remote {
+	if f.target == "" {
+		dir := f.dir
 		st, err := stack.Load(dir)
 		if err != nil {
 			return fmt.Errorf("load the stack in %s: %w", dir, err)
@@ -325,7 +421,7 @@ func runRTTSweep(ctx context.Context, o bench.Options, list string, modes []stri
 				fmt.Fprintf(os.Stderr, "warning: putting the round trip back: %v\n", err)
 			}
 		}()
-		set = rttSetter{st: st, token: adminToken}
+		set = rttSetter{st: st, token: f.adminToken}
 	}
 	sw, err := bench.RunRTTSweep(ctx, o, points, set)
 	if errors.Is(err, bench.ErrInvalidOptions) {
@@ -345,9 +441,9 @@ type rttSetter struct {
 	token string
 }
 
-func (r rttSetter) SetRTT(ctx context.Context, profile string, d time.Duration) (bench.Fleet, error) {
+func (r rttSetter) SetRTT(ctx context.Context, profile string, d time.Duration) (fleet.Fleet, error) {
 	if err := stack.SetRTT(ctx, r.st, profile, d); err != nil {
-		return bench.Fleet{}, err
+		return fleet.Fleet{}, err
 	}
 	f := r.st.Fleet()
 	if r.token != "" {

@@ -3,11 +3,11 @@ package main
 import (
 	"strings"
 
-	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fleet"
 )
 
 // faultFlags collects repeated --fault specs.
-type faultFlags []bench.Fault
+type faultFlags []fleet.Fault
 
 func (f *faultFlags) String() string {
 	var s []string
@@ -18,7 +18,7 @@ func (f *faultFlags) String() string {
 }
 
 func (f *faultFlags) Set(v string) error {
-	x, err := bench.ParseFault(v)
+	x, err := fleet.ParseFault(v)
 	if err != nil {
 		return err
 	}

@@ -24,9 +24,8 @@ func runProxy(ctx context.Context, args []string) error {
 		return exitError{code: 2, msg: "seckill proxy: --config FILE is required (seckill up --proxy writes RUNDIR/proxy/proxies.json)"}
 	}
 	// Each byte crosses Toxiproxy's pipeline as goroutine hand-offs; on
-	// one P they need no thread wake-up, which halves a round trip's added
-	// latency here (PING through the proxy, p50: 0.143 ms with 2 Ps, 0.103
-	// ms with 1; 0.039 ms direct).
+	// one P (the default, --procs 1) they need no thread wake-up, so the
+	// proxy adds the least latency to a round trip.
 	runtime.GOMAXPROCS(*procs)
 	if *echo != "" {
 		ctx, cancel := context.WithCancel(ctx)

@@ -16,42 +16,72 @@ import (
 	"github.com/seckill-lab/seckill/internal/stack"
 )
 
-// runScenario maps `seckill scenario list|run NAME` to package scenario.
+// scenarioUsage is the usage of `seckill scenario`.
+const scenarioUsage = "usage: seckill scenario list | seckill scenario chaos [NAME] | seckill scenario run NAME [--strategies a,b] [--protections unprotected,lease-check,fencing] [--fencing off,on] [--repeat N] [--out DIR]"
+
+// runScenario maps `seckill scenario list|chaos|run NAME` to package
+// scenario.
 func runScenario(ctx context.Context, args []string) error {
-	usage := "usage: seckill scenario list | seckill scenario chaos [NAME] | seckill scenario run NAME [--strategies a,b] [--protections unprotected,lease-check,fencing] [--fencing off,on] [--repeat N] [--out DIR]"
 	if len(args) == 0 {
-		return exitError{code: 2, msg: usage}
+		return exitError{code: 2, msg: scenarioUsage}
 	}
 	switch args[0] {
 	case "list":
-		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "SCENARIO\tSTACK\tSTRATEGIES\tSTORY")
-		for _, s := range scenario.All() {
-			needs := s.Topology
-			if s.Proxy {
-				needs += " --proxy"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", s.Name, needs, s.Strategies, s.Story)
-		}
-		return tw.Flush()
+		return listScenarios()
 	case "chaos":
 		return printChaos(args[1:])
 	case "run":
-	default:
-		return exitError{code: 2, msg: fmt.Sprintf("unknown scenario command %q; %s", args[0], usage)}
+		return runScenarioRun(ctx, args[1:])
 	}
-	fs := newFlagSet("scenario run")
-	strategies := fs.String("strategies", "", "strategies to run (default: the scenario's)")
-	protections := fs.String("protections", "all", "unprotected, lease-check, fencing, or all")
-	fencing := fs.String("fencing", "", "off, on, or off,on: shorthand for --protections unprotected / fencing")
-	repeat := fs.Int("repeat", 1, "runs of each strategy under each protection")
-	seed := fs.Int64("seed", 1, "seed of the load (repeat r uses seed+r)")
-	short := fs.Bool("short", false, "the short load the tests run")
-	dir := fs.String("dir", stack.DefaultDir, "run directory of the local stack")
-	out := fs.String("out", "", "report directory (default results/scenario-NAME-<timestamp>/)")
-	// Flags may come before or after the name.
+	return exitError{code: 2, msg: fmt.Sprintf("unknown scenario command %q; %s", args[0], scenarioUsage)}
+}
+
+// listScenarios prints the catalogue: each scenario's stack, strategies
+// and story.
+func listScenarios() error {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tSTACK\tSTRATEGIES\tSTORY")
+	for _, s := range scenario.All() {
+		needs := s.Topology
+		if s.Proxy {
+			needs += " --proxy"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\n", s.Name, needs, s.Strategies, s.Story)
+	}
+	return tw.Flush()
+}
+
+// scenarioFlags are the flags of `seckill scenario run NAME`, and the name.
+type scenarioFlags struct {
+	fs                               *flag.FlagSet
+	strategies, protections, fencing string
+	repeat                           int
+	seed                             int64
+	short                            bool
+	dir, out                         string
+	name                             string
+}
+
+// newScenarioFlags declares the flags of `seckill scenario run`.
+func newScenarioFlags() *scenarioFlags {
+	f := &scenarioFlags{fs: newFlagSet("scenario run")}
+	fs := f.fs
+	fs.StringVar(&f.strategies, "strategies", "", "strategies to run (default: the scenario's)")
+	fs.StringVar(&f.protections, "protections", "all", "unprotected, lease-check, fencing, or all")
+	fs.StringVar(&f.fencing, "fencing", "", "off, on, or off,on: shorthand for --protections unprotected / fencing")
+	fs.IntVar(&f.repeat, "repeat", 1, "runs of each strategy under each protection")
+	fs.Int64Var(&f.seed, "seed", 1, "seed of the load (repeat r uses seed+r)")
+	fs.BoolVar(&f.short, "short", false, "the short load the tests run")
+	fs.StringVar(&f.dir, "dir", stack.DefaultDir, "run directory of the local stack")
+	fs.StringVar(&f.out, "out", "", "report directory (default results/scenario-NAME-<timestamp>/)")
+	return f
+}
+
+// parse reads the scenario's name and the flags, which may come before or
+// after it.
+func (f *scenarioFlags) parse(args []string) error {
 	parse := func(a []string) error {
-		if err := fs.Parse(a); err != nil {
+		if err := f.fs.Parse(a); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return err
 			}
@@ -59,31 +89,31 @@ func runScenario(ctx context.Context, args []string) error {
 		}
 		return nil
 	}
-	if err := parse(args[1:]); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return exitError{code: 2, msg: usage}
+	if f.fs.NArg() == 0 {
+		return exitError{code: 2, msg: scenarioUsage}
 	}
-	name := fs.Arg(0)
-	if err := parse(fs.Args()[1:]); err != nil {
+	f.name = f.fs.Arg(0)
+	if err := parse(f.fs.Args()[1:]); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q; %s", fs.Arg(0), usage)}
+	if f.fs.NArg() > 0 {
+		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q; %s", f.fs.Arg(0), scenarioUsage)}
 	}
-	if err := checkBounds(fs, bound{name: "repeat", min: 1, max: 100, omit: "1"}); err != nil {
-		return err
+	return checkBounds(f.fs, bound{name: "repeat", min: 1, max: 100, omit: "1"})
+}
+
+// options maps the flags to scenario.Options, without the fleet and the
+// report directory.
+func (f *scenarioFlags) options() (scenario.Options, error) {
+	o := scenario.Options{Repeat: f.repeat, Seed: f.seed, Short: f.short, Progress: os.Stderr}
+	var err error
+	if o.Protections, err = scenario.ParseProtections(f.protections); err != nil {
+		return o, exitError{code: 2, msg: err.Error()}
 	}
-	sc, err := scenario.Find(name)
-	if err != nil {
-		return exitError{code: 2, msg: err.Error()}
-	}
-	o := scenario.Options{Repeat: *repeat, Seed: *seed, Short: *short, Progress: os.Stderr}
-	if o.Protections, err = scenario.ParseProtections(*protections); err != nil {
-		return exitError{code: 2, msg: err.Error()}
-	}
-	switch *fencing {
+	switch f.fencing {
 	case "":
 	case "off":
 		o.Protections = []scenario.Protection{scenario.ProtectNone}
@@ -92,16 +122,34 @@ func runScenario(ctx context.Context, args []string) error {
 	case "off,on", "on,off":
 		o.Protections = []scenario.Protection{scenario.ProtectNone, scenario.ProtectFencing}
 	default:
-		return exitError{code: 2, msg: fmt.Sprintf("--fencing %q: want off, on or off,on", *fencing)}
+		return o, exitError{code: 2, msg: fmt.Sprintf("--fencing %q: want off, on or off,on", f.fencing)}
 	}
-	if *strategies != "" {
-		if o.Strategies, err = bench.ParseStrategies(*strategies); err != nil {
-			return exitError{code: 2, msg: err.Error()}
+	if f.strategies != "" {
+		if o.Strategies, err = bench.ParseStrategies(f.strategies); err != nil {
+			return o, exitError{code: 2, msg: err.Error()}
 		}
 	}
-	st, err := stack.Load(*dir)
+	return o, nil
+}
+
+// runScenarioRun runs `seckill scenario run NAME` on the local stack and
+// prints its table.
+func runScenarioRun(ctx context.Context, args []string) error {
+	f := newScenarioFlags()
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	sc, err := scenario.Find(f.name)
+	if err != nil {
+		return exitError{code: 2, msg: err.Error()}
+	}
+	o, err := f.options()
+	if err != nil {
+		return err
+	}
+	st, err := stack.Load(f.dir)
 	if errors.Is(err, stack.ErrNotRunning) {
-		return fmt.Errorf("no stack in %s: run `seckill up` first (scenario %s needs the %s topology)", *dir, sc.Name, sc.Topology)
+		return fmt.Errorf("no stack in %s: run `seckill up` first (scenario %s needs the %s topology)", f.dir, sc.Name, sc.Topology)
 	}
 	if err != nil {
 		return err
@@ -109,8 +157,8 @@ func runScenario(ctx context.Context, args []string) error {
 	if err := sc.Fits(st); err != nil {
 		return exitError{code: 2, msg: err.Error()}
 	}
-	o.Dir, o.Fleet = st.Dir, fleetOf(st)
-	o.OutDir = *out
+	o.Dir, o.Fleet = st.Dir, st.Fleet()
+	o.OutDir = f.out
 	if o.OutDir == "" {
 		if o.OutDir, err = bench.NewOutDir("results", "scenario-"+sc.Name+"-", time.Now()); err != nil {
 			return err

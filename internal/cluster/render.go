@@ -344,7 +344,7 @@ func benchJob() []any {
 }
 
 // The downward-API variables the bench Job passes to `seckill bench`
-// (bench.ClusterFromEnv reads them).
+// (fleet.ClusterFromEnv reads them).
 const (
 	EnvNodeName     = "SECKILL_NODE_NAME"
 	EnvPodName      = "SECKILL_POD_NAME"

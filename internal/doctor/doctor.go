@@ -96,9 +96,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if pm == "" {
 		rep.PackageManager = "none found (apt-get, dnf, brew)"
 	}
+	l := lookup{f: f, pm: pm, noVersions: o.NoVersions}
 	for _, sp := range server.All {
 		for _, tool := range sp.Tools {
-			rep.Items = append(rep.Items, doctorItem(ctx, f, pm, sp, tool, o.NoVersions, sp.Group == "" || slices.Contains(backends, sp.Group)))
+			rep.Items = append(rep.Items, l.item(ctx, sp, tool, sp.Group == "" || slices.Contains(backends, sp.Group)))
 		}
 	}
 	d, err := stack.AbsDir(o.Dir)
@@ -110,8 +111,18 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	return rep, nil
 }
 
-// doctorItem looks for one tool of a server description.
-func doctorItem(ctx context.Context, f stack.Finder, pm string, sp *server.Spec, tool server.Tool, noVersions, needed bool) Item {
+// lookup is how Run looks for the tools: with f, naming pm's packages
+// for what is missing, and asking each tool found for its version unless
+// noVersions.
+type lookup struct {
+	f          stack.Finder
+	pm         string
+	noVersions bool
+}
+
+// item looks for one tool of a server description.
+func (l lookup) item(ctx context.Context, sp *server.Spec, tool server.Tool, needed bool) Item {
+	f, pm := l.f, l.pm
 	it := Item{Name: tool.Key, Backend: sp.Group, Needed: needed}
 	if tool.Locate != nil {
 		in, err := tool.Locate(f)
@@ -137,7 +148,7 @@ func doctorItem(ctx context.Context, f stack.Finder, pm string, sp *server.Spec,
 		return it
 	}
 	it.Path = p
-	if tool.Version != nil && !noVersions {
+	if tool.Version != nil && !l.noVersions {
 		it.Version = toolVersion(ctx, p, tool.Version)
 	}
 	return it

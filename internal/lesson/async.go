@@ -20,6 +20,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/fault"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
@@ -82,7 +83,7 @@ func asyncOrders(ctx context.Context, r *runner) (Outcome, error) {
 	// started again while its consumer holds a batch it has not
 	// acknowledged.
 	ko := bench.Options{Strategies: []string{stock.RedisStream}, Requests: k.requests, Stock: k.requests, Rate: k.rate, Concurrency: l.concurrency,
-		WorkDelay: k.work, Faults: []bench.Fault{{Kind: fault.Kill, Component: asyncKillTarget, Start: k.start, Duration: k.dur}}, Instances: 3}
+		WorkDelay: k.work, Faults: []fleet.Fault{{Kind: fault.Kill, Component: asyncKillTarget, Start: k.start, Duration: k.dur}}, Instances: 3}
 	if err := asyncConsumerKill(ctx, r, ko, k, &out); err != nil {
 		return Outcome{}, err
 	}
@@ -180,7 +181,7 @@ func asyncConsumerKill(ctx context.Context, r *runner, ko bench.Options, k async
 // one lost at fsync, makes it NotReproduced.
 func asyncRedisKill(ctx context.Context, r *runner, ko bench.Options, k asyncKill, out *Outcome) error {
 	redisKill := ko
-	redisKill.Faults = []bench.Fault{{Kind: fault.Kill, Component: asyncRedisTarget, Start: k.start, Duration: k.dur / 2}}
+	redisKill.Faults = []fleet.Fault{{Kind: fault.Kill, Component: asyncRedisTarget, Start: k.start, Duration: k.dur / 2}}
 	fig := Figure{Title: "Redis killed mid-run: 2xx answers whose order was lost", Unit: "orders"}
 	for _, durable := range []bool{false, true} {
 		st, cmd, err := r.st, benchCmd(redisKill)+fmt.Sprintf(" --rate %d --fault %s", k.rate, redisKill.Faults[0]), error(nil)

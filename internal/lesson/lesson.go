@@ -19,6 +19,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/democli"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
@@ -341,10 +342,10 @@ func (r *runner) benchOn(ctx context.Context, st *stack.State, o bench.Options, 
 	if len(o.Faults) > 0 && o.Faulter == nil {
 		o.Faulter = stack.Faulter{Dir: dir}
 	}
-	o.Scaler = bench.ScalerFunc(func(ctx context.Context, n int) (bench.Fleet, error) {
+	o.Scaler = bench.ScalerFunc(func(ctx context.Context, n int) (fleet.Fleet, error) {
 		st, err := stack.Scale(ctx, dir, n)
 		if err != nil {
-			return bench.Fleet{}, err
+			return fleet.Fleet{}, err
 		}
 		return st.Fleet(), nil
 	})

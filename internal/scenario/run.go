@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -22,7 +23,7 @@ import (
 type Options struct {
 	// Dir is the local stack's run directory (faults need it).
 	Dir   string
-	Fleet bench.Fleet
+	Fleet fleet.Fleet
 	// Strategies overrides the scenario's; Protections defaults to all.
 	Strategies  []string
 	Protections []Protection

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/fault"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
@@ -40,7 +41,7 @@ var haBasePort = testenv.Port(31700)
 
 // ownStack starts a stack of 3 instances of the given topology, with the
 // fault proxy, for the test.
-func ownStack(t *testing.T, topology string, base int) (*stack.State, bench.Fleet) {
+func ownStack(t *testing.T, topology string, base int) (*stack.State, fleet.Fleet) {
 	t.Helper()
 	testenv.Binary(t, "redis-server")
 	dir := t.TempDir()
@@ -54,7 +55,7 @@ func ownStack(t *testing.T, topology string, base int) (*stack.State, bench.Flee
 		testenv.Unavailable(t, "the scenario stack", err)
 	}
 	t.Cleanup(func() { _ = stack.Down(context.Background(), dir, io.Discard) })
-	return st, bench.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken}
+	return st, fleet.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken}
 }
 
 func row(t *testing.T, res *Result, strategy string, p Protection) Row {
@@ -73,14 +74,14 @@ func row(t *testing.T, res *Result, strategy string, p Protection) Row {
 // 2xx has its order, and the unfenced pause-holder oversells in a seeded
 // repeat.
 func TestScenariosShort(t *testing.T) {
-	st, fleet := ownStack(t, stack.TopologySingle, basePort)
+	st, fl := ownStack(t, stack.TopologySingle, basePort)
 	ctx := context.Background()
 	t.Run("pause-holder", func(t *testing.T) {
 		sc, err := Find("pause-holder")
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Strategies: []string{stock.Redis},
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{stock.Redis},
 			Protections: []Protection{ProtectNone, ProtectFencing}, Repeat: 3, Seed: 7, Short: true})
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
@@ -99,7 +100,7 @@ func TestScenariosShort(t *testing.T) {
 			testenv.Unavailable(t, "consul", errors.New("the stack runs without it: `make deps` builds bin/consul"))
 		}
 		sc, _ := Find("consul-session")
-		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Strategies: []string{stock.ConsulNoDelay},
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{stock.ConsulNoDelay},
 			Protections: []Protection{ProtectNone, ProtectFencing}, Repeat: 1, Seed: 7, Short: true})
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
@@ -116,7 +117,7 @@ func TestScenariosShort(t *testing.T) {
 	for _, name := range []string{"partition-holder", "slow-db"} {
 		t.Run(name, func(t *testing.T) {
 			sc, _ := Find(name)
-			res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Protections: []Protection{ProtectFencing}, Repeat: 1, Seed: 7, Short: true})
+			res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Protections: []Protection{ProtectFencing}, Repeat: 1, Seed: 7, Short: true})
 			if err != nil {
 				t.Fatalf("%v (rows %+v)", err, res)
 			}
@@ -127,7 +128,7 @@ func TestScenariosShort(t *testing.T) {
 	}
 	t.Run("instance-crash", func(t *testing.T) {
 		sc, _ := Find("instance-crash")
-		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Strategies: []string{stock.Redis},
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{stock.Redis},
 			Protections: []Protection{ProtectLeaseCheck}, Repeat: 1, Seed: 7, Short: true})
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
@@ -260,11 +261,11 @@ func TestFindAndParse(t *testing.T) {
 // unavailable without overselling.
 func TestHAScenariosShort(t *testing.T) {
 	testenv.Binary(t, "etcd")
-	st, fleet := ownStack(t, stack.TopologyHA, haBasePort)
+	st, fl := ownStack(t, stack.TopologyHA, haBasePort)
 	ctx := context.Background()
 	t.Run("redis-failover", func(t *testing.T) {
 		sc, _ := Find("redis-failover")
-		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Protections: []Protection{ProtectFencing}, Repeat: 1, Seed: 7, Short: true})
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Protections: []Protection{ProtectFencing}, Repeat: 1, Seed: 7, Short: true})
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
 		}
@@ -274,7 +275,7 @@ func TestHAScenariosShort(t *testing.T) {
 	})
 	t.Run("majority-loss", func(t *testing.T) {
 		sc, _ := Find("majority-loss")
-		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Strategies: []string{stock.Etcd},
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{stock.Etcd},
 			Protections: []Protection{ProtectNone}, Repeat: 1, Seed: 7, Short: true})
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
@@ -293,7 +294,7 @@ func TestHAScenariosShort(t *testing.T) {
 			testenv.Unavailable(t, "consul", errors.New("the stack runs without it: `make deps` builds bin/consul"))
 		}
 		sc, _ := Find("consul-leader")
-		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fleet, Protections: []Protection{ProtectNone}, Repeat: 1, Seed: 7, Short: true})
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Protections: []Protection{ProtectNone}, Repeat: 1, Seed: 7, Short: true})
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
 		}

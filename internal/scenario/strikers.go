@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
 	"github.com/seckill-lab/seckill/lockimpl/redlock"
@@ -43,7 +44,7 @@ type holderStriker struct {
 	setup func(ctx context.Context) (undo func(ctx context.Context) error, err error)
 }
 
-func (h holderStriker) Run(ctx context.Context, fleet bench.Fleet, t0 time.Time) (_ []bench.Strike, err error) {
+func (h holderStriker) Run(ctx context.Context, fleet fleet.Fleet, t0 time.Time) (_ []bench.Strike, err error) {
 	if h.setup != nil {
 		undo, serr := h.setup(ctx)
 		if serr != nil {

@@ -105,7 +105,7 @@ func rejoinStrategy(ctx context.Context, st *State, c Component) error {
 	if !ok {
 		return nil // no running peer: the starting strategy stands
 	}
-	if err := adminJSON(ctx, st, http.MethodPut, c.URL(), "/admin/strategy", cfg, nil); err != nil {
+	if err := st.adminJSON(ctx, http.MethodPut, c.URL(), "/admin/strategy", cfg, nil); err != nil {
 		return fmt.Errorf("%s: take the fleet's strategy %v from %s: %w", c.Name, cfg.Name, peer, err)
 	}
 	return nil
@@ -119,7 +119,7 @@ func peerSetting(ctx context.Context, st *State, name string) (cfg stock.ConfigW
 			continue
 		}
 		var w stock.ConfigWire
-		if err := adminJSON(ctx, st, http.MethodGet, p.URL(), "/admin/strategy", nil, &w); err != nil {
+		if err := st.adminJSON(ctx, http.MethodGet, p.URL(), "/admin/strategy", nil, &w); err != nil {
 			continue // try another peer
 		}
 		w.Instance = ""
@@ -150,7 +150,7 @@ func fleetSetting(ctx context.Context, st *State, name string) string {
 
 // adminJSON calls an instance's admin API with the stack's token, within
 // 10 s.
-func adminJSON(ctx context.Context, st *State, method, base, path string, in, out any) error {
+func (st *State) adminJSON(ctx context.Context, method, base, path string, in, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	return adminclient.New(st.AdminToken).Do(ctx, method, base, path, in, out)

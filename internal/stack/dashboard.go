@@ -21,8 +21,8 @@ func (s *State) DashboardAddr() string { return addr(s.port(offDashboard)) }
 // startDashboard starts the dashboard after nginx.
 func (r *runner) startDashboard(ctx context.Context, o Options) error {
 	a := r.st.DashboardAddr()
-	return r.launch(ctx, o, DashboardName, KindDashboard, a, o.Binary,
-		[]string{"dashboard", "--dir", r.st.Dir, "--addr", a}, nil,
+	c := Component{Name: DashboardName, Kind: KindDashboard, Addr: a, Cmdline: []string{o.Binary, "dashboard", "--dir", r.st.Dir, "--addr", a}}
+	return r.launch(ctx, o, c, nil,
 		func(ctx context.Context, c Component) error { return checkDashboard(ctx, c.URL()) })
 }
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fleet"
 )
 
 // Faulter injects a bench's faults (bench.Options.Faults) into the stack in
@@ -15,7 +15,7 @@ type Faulter struct{ Dir string }
 
 // Inject makes f with Begin and returns its end (a no-op for the kinds
 // that are over at once: restart, clock, failover).
-func (s Faulter) Inject(ctx context.Context, f bench.Fault) (func(context.Context) error, error) {
+func (s Faulter) Inject(ctx context.Context, f fleet.Fault) (func(context.Context) error, error) {
 	sf := Fault{Kind: f.Kind, Target: f.Component}
 	if f.Param != "" {
 		d, err := time.ParseDuration(f.Param)

@@ -43,14 +43,14 @@ func nginxPaths(st *State) nginxFiles {
 // next instance, so:
 //
 //   - max_fails=3: one failed try (a reset keep-alive connection, a purchase
-//     cut by a kill) does not take an instance out; three do. nginx's
-//     default, 1, took one out on its first failure;
+//     cut by a kill) does not take an instance out; three do (nginx's
+//     default, 1, takes one out on its first failure);
 //   - fail_timeout=1s: an instance out of the rotation gets a request again
 //     after 1 s (nginx counts whole seconds: 1 to 2 s). Against a dead one
 //     that try costs a refused connect and goes on to the next instance;
-//     a healed one is back within 2 s. nginx's default, 10 s, left healed
-//     instances out: killing and healing the three in turn gave 502 "no
-//     live upstreams" while all three were healthy.
+//     a healed one is back within 2 s (with nginx's default, 10 s,
+//     killing and healing the instances in turn can leave none in the
+//     rotation while all are healthy: 502 "no live upstreams").
 //
 // The upstream's `zone` shares these counts between nginx's two workers, so
 // the fleet learns of a dead instance once, not once per worker.

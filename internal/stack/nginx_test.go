@@ -113,11 +113,11 @@ func awaitRouting(t *testing.T, ctx context.Context, st *State) {
 func setFleet(t *testing.T, ctx context.Context, st *State, cfg map[string]any, stockN int) {
 	t.Helper()
 	for _, c := range st.Instances() {
-		if err := adminJSON(ctx, st, http.MethodPut, c.URL(), "/admin/strategy", cfg, nil); err != nil {
+		if err := st.adminJSON(ctx, http.MethodPut, c.URL(), "/admin/strategy", cfg, nil); err != nil {
 			t.Fatalf("%s: PUT /admin/strategy: %v", c.Name, err)
 		}
 	}
-	if err := adminJSON(ctx, st, http.MethodPost, st.InstanceURLs()[0], "/admin/reset", map[string]any{"goods_id": 1, "stock": stockN}, nil); err != nil {
+	if err := st.adminJSON(ctx, http.MethodPost, st.InstanceURLs()[0], "/admin/reset", map[string]any{"goods_id": 1, "stock": stockN}, nil); err != nil {
 		t.Fatalf("POST /admin/reset: %v", err)
 	}
 }
@@ -130,7 +130,7 @@ func checkOneOrderPerSale(t *testing.T, ctx context.Context, st *State, answers 
 	var orders struct {
 		RequestIDs []string `json:"request_ids"`
 	}
-	if err := adminJSON(ctx, st, http.MethodGet, st.InstanceURLs()[0], "/admin/orders?goods_id=1", nil, &orders); err != nil {
+	if err := st.adminJSON(ctx, http.MethodGet, st.InstanceURLs()[0], "/admin/orders?goods_id=1", nil, &orders); err != nil {
 		t.Fatalf("GET /admin/orders: %v", err)
 	}
 	sold := 0

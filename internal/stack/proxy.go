@@ -133,9 +133,9 @@ func (r *runner) startProxy(ctx context.Context, o Options) error {
 		return err
 	}
 	want := len(proxyConfig(r.st, o.Instances))
-	args := []string{"proxy", "--listen", r.st.ProxyAddr(), "--config", f}
-	args = append(args, "--echo", addr(r.st.port(offEcho)))
-	return r.launch(ctx, o, ProxyName, KindProxy, r.st.ProxyAddr(), o.Binary, args, nil,
+	c := Component{Name: ProxyName, Kind: KindProxy, Addr: r.st.ProxyAddr(),
+		Cmdline: []string{o.Binary, "proxy", "--listen", r.st.ProxyAddr(), "--config", f, "--echo", addr(r.st.port(offEcho))}}
+	return r.launch(ctx, o, c, nil,
 		func(ctx context.Context, c Component) error { return checkProxy(c.Addr, want) })
 }
 

@@ -168,7 +168,7 @@ func TestProxy(t *testing.T) {
 	// A killed instance comes back with the fleet's current strategy, not
 	// the stack's starting one (instance-crash oversold before this).
 	for _, inst := range st.Instances() {
-		if err := adminJSON(ctx, st, "PUT", inst.URL(), "/admin/strategy", map[string]any{"name": "redis", "lock_ttl": "2s"}, nil); err != nil {
+		if err := st.adminJSON(ctx, "PUT", inst.URL(), "/admin/strategy", map[string]any{"name": "redis", "lock_ttl": "2s"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -176,7 +176,7 @@ func TestProxy(t *testing.T) {
 		t.Fatalf("fault kill inst-2: %s", out)
 	}
 	var cfg map[string]any
-	if err := adminJSON(ctx, st, "GET", loadedInstance(t, dir, "inst-2").URL(), "/admin/strategy", nil, &cfg); err != nil {
+	if err := st.adminJSON(ctx, "GET", loadedInstance(t, dir, "inst-2").URL(), "/admin/strategy", nil, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg["name"] != "redis" || cfg["lock_ttl"] != "2s" {

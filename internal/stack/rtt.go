@@ -20,7 +20,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 
-	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/netfault"
 	"github.com/seckill-lab/seckill/internal/server"
 )
@@ -172,7 +172,7 @@ func SetRTT(ctx context.Context, st *State, profile string, d time.Duration) err
 	if err := eachRTTToxic(st, "remove", "not found", func(p *toxiproxy.Proxy, name, _ string) error { return p.RemoveToxic(name) }); err != nil {
 		return err
 	}
-	st.RTT = &bench.RTT{Profile: profile, RequestedMS: ms(d)}
+	st.RTT = &fleet.RTT{Profile: profile, RequestedMS: ms(d)}
 	if err := applyRTT(st); err != nil {
 		return err
 	}
@@ -183,11 +183,11 @@ func SetRTT(ctx context.Context, st *State, profile string, d time.Duration) err
 }
 
 // newRTT is the state's round trip for `up --rtt`: nil for none.
-func newRTT(profile string, d time.Duration) *bench.RTT {
+func newRTT(profile string, d time.Duration) *fleet.RTT {
 	if d <= 0 && profile == "" {
 		return nil
 	}
-	return &bench.RTT{Profile: profile, RequestedMS: ms(d)}
+	return &fleet.RTT{Profile: profile, RequestedMS: ms(d)}
 }
 
 // RTTLine says the links' round trip, for status: "none" without one.

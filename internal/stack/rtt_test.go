@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/netfault"
 	"github.com/seckill-lab/seckill/internal/testenv"
 )
@@ -151,7 +152,7 @@ func TestRTT(t *testing.T) {
 	sw, err := bench.RunRTTSweep(ctx, bench.Options{Strategies: []string{"sql-atomic"}, Requests: 10, Stock: 20, Concurrency: 2,
 		Warmup: -1, CalibrateRequests: -1, OutDir: out},
 		[]bench.RTTPoint{{Profile: "loopback"}, {RTT: 3 * time.Millisecond}},
-		bench.RTTSetterFunc(func(ctx context.Context, profile string, d time.Duration) (bench.Fleet, error) {
+		bench.RTTSetterFunc(func(ctx context.Context, profile string, d time.Duration) (fleet.Fleet, error) {
 			err := SetRTT(ctx, st, profile, d)
 			return st.Fleet(), err
 		}))

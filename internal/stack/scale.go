@@ -77,30 +77,11 @@ func scale(ctx context.Context, dir string, n int) (*State, int, error) {
 	if n < 1 || n > MaxInstances {
 		return nil, 0, fmt.Errorf("scale to %d instances: want 1..%d", n, MaxInstances)
 	}
-	d, err := absDir(dir)
-	if err != nil {
-		return nil, 0, err
-	}
-	if _, err := Load(d); err != nil {
-		return nil, 0, err
-	}
-	unlock, err := lockDir(ctx, d)
+	st, unlock, err := lockRunning(ctx, dir)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer unlock()
-	st, err := Load(d) // again, under the lock
-	if err != nil {
-		return nil, 0, err
-	}
-	if !st.Ready {
-		return nil, 0, fmt.Errorf("stack in %s is not ready (run `seckill status --dir %s`)", d, d)
-	}
-	for _, c := range st.Components {
-		if !alive(c) {
-			return nil, 0, fmt.Errorf("scale: %s is not running; restart the stack (`seckill down` then `seckill up`)", c.Name)
-		}
-	}
 	cur := st.Instances()
 	if n == len(cur) {
 		return st, n, nil
@@ -112,33 +93,8 @@ func scale(ctx context.Context, dir string, n int) (*State, int, error) {
 
 	var removed []Component
 	if n > len(cur) {
-		var ps []portUse
-		var add []Component
-		for k := len(cur) + 1; k <= n; k++ {
-			c := Component{Name: instName(k), Kind: KindInstance, Addr: addr(st.port(offInstance + k))}
-			add = append(add, c)
-			ps = append(ps, portUse{st.port(offInstance + k), c.Name})
-		}
-		if err := checkPorts(ps); err != nil {
+		if err := addInstances(ctx, st, len(cur), n); err != nil {
 			return nil, 0, err
-		}
-		if err := syncProxies(st, n); err != nil {
-			return nil, 0, err
-		}
-		r := &runner{st: st, out: io.Discard, t0: time.Now(), procs: map[string]*proc{}}
-		if err := r.startInstances(ctx, Options{Binary: st.Binary, StartTimeout: 60 * time.Second, Instances: n}, add); err != nil {
-			r.mu.Lock()
-			var started []Component
-			for _, c := range st.Components {
-				if _, k := componentRank(c); c.Kind == KindInstance && k > len(cur) {
-					started = append(started, c)
-				}
-			}
-			st.Components = withoutInstancesAbove(st.Components, len(cur))
-			r.mu.Unlock()
-			_ = stopAll(started)
-			_ = st.save()
-			return nil, 0, fmt.Errorf("scale to %d: %w", n, err)
 		}
 	} else {
 		removed = append(removed, cur[n:]...)
@@ -146,23 +102,9 @@ func scale(ctx context.Context, dir string, n int) (*State, int, error) {
 	}
 	sortComponents(st.Components)
 
-	if _, err := writeNginxConf(st); err != nil {
+	if err := reloadNginx(ctx, st, nginx); err != nil {
 		return nil, 0, err
 	}
-	oldWorkers := supervise.GroupMembers(nginx.Pid)
-	if err := syscall.Kill(nginx.Pid, syscall.SIGHUP); err != nil {
-		return nil, 0, fmt.Errorf("reload nginx (pid %d): %w", nginx.Pid, err)
-	}
-	names := st.InstanceNames()
-	if err := waitHealthy(ctx, "nginx after reload", nil, nginx.Log, reloadTimeout, func(ctx context.Context) error {
-		return checkNginx(ctx, nginx.URL(), names)
-	}); err != nil {
-		return nil, 0, err
-	}
-	// Old workers keep serving their open client connections with the old
-	// upstream list; stopping removed instances before they exit would
-	// answer those requests with 502.
-	waitWorkersGone(ctx, nginx.Pid, oldWorkers, reloadTimeout)
 	if err := stopAll(removed); err != nil {
 		return nil, 0, fmt.Errorf("scale: stop instances: %w", err)
 	}
@@ -178,6 +120,104 @@ func scale(ctx context.Context, dir string, n int) (*State, int, error) {
 		return nil, 0, err
 	}
 	return st, len(cur), nil
+}
+
+// lockRunning loads the stack in dir under the directory's lock, and
+// checks that it is ready and every component runs. The caller calls
+// unlock.
+func lockRunning(ctx context.Context, dir string) (*State, func(), error) {
+	d, err := absDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := Load(d); err != nil {
+		return nil, nil, err
+	}
+	unlock, err := lockDir(ctx, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := runningState(d)
+	if err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return st, unlock, nil
+}
+
+// runningState loads the stack in d (its lock held) and checks that it is
+// ready and every component runs.
+func runningState(d string) (*State, error) {
+	st, err := Load(d) // again, under the lock
+	if err != nil {
+		return nil, err
+	}
+	if !st.Ready {
+		return nil, fmt.Errorf("stack in %s is not ready (run `seckill status --dir %s`)", d, d)
+	}
+	for _, c := range st.Components {
+		if !alive(c) {
+			return nil, fmt.Errorf("scale: %s is not running; restart the stack (`seckill down` then `seckill up`)", c.Name)
+		}
+	}
+	return st, nil
+}
+
+// addInstances starts the instances numbered have+1..n and adds them to
+// st; when one fails to start, those started are stopped and dropped.
+func addInstances(ctx context.Context, st *State, have, n int) error {
+	var ps []portUse
+	var add []Component
+	for k := have + 1; k <= n; k++ {
+		c := Component{Name: instName(k), Kind: KindInstance, Addr: addr(st.port(offInstance + k))}
+		add = append(add, c)
+		ps = append(ps, portUse{st.port(offInstance + k), c.Name})
+	}
+	if err := checkPorts(ps); err != nil {
+		return err
+	}
+	if err := syncProxies(st, n); err != nil {
+		return err
+	}
+	r := &runner{st: st, out: io.Discard, t0: time.Now(), procs: map[string]*proc{}}
+	if err := r.startInstances(ctx, Options{Binary: st.Binary, StartTimeout: 60 * time.Second, Instances: n}, add); err != nil {
+		r.mu.Lock()
+		var started []Component
+		for _, c := range st.Components {
+			if _, k := componentRank(c); c.Kind == KindInstance && k > have {
+				started = append(started, c)
+			}
+		}
+		st.Components = withoutInstancesAbove(st.Components, have)
+		r.mu.Unlock()
+		_ = stopAll(started)
+		_ = st.save()
+		return fmt.Errorf("scale to %d: %w", n, err)
+	}
+	return nil
+}
+
+// reloadNginx points nginx at st's instances (SIGHUP) and waits until it
+// balances over them and its old workers are gone.
+func reloadNginx(ctx context.Context, st *State, nginx Component) error {
+	if _, err := writeNginxConf(st); err != nil {
+		return err
+	}
+	oldWorkers := supervise.GroupMembers(nginx.Pid)
+	if err := syscall.Kill(nginx.Pid, syscall.SIGHUP); err != nil {
+		return fmt.Errorf("reload nginx (pid %d): %w", nginx.Pid, err)
+	}
+	names := st.InstanceNames()
+	if err := waitHealthy(ctx, "nginx after reload", nil, nginx.Log, reloadTimeout, func(ctx context.Context) error {
+		return checkNginx(ctx, nginx.URL(), names)
+	}); err != nil {
+		return err
+	}
+	// Old workers keep serving their open client connections with the old
+	// upstream list; stopping removed instances before they exit would
+	// answer those requests with 502.
+	waitWorkersGone(ctx, nginx.Pid, oldWorkers, reloadTimeout)
+	return nil
 }
 
 // withoutInstancesAbove drops the instances numbered above n.

@@ -83,8 +83,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -167,7 +167,7 @@ type State struct {
 	Durability string `json:"durability,omitempty"`
 	// RTT is the round trip added on every link through the proxy (`up
 	// --rtt`), as asked and as measured; nil for none.
-	RTT *bench.RTT `json:"rtt,omitempty"`
+	RTT *fleet.RTT `json:"rtt,omitempty"`
 	// PeerLinks is set when the ha members dial one another through the
 	// proxy (`up --rtt` in ha), so the round trip is on their links too.
 	PeerLinks bool `json:"peer_links,omitempty"`

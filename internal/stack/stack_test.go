@@ -848,7 +848,7 @@ func TestLifecycle(t *testing.T) {
 	// the stack's starting strategy: lesson 28's kill run had inst-2 back
 	// under "none" mid-run.
 	for _, c := range after.Instances() {
-		if err := adminJSON(ctx, after, http.MethodPut, c.URL(), "/admin/strategy", map[string]string{"name": "sql-atomic", "work_delay": "3ms"}, nil); err != nil {
+		if err := after.adminJSON(ctx, http.MethodPut, c.URL(), "/admin/strategy", map[string]string{"name": "sql-atomic", "work_delay": "3ms"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -859,7 +859,7 @@ func TestLifecycle(t *testing.T) {
 		Name      string `json:"name"`
 		WorkDelay string `json:"work_delay"`
 	}
-	if err := adminJSON(ctx, after, http.MethodGet, loadedInstance(t, dir, "inst-2").URL(), "/admin/strategy", nil, &setting); err != nil ||
+	if err := after.adminJSON(ctx, http.MethodGet, loadedInstance(t, dir, "inst-2").URL(), "/admin/strategy", nil, &setting); err != nil ||
 		setting.Name != "sql-atomic" || setting.WorkDelay != "3ms" {
 		t.Errorf("inst-2 restarted under %+v (%v), want the fleet's sql-atomic with work_delay 3ms", setting, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/server"
 )
 
@@ -70,8 +70,8 @@ func (s *State) DurabilityLevel() string {
 
 // Fleet is the stack as a bench sees it: nginx, the instances, the admin
 // token and the conditions the servers run under.
-func (s *State) Fleet() bench.Fleet {
-	f := bench.Fleet{Target: s.NginxURL(), Instances: s.InstanceURLs(), AdminToken: s.AdminToken, Durability: s.DurabilityLevel(), DataDir: s.Dir,
+func (s *State) Fleet() fleet.Fleet {
+	f := fleet.Fleet{Target: s.NginxURL(), Instances: s.InstanceURLs(), AdminToken: s.AdminToken, Durability: s.DurabilityLevel(), DataDir: s.Dir,
 		Priority: s.PriorityName()}
 	if s.RTT != nil {
 		f.RTT = *s.RTT

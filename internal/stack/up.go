@@ -249,8 +249,6 @@ func PortHelp(topology string) string {
 	return strings.Join(parts, ", ") + ", inst-K B+" + itoa(offInstance) + "+K"
 }
 
-// strategyBackend is the backend strategy name needs besides MySQL ("" for
-// none or an unknown name, which the instances reject themselves).
 // BackendsFor lists the backends strategies need, MySQL first (always
 // needed), each once.
 func BackendsFor(strategies ...string) []Backend {
@@ -263,6 +261,8 @@ func BackendsFor(strategies ...string) []Backend {
 	return out
 }
 
+// strategyBackend is the backend strategy name needs besides MySQL ("" for
+// none or an unknown name, which the instances reject themselves).
 func strategyBackend(name string) Backend {
 	s, _ := stock.Lookup(name)
 	return server.GroupOfServer(string(s.Server))
@@ -323,20 +323,20 @@ func (r *runner) logf(format string, args ...any) {
 	fmt.Fprintf(r.out, format, args...)
 }
 
-// start starts a component and saves the state with it.
-func (r *runner) start(name string, kind Kind, address, bin string, args, env []string) (*proc, Component, error) {
-	logPath := filepath.Join(r.st.Dir, "logs", name+".log")
-	p, err := startProc(r.st.NiceOf(kind), bin, args, env, logPath)
+// start starts c (its Cmdline, with env added to the environment) and
+// saves the state with it.
+func (r *runner) start(c Component, env []string) (*proc, Component, error) {
+	c.Log = filepath.Join(r.st.Dir, "logs", c.Name+".log")
+	p, err := startProc(r.st.NiceOf(c.Kind), c.Cmdline[0], c.Cmdline[1:], env, c.Log)
 	if err != nil {
-		return nil, Component{}, fmt.Errorf("%s: %w", name, err)
+		return nil, Component{}, fmt.Errorf("%s: %w", c.Name, err)
 	}
-	pid := p.Cmd.Process.Pid
-	c := Component{Name: name, Kind: kind, Addr: address, Pid: pid, StartTime: supervise.StartTime(pid),
-		Log: logPath, Cmdline: append([]string{bin}, args...)}
+	c.Pid = p.Cmd.Process.Pid
+	c.StartTime = supervise.StartTime(c.Pid)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.st.Components = append(r.st.Components, c)
-	r.procs[name] = p
+	r.procs[c.Name] = p
 	sortComponents(r.st.Components)
 	if err := r.st.save(); err != nil {
 		return p, c, err
@@ -344,18 +344,18 @@ func (r *runner) start(name string, kind Kind, address, bin string, args, env []
 	return p, c, nil
 }
 
-// launch starts one component, waits (within o.StartTimeout) until check
-// passes against it, and reports it healthy.
-func (r *runner) launch(ctx context.Context, o Options, name string, kind Kind, address, bin string, args, env []string,
-	check func(ctx context.Context, c Component) error) error {
-	p, c, err := r.start(name, kind, address, bin, args, env)
+// launch starts c (its name, kind, address and Cmdline; env is added to
+// its environment), waits (within o.StartTimeout) until check passes
+// against it, and reports it healthy.
+func (r *runner) launch(ctx context.Context, o Options, c Component, env []string, check func(ctx context.Context, c Component) error) error {
+	p, c, err := r.start(c, env)
 	if err != nil {
 		return err
 	}
-	if err := waitHealthy(ctx, name, p, c.Log, o.StartTimeout, func(ctx context.Context) error { return check(ctx, c) }); err != nil {
+	if err := waitHealthy(ctx, c.Name, p, c.Log, o.StartTimeout, func(ctx context.Context) error { return check(ctx, c) }); err != nil {
 		return err
 	}
-	r.healthy(name)
+	r.healthy(c.Name)
 	return nil
 }
 
@@ -575,7 +575,8 @@ func (r *runner) startNode(ctx context.Context, o Options, n server.Node) error 
 		}
 	}
 	_, ks, _ := server.KindOf(n.Kind)
-	return r.launch(ctx, o, n.Name, n.Kind, addr(n.Port), n.Bin, n.Args, server.Env(n.Kind),
+	c := Component{Name: n.Name, Kind: n.Kind, Addr: addr(n.Port), Cmdline: append([]string{n.Bin}, n.Args...)}
+	return r.launch(ctx, o, c, server.Env(n.Kind),
 		func(ctx context.Context, c Component) error {
 			if n.Ready != nil {
 				if err := n.Ready(ctx, c.Addr); err != nil {
@@ -640,8 +641,7 @@ var passThrough = []string{config.EnvDBInflight, config.EnvStreamGather}
 // instanceProcs is the GOMAXPROCS of each of fleet instances on a machine
 // of cpus CPUs: its share, at least 1. Three instances on 2 CPUs get 1
 // each. With more Ps than its share, an instance's idle Ps spin for work
-// the other processes need: on 2 CPUs with MariaDB, nginx and wrk, 1 P each
-// gave about 5% more purchases/s than 2 (sql-atomic, 50 connections).
+// the other processes (the servers, nginx, the bench) need.
 func instanceProcs(cpus, fleet int) int {
 	return max(1, cpus/max(1, fleet))
 }
@@ -658,8 +658,8 @@ func (r *runner) startInstances(ctx context.Context, o Options, insts []Componen
 	g, gctx := errgroup.WithContext(ctx)
 	for _, ic := range insts {
 		g.Go(func() error {
-			args := []string{"serve", "--listen", ic.Addr, "--name", ic.Name}
-			return r.launch(gctx, o, ic.Name, KindInstance, ic.Addr, o.Binary, args, instanceEnv(r.st, ic, setting, o.Instances), checkInstance)
+			c := Component{Name: ic.Name, Kind: KindInstance, Addr: ic.Addr, Cmdline: []string{o.Binary, "serve", "--listen", ic.Addr, "--name", ic.Name}}
+			return r.launch(gctx, o, c, instanceEnv(r.st, ic, setting, o.Instances), checkInstance)
 		})
 	}
 	return g.Wait()
@@ -672,6 +672,7 @@ func (r *runner) startNginx(ctx context.Context, o Options, paths Tools) error {
 		return err
 	}
 	names := r.st.InstanceNames()
-	return r.launch(ctx, o, name, KindNginx, addr(r.st.port(offNginx)), paths.Bin["nginx"], nginxArgs(f), nil,
+	c := Component{Name: name, Kind: KindNginx, Addr: addr(r.st.port(offNginx)), Cmdline: append([]string{paths.Bin["nginx"]}, nginxArgs(f)...)}
+	return r.launch(ctx, o, c, nil,
 		func(ctx context.Context, c Component) error { return checkNginx(ctx, c.URL(), names) })
 }
