@@ -16,14 +16,14 @@ import (
 func TestCPUSince(t *testing.T) {
 	ms := time.Millisecond
 	m0 := cpuMark{procs: []fleet.CPUSample{
-		{"mysql", "mariadb/10/1", 100 * ms},
-		{"instance", "inst-1/20/1", 50 * ms},
-		{"instance", "inst-2/21/1", 50 * ms},
+		{Group: "mysql", Process: "mariadb/10/1", CPU: 100 * ms},
+		{Group: "instance", Process: "inst-1/20/1", CPU: 50 * ms},
+		{Group: "instance", Process: "inst-2/21/1", CPU: 50 * ms},
 	}, self: 10 * ms, busy: 10, idle: 10}
 	m1 := cpuMark{procs: []fleet.CPUSample{
-		{"mysql", "mariadb/10/1", 300 * ms},
-		{"instance", "inst-1/20/1", 150 * ms},
-		{"instance", "inst-2/22/9", 5 * ms}, // killed and restarted
+		{Group: "mysql", Process: "mariadb/10/1", CPU: 300 * ms},
+		{Group: "instance", Process: "inst-1/20/1", CPU: 150 * ms},
+		{Group: "instance", Process: "inst-2/22/9", CPU: 5 * ms}, // killed and restarted
 	}, self: 60 * ms, busy: 13, idle: 11}
 	u := cpuSince(m0, m1, 100)
 	if u == nil {
