@@ -127,13 +127,13 @@ bench: up
 report-shot:
 	scripts/report-shot.sh
 
-# readme: regenerates README.md's measured blocks (the demo table, the
-# lessons' verdicts, the performance section) from real runs against
+# readme: regenerates the measured blocks of README.md and docs/ (the demo
+# table, the lessons' verdicts, the performance section) from real runs against
 # `make up` (scripts/readme.sh, about 20 minutes on an idle machine).
 readme: up
 	DIR=$(DIR) scripts/readme.sh
 
-# perf: the README's performance section from one command (scripts/perf.sh):
+# perf: docs/performance.md's measured block from one command (scripts/perf.sh):
 # the database ceiling and each correct strategy's fraction of it, the
 # local queue on and off, the scaling sweep and batching, against `make up`.
 perf: up
@@ -141,14 +141,14 @@ perf: up
 
 # soak: one hour (SOAK_FOR) of steady load (SOAK_RATE purchases/s) on an ha
 # stack of its own, every process's RSS and every instance's goroutines and
-# fds sampled, one event stream open throughout; rewrites README's soak
-# block (scripts/soak.sh).
+# fds sampled, one event stream open throughout; rewrites the soak
+# block of docs/reliability.md (scripts/soak.sh).
 soak: build
 	scripts/soak.sh
 
 # lab-capacity: how many labs one server takes (memory of a single and an
 # ha lab, idle and after a bench; CPU of a lesson on one lab and on LABS at
-# once), on labs of its own; replaces README.md's lab-capacity block.
+# once), on labs of its own; replaces docs/labs.md's lab-capacity block.
 lab-capacity: build
 	scripts/lab-capacity.sh
 

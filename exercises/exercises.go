@@ -76,7 +76,7 @@ type Fault struct {
 
 // Exercise is one workshop exercise.
 type Exercise struct {
-	// N orders the exercises (the seeds' order); Name is what `seckill
+	// N orders the exercises (the sources' order); Name is what `seckill
 	// grade` takes and the package directory under exercises/.
 	N     int
 	Name  string
@@ -86,7 +86,7 @@ type Exercise struct {
 	Strategy, Key, KeyPath string
 	// Server is what the lock needs.
 	Server stock.Server
-	// Lesson explains the exercise; Seed names the seed passage.
+	// Lesson explains the exercise; Seed names the source passage.
 	Lesson int
 	Seed   string
 	// Required, Load and Faults decide the grade.
@@ -97,14 +97,14 @@ type Exercise struct {
 	Student func(c stock.Clients, opts lockimpl.Options) (lockimpl.Locker, error)
 }
 
-// All lists the exercises in the seeds' order.
+// All lists the exercises in the sources' order.
 func All() []Exercise {
 	return []Exercise{
 		{
 			N: 1, Name: "redislock",
 			Title:    Text{ZH: "Redis 锁：SET NX PX + 归属 + 安全释放", EN: "A Redis lock: SET NX PX, an owner, a safe release"},
 			Strategy: "ex-redislock", Key: stock.Redis, KeyPath: "lockimpl/redislock/redislock.go",
-			Server: stock.ServerRedis, Lesson: 9, Seed: "003 steps 1-3 (SETNX, 过期时间, 锁误删, Lua)",
+			Server: stock.ServerRedis, Lesson: 9, Seed: "Chapter 1 steps 1-3 (SETNX, 过期时间, 锁误删, Lua)",
 			Required: Required{NoRenew: true},
 			Load:     Load{Stock: 100, Requests: 200, Concurrency: 30},
 			Faults:   []Fault{{Scenario: "instance-crash", Protections: []string{"unprotected"}}},
@@ -114,7 +114,7 @@ func All() []Exercise {
 			N: 2, Name: "watchdog",
 			Title:    Text{ZH: "看门狗：持锁期间续期", EN: "The watchdog: renew while held"},
 			Strategy: "ex-watchdog", Key: stock.Redis, KeyPath: "lockimpl/redislock/redislock.go (newHold, renewScript)",
-			Server: stock.ServerRedis, Lesson: 10, Seed: "003 锁续期 (Redisson watchdog)",
+			Server: stock.ServerRedis, Lesson: 10, Seed: "Chapter 1 锁续期 (Redisson watchdog)",
 			Required: Required{Watchdog: true, LostLease: true, NoRenew: true},
 			Load:     Load{Stock: 10, Requests: 20, Concurrency: 10, WorkDelay: 400 * time.Millisecond, LockTTL: 300 * time.Millisecond, NoLeaseCheck: true},
 			Faults:   []Fault{{Scenario: "instance-crash", Protections: []string{"unprotected"}}},
@@ -124,7 +124,7 @@ func All() []Exercise {
 			N: 3, Name: "fencing",
 			Title:    Text{ZH: "Fencing token：etcd 锁 + 存储端校验", EN: "Fencing tokens: an etcd lock the store checks"},
 			Strategy: "ex-fencing", Key: stock.Etcd, KeyPath: "lockimpl/etcdlock/etcdlock.go (mutex: the create revision)",
-			Server: stock.ServerEtcd, Lesson: 22, Seed: "003 Fencing token (Kleppmann); 000, 002 etcd revision",
+			Server: stock.ServerEtcd, Lesson: 22, Seed: "Chapter 1 Fencing token (Kleppmann); Overview, etcd article etcd revision",
 			Required: Required{Tokens: true},
 			Load:     Load{Stock: 60, Requests: 120, Concurrency: 20, Fencing: true},
 			Faults:   []Fault{{Scenario: "etcd-lease", Protections: []string{"fencing"}}},

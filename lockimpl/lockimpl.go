@@ -9,7 +9,7 @@
 // example when a TTL expired or a session died) through Lost and Err.
 //
 // Backends live in sub-packages, one per adapter: mutexlock (in-process),
-// redislock, redisnaive (the seeds' deliberately flawed Redis locks),
+// redislock, redisnaive (the sources' deliberately flawed Redis locks),
 // redlock, zklock, etcdlock and mysqllock. The conformance suite in
 // lockimpl/locktest runs one body of tests against all of them.
 package lockimpl
@@ -102,7 +102,7 @@ const (
 	// not a quorum (the votes split between contenders, or another owner
 	// was partway through its own round), or the quorum came too late for
 	// the validity time; it gives its masters back and retries. The lab's
-	// count of Redlock's split votes (分票; seed 003: 脑裂).
+	// count of Redlock's split votes (分票; Chapter 1: 脑裂).
 	RoundSplit = "round_split"
 	// RoundUnreachable: too many masters did not answer for any quorum.
 	RoundUnreachable = "round_unreachable"
@@ -110,7 +110,7 @@ const (
 	// attempts per acquisition measure a busy wait.
 	Attempt = "attempt"
 	// DeletedAnother: a release deleted a lock another holder had taken
-	// meanwhile (the seeds' 锁误删): the flawed Redis locks count it.
+	// meanwhile (the sources' 锁误删): the flawed Redis locks count it.
 	DeletedAnother = "deleted_another"
 )
 

@@ -9,7 +9,7 @@
 #   cpu     one lesson (LESSON, default 1) on one lab alone, then on 2 ..
 #           LABS single labs at once: wall time, and the CPU seconds the
 #           labs' processes and the lesson clients used.
-# Its summary replaces README.md's block lab-capacity. About 8 minutes on
+# Its summary replaces the block lab-capacity (docs/labs.md). About 8 minutes on
 # 2 cores; every lab is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# perf (`make perf`): the README's performance section from one command,
+# perf (`make perf`): docs/performance.md's measured block from one command,
 # against the local stack (`make up`; DIR=.seckill):
 #   1. the database ceiling (the purchase transaction straight at MariaDB)
 #      and every correct strategy's sales per second as a fraction of it,
@@ -14,7 +14,7 @@
 #   5. an independent client: wrk through nginx against mariadb-slap
 #      straight at MariaDB (scripts/independent-ceiling.sh, RUNS=5 times,
 #      and their median).
-# Each step is one `seckill bench`; their tables go to the README block
+# Each step is one `seckill bench`; their tables go to the block
 # "perf" (scripts/readme-block.sh) and the reports stay under results/perf-*/.
 #   make perf [DIR=.seckill] [REPEAT=2] [SEED=7] [RUNS=5]
 set -euo pipefail

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # readme (`make readme`): regenerates every measured block of README.md
-# from real runs against the local stack (`make up`; DIR=.seckill), so the
-# README's tables cannot drift from the tool:
+# and docs/ (each in the page that holds it: scripts/readme-block.sh) from
+# real runs against the local stack (`make up`; DIR=.seckill), so the
+# tables cannot drift from the tool:
 #   demo     the table `make demo` prints: seckill bench --strategies all
 #            --repeat 3 --seed 42
 #   lessons  the course's verdicts: seckill lesson all
+#   demo and lessons are README.md's; perf docs/performance.md's, rtt and
+#   batch docs/conditions.md's
 #   perf     scripts/perf.sh (also `make perf` alone)
 #   rtt      a sweep over round trips on a stack of its own with the proxy
 #            (RTT_DIR, base port RTT_PORT): seckill bench --sweep-rtt; and
@@ -17,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # demote prints a sweep's markdown without its command line, its headings
-# one level down (the README's own are above them).
+# one level down (the page's own are above them).
 demote() { grep -v '^- command:' "$1" | sed -e 's/^## /#### /' -e 's/^# /### /'; }
 DIR=${DIR:-.seckill}
 ONLY=${ONLY:-demo lessons perf rtt}

@@ -4,7 +4,7 @@
 # process's RSS and every instance's goroutines and open fds sampled and one
 # event stream open throughout (`seckill soak`). The stack is its own
 # (SOAK_DIR, SOAK_BASE_PORT) and is stopped at the end. The report goes to
-# results/soak-<timestamp>/; its summary replaces README.md's soak block.
+# results/soak-<timestamp>/; its summary replaces the soak block (docs/reliability.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -102,7 +102,7 @@ func TestExpectedCorrect(t *testing.T) {
 // TestREADMETable: the README's strategy table is the registry's, so the
 // two cannot drift. Regenerate with `bin/seckill strategies --markdown`.
 func TestREADMETable(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "docs", "strategies.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +110,11 @@ func TestREADMETable(t *testing.T) {
 	begin := strings.Index(s, "<!-- strategies:begin")
 	end := strings.Index(s, "<!-- strategies:end -->")
 	if begin < 0 || end < begin {
-		t.Fatal("README.md has no <!-- strategies:begin ... --> / <!-- strategies:end --> section")
+		t.Fatal("docs/strategies.md has no <!-- strategies:begin ... --> / <!-- strategies:end --> section")
 	}
 	got := s[strings.Index(s[begin:], "\n")+begin+1 : end]
 	if got != MarkdownTable() {
-		t.Fatalf("README.md's strategy table differs from the registry; regenerate it with `bin/seckill strategies --markdown`.\nREADME:\n%s\nregistry:\n%s", got, MarkdownTable())
+		t.Fatalf("docs/strategies.md's strategy table differs from the registry; regenerate it with `bin/seckill strategies --markdown`.\nREADME:\n%s\nregistry:\n%s", got, MarkdownTable())
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package fencing is workshop exercise 3 (`seckill grade fencing`): an etcd
 // lock whose lease carries a fencing token that the stock store checks
-// (seed 003 "Fencing token", after Kleppmann).
+// (Chapter 1 "Fencing token", after Kleppmann).
 //
 // A lock alone cannot stop a holder that was paused past its lease: when
 // it wakes, it still believes it holds the lock and writes over the next

@@ -3,13 +3,13 @@
 //
 // You own TryLock and the release it builds. The Redis client, the key
 // layout, the retry loop (Lock) and the clock-side expiry are given. The
-// starter below is the seeds' first draft and is wrong twice:
+// starter below is the sources' first draft and is wrong twice:
 //
 //  1. it takes the lock with GET, then SET: two commands, so two clients
 //     that both GET an empty key both SET it and both "hold" the lock
 //     (the grader reports "two holders at once");
 //  2. it releases with a plain DEL: a holder whose key expired deletes the
-//     NEXT holder's lock (seed 003 锁被误删), letting a third one in.
+//     NEXT holder's lock (Chapter 1 锁被误删), letting a third one in.
 //
 // Fix both: one SET key owner NX PX ttl, and a release that deletes the key
 // only while it still holds this owner, in one step (a Lua script). The

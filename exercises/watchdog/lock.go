@@ -1,6 +1,6 @@
 // Package watchdog is workshop exercise 2 (`seckill grade watchdog`): the
 // Redis lock of exercise 1, done right, plus the renewal Redisson calls its
-// watchdog (seed 003 "锁续期").
+// watchdog (Chapter 1 "锁续期").
 //
 // The lock below takes its key with SET NX PX and releases it with a Lua
 // compare-and-delete: that is exercise 1's answer, given. What it lacks is

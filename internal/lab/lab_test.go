@@ -318,7 +318,7 @@ func TestTwoLabs(t *testing.T) {
 // TestREADMECapacity: the README's counts of labs per window are
 // Capacity's.
 func TestREADMECapacity(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "labs.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestREADMECapacity(t *testing.T) {
 		fmt.Sprintf("one block of %d ports, `B..B+%d`", Footprint(0).Hi+1, Footprint(0).Hi),
 	} {
 		if !strings.Contains(string(b), want) {
-			t.Errorf("README.md lacks %q", want)
+			t.Errorf("docs/labs.md lacks %q", want)
 		}
 	}
 }

@@ -19,13 +19,13 @@ import (
 	"github.com/seckill-lab/seckill/stock"
 )
 
-// The seeds' files (../shared/seeds), for the passages.
+// The sources' short names (docs/sources.md), for the passages.
 const (
-	seed000 = "seed 000"
-	seed001 = "seed 001"
-	seed002 = "seed 002"
-	seed003 = "seed 003"
-	seed004 = "seed 004"
+	srcOverview       = "Overview"
+	srcQA             = "Q&A"
+	srcEtcdArticle    = "the etcd article"
+	srcChapter1       = "Chapter 1"
+	srcSchedulerNotes = "the Scheduler notes"
 )
 
 // small is the default load of a correctness lesson; tiny its short form.
@@ -34,21 +34,21 @@ var (
 	tiny  = load{requests: 60, stock: 30, concurrency: 20}
 )
 
-// seed003Load is seed 003's JMeter load (bench preset seed003): 5000
+// chapter1Load is Chapter 1's JMeter load (bench preset seed003): 5000
 // requests, 50 at a time, on a stock of 5000.
-var seed003Load = load{requests: 5000, stock: 5000, concurrency: 50}
+var chapter1Load = load{requests: 5000, stock: 5000, concurrency: 50}
 
 // oversells is the usual experiment of a flawed strategy: strategy on n
 // instances (0: as the stack is) with the knobs set. The flaw shows as
-// oversold units or lost updates. With left > 0 the seed gave a figure,
+// oversold units or lost updates. With left > 0 the source gave a figure,
 // the share of the stock still "in stock" after every request sold, and
-// the lesson runs the seed's own load (full mode): reproduced when ours is
-// at least that share; otherwise any flaw reproduces the seed's story.
-func oversells(strategy string, instances int, set func(*bench.Options), seedFigure string, left ...float64) func(context.Context, *runner) (Outcome, error) {
+// the lesson runs the source's own load (full mode): reproduced when ours is
+// at least that share; otherwise any flaw reproduces the source's story.
+func oversells(strategy string, instances int, set func(*bench.Options), sourceFigure string, left ...float64) func(context.Context, *runner) (Outcome, error) {
 	return func(ctx context.Context, r *runner) (Outcome, error) {
 		l := r.pick(small, tiny)
 		if len(left) > 0 {
-			l = r.pick(seed003Load, tiny)
+			l = r.pick(chapter1Load, tiny)
 		}
 		o := bench.Options{Strategies: []string{strategy}, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, Instances: instances}
 		if set != nil {
@@ -69,7 +69,7 @@ func oversells(strategy string, instances int, set func(*bench.Options), seedFig
 			{Label: "oversold", Value: s.Oversold.Median}, {Label: "lost updates", Value: s.LostUpdates.Median}}})
 		if len(left) > 0 {
 			r.figure(Figure{Title: "Stock still there after every request sold", Unit: "% of the stock",
-				Bars: []FigureBar{{Label: strategy, Value: 100 * share, Flawed: flawed(strategy)}}, Ref: 100 * left[0], RefLabel: "the seed: " + seedFigure})
+				Bars: []FigureBar{{Label: strategy, Value: 100 * share, Flawed: flawed(strategy)}}, Ref: 100 * left[0], RefLabel: "the source: " + sourceFigure})
 		}
 		switch {
 		case s.Oversold.Median <= 0 && s.LostUpdates.Median <= 0:
@@ -79,10 +79,10 @@ func oversells(strategy string, instances int, set func(*bench.Options), seedFig
 			out.Verdict = Reproduced
 		case !r.o.Short && s.OK.Median >= float64(o.Requests) && share >= left[0]:
 			out.Verdict = Reproduced
-			out.Why = fmt.Sprintf("%.0f%% of the stock still there after every request sold (the seed: %s)", 100*share, seedFigure)
+			out.Why = fmt.Sprintf("%.0f%% of the stock still there after every request sold (the source: %s)", 100*share, sourceFigure)
 		default:
 			out.Verdict = InKind
-			out.Why = fmt.Sprintf("the same flaw; %.0f%% of the stock still there, the seed saw %s", 100*share, seedFigure)
+			out.Why = fmt.Sprintf("the same flaw; %.0f%% of the stock still there, the source saw %s", 100*share, sourceFigure)
 		}
 		return out, nil
 	}
@@ -297,7 +297,7 @@ func deletesAnother(ctx context.Context, r *runner) (Outcome, error) {
 	return out, nil
 }
 
-// noLock is lesson 1: first the seed's run (every request sold, most of
+// noLock is lesson 1: first the source's run (every request sold, most of
 // the stock still there: lost updates), then what follows when the shop
 // keeps selling the stock it believes it has: a small stock sold until it
 // reads 0, and more sold than there was (the oversell the title names).
@@ -324,7 +324,7 @@ func noLock(ctx context.Context, r *runner) (Outcome, error) {
 	out.Ours += fmt.Sprintf("; then, selling on until the stock reads 0: %.0f sold of a stock of %d, oversold %.0f, stock %.0f", s.OK.Median, l.stock, s.Oversold.Median, s.FinalStock.Median)
 	switch {
 	case s.Oversold.Median > 0 && out.Verdict != NotReproduced:
-		out.Verdict, out.Why = Reproduced, fmt.Sprintf("more sold than there was: %.0f of %d (the seed stopped before: %s)", s.OK.Median, l.stock, "4000+ of 5000 left")
+		out.Verdict, out.Why = Reproduced, fmt.Sprintf("more sold than there was: %.0f of %d (the source stopped before: %s)", s.OK.Median, l.stock, "4000+ of 5000 left")
 	case s.Oversold.Median <= 0:
 		out.Verdict, out.Why = NotReproduced, "the shop sold the stock out without overselling on this run: the race needs contention; rerun"
 	}
@@ -482,8 +482,8 @@ type ratioBench struct {
 }
 
 // ratioLesson compares two strategies' sales per second in one bench.
-// seedRatio is the seed's b/a ratio (0: the seed gave none).
-func ratioLesson(rb ratioBench, seedRatio float64, judge func(ratio float64) (Verdict, string)) func(context.Context, *runner) (Outcome, error) {
+// sourceRatio is the source's b/a ratio (0: the source gave none).
+func ratioLesson(rb ratioBench, sourceRatio float64, judge func(ratio float64) (Verdict, string)) func(context.Context, *runner) (Outcome, error) {
 	a, b := rb.a, rb.b
 	return func(ctx context.Context, r *runner) (Outcome, error) {
 		ld := r.pick(rb.l, rb.short)
@@ -509,9 +509,9 @@ func ratioLesson(rb ratioBench, seedRatio float64, judge func(ratio float64) (Ve
 		}
 		r.figure(Figure{Title: "Requests per second (median)", Unit: "req/s", Bars: []FigureBar{
 			{Label: a, Value: sa.ThroughputRPS.Median, Flawed: flawed(a)}, {Label: b, Value: sb.ThroughputRPS.Median, Flawed: flawed(b)}}})
-		if seedRatio > 0 {
+		if sourceRatio > 0 {
 			r.figure(Figure{Title: b + " over " + a + ": the throughput ratio", Unit: "ratio", Bars: []FigureBar{{Label: b + "/" + a, Value: ratio}},
-				Ref: seedRatio, RefLabel: fmt.Sprintf("the seed: ×%.2f", seedRatio)})
+				Ref: sourceRatio, RefLabel: fmt.Sprintf("the source: ×%.2f", sourceRatio)})
 		}
 		v, why := judge(ratio)
 		for _, s := range []bench.Summary{sa, sb} {
@@ -524,48 +524,48 @@ func ratioLesson(rb ratioBench, seedRatio float64, judge func(ratio float64) (Ve
 	}
 }
 
-// rankingStrategies are seed 003's four lock services (lesson 26), as our
+// rankingStrategies are Chapter 1's four lock services (lesson 26), as our
 // strategies: the database, Redis, ZooKeeper, etcd.
 var rankingStrategies = []string{stock.MySQLUnique, stock.Redis, stock.ZooKeeper, stock.Etcd}
 
 var course = []Lesson{
 	{N: 1, Slug: "no-lock", TitleZH: "无锁：超卖", TitleEN: "No lock: oversold",
-		ShowsZH: "读库存、判断、写回，三步之间没有任何保护。并发请求读到同一个库存，都卖出，都写回：库存却没少多少（种子的数字）。店铺接着卖它以为还有的库存，直到库存读到 0：卖出的比库存多，这就是超卖。",
-		ShowsEN: "Read the stock, check it, write it back, with nothing around the three steps. Concurrent requests read the same stock, all sell, all write back, and the stock barely drops (the seed's figure). The shop keeps selling the stock it believes it has until the stock reads 0: more is sold than there was. That is the oversell.",
-		Seed:    seed003 + ": “5000次请求都执行成功……发现还有4000多个库存” (reductStock, JMeter 50 threads × 100)", SeedFigure: "5000 requests on a stock of 5000: all succeeded, 4000+ still in stock",
+		ShowsZH: "读库存、判断、写回，三步之间没有任何保护。并发请求读到同一个库存，都卖出，都写回：库存却没少多少（原文的数字）。店铺接着卖它以为还有的库存，直到库存读到 0：卖出的比库存多，这就是超卖。",
+		ShowsEN: "Read the stock, check it, write it back, with nothing around the three steps. Concurrent requests read the same stock, all sell, all write back, and the stock barely drops (the source's figure). The shop keeps selling the stock it believes it has until the stock reads 0: more is sold than there was. That is the oversell.",
+		Seed:    srcChapter1 + ": “5000次请求都执行成功……发现还有4000多个库存” (reductStock, JMeter 50 threads × 100)", SeedFigure: "5000 requests on a stock of 5000: all succeeded, 4000+ still in stock",
 		Look: inBench(2, "Comparison",
-			"Report 2 (selling on until the stock reads 0), the Comparison table: ok, the units sold, is above the stock and oversold is above 0. Under “The race: none” red bars on different instances' lanes overlap: purchases that read the same stock. Report 1 is the seed's run: every request sold, and final stock still holds most of the stock.",
-			"第 2 份报告（一直卖到库存读数为 0）的 Comparison 表：ok（卖出的件数）比库存多，oversold 大于 0。“The race: none” 里不同实例那几行的红条互相重叠：这些请求读到的是同一个库存。第 1 份报告是种子的实验：每个请求都卖出了，final stock 却还剩大半库存。"),
+			"Report 2 (selling on until the stock reads 0), the Comparison table: ok, the units sold, is above the stock and oversold is above 0. Under “The race: none” red bars on different instances' lanes overlap: purchases that read the same stock. Report 1 is the source's run: every request sold, and final stock still holds most of the stock.",
+			"第 2 份报告（一直卖到库存读数为 0）的 Comparison 表：ok（卖出的件数）比库存多，oversold 大于 0。“The race: none” 里不同实例那几行的红条互相重叠：这些请求读到的是同一个库存。第 1 份报告是原文的实验：每个请求都卖出了，final stock 却还剩大半库存。"),
 		Estimate: 25 * time.Second, run: noLock},
 	{N: 2, Slug: "synchronized", TitleZH: "synchronized：单机有效", TitleEN: "synchronized: correct on one instance",
 		ShowsZH: "在一个进程里，一把互斥锁包住整个扣减（含提交），库存就扣对了。",
 		ShowsEN: "In one process, a mutex around the whole deduction (commit included) makes the stock right.",
-		Seed:    seed003 + ": “这次的库存就被扣减完了，这个没有问题了” (synchronized on reductStock)", SeedFigure: "stock deducted exactly",
+		Seed:    srcChapter1 + ": “这次的库存就被扣减完了，这个没有问题了” (synchronized on reductStock)", SeedFigure: "stock deducted exactly",
 		Look: inBench(1, "Invariants per strategy",
 			"mutex's row says pass in every cell, and the Comparison table has oversold 0 and ok equal to the stock: one process, one lock around the whole deduction, and the stock is right.",
 			"mutex 那一行每一格都是 pass；Comparison 表里 oversold 为 0，ok 正好等于库存：一个进程、一把锁包住整个扣减，库存就对了。"),
 		Estimate: 10 * time.Second, run: holds([]string{stock.Mutex}, 1, nil)},
 	{N: 3, Slug: "lock-cost", TitleZH: "加锁的代价：吞吐量下降", TitleEN: "What the lock costs: throughput",
-		ShowsZH: "同一台机器、同样的负载，加锁前后的吞吐量。种子里 JMeter 的吞吐量从三千多降到一千多。",
-		ShowsEN: "The same machine and load, with and without the lock. The seed's JMeter throughput fell from 3000+ to 1000+ req/s.",
-		Seed:    seed003 + ": “吞吐量，从三千多到现在的一千多”", SeedFigure: "3000+ → 1000+ req/s (×0.33)",
+		ShowsZH: "同一台机器、同样的负载，加锁前后的吞吐量。原文里 JMeter 的吞吐量从三千多降到一千多。",
+		ShowsEN: "The same machine and load, with and without the lock. The source's JMeter throughput fell from 3000+ to 1000+ req/s.",
+		Seed:    srcChapter1 + ": “吞吐量，从三千多到现在的一千多”", SeedFigure: "3000+ → 1000+ req/s (×0.33)",
 		Look: inBench(1, "Charts: Successful purchases per second",
-			"mutex's bar beside none's: the gap is what the lock costs on this machine (the seed's fell to a third). The Comparison table gives the same in req/s and p99 ms.",
-			"图表 Successful purchases per second：mutex 的柱子和 none 的并排，差出来的就是这台机器上锁的代价（种子里降到三分之一）。Comparison 表的 req/s 和 p99 ms 是同样的对比。"),
-		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(ratioBench{a: stock.None, b: stock.Mutex, instances: 1, l: seed003Load, short: load{300, 300, 20}}, 1.0/3,
+			"mutex's bar beside none's: the gap is what the lock costs on this machine (the source's fell to a third). The Comparison table gives the same in req/s and p99 ms.",
+			"图表 Successful purchases per second：mutex 的柱子和 none 的并排，差出来的就是这台机器上锁的代价（原文里降到三分之一）。Comparison 表的 req/s 和 p99 ms 是同样的对比。"),
+		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(ratioBench{a: stock.None, b: stock.Mutex, instances: 1, l: chapter1Load, short: load{300, 300, 20}}, 1.0/3,
 			func(r float64) (Verdict, string) {
 				switch {
 				case r < 0.5:
 					return Reproduced, ""
 				case r < 0.95:
-					return InKind, "slower with the lock, by less than the seed's ×0.33: our critical section is a few database round trips, the seed's Java service did more"
+					return InKind, "slower with the lock, by less than the source's ×0.33: our critical section is a few database round trips, the source's Java service did more"
 				}
 				return NotReproduced, "no slowdown here: with one instance the database, not the lock, limits both"
 			})},
 	{N: 4, Slug: "prototype", TitleZH: "锁失效一：多例模式", TitleEN: "Lock failure 1: a new lock per request (prototype scope)",
 		ShowsZH: "每个请求 new 一把新锁（prototype 作用域的 bean），谁也不排斥谁：单实例也超卖。",
 		ShowsEN: "Each request builds its own lock (a prototype-scoped bean), so nothing is excluded: it oversells on one instance.",
-		Seed:    seed003 + ": “多例模式……结果查询库存还剩3800多”", SeedFigure: "3800+ of 5000 left after 5000 sales",
+		Seed:    srcChapter1 + ": “多例模式……结果查询库存还剩3800多”", SeedFigure: "3800+ of 5000 left after 5000 sales",
 		Look: inBench(1, "Comparison",
 			"mutex-prototype sold every request, yet final stock keeps most of the stock and lost is large; the chart Lost updates shows the same bar. A new lock per request excludes nobody.",
 			"mutex-prototype 每个请求都卖出了，final stock 却还剩大半，lost 很大；图表 Lost updates 是同一个数。每个请求一把新锁，谁也挡不住谁。"),
@@ -573,7 +573,7 @@ var course = []Lesson{
 	{N: 5, Slug: "transaction", TitleZH: "锁失效二：事务", TitleEN: "Lock failure 2: unlocked before COMMIT",
 		ShowsZH: "锁在事务里面：方法返回就解锁，事务还没提交，下一个人读到旧库存。",
 		ShowsEN: "The lock lives inside the transaction: it is released when the method returns, before COMMIT, so the next holder reads the old stock.",
-		Seed:    seed003 + ": 事务模式 (@Transactional + synchronized)", SeedFigure: "oversold on one instance",
+		Seed:    srcChapter1 + ": 事务模式 (@Transactional + synchronized)", SeedFigure: "oversold on one instance",
 		Look: inBench(1, "Invariants per strategy",
 			"release after commit says FAIL for mutex-tx: the lock was released before its COMMIT. Under “The race: mutex-tx” the next purchase's bar starts before the previous one's commit tick, in red.",
 			"mutex-tx 的 release after commit 一格是 FAIL：锁在 COMMIT 之前就放了。“The race: mutex-tx” 里，下一个请求的红条在上一个请求的提交刻度之前就开始了。"),
@@ -581,7 +581,7 @@ var course = []Lesson{
 	{N: 6, Slug: "cluster", TitleZH: "锁失效三：集群", TitleEN: "Lock failure 3: several instances",
 		ShowsZH: "三个实例在 nginx 后面，每个进程一把自己的锁：跨进程没有互斥，超卖。",
 		ShowsEN: "Three instances behind nginx, each with its own in-process lock: nothing excludes across processes, and it oversells.",
-		Seed:    seed003 + ": 集群模式 (synchronized across JVMs)", SeedFigure: "oversold with a cluster",
+		Seed:    srcChapter1 + ": 集群模式 (synchronized across JVMs)", SeedFigure: "oversold with a cluster",
 		Look: inBench(1, "The race: mutex",
 			"Red bars on the lanes of different instances overlap: each instance's lock excludes only its own purchases. mutual exclusion says FAIL in Invariants per strategy, and the Comparison table has oversold or lost above 0.",
 			"不同实例那几行的红条互相重叠：每个实例的锁只挡住自己进程里的请求。Invariants per strategy 里 mutual exclusion 是 FAIL，Comparison 表里 oversold 或 lost 大于 0。"),
@@ -589,7 +589,7 @@ var course = []Lesson{
 	{N: 7, Slug: "setnx", TitleZH: "Redis SETNX：能用但空转", TitleEN: "Redis SETNX: correct, but it spins",
 		ShowsZH: "SETNX 抢锁、DEL 放锁，失败就重试：不超卖，但等锁的请求一直在空转重试。",
 		ShowsEN: "SETNX to take, DEL to release, retry on failure: no oversell, but the waiters spin.",
-		Seed:    seed003 + ": “在高并发场景下就变成了低效重试”", SeedFigure: "correct, inefficient retries",
+		Seed:    srcChapter1 + ": “在高并发场景下就变成了低效重试”", SeedFigure: "correct, inefficient retries",
 		Look: inBench(1, "Invariants per strategy",
 			"redis-spin passes every check: no oversell. The spinning itself is the lesson's figure, SETNX commands per acquisition, printed as ours and in the course report's chart; the report keeps the count in report.json (runs, backend_events, attempt).",
 			"redis-spin 每一项检查都通过：不超卖。空转本身是这一课的数字：每次加锁发了几次 SETNX，打印在 ours 里，也画在课程报告的图里；测试报告把次数记在 report.json（runs 的 backend_events 里的 attempt）。"),
@@ -597,7 +597,7 @@ var course = []Lesson{
 	{N: 8, Slug: "ttl", TitleZH: "加过期时间：锁超时后误删", TitleEN: "A TTL: the lock expires, the late holder deletes another's",
 		ShowsZH: "给锁加过期时间防死锁。业务比 TTL 长时，锁自己过期，别人拿到锁，前一个人再用 DEL 把别人的锁删了。",
 		ShowsEN: "A TTL keeps a dead holder from blocking forever. When the work outlasts it, the lock expires, another takes it, and the late holder's DEL removes that one's lock.",
-		Seed:    seed003 + ": “锁误删，即某个线程持有的锁被别的线程删了”", SeedFigure: "two holders: oversold",
+		Seed:    srcChapter1 + ": “锁误删，即某个线程持有的锁被别的线程删了”", SeedFigure: "two holders: oversold",
 		Look: inBench(1, "Invariants per strategy",
 			"mutual exclusion says FAIL for both redis-ttl and redis-owner: the expiry made two holders in both. What differs is the deletion of another's lock: counted for redis-ttl only (ours, the course report's chart, report.json's backend_events deleted_another). “The race: redis-ttl” shows the overlapping holders in red.",
 			"redis-ttl 和 redis-owner 的 mutual exclusion 都是 FAIL：锁过期让两者都出现了两个持有者。区别在于误删别人的锁：只有 redis-ttl 有（见 ours、课程报告的图、report.json 里 backend_events 的 deleted_another）。“The race: redis-ttl” 用红色画出重叠的持有者。"),
@@ -605,7 +605,7 @@ var course = []Lesson{
 	{N: 9, Slug: "owner-check", TitleZH: "判断归属再删除：不是原子的", TitleEN: "Check the owner, then delete: not atomic",
 		ShowsZH: "先 GET 比较是不是自己的锁，再 DEL。两条命令之间锁过期、被别人拿到，DEL 删掉的就是别人的锁。",
 		ShowsEN: "GET to compare the owner, then DEL. If the lock expires and is taken between the two commands, the DEL deletes the new holder's lock.",
-		Seed:    seed003 + ": 锁误删, before the Lua step (判断和删除不是原子操作)", SeedFigure: "the next holder's lock deleted: oversold",
+		Seed:    srcChapter1 + ": 锁误删, before the Lua step (判断和删除不是原子操作)", SeedFigure: "the next holder's lock deleted: oversold",
 		Look: inBench(1, "The race: redis-owner",
 			"Red bars overlap: between the GET that said “mine” and the DEL, the lock expired and went to another holder, whose lock the DEL then removed. mutual exclusion says FAIL and oversold is above 0 in the Comparison table.",
 			"红条互相重叠：GET 说“是我的”之后、DEL 之前，锁过期并给了别人，DEL 删掉的就是别人的锁。mutual exclusion 是 FAIL，Comparison 表里 oversold 大于 0。"),
@@ -615,7 +615,7 @@ var course = []Lesson{
 	{N: 10, Slug: "lua-watchdog", TitleZH: "Lua 原子释放 + 看门狗续期", TitleEN: "Lua release and the watchdog",
 		ShowsZH: "Lua 脚本比较并删除，一步完成；看门狗每 TTL/3 续期。业务比 TTL 长也不会有两个持有者。",
 		ShowsEN: "A Lua script compares and deletes in one step; the watchdog renews at TTL/3. Work longer than the TTL no longer makes two holders.",
-		Seed:    seed003 + " (Lua scripts) and " + seed001 + ": “启动一个watch dog看门狗……不断的延长锁key的生存时间”", SeedFigure: "correct with work > TTL",
+		Seed:    srcChapter1 + " (Lua scripts) and " + srcQA + ": “启动一个watch dog看门狗……不断的延长锁key的生存时间”", SeedFigure: "correct with work > TTL",
 		Look: inBench(1, "Invariants per strategy",
 			"redis passes every check although each purchase works 400 ms under a 200 ms TTL: the watchdog renewed the lock. The Comparison table has oversold 0 and a long lock wait.",
 			"每个请求在锁里干 400 毫秒，TTL 只有 200 毫秒，redis 仍然通过每一项检查：看门狗一直在续期。Comparison 表里 oversold 为 0，lock wait 很长。"),
@@ -627,7 +627,7 @@ var course = []Lesson{
 	{N: 11, Slug: "no-watchdog", TitleZH: "没有续期：停顿超过 TTL", TitleEN: "No renewal: a pause past the TTL",
 		ShowsZH: "关掉看门狗和租约检查：持有者在锁里停顿超过 TTL（这里是临界区里 250 毫秒的等待，代替 GC 停顿；TTL 100 毫秒），锁给了下一个人，两个人同时在临界区。",
 		ShowsEN: "With the watchdog and the lease check off, a holder that stalls past its TTL (here a 250 ms wait inside the lock, standing in for a GC pause, against a 100 ms TTL) loses the lock to the next while it still works: two holders.",
-		Seed:    seed003 + ": 锁超时 (Kleppmann's GC pause, quoted in 003)", SeedFigure: "two holders: oversold",
+		Seed:    srcChapter1 + ": 锁超时 (Kleppmann's GC pause, quoted in Chapter 1)", SeedFigure: "two holders: oversold",
 		Look: inBench(1, "The race: redis",
 			"Bars about 250 ms long, longer than the 100 ms TTL, overlap in red on different lanes: the lock expired under its holder and the next one took it. mutual exclusion says FAIL.",
 			"大约 250 毫秒长的条，比 100 毫秒的 TTL 长，在不同的行上红色重叠：锁在持有者手里过期，下一个人拿到了锁。mutual exclusion 是 FAIL。"),
@@ -638,7 +638,7 @@ var course = []Lesson{
 	{N: 12, Slug: "pubsub", TitleZH: "发布订阅代替轮询", TitleEN: "Pub/sub instead of polling",
 		ShowsZH: "等锁的请求订阅解锁消息，被唤醒再抢，不再空转（Redisson 的做法）。",
 		ShowsEN: "Waiters subscribe to the unlock message and retry when woken, instead of spinning (Redisson's way).",
-		Seed:    seed001 + ": “获取失败: 订阅了解锁消息，然后再尝试获取锁”", SeedFigure: "woken waiters instead of retries",
+		Seed:    srcQA + ": “获取失败: 订阅了解锁消息，然后再尝试获取锁”", SeedFigure: "woken waiters instead of retries",
 		Look: inBench(1, "Charts: Successful purchases per second",
 			"redis (pub/sub) beside redis-spin: the sales per second, and in the Latency CDF chart how long the waiters waited. Both sell exactly the stock (Invariants per strategy).",
 			"图表 Successful purchases per second：redis（发布订阅）和 redis-spin 并排；Latency CDF 图里看等锁的请求等了多久。两者都正好卖完库存（Invariants per strategy）。"),
@@ -650,9 +650,9 @@ var course = []Lesson{
 				return InKind, "the lock server does less work, but on one 2-core box the spinning lock's retries are cheap enough to keep up"
 			})},
 	{N: 13, Slug: "redlock-votes", TitleZH: "Redlock：多数派与分票", TitleEN: "Redlock: a majority, and split votes",
-		ShowsZH: "五个独立的 Redis 主节点，拿到过半才算加锁成功。高并发下各人各拿到几票，谁也不过半：分票（种子 003 称之为“脑裂”）。数一数失败的多数派轮次。",
+		ShowsZH: "五个独立的 Redis 主节点，拿到过半才算加锁成功。高并发下各人各拿到几票，谁也不过半：分票（Chapter 1 称之为“脑裂”）。数一数失败的多数派轮次。",
 		ShowsEN: "Five independent Redis masters; the lock is held with a majority. Under contention each contender wins a few votes and nobody a majority: split votes. We count the failed quorum rounds.",
-		Seed:    seed003 + " and " + seed004 + ": RedLock (N/2+1, 脑裂)", SeedFigure: "correct, split votes under contention",
+		Seed:    srcChapter1 + " and " + srcSchedulerNotes + ": RedLock (N/2+1, 脑裂)", SeedFigure: "correct, split votes under contention",
 		Look: inBench(1, "Redlock rounds",
 			"failed quorum (split) is above 0: rounds in which the contenders each won some of the 5 masters and nobody 3; split per sale is how many such rounds a sale cost. Invariants per strategy: every check passes.",
 			"failed quorum (split) 大于 0：这些轮次里几个竞争者各拿到 5 个主节点中的几票，谁也没拿到 3 票，这就是分票；split per sale 是每卖出一件平均分票几轮。Invariants per strategy 里每项检查都通过。"),
@@ -683,7 +683,7 @@ var course = []Lesson{
 	{N: 14, Slug: "redlock-restart", TitleZH: "Redlock 崩溃恢复：节点重启丢锁", TitleEN: "Redlock: a node restarts without its keys",
 		ShowsZH: "拿锁的多数派里有一个节点重启且没有持久化，锁键丢了；另一个客户端又凑齐了多数派：两个持有者。",
 		ShowsEN: "A node of the granting majority restarts without persistence and forgets the key; another client gathers a majority again: two holders.",
-		Seed:    seed003 + ": 崩溃恢复 (fsync=always 才安全)", SeedFigure: "two holders after a restart",
+		Seed:    srcChapter1 + ": 崩溃恢复 (fsync=always 才安全)", SeedFigure: "two holders after a restart",
 		Look: inStory(1,
 			"The unprotected row is red: oversold in most runs, after the node restarted without its keys. Its run reports (the numbers at the row's end) show the two holders under “The race”.",
 			"unprotected 那一行是红的：节点不带数据重启之后，多数运行都超卖了。行末的数字链接到每次运行的报告，“The race” 里能看到两个持有者。"),
@@ -691,7 +691,7 @@ var course = []Lesson{
 	{N: 15, Slug: "zookeeper-recipe", TitleZH: "ZooKeeper：临时顺序节点", TitleEN: "ZooKeeper: ephemeral sequential nodes",
 		ShowsZH: "每个等待者创建临时顺序节点，只监听前一个节点：最小号拿锁，公平、不超卖。",
 		ShowsEN: "Each waiter creates an ephemeral sequential node and watches only its predecessor: the lowest number holds the lock, fair, no oversell.",
-		Seed:    seed001 + ": “获得最小号得锁……节点监听机制”", SeedFigure: "correct, fair",
+		Seed:    srcQA + ": “获得最小号得锁……节点监听机制”", SeedFigure: "correct, fair",
 		Look: inBench(1, "Invariants per strategy",
 			"zookeeper and redis both pass every check: both are correct. The fairness is the lesson's figure (the share of acquisitions ahead of an earlier waiter), from each run's lock events: the “#1 events” links under the table; the course report charts it.",
 			"zookeeper 和 redis 都通过每一项检查：两者都正确。公平与否是这一课的数字（比先来的等待者更早拿到锁的比例），从每次运行的锁事件算出：表下面的“#1 events”链接；课程报告里有它的图。"),
@@ -699,7 +699,7 @@ var course = []Lesson{
 	{N: 16, Slug: "herd", TitleZH: "羊群效应", TitleEN: "The herd effect",
 		ShowsZH: "每个等待者都监听父节点：一次释放唤醒所有人，每次加锁收到的事件随等待者增多而增多。",
 		ShowsEN: "Every waiter watches the parent: each release wakes them all, and the watch events per acquisition grow with the waiters.",
-		Seed:    seed001 + " and " + seed003 + ": 羊群效应 (watch the predecessor, not the parent)", SeedFigure: "many wake-ups per acquisition",
+		Seed:    srcQA + " and " + srcChapter1 + ": 羊群效应 (watch the predecessor, not the parent)", SeedFigure: "many wake-ups per acquisition",
 		Look: inBench(2, "Comparison",
 			"Report 1 (fewer waiters) and report 2 (more): zookeeper and zookeeper-herd both sell exactly the stock. The wake-ups are the lesson's figure, read from the instances' /metrics (seckill_lock_watch_events_total) and charted in the course report: the herd's grow with the waiters.",
 			"第 1 份报告（等待者少）和第 2 份（等待者多）：zookeeper 和 zookeeper-herd 都正好卖完库存。唤醒次数是这一课的数字，从各实例的 /metrics（seckill_lock_watch_events_total）读出，画在课程报告里：羊群的唤醒次数随等待者增多而增多。"),
@@ -707,7 +707,7 @@ var course = []Lesson{
 	{N: 17, Slug: "zk-session", TitleZH: "ZooKeeper 会话过期", TitleEN: "ZooKeeper: the session expires in a pause",
 		ShowsZH: "持有者停顿超过会话超时，临时节点被删，下一个人拿到锁；停顿结束后前一个人继续写。用 czxid 做 fencing token 挡住它。",
 		ShowsEN: "The holder pauses past its session timeout, its ephemeral node goes, the next takes the lock, and the first writes when it wakes. The czxid as a fencing token stops it.",
-		Seed:    seed003 + ": “zk 真正存在的问题”", SeedFigure: "two holders; fencing saves the data",
+		Seed:    srcChapter1 + ": “zk 真正存在的问题”", SeedFigure: "two holders; fencing saves the data",
 		Look: inStory(1,
 			"The unprotected row is red: oversold in most runs after the session expired in the pause. The fencing row has oversold 0 and stale refused above 0: the czxid refused the woken holder's write.",
 			"unprotected 那一行是红的：停顿中会话过期后，多数运行都超卖了。fencing 那一行 oversold 为 0，stale refused 大于 0：czxid 拒绝了醒来的旧持有者的写入。"),
@@ -716,7 +716,7 @@ var course = []Lesson{
 	{N: 18, Slug: "etcd-revisions", TitleZH: "etcd：租约与 revision", TitleEN: "etcd: leases and revisions",
 		ShowsZH: "租约 + 续约，按 revision 排队，监听前一个键的删除：正确、公平。",
 		ShowsEN: "A lease kept alive, waiters ordered by revision, each watching the key before its own: correct and fair.",
-		Seed:    seed000 + ", " + seed002 + ": etcd 分布式锁 (lease, revision, watch)", SeedFigure: "correct",
+		Seed:    srcOverview + ", " + srcEtcdArticle + ": etcd 分布式锁 (lease, revision, watch)", SeedFigure: "correct",
 		Look: inBench(1, "Invariants per strategy",
 			"etcd passes every check, and the Comparison table has oversold 0 and ok equal to the stock.",
 			"etcd 通过每一项检查；Comparison 表里 oversold 为 0，ok 正好等于库存。"),
@@ -724,7 +724,7 @@ var course = []Lesson{
 	{N: 19, Slug: "etcd-lease", TitleZH: "etcd 租约过期", TitleEN: "etcd: the lease expires in a pause",
 		ShowsZH: "持有者停顿超过租约，锁给了下一个人。revision 是天然的 fencing token。",
 		ShowsEN: "The holder pauses past its lease and the lock goes to the next. The revision is a natural fencing token.",
-		Seed:    seed003 + ": lease expiry (etcd's version of the pause)", SeedFigure: "two holders; fencing saves the data",
+		Seed:    srcChapter1 + ": lease expiry (etcd's version of the pause)", SeedFigure: "two holders; fencing saves the data",
 		Look: inStory(1,
 			"The unprotected row is red: oversold in most runs after the lease expired in the pause. The fencing row has oversold 0 and stale refused above 0: the revision refused the woken holder's write.",
 			"unprotected 那一行是红的：停顿中租约过期后，多数运行都超卖了。fencing 那一行 oversold 为 0，stale refused 大于 0：revision 拒绝了醒来的旧持有者的写入。"),
@@ -733,7 +733,7 @@ var course = []Lesson{
 	{N: 20, Slug: "mysql", TitleZH: "MySQL：悲观锁、乐观锁、唯一索引", TitleEN: "MySQL: for update, version, unique index",
 		ShowsZH: "SELECT ... FOR UPDATE 行锁；version 乐观锁比较并交换；唯一索引插入一行当锁。都不超卖，快慢不同。",
 		ShowsEN: "A row lock (SELECT ... FOR UPDATE), a version compare-and-swap, a lock row under a UNIQUE index: none oversells, at different speeds.",
-		Seed:    seed001 + " and " + seed003 + ": 数据库实现 (悲观锁、乐观锁、唯一索引)", SeedFigure: "correct",
+		Seed:    srcQA + " and " + srcChapter1 + ": 数据库实现 (悲观锁、乐观锁、唯一索引)", SeedFigure: "correct",
 		Look: inBench(1, "Charts: Successful purchases per second",
 			"Three bars, three speeds; Invariants per strategy: all three pass every check.",
 			"三根柱子，三种速度；Invariants per strategy 里三者每一项检查都通过。"),
@@ -741,7 +741,7 @@ var course = []Lesson{
 	{N: 21, Slug: "lock-free", TitleZH: "不用锁：一条原子 SQL / 一段 Lua", TitleEN: "No lock at all: one atomic statement",
 		ShowsZH: "UPDATE ... SET stock = stock - 1 WHERE stock >= 1，或 Redis 里一段 Lua 检查并扣减：不需要分布式锁，也最快。",
 		ShowsEN: "UPDATE ... SET stock = stock - 1 WHERE stock >= 1, or one Lua check-and-decrement in Redis: no distributed lock, and the fastest.",
-		Seed:    seed003 + ": the conditional update behind every lock's write", SeedFigure: "correct, fastest",
+		Seed:    srcChapter1 + ": the conditional update behind every lock's write", SeedFigure: "correct, fastest",
 		Look: inBench(1, "Charts: Successful purchases per second",
 			"sql-atomic and redis-atomic, the tallest bars of the course; Invariants per strategy: every check passes, and release after commit is n/a: there is no lock.",
 			"sql-atomic 和 redis-atomic，整个课程里最高的柱子；Invariants per strategy 里每项检查都通过，release after commit 是 n/a：根本没有锁。"),
@@ -749,7 +749,7 @@ var course = []Lesson{
 	{N: 22, Slug: "fencing", TitleZH: "Fencing token：挡住过期的持有者", TitleEN: "Fencing tokens: the stale holder is refused",
 		ShowsZH: "锁发一个单调递增的号码，资源只接受不比见过的号码小的写：停顿醒来的旧持有者被拒绝，库存正确。",
 		ShowsEN: "The lock hands out an increasing number and the resource accepts no write with a smaller one than it has seen: the holder that wakes from a pause is refused, and the stock stays right.",
-		Seed:    seed003 + ": Fencing token (Kleppmann, quoted in 003)", SeedFigure: "stale writes refused",
+		Seed:    srcChapter1 + ": Fencing token (Kleppmann, quoted in Chapter 1)", SeedFigure: "stale writes refused",
 		Look: inStory(1,
 			"The unprotected row is red: the holder that woke from its pause wrote, oversold in most runs. The fencing row has oversold 0 and stale refused above 0: those are the refused writes.",
 			"unprotected 那一行是红的：从停顿中醒来的持有者照样写入，多数运行都超卖了。fencing 那一行 oversold 为 0，stale refused 大于 0：这些就是被拒绝的写入。"),
@@ -758,7 +758,7 @@ var course = []Lesson{
 	{N: 23, Slug: "failover", TitleZH: "Redis 主从切换丢锁", TitleEN: "Redis failover loses the lock",
 		ShowsZH: "锁写到主节点，还没复制到从节点，主节点就挂了；从节点升主，锁不见了：两个持有者。复制延迟是模拟的（先删掉从节点上的那份：本机回环的复制远不到一毫秒），主从切换是真的。",
 		ShowsEN: "The lock is written to the primary, which fails before replicating it; the replica is promoted without it: two holders. The replication lag is emulated (the replica's copy is deleted first: loopback replicates in well under a millisecond); the failover is real.",
-		Seed:    seed001 + " and " + seed003 + ": 主从切换 (Redis 主从异步复制)", SeedFigure: "two holders; fencing saves the data",
+		Seed:    srcQA + " and " + srcChapter1 + ": 主从切换 (Redis 主从异步复制)", SeedFigure: "two holders; fencing saves the data",
 		Topology: stack.TopologyHA, Look: inStory(1,
 			"The unprotected row is red: after the failover (real) of a primary whose lock never reached the replica (the lag emulated), two holders oversold. The fencing row has oversold 0 and stale refused above 0.",
 			"unprotected 那一行是红的：主节点的锁没复制到从节点（复制延迟是模拟的），主从切换（真的）之后，两个持有者超卖了。fencing 那一行 oversold 为 0，stale refused 大于 0。"),
@@ -767,7 +767,7 @@ var course = []Lesson{
 	{N: 24, Slug: "consul-session", TitleZH: "Consul：会话失效与 lock-delay", TitleEN: "Consul: the session is invalidated in a pause; lock-delay",
 		ShowsZH:    "持有者停顿超过会话 TTL（Consul 最少 10 秒，失效可能要到 2 倍 TTL），会话失效、键被释放。lock-delay 为 0 时下一个人立刻拿到锁：两个持有者；Consul 默认 15 秒的 lock-delay 在这段时间里谁也拿不到；键的 ModifyIndex 做 fencing token 挡住旧持有者。",
 		ShowsEN:    "The holder pauses past its session TTL (Consul's minimum is 10 s, and invalidation may take twice that); the session goes and the key is released. With lock-delay 0 the next waiter takes it at once: two holders. Consul's default 15 s lock-delay keeps everyone out meanwhile; the key's ModifyIndex as a fencing token refuses the stale holder.",
-		Seed:       seed001 + ": 基于 Consul 做分布式锁 (the seeds give no figure; Consul's documentation promises: no acquisition of an invalidated session's locks for its lock-delay, 15 s by default)",
+		Seed:       srcQA + ": 基于 Consul 做分布式锁 (the sources give no figure; Consul's documentation promises: no acquisition of an invalidated session's locks for its lock-delay, 15 s by default)",
 		SeedFigure: "none given; Consul: lock-delay holds the key back 15 s",
 		Backend:    "consul", Look: inStory(1,
 			"Report 1, lock-delay 0: the unprotected row is red (two holders after the session was invalidated), the fencing row has oversold 0 and stale refused above 0. Report 2 is Consul's default 15 s lock-delay, unprotected: its longest gap s is the time nobody could take the lock.",
@@ -777,20 +777,20 @@ var course = []Lesson{
 	{N: 25, Slug: "consul-leader", TitleZH: "Consul 集群换主", TitleEN: "Consul: the cluster loses its leader",
 		ShowsZH:    "3 个 Consul 服务器里 leader 被杀掉、3 秒后再启动；另外两个重新选主。选主期间获取锁要等（或 503），之后恢复；不超卖，每个 2xx 都有订单。",
 		ShowsEN:    "The leader of 3 Consul servers is killed and started 3 s later; the other two elect a new one. Acquisitions wait (or get 503) during the election and resume; nothing oversells and every 2xx has its order.",
-		Seed:       seed001 + ": Consul (raft: a lock service is as available as its quorum)",
+		Seed:       srcQA + ": Consul (raft: a lock service is as available as its quorum)",
 		SeedFigure: "none given; raft: a new leader within an election timeout",
 		Topology:   stack.TopologyHA, Backend: "consul", Look: inStory(1,
 			"oversold 0 and 2xx without order 0; ok/s before, during and after: the sales drop while the servers elect a new leader and come back after it. longest gap s is the longest wait.",
 			"oversold 为 0，2xx without order 为 0；ok/s before、during、after 三列：选主期间销量下降，选出新 leader 之后恢复。longest gap s 是最长的一段等待。"),
 		Estimate: 60 * time.Second, run: fenced("consul-leader", scenario.ProtectNone)},
 	{N: 26, Slug: "ranking", TitleZH: "排名取决于什么：网络、持久化、只测锁", TitleEN: "What the ranking depends on: network, durability, the lock alone",
-		ShowsZH:    "种子给锁服务排了名：数据库慢，Redis 快，ZooKeeper 稍慢于 Redis，etcd 不错。我们在三种条件下测同样四把锁：本机回环 + 默认持久化（Redis 不落盘）、跨可用区 2 ms + 全部 fsync、只测锁（临界区不做数据库事务）。种子的排名说的是锁服务本身；整笔购买的排名里，数据库事务的开销和网络往返占了大头。",
-		ShowsEN:    "The seed ranks the lock services: the database slow, Redis fast, ZooKeeper a little below Redis, etcd good. We measure the same four locks under three conditions: this machine's loopback at the default durability (Redis writes nothing to disk), a cross-zone 2 ms round trip with every server fsyncing, and the lock alone (no database transaction in the critical section). The seed's ranking is about the lock service; a whole purchase's ranking is mostly the database transaction and the round trips.",
-		Seed:       seed003 + ": “基于数据库的分布式锁……性能较低；基于Redis……性能⾼；基于Zookeeper……性能稍弱于Redis；基于Etcd……性能不错”",
+		ShowsZH:    "原文给锁服务排了名：数据库慢，Redis 快，ZooKeeper 稍慢于 Redis，etcd 不错。我们在三种条件下测同样四把锁：本机回环 + 默认持久化（Redis 不落盘）、跨可用区 2 ms + 全部 fsync、只测锁（临界区不做数据库事务）。原文的排名说的是锁服务本身；整笔购买的排名里，数据库事务的开销和网络往返占了大头。",
+		ShowsEN:    "The source ranks the lock services: the database slow, Redis fast, ZooKeeper a little below Redis, etcd good. We measure the same four locks under three conditions: this machine's loopback at the default durability (Redis writes nothing to disk), a cross-zone 2 ms round trip with every server fsyncing, and the lock alone (no database transaction in the critical section). The source's ranking is about the lock service; a whole purchase's ranking is mostly the database transaction and the round trips.",
+		Seed:       srcChapter1 + ": “基于数据库的分布式锁……性能较低；基于Redis……性能⾼；基于Zookeeper……性能稍弱于Redis；基于Etcd……性能不错”",
 		SeedFigure: "database low < etcd good, ZooKeeper slightly below Redis < Redis high",
 		Look: inBench(3, "Cost model",
-			"the lock-alone run (report 3): ok/s per lock in the comparison, then in the cost model each lock's round trips and fsyncs per purchase. The lock that writes to an fsynced log at every step (take, keep, release) trails, which the seed's ranking leaves out; reports 1 and 2 are the whole purchase at loopback and at 2 ms with fsync.",
-			"第 3 份报告（只测锁）：比较表里每把锁的 ok/s，再看 cost model 里每次购买的往返次数和 fsync 次数。每一步（加锁、续期、释放）都要写一次 fsync 日志的那把锁排在最后，种子的排名没有考虑这一点；报告 1、2 是整笔购买：本机回环，以及 2 ms 往返 + 全部 fsync。"),
+			"the lock-alone run (report 3): ok/s per lock in the comparison, then in the cost model each lock's round trips and fsyncs per purchase. The lock that writes to an fsynced log at every step (take, keep, release) trails, which the source's ranking leaves out; reports 1 and 2 are the whole purchase at loopback and at 2 ms with fsync.",
+			"第 3 份报告（只测锁）：比较表里每把锁的 ok/s，再看 cost model 里每次购买的往返次数和 fsync 次数。每一步（加锁、续期、释放）都要写一次 fsync 日志的那把锁排在最后，原文的排名没有考虑这一点；报告 1、2 是整笔购买：本机回环，以及 2 ms 往返 + 全部 fsync。"),
 		Speed: true, Estimate: 70 * time.Second, run: ranking,
 		Longer: "it starts two stacks of its own (default and fsync durability, with the proxy) and runs three benches, one at a 2 ms round trip: about a minute, up to 70 s"},
 	perUserLesson,

@@ -1,10 +1,10 @@
-// Package lesson is the workshop: the seeds' story of the flash-sale
-// oversell problem as a course of lessons, in the seeds' order, from no
+// Package lesson is the workshop: the sources' story of the flash-sale
+// oversell problem as a course of lessons, in the sources' order, from no
 // lock to fencing tokens. Each lesson says what it shows (in Chinese and
-// English) and which seed passage it comes from, runs the smallest
+// English) and which source passage it comes from, runs the smallest
 // experiment that shows it on the local stack (a bench.Run or a
 // scenario.Run, nothing measured here), and sets our figure beside the
-// seed's with a verdict: reproduced, reproduced in kind, or not reproduced
+// source's with a verdict: reproduced, reproduced in kind, or not reproduced
 // and why.
 package lesson
 
@@ -25,7 +25,7 @@ import (
 	"github.com/seckill-lab/seckill/stock"
 )
 
-// Verdict sets our figure against the seed's.
+// Verdict sets our figure against the source's.
 type Verdict string
 
 // The verdicts.
@@ -42,9 +42,9 @@ type Lesson struct {
 	Slug             string
 	TitleZH, TitleEN string
 	ShowsZH, ShowsEN string
-	// Seed is the passage the lesson comes from: file and a short quote.
+	// Seed is the passage the lesson comes from: its source's short name and a short quote.
 	Seed string
-	// SeedFigure is what the seed measured or claims.
+	// SeedFigure is what the source measured or claims.
 	SeedFigure string
 	// Topology and Proxy are what the stack needs (scenario.Fits); "" is
 	// any topology.
@@ -119,7 +119,7 @@ type Outcome struct {
 	Seconds  float64  `json:"seconds"`
 	Commands []string `json:"commands,omitempty"`
 	// Figures are the measured figures the verdict rests on, for the
-	// course's charts: ours, against the seed's figure when it gave one.
+	// course's charts: ours, against the source's figure when it gave one.
 	Figures []Figure `json:"figures,omitempty"`
 	// Conditions is what the lesson's last bench ran under (round trip,
 	// durability, mode, instances, machine; bench.Environment.Conditions),
@@ -128,7 +128,7 @@ type Outcome struct {
 }
 
 // Figure is one chart of a lesson: our bars, and a reference line (the
-// seed's figure, or the value that separates the cases) when there is one.
+// source's figure, or the value that separates the cases) when there is one.
 type Figure struct {
 	Title string      `json:"title"`
 	Unit  string      `json:"unit"`

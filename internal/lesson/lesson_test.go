@@ -108,7 +108,7 @@ func TestLongerSaysWhy(t *testing.T) {
 }
 
 // TestLessonsShort runs every lesson on its short load against the
-// package's stack and checks its verdict: each reproduces the seed's story
+// package's stack and checks its verdict: each reproduces the source's story
 // (or its kind), and a lesson that needs another topology is skipped with
 // the `seckill up` line. The lessons that compare speeds are checked to
 // run, not for their verdict. A failure story is a race that a run may miss;

@@ -1,6 +1,6 @@
 package lesson
 
-// Lesson 26, what the ranking depends on: the seed's ranking of the four
+// Lesson 26, what the ranking depends on: the source's ranking of the four
 // lock services (course.go's rankingStrategies) beside ours under three
 // conditions: this machine's loopback
 // at the servers' default durability, a cross-zone round trip with every
@@ -38,9 +38,9 @@ var rankingConditions = []rankingCondition{
 	{"loopback, default durability, the lock alone", server.DurabilityDefault, "loopback", 0, bench.ModeLock},
 }
 
-// seedOrderHolds reports whether a ranking (fastest first) has the seed's
+// sourceOrderHolds reports whether a ranking (fastest first) has the source's
 // ends: Redis first and the database last.
-func seedOrderHolds(order []string) bool {
+func sourceOrderHolds(order []string) bool {
 	return len(order) > 1 && order[0] == stock.Redis && order[len(order)-1] == stock.MySQLUnique
 }
 
@@ -111,23 +111,23 @@ func ranking(ctx context.Context, r *runner) (Outcome, error) {
 		}
 		r.figure(fig)
 		orders = append(orders, order)
-		mark := "the seed's order does not hold"
-		if seedOrderHolds(order) {
-			mark, holds = "the seed's order holds", holds+1
+		mark := "the source's order does not hold"
+		if sourceOrderHolds(order) {
+			mark, holds = "the source's order holds", holds+1
 		}
 		lines = append(lines, fmt.Sprintf("%s (measured %.2f ms): %s ok/s: %s", c.label, rep.Environment.RTT.MeasuredMS, strings.Join(parts, " > "), mark))
 	}
 	out := Outcome{Ours: strings.Join(lines, "; ")}
-	last := seedOrderHolds(orders[len(orders)-1]) // the lock alone
+	last := sourceOrderHolds(orders[len(orders)-1]) // the lock alone
 	switch {
 	case holds == len(rankingConditions):
 		out.Verdict = Reproduced
 	case last:
-		out.Verdict, out.Why = InKind, "the seed's order (Redis first, the database last) holds for the lock alone, which is what the seed ranks; with the database transaction in the critical section, the purchase ranks the database's own work"
+		out.Verdict, out.Why = InKind, "the source's order (Redis first, the database last) holds for the lock alone, which is what the source ranks; with the database transaction in the critical section, the purchase ranks the database's own work"
 	default:
 		o := orders[len(orders)-1]
-		out.Verdict, out.Why = NotReproduced, fmt.Sprintf("the seed's order (Redis first, the database last) does not hold for the lock alone here: %s leads and %s trails. "+
-			"A lock that writes its state to a log fsynced on every write pays that fsync several times per acquisition (take, renew, release), which the seed's ranking leaves out; see the lock-alone report's lock wait", o[0], o[len(o)-1])
+		out.Verdict, out.Why = NotReproduced, fmt.Sprintf("the source's order (Redis first, the database last) does not hold for the lock alone here: %s leads and %s trails. "+
+			"A lock that writes its state to a log fsynced on every write pays that fsync several times per acquisition (take, renew, release), which the source's ranking leaves out; see the lock-alone report's lock wait", o[0], o[len(o)-1])
 	}
 	return out, nil
 }

@@ -43,7 +43,7 @@ func WriteLesson(w io.Writer, l Lesson) error {
 	if l.Longer != "" {
 		longer = fmt.Sprintf("  time:        ~%ds, over a minute: %s\n", int(l.Estimate.Seconds()), l.Longer)
 	}
-	_, err := fmt.Fprintf(w, "Lesson %d: %s / %s\n\n  %s\n  %s\n\n  seed:        %s\n  seed figure: %s\n%s\n", l.N, l.TitleEN, l.TitleZH, l.ShowsEN, l.ShowsZH, l.Seed, l.SeedFigure, longer)
+	_, err := fmt.Fprintf(w, "Lesson %d: %s / %s\n\n  %s\n  %s\n\n  seed:        %s\n  source figure: %s\n%s\n", l.N, l.TitleEN, l.TitleZH, l.ShowsEN, l.ShowsZH, l.Seed, l.SeedFigure, longer)
 	return err
 }
 
@@ -54,7 +54,7 @@ func WriteOutcome(w io.Writer, l Lesson, o Outcome) error {
 	if o.Why != "" {
 		fmt.Fprintf(&b, " (%s)", o.Why)
 	}
-	// The seed's figure was printed once, with the lesson (WriteLesson).
+	// The source's figure was printed once, with the lesson (WriteLesson).
 	b.WriteString("\n")
 	if o.Conditions != "" {
 		fmt.Fprintf(&b, "  conditions:  %s\n", o.Conditions)
@@ -85,7 +85,7 @@ func lookText(lk Look, o Outcome) string {
 // WriteSummary prints one line per lesson run: the course at a glance.
 func WriteSummary(w io.Writer, outs []Outcome) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tlesson\tverdict\ts\tthe seed | ours")
+	fmt.Fprintln(tw, "#\tlesson\tverdict\ts\tthe source | ours")
 	for _, o := range outs {
 		l, err := Find(fmt.Sprint(o.Lesson))
 		if err != nil {
@@ -114,7 +114,7 @@ func Write(dir string, c Course) error {
 	fmt.Fprintf(&md, "# seckill: the course (%s, %.0f s%s)\n\n", c.Date.Format("2006-01-02 15:04 MST"), c.WallS, map[bool]string{true: ", short loads", false: ""}[c.Short])
 	for _, o := range c.Outcomes {
 		l, _ := Find(fmt.Sprint(o.Lesson))
-		fmt.Fprintf(&md, "## %d. %s / %s\n\n%s\n\n%s\n\n- seed: %s\n- seed figure: %s\n- ours: %s\n- verdict: **%s**", l.N, l.TitleEN, l.TitleZH, l.ShowsEN, l.ShowsZH, l.Seed, l.SeedFigure, o.Ours, o.Verdict)
+		fmt.Fprintf(&md, "## %d. %s / %s\n\n%s\n\n%s\n\n- source: %s\n- source figure: %s\n- ours: %s\n- verdict: **%s**", l.N, l.TitleEN, l.TitleZH, l.ShowsEN, l.ShowsZH, l.Seed, l.SeedFigure, o.Ours, o.Verdict)
 		if o.Why != "" {
 			fmt.Fprintf(&md, " (%s)", o.Why)
 		}
@@ -247,15 +247,15 @@ code.cmd span{white-space:nowrap}
 .charts svg{width:100%;height:auto;display:block;border:1px solid #e3e6ea;border-radius:6px}
 </style></head><body>
 <h1>seckill: the course</h1>
-<div class="sub">{{.Date}} · {{.Wall}} s{{if .Short}} · short loads{{end}} · {{.Counts}} · each verdict sets our figure beside the seed's</div>
-<table class="sum"><tr><th>#</th><th>lesson</th><th>seed figure</th><th>verdict</th><th>where to look</th></tr>
+<div class="sub">{{.Date}} · {{.Wall}} s{{if .Short}} · short loads{{end}} · {{.Counts}} · each verdict sets our figure beside the source's</div>
+<table class="sum"><tr><th>#</th><th>lesson</th><th>source figure</th><th>verdict</th><th>where to look</th></tr>
 {{range .Lessons}}<tr><td>{{.N}}</td><td><a href="#l{{.N}}">{{.TitleEN}}</a><br><span class="zh">{{.TitleZH}}</span></td><td>{{.SeedFigure}}</td><td><span class="v {{.Class}}">{{.Verdict}}</span></td><td>{{with .Look}}<a href="{{.Href}}">{{.Text}}</a>{{end}}</td></tr>
 {{end}}</table>
 {{range .Lessons}}<section id="l{{.N}}"><h2>{{.N}}. {{.TitleEN}} · <span class="zh">{{.TitleZH}}</span></h2>
 <p>{{.ShowsEN}}</p><p class="zh">{{.ShowsZH}}</p>
 {{if .Look}}<div class="look"><b>Where to look · 看哪里: <a href="{{.Look.Href}}">{{.Look.Href}}</a>, “{{.Lesson.Look.Section}}”</b>{{.Lesson.Look.EN}}<br><span class="zh">{{.Lesson.Look.ZH}}</span></div>{{end}}
 {{if .Charts}}<div class="charts">{{range .Charts}}{{.}}{{end}}</div>{{end}}
-<dl><dt>seed</dt><dd>{{.Seed}}</dd><dt>seed figure</dt><dd>{{.SeedFigure}}</dd><dt>ours</dt><dd>{{.Ours}}</dd>
+<dl><dt>seed</dt><dd>{{.Seed}}</dd><dt>source figure</dt><dd>{{.SeedFigure}}</dd><dt>ours</dt><dd>{{.Ours}}</dd>
 <dt>verdict</dt><dd><span class="v {{.Class}}">{{.Verdict}}</span>{{if .Why}} {{.Why}}{{end}}</dd>
 {{range .Commands}}<dt>repeat it</dt><dd><code class="cmd">{{range $i, $w := .}}{{if $i}} {{end}}<span>{{range $j, $x := $w}}{{if $j}} {{end}}{{$x}}{{end}}</span>{{end}}</code></dd>{{end}}
 {{range .Reports}}<dt>report</dt><dd><a href="{{.Href}}">{{.Text}}</a></dd>{{end}}</dl></section>

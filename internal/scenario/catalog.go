@@ -8,12 +8,12 @@ import (
 	"github.com/seckill-lab/seckill/stock"
 )
 
-// All lists the scenarios, in the seeds' order.
+// All lists the scenarios, in the sources' order.
 func All() []Scenario {
 	return []Scenario{
 		{
 			Name:     "pause-holder",
-			Seed:     "003 \"Fencing token\" (Kleppmann): a GC pause longer than the lease",
+			Seed:     "Chapter 1 \"Fencing token\" (Kleppmann): a GC pause longer than the lease",
 			Story:    "the instance that just took the lock is SIGSTOPped for 1.6x the lock's TTL, watchdog on; its lease expires at the server and another instance takes the lock while the first, resumed, still works",
 			Predicts: "unfenced locks oversell; the lease check narrows the window; fencing tokens refuse the stale holder: oversold 0",
 			Topology: "single",
@@ -29,9 +29,9 @@ func All() []Scenario {
 		},
 		{
 			Name:       "redlock-restart",
-			Seed:       "003 RedLock 崩溃恢复: a granting node restarts without persistence",
+			Seed:       "Chapter 1 RedLock 崩溃恢复: a granting node restarts without persistence",
 			Story:      "right after an instance takes the Redlock lock, one of the nodes that granted it is restarted (empty: no persistence); a second client can now gather a majority while the first still works",
-			Predicts:   "two holders; Redlock has no fencing token to refuse the stale one (AOF appendfsync always plus a restart delay longer than the TTL is the seed's fix)",
+			Predicts:   "two holders; Redlock has no fencing token to refuse the stale one (AOF appendfsync always plus a restart delay longer than the TTL is the source's fix)",
 			Topology:   "single",
 			Strategies: []string{stock.Redlock},
 			// The work (1.5 s) outlasts the restarts (0.2-1.3 s measured
@@ -45,8 +45,8 @@ func All() []Scenario {
 		},
 		{
 			Name:       "redlock-restart-aof",
-			Seed:       "003 RedLock 崩溃恢复: the fix, AOF appendfsync always plus a delayed restart",
-			Story:      "as redlock-restart, with seed 003's fix: every node writes its AOF with appendfsync always, and the granting nodes are killed (a crash) and started again only after the lock's TTL plus 1 s",
+			Seed:       "Chapter 1 RedLock 崩溃恢复: the fix, AOF appendfsync always plus a delayed restart",
+			Story:      "as redlock-restart, with Chapter 1's fix: every node writes its AOF with appendfsync always, and the granting nodes are killed (a crash) and started again only after the lock's TTL plus 1 s",
 			Predicts:   "while the nodes are down nobody gathers a majority: purchases fail fast with 503 backend_unavailable, not a second holder; the nodes come back after the TTL: oversold 0 without any token, paid for in availability",
 			Topology:   "single",
 			Strategies: []string{stock.Redlock},
@@ -59,7 +59,7 @@ func All() []Scenario {
 		},
 		{
 			Name:       "zk-session",
-			Seed:       "003 zk 真正存在的问题: the holder's session expires during a pause",
+			Seed:       "Chapter 1 zk 真正存在的问题: the holder's session expires during a pause",
 			Story:      "the instance that just took the ZooKeeper lock is SIGSTOPped for 8 s, past its session timeout (4 s: ZooKeeper's minimum, 2 x tickTime); the server deletes its node and the next waiter takes the lock",
 			Predicts:   "two holders; fencing by the node's czxid refuses the stale one",
 			Topology:   "single",
@@ -72,7 +72,7 @@ func All() []Scenario {
 		},
 		{
 			Name:       "etcd-lease",
-			Seed:       "000, 002, 003 etcd: the holder's lease expires during a pause",
+			Seed:       "Overview, etcd article, Chapter 1 etcd: the holder's lease expires during a pause",
 			Story:      "the instance that just took the etcd lock is SIGSTOPped for 5 s, past its 2 s lease; the lease expires, its key goes, and the next waiter takes the lock",
 			Predicts:   "two holders; fencing by the key's create revision refuses the stale one",
 			Topology:   "single",
@@ -85,7 +85,7 @@ func All() []Scenario {
 		},
 		{
 			Name: "consul-session",
-			Seed: "001 基于 Consul 做分布式锁: the holder's session is invalidated during a pause (Consul's lock-delay)",
+			Seed: "Q&A 基于 Consul 做分布式锁: the holder's session is invalidated during a pause (Consul's lock-delay)",
 			Story: "the instance that just took the Consul lock and read the stock is SIGSTOPped for 24 s, past its session's 10 s TTL (Consul's minimum; it may take up to twice that to invalidate it); " +
 				"the session goes and the key is released. consul-nodelay runs with lock-delay 0, consul with Consul's default 15 s, during which nobody may take the key",
 			Predicts: "lock-delay 0: the next waiter takes the key at once, two holders, oversold; the default lock-delay holds the key back for 15 s after the invalidation, " +
@@ -106,7 +106,7 @@ func All() []Scenario {
 		},
 		{
 			Name:       "consul-leader",
-			Seed:       "001 Consul: its lock lives in a raft cluster that must elect a new leader",
+			Seed:       "Q&A Consul: its lock lives in a raft cluster that must elect a new leader",
 			Story:      "while purchases run, the leader of the 3-server Consul cluster is killed (SIGKILL) just after an instance took the lock, and started again 3 s later; the two others elect a new leader",
 			Predicts:   "nothing oversells and no 2xx is lost; acquisitions wait (or fail with 503) during the election and resume; held sessions survive it",
 			Topology:   "ha",
@@ -119,7 +119,7 @@ func All() []Scenario {
 		},
 		{
 			Name:       "etcd-leader",
-			Seed:       "003 high availability: etcd survives the loss of its leader",
+			Seed:       "Chapter 1 high availability: etcd survives the loss of its leader",
 			Story:      "while purchases run, the etcd cluster's leader is killed (SIGKILL) just after an instance took the lock, and started again 3 s later; the two others elect a new leader",
 			Predicts:   "nothing oversells and no 2xx is lost; sales dip while the cluster elects (about an election timeout) and resume",
 			Topology:   "ha",
@@ -132,7 +132,7 @@ func All() []Scenario {
 		},
 		{
 			Name:       "redis-failover",
-			Seed:       "001, 003: the Redis primary fails over before it replicated the lock",
+			Seed:       "Q&A, Chapter 1: the Redis primary fails over before it replicated the lock",
 			Story:      "right after an instance takes the redis lock (through Sentinel), the primary fails over while the key is on it only (the replication lag is emulated: the replica's copy is deleted first); the new primary has no lock, and a second client takes it",
 			Predicts:   "two holders; fencing (each token is at least the server's clock in µs, so the new primary's tokens are newer) refuses the stale one",
 			Topology:   "ha",
@@ -148,7 +148,7 @@ func All() []Scenario {
 		},
 		{
 			Name:       "partition-holder",
-			Seed:       "003 \"Fencing token\" (Kleppmann): a network delay or partition outlasts the lease",
+			Seed:       "Chapter 1 \"Fencing token\" (Kleppmann): a network delay or partition outlasts the lease",
 			Story:      "the instance that just took the redis lock is cut off from Redis (a partition of its link only, through the fault proxy) for 2.5 s while its work takes 1.5 s; its watchdog cannot renew, the 1 s lease expires, another instance takes the lock, and the first, still working against MySQL, commits",
 			Predicts:   "unfenced, two holders commit: oversold; the lease check cannot reach Redis and aborts (lease_lost); fencing refuses the stale holder: oversold 0",
 			Topology:   "single",
@@ -162,7 +162,7 @@ func All() []Scenario {
 		},
 		{
 			Name:       "slow-db",
-			Seed:       "003 锁超时: the business outlasts the lock's expiry (a slow database)",
+			Seed:       "Chapter 1 锁超时: the business outlasts the lock's expiry (a slow database)",
 			Story:      "the instance that just took the redis lock (no watchdog, 1 s TTL) gets +500 ms on every answer from MySQL for 3 s (latency on its link only, through the fault proxy); its transaction outlasts the TTL and the lock passes to another instance mid-transaction",
 			Predicts:   "unfenced: two holders, oversold; the lease check sees the expiry and aborts (lease_lost); fencing: oversold 0",
 			Topology:   "single",
@@ -176,7 +176,7 @@ func All() []Scenario {
 		},
 		{
 			Name:       "majority-loss",
-			Seed:       "003 high availability: a lock service is only as available as its quorum",
+			Seed:       "Chapter 1 high availability: a lock service is only as available as its quorum",
 			Story:      "while purchases run, 2 of the 3 etcd members (or ZooKeeper nodes) are stopped for 4 s",
 			Predicts:   "the lock is unavailable (503 backend_unavailable or lock_timeout) while the quorum is gone, nothing oversells, and sales resume after",
 			Topology:   "ha",
@@ -193,7 +193,7 @@ func All() []Scenario {
 		},
 		{
 			Name:       "redlock-clock",
-			Seed:       "003 RedLock 时钟变迁: a clock jump on a granting node",
+			Seed:       "Chapter 1 RedLock 时钟变迁: a clock jump on a granting node",
 			Story:      "right after an instance takes the Redlock lock, the clocks of granting nodes jump forward past the TTL (emulated: the key's TTL on those nodes is cut to 1 ms, as a jump would expire it; the lab never changes a clock) until the holder keeps a minority",
 			Predicts:   "the key expires early; a second client gathers a majority: two holders, and no token to refuse the stale one",
 			Topology:   "single",
@@ -206,7 +206,7 @@ func All() []Scenario {
 		},
 		{
 			Name:     "redis-restart-fencing",
-			Seed:     "003 Fencing token: the token source restarts",
+			Seed:     "Chapter 1 Fencing token: the token source restarts",
 			Story:    "right after an instance takes the redis lock, redis-1 (the lock and its token counter, no persistence) restarts empty",
 			Predicts: "the lock is lost with the restart (two holders possible), and fenced purchases go on selling: the counter is re-seeded from the server's clock, above the goods' fence",
 			Topology: "single",
@@ -223,7 +223,7 @@ func All() []Scenario {
 		},
 		{
 			Name:       "instance-crash",
-			Seed:       "003 锁超时防死锁: a holder that dies must not block the goods for ever",
+			Seed:       "Chapter 1 锁超时防死锁: a holder that dies must not block the goods for ever",
 			Story:      "the instance that just took the lock is killed with SIGKILL mid-critical-section and started again 1 s later",
 			Predicts:   "the lock frees at its TTL (or its session's end), the others go on selling, no 2xx is lost and nothing oversells",
 			Topology:   "single",

@@ -296,7 +296,7 @@ func write(dir string, res *Result) error {
 		return err
 	}
 	var md strings.Builder
-	fmt.Fprintf(&md, "# Scenario %s\n\n- seed: %s\n- story: %s\n- predicts: %s\n- load: %s\n- date: %s, %.0f s\n\n",
+	fmt.Fprintf(&md, "# Scenario %s\n\n- source: %s\n- story: %s\n- predicts: %s\n- load: %s\n- date: %s, %.0f s\n\n",
 		res.Scenario, res.Seed, res.Story, res.Predicts, res.Load, res.Date.Format(time.RFC3339), res.WallS)
 	md.WriteString("| " + strings.Join(header, " | ") + " |\n|" + strings.Repeat("---|", len(header)) + "\n")
 	for _, r := range res.Rows {

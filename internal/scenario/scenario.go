@@ -1,4 +1,4 @@
-// Package scenario runs the seeds' failure stories as one-command
+// Package scenario runs the sources' failure stories as one-command
 // experiments: each scenario brings the load, strikes at the moment its
 // story needs (pausing the instance that just took the lock, killing it,
 // restarting a Redlock node that granted it), heals, audits, and compares
@@ -62,8 +62,8 @@ type Striker func(dir string, s stock.Strategy, goods int64) bench.Striker
 // Scenario is one failure story.
 type Scenario struct {
 	Name string
-	// Seed names the seed passage; Story says what happens; Predicts what
-	// the seed predicts.
+	// Seed names the source passage; Story says what happens; Predicts what
+	// the source predicts.
 	Seed, Story, Predicts string
 	// Topology is what it needs: "single" (the default stack) or "ha".
 	Topology string

@@ -135,7 +135,7 @@ func killHolder(dir string, d time.Duration) func(ctx context.Context, inst stri
 // persistence) Redlock nodes that hold key's lock right now, until the
 // holder keeps only a minority (2 of 5): then a second client can gather a
 // majority while the first still works. When all five granted the lock,
-// that is three restarts; the seed's story, three granting nodes of five,
+// that is three restarts; the source's story, three granting nodes of five,
 // needs one.
 func restartGrantingNodes(dir, key string) func(ctx context.Context, inst string) (string, time.Duration, error) {
 	return func(ctx context.Context, inst string) (string, time.Duration, error) {
@@ -279,7 +279,7 @@ func holdingNodes(ctx context.Context, st *stack.State, key string) []string {
 	return out
 }
 
-// crashGrantingNodes is restartGrantingNodes with seed 003's fix: the
+// crashGrantingNodes is restartGrantingNodes with Chapter 1's fix: the
 // granting nodes are killed (SIGKILL, a crash: nothing is flushed on the
 // way down) and started again only after delay, longer than the lock's
 // TTL; with persistence (see persistAll) they come back with the keys

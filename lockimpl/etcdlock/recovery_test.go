@@ -28,7 +28,7 @@ const (
 	recoveryTTL       = 10 * time.Second
 	recoveryWork      = 100 * time.Millisecond
 	recoveryPause     = 4 * time.Second
-	// recoveryPromise is the product's promise (issue 22): selling resumes
+	// recoveryPromise is the product's promise: selling resumes
 	// within 5 s of the quorum's return, and does not stall that long again.
 	recoveryPromise = 5 * time.Second
 	// recoveryWatch is how long after the return the stream is watched.

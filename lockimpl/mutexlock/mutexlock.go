@@ -125,7 +125,7 @@ func (b *Backend) Clear(context.Context, string) error { return nil }
 // Close does nothing.
 func (b *Backend) Close() error { return nil }
 
-// Prototype is the DELIBERATELY FLAWED `mutex-prototype` lock (seed 003,
+// Prototype is the DELIBERATELY FLAWED `mutex-prototype` lock (Chapter 1,
 // "多例模式"): a prototype-scoped Spring bean, so every request gets a new
 // lock object and locks its own, fresh mutex. Nothing is ever excluded,
 // not even within one instance. Do not use it to protect anything.

@@ -1,9 +1,9 @@
 // Package redislock is the finished single-Redis lock of the `redis`
-// strategy (seed 003's Lua scripts and Redisson section):
+// strategy (Chapter 1's Lua scripts and Redisson section):
 //
 //   - every lease has a unique owner value (the Locker's UUID plus a
 //     per-lease sequence number);
-//   - acquire is ONE Lua script on the seed's reentrant hash (HINCRBY owner 1
+//   - acquire is ONE Lua script on the source's reentrant hash (HINCRBY owner 1
 //   - PEXPIRE ttl) that, in the same script, INCRs the per-key fence
 //     counter "<key>:fence" and returns it as the fencing token;
 //   - release is a Lua compare-and-delete: it decrements the reentrant count
@@ -462,7 +462,7 @@ func (h *hold) renew(ctx context.Context) error {
 }
 
 // Reenter takes the lock held by lease again for the same owner (the
-// seed's reentrant HINCRBY) and returns a nested lease with the same token.
+// source's reentrant HINCRBY) and returns a nested lease with the same token.
 // Each returned lease must be unlocked; the lock is released when the last
 // one is. It returns an error wrapping lockimpl.ErrNotHeld when lease is not
 // a live lease of this Locker.

@@ -1,5 +1,5 @@
-// Package redisnaive builds the seeds' DELIBERATELY FLAWED Redis locks
-// (seed 003, first versions), faithfully, so the harness can show how they
+// Package redisnaive builds the sources' DELIBERATELY FLAWED Redis locks
+// (Chapter 1, first versions), faithfully, so the harness can show how they
 // fail. Do not use them to protect anything.
 //
 //   - Spin (`redis-spin`): SETNX in a busy loop, no TTL, plain DEL. It
@@ -12,7 +12,7 @@
 //     then removes the second holder's lock.
 //   - Owner (`redis-owner`): SET NX PX ttl with a unique owner value, the
 //     same sleep-retry, released by GET, a compare in the client, then DEL:
-//     two commands, no Lua (seed 003 "锁被误删", before the Lua step). The
+//     two commands, no Lua (Chapter 1 "锁被误删", before the Lua step). The
 //     owner check stops a late holder from deleting a lock it sees is not
 //     its own, but not one that becomes someone else's between the GET and
 //     the DEL: when the key expires in that window (Options.ReleasePause
@@ -85,7 +85,7 @@ func (s *Spin) Key(key string) string { return s.prefix + key }
 // Key returns the Redis key that backs the lock named key.
 func (s *TTL) Key(key string) string { return s.prefix + key }
 
-// plainDel is the seeds' unlock: DEL whatever is there, ours or not. It only
+// plainDel is the sources' unlock: DEL whatever is there, ours or not. It only
 // reports ErrNotHeld when there was nothing to delete at all.
 func plainDel(client redis.UniversalClient, full, key string) func(context.Context) error {
 	return func(ctx context.Context) error {

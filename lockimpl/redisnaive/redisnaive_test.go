@@ -62,7 +62,7 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// TestTTLFlaw reproduces the seed's failure story: the work outlasts the
+// TestTTLFlaw reproduces the source's failure story: the work outlasts the
 // TTL, a second holder gets in while the first still works, and the first
 // holder's plain DEL removes the second holder's lock, letting a third in.
 func TestTTLFlaw(t *testing.T) {
@@ -137,7 +137,7 @@ func TestSpinNeverExpires(t *testing.T) {
 	_ = crashed.Unlock(ctx)
 }
 
-// TestOwnerReleasePause reproduces the seed's 锁被误删 story for the
+// TestOwnerReleasePause reproduces the source's 锁被误删 story for the
 // owner-checked lock without Lua: holder A's GET still sees its own value,
 // A pauses before its DEL, its key expires in the pause, B takes the lock,
 // and A's DEL deletes B's key, so C gets in while B still holds. Without

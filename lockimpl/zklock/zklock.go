@@ -23,7 +23,7 @@
 //     expiry (the watch ends with EventNotWatching), marks the lease lost.
 //
 // NewHerd (the `zookeeper-herd` strategy) is the same lock with the waiting
-// done the way the seeds warn against (羊群效应, the herd effect): every
+// done the way the sources warn against (羊群效应, the herd effect): every
 // waiter watches the lock's PARENT (getChildren with a watch) and re-lists
 // the children on every change, instead of watching its predecessor. It is
 // still correct (the lowest sequence holds the lock) but wasteful: each

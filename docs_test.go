@@ -1,0 +1,211 @@
+package seckill
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// docPages lists README.md and every Markdown page under docs/.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages := []string{"README.md"}
+	err := filepath.WalkDir("docs", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			pages = append(pages, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("walk docs: %v", err)
+	}
+	return pages
+}
+
+var (
+	// mdLink matches an inline link or image: [text](target) or
+	// ![alt](target "title").
+	mdLink = regexp.MustCompile(`!?\[([^\]]*)\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
+	// codeSpan matches an inline code span, whose brackets are not links.
+	codeSpan = regexp.MustCompile("`[^`\n]*`")
+	// heading matches an ATX heading.
+	heading = regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`)
+	// forbidden are what no page may say: paths outside the repository and
+	// the project's issue numbers.
+	forbidden = []*regexp.Regexp{
+		regexp.MustCompile(`\.\./shared`),
+		regexp.MustCompile(`shared/STRATEGIES`),
+		regexp.MustCompile(`(?i)\bissue\s+#?\d+`),
+	}
+)
+
+// proseLines returns a page's lines with fenced code blocks blanked, so
+// that a `#` comment in a code block is not a heading and a `[x](y)` in
+// one is not a link. Line numbers stay those of the page.
+func proseLines(text string) []string {
+	lines := strings.Split(text, "\n")
+	fenced := false
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			fenced = !fenced
+			lines[i] = ""
+			continue
+		}
+		if fenced {
+			lines[i] = ""
+		}
+	}
+	return lines
+}
+
+// headingText is a heading's text as GitHub renders it: links by their
+// text, without code ticks or emphasis stars.
+func headingText(h string) string {
+	h = mdLink.ReplaceAllString(h, "$1")
+	return strings.NewReplacer("`", "", "*", "").Replace(h)
+}
+
+// slug is GitHub's anchor for a heading's text: lower-case, punctuation
+// dropped except '-' and '_', each space a '-'; letters of every script
+// (CJK too) and digits kept.
+func slug(text string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(headingText(text)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// anchors returns the anchors of a page's headings; a repeated slug gets
+// -1, -2, ... as on GitHub.
+func anchors(text string) map[string]bool {
+	seen := map[string]int{}
+	out := map[string]bool{}
+	for _, l := range proseLines(text) {
+		m := heading.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		s := slug(m[2])
+		if n := seen[s]; n > 0 {
+			out[s+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[s] = true
+		}
+		seen[s]++
+	}
+	return out
+}
+
+func TestSlug(t *testing.T) {
+	tests := []struct{ heading, want string }{
+		{"The stock service", "the-stock-service"},
+		{"Failure scenarios (`seckill scenario`)", "failure-scenarios-seckill-scenario"},
+		{"The lock library (`lockimpl/`)", "the-lock-library-lockimpl"},
+		{"Q&A", "qa"},
+		{"Chapter 1", "chapter-1"},
+		{"etcd article", "etcd-article"},
+		{"Exercises: write the lock yourself, `seckill grade` scores it", "exercises-write-the-lock-yourself-seckill-grade-scores-it"},
+		{"seckill bench: throughput by network round trip, 2026-11-26 22:25:43 UTC", "seckill-bench-throughput-by-network-round-trip-2026-11-26-222543-utc"},
+		{"snake_case and kebab-case", "snake_case-and-kebab-case"},
+		{"**Bold** words", "bold-words"},
+		{"[A link](x.md) in it", "a-link-in-it"},
+		{"实测的课时", "实测的课时"},
+		{"前一天", "前一天"},
+		{"Redis SETNX：能用但空转", "redis-setnx能用但空转"},
+	}
+	for _, tc := range tests {
+		if got := slug(tc.heading); got != tc.want {
+			t.Errorf("slug(%q) = %q, want %q", tc.heading, got, tc.want)
+		}
+	}
+}
+
+func TestAnchorsRepeat(t *testing.T) {
+	got := anchors("# A\n\n```\n# not a heading\n```\n## A\n### B\n## A\n")
+	for _, want := range []string{"a", "a-1", "a-2", "b"} {
+		if !got[want] {
+			t.Errorf("anchors lack %q: %v", want, got)
+		}
+	}
+	if got["not-a-heading"] {
+		t.Error("a # line in a code block counted as a heading")
+	}
+}
+
+// TestDocLinks: every relative link and image in README.md and docs/
+// resolves to a file of the repository, and every #anchor to a heading of
+// its page; no page points outside the repository or names an issue.
+func TestDocLinks(t *testing.T) {
+	texts := map[string]string{}
+	read := func(path string) (string, error) {
+		if s, ok := texts[path]; ok {
+			return s, nil
+		}
+		b, err := os.ReadFile(path)
+		texts[path] = string(b)
+		return string(b), err
+	}
+	links := 0
+	for _, page := range docPages(t) {
+		text, err := read(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(text, "\n") {
+			for _, re := range forbidden {
+				if m := re.FindString(l); m != "" {
+					t.Errorf("%s:%d says %q: nothing may point outside the repository or name an issue", page, i+1, m)
+				}
+			}
+		}
+		for i, l := range proseLines(text) {
+			l = codeSpan.ReplaceAllStringFunc(l, func(s string) string { return strings.Repeat(" ", len(s)) })
+			for _, m := range mdLink.FindAllStringSubmatch(l, -1) {
+				target := m[2]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				links++
+				where := page + ":" + strconv.Itoa(i+1) + ": " + m[0]
+				path, anchor, _ := strings.Cut(target, "#")
+				file := page
+				if path != "" {
+					file = filepath.Join(filepath.Dir(page), path)
+					if _, err := os.Stat(file); err != nil {
+						t.Errorf("%s: %s does not exist", where, file)
+						continue
+					}
+				}
+				if anchor == "" {
+					continue
+				}
+				if !strings.HasSuffix(file, ".md") {
+					t.Errorf("%s: an anchor into %s, which is not a Markdown page", where, file)
+					continue
+				}
+				s, err := read(file)
+				if err != nil {
+					t.Errorf("%s: %v", where, err)
+					continue
+				}
+				if !anchors(s)[anchor] {
+					t.Errorf("%s: %s has no heading #%s", where, file, anchor)
+				}
+			}
+		}
+	}
+	if links == 0 {
+		t.Fatal("no relative link found: the parser is broken")
+	}
+}
