@@ -11,7 +11,9 @@ func TestPresets(t *testing.T) {
 		requests, stock, con int
 		wantErr              bool
 	}{
-		{"seed003", 5000, 5000, 50, false},
+		{"chapter1", 5000, 5000, 50, false},
+		{"etcd-article", DefaultRequests, DefaultStock, DefaultConcurrency, false},
+		{"seed003", 5000, 5000, 50, false}, // the older names still answer
 		{"seed002", DefaultRequests, DefaultStock, DefaultConcurrency, false},
 		{"seed999", 0, 0, 0, true},
 	}
@@ -23,7 +25,7 @@ func TestPresets(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || p.Requests != tt.requests || p.Stock != tt.stock || p.Concurrency != tt.con || p.Seed == "" {
+		if err != nil || p.Requests != tt.requests || p.Stock != tt.stock || p.Concurrency != tt.con || p.Source == "" {
 			t.Errorf("%s: %+v %v", tt.name, p, err)
 		}
 	}

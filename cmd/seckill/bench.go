@@ -105,7 +105,7 @@ func newBenchFlags() *benchFlags {
 	fs.BoolVar(&f.noWatchdog, "no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
 	fs.BoolVar(&f.noEvents, "no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
 	fs.BoolVar(&f.noQueue, "no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
-	fs.StringVar(&f.mode, "mode", bench.ModePurchase, "what a purchase's critical section does: purchase (the database transaction: ranks whole purchases) or lock (a Redis counter on a direct link: ranks the locks alone, as the seeds do; the locks and none run); both (with --sweep-rtt) runs every round trip in each mode")
+	fs.StringVar(&f.mode, "mode", bench.ModePurchase, "what a purchase's critical section does: purchase (the database transaction: ranks whole purchases) or lock (a Redis counter on a direct link: ranks the locks alone, as the source articles do; the locks and none run); both (with --sweep-rtt) runs every round trip in each mode")
 	fs.StringVar(&f.sweepRTT, "sweep-rtt", "", "run the bench at each of these network round trips on the stack's links, e.g. 0,0.2,2 (ms) or loopback,zone,cross-zone (2 to 10; needs a stack with the proxy: seckill up --rtt loopback); writes rtt-sweep.html with throughput and p50 against the measured round trip, each point's report in rtt-N/, and puts the stack's round trip back after")
 	fs.StringVar(&f.sweepBatch, "sweep-batch", "", "with --sweep-rtt: run each round trip at each of these batch sizes, e.g. 1,8,32 (1: off; the strategies that batch only); the sweep charts ok/s, p50 and p99 against the batch size")
 	fs.StringVar(&f.sweep, "sweep", "", "run each strategy at each of these client counts, e.g. 1,10,50,200 (at most 10; replaces --concurrency); the report adds throughput and p99 by clients and the locks' scaling ratio")
@@ -127,7 +127,7 @@ func newBenchFlags() *benchFlags {
 	fs.StringVar(&f.adminToken, "admin-token", "", "admin token of that fleet (default $SECKILL_ADMIN_TOKEN)")
 	fs.StringVar(&f.out, "out", "", "report directory (default: a new results/<timestamp>/)")
 	fs.BoolVar(&f.calibrate, "calibrate", false, "only measure the ceilings: the load generator's (an in-process null handler) and the database's (the purchase transaction straight at MariaDB, with the local stack or --database-dsn)")
-	fs.StringVar(&f.preset, "preset", "", "a seed's load: seed003 (5000 requests on a stock of 5000, 50 at a time), seed002 (500 on 300, the default); --preset list shows them; flags given explicitly win")
+	fs.StringVar(&f.preset, "preset", "", "a source article's load: chapter1 (5000 requests on a stock of 5000, 50 at a time), etcd-article (500 on 300, the default); --preset list shows them; flags given explicitly win")
 	fs.StringVar(&f.dbDSN, "database-dsn", "", "DSN of the fleet's database for its ceiling (default: the local stack's; with --target, none unless given)")
 	fs.IntVar(&f.calRequests, "calibrate-requests", bench.DefaultCalibrateRequests, "requests of the calibration (also run, short, before every bench; <0 skips it there)")
 	fs.DurationVar(&f.reqTimeout, "timeout", bench.DefaultRequestTimeout, "per-request timeout")
@@ -138,7 +138,7 @@ func newBenchFlags() *benchFlags {
 // printPresets lists the loads --preset accepts (--preset list).
 func printPresets() {
 	for _, p := range bench.Presets {
-		fmt.Printf("%-8s %d requests on a stock of %d, %d at a time: %s\n", p.Name, p.Requests, p.Stock, p.Concurrency, p.Seed)
+		fmt.Printf("%-12s %d requests on a stock of %d, %d at a time: %s\n", p.Name, p.Requests, p.Stock, p.Concurrency, p.Source)
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 func runLesson(ctx context.Context, args []string) error {
 	fs := newFlagSet("lesson")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: seckill lesson list | N | NAME | all [flags]\n\nThe workshop: the seeds' story as lessons, in order, each run against the local stack.")
+		fmt.Fprintln(fs.Output(), "usage: seckill lesson list | N | NAME | all [flags]\n\nThe workshop: the source articles' story as lessons, in order, each run against the local stack.")
 		fs.PrintDefaults()
 	}
 	dir := fs.String("dir", stack.DefaultDir, "run directory of the local stack")

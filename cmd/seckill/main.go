@@ -39,7 +39,7 @@ var commands = map[string]command{
 	"restart":    {"stop one component of the stack and start it again", runRestart},
 	"dashboard":  {"serve the live workshop dashboard of a stack (started by `up`)", runDashboard},
 	"grade":      {"score your lock of a workshop exercise (exercises/) on your stack: conformance, bench, faults", runGrade},
-	"lesson":     {"the workshop: the seeds' story as lessons (list, N, all), each run against the stack", runLesson},
+	"lesson":     {"the workshop: the source articles' story as lessons (list, N, all), each run against the stack", runLesson},
 	"bench":      {"fire purchases at the fleet, strategy by strategy, and report", runBench},
 	"strategies": {"list the strategies from the registry (--markdown: the README table)", runStrategies},
 	"buy":        {"one purchase through nginx; prints the order or the error", runBuy},

@@ -34,7 +34,7 @@ var (
 	tiny  = load{requests: 60, stock: 30, concurrency: 20}
 )
 
-// chapter1Load is Chapter 1's JMeter load (bench preset seed003): 5000
+// chapter1Load is Chapter 1's JMeter load (bench preset chapter1): 5000
 // requests, 50 at a time, on a stock of 5000.
 var chapter1Load = load{requests: 5000, stock: 5000, concurrency: 50}
 

@@ -20,7 +20,7 @@ const (
 	PersistNone Persistence = "off"
 	// PersistAlways is AOF with appendfsync always: every write is on
 	// disk before the node answers, so a node killed with SIGKILL comes
-	// back with every lock it granted (seed 003's fix, with a restart
+	// back with every lock it granted (Chapter 1's fix, with a restart
 	// delay longer than the TTL).
 	PersistAlways Persistence = "always"
 )
