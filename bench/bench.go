@@ -46,13 +46,16 @@ type RunResult struct {
 	ExpectedCorrect bool `json:"expected_correct"`
 	// Warmup is the purchases fired, uncounted, on a separate goods just
 	// before this run (the strategy's first run only; 0 = none).
-	Warmup       int    `json:"warmup,omitempty"`
-	Instances    int    `json:"instances"`
-	InitialStock int    `json:"initial_stock"`
-	Requests     int    `json:"requests"`
-	Concurrency  int    `json:"concurrency"`
-	Qty          int    `json:"qty"`
-	Rate         int    `json:"rate"`
+	Warmup       int `json:"warmup,omitempty"`
+	Instances    int `json:"instances"`
+	InitialStock int `json:"initial_stock"`
+	Requests     int `json:"requests"`
+	Concurrency  int `json:"concurrency"`
+	Qty          int `json:"qty"`
+	Rate         int `json:"rate"`
+	// WorkDelay to ReleasePause, and Batch, are the setting the run ran
+	// under (Service, its defaults filled in) in report.json's form:
+	// durations as Go duration strings (setConfig writes them).
 	WorkDelay    string `json:"work_delay"`
 	LockTTL      string `json:"lock_ttl"`
 	LockWait     string `json:"lock_wait"`
@@ -62,10 +65,10 @@ type RunResult struct {
 	Seed         int64  `json:"seed"`
 	// Batch is the batch size the run's strategy was set to (0 = off:
 	// the option was not given, or the strategy has no lock holder to
-	// batch; see Options.Batch).
+	// batch; see Options.Config.Batch).
 	Batch int `json:"batch,omitempty"`
 	// PerUser is what a run with a per-user limit sold per user
-	// (Options.PerUserLimit, Options.Users); nil without a limit.
+	// (Options.Config.PerUserLimit, Options.Users); nil without a limit.
 	PerUser *PerUser `json:"per_user,omitempty"`
 	// Queue is the order queue of an asynchronous strategy's run
 	// (bench/drain.go); nil for the others.
@@ -75,15 +78,15 @@ type RunResult struct {
 	CPU *CPUUse `json:"cpu,omitempty"`
 	// Service is the strategy configuration the fleet reported after the
 	// switch (effective TTL and wait budget).
-	Service     StrategyConfig `json:"service_config"`
-	OK          int            `json:"ok"`
-	Outcomes    map[string]int `json:"outcomes"`
-	ErrorKinds  map[string]int `json:"error_kinds,omitempty"`
-	Orders      int            `json:"orders"`
-	SoldQty     int            `json:"sold_qty"`
-	FinalStock  int            `json:"final_stock"`
-	Oversold    int            `json:"oversold"`
-	LostUpdates int            `json:"lost_updates"`
+	Service     stock.InstanceConfig `json:"service_config"`
+	OK          int                  `json:"ok"`
+	Outcomes    map[string]int       `json:"outcomes"`
+	ErrorKinds  map[string]int       `json:"error_kinds,omitempty"`
+	Orders      int                  `json:"orders"`
+	SoldQty     int                  `json:"sold_qty"`
+	FinalStock  int                  `json:"final_stock"`
+	Oversold    int                  `json:"oversold"`
+	LostUpdates int                  `json:"lost_updates"`
 	// ServiceOversold and ServiceLostUpdates are what /admin/audit itself
 	// computed, kept to cross-check the harness's arithmetic.
 	ServiceOversold    int            `json:"service_oversold"`
@@ -476,6 +479,15 @@ func environment(f Fleet, mode string) Environment {
 	}
 }
 
+// setConfig records the setting the fleet reported after the switch, its
+// defaults filled in: in Service and in the report's fields.
+func (r *RunResult) setConfig(eff stock.InstanceConfig) {
+	c := eff.WithDefaults()
+	r.Service = eff
+	r.WorkDelay, r.LockTTL, r.LockWait = c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String()
+	r.Fencing, r.NoWatchdog, r.ReleasePause, r.Batch = c.Fencing, c.NoWatchdog, durString(c.ReleasePause), c.Batch
+}
+
 func durString(d time.Duration) string {
 	if d == 0 {
 		return ""
@@ -514,27 +526,9 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 	ctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
 	defer cancel()
 	strategy, repeat := rs.Strategy, rs.Repeat
-	cfg := StrategyConfig{Name: strategy, WorkDelay: o.WorkDelay.String(), LockTTL: durString(o.LockTTL),
-		LockWait: durString(o.LockWait), Fencing: o.Fencing, ReleasePause: durString(o.ReleasePause), PerUserLimit: o.PerUserLimit}
-	if o.NoWatchdog {
-		cfg.Watchdog = new(bool)
-	}
-	if o.NoLocalQueue || rs.NoQueue {
-		cfg.LocalQueue = new(bool)
-	}
-	if o.NoLeaseCheck {
-		cfg.LeaseCheck = new(bool)
-	}
-	if o.Batch > 0 && slices.Contains(Batching(), strategy) {
-		cfg.Batch = o.Batch
-	}
-	eff, err := adm.setStrategy(ctx, fleet.Instances, cfg)
+	eff, err := adm.setStrategy(ctx, fleet.Instances, o.serviceConfig(rs.unit))
 	if err != nil {
 		return RunResult{}, err
-	}
-	ttl, err := time.ParseDuration(eff.LockTTL)
-	if err != nil {
-		ttl = o.LockTTL
 	}
 	name := rs.name()
 	warmed := 0
@@ -562,21 +556,13 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 
 	run := RunResult{
 		Strategy: strategy, Variant: rs.variant(), Name: name, Repeat: repeat, Warmup: warmed,
-		ExpectedCorrect: ExpectedCorrect(strategy, Setting{Instances: len(fleet.Instances), Work: o.WorkDelay, TTL: ttl,
-			NoWatchdog: o.NoWatchdog, Fencing: o.Fencing, ReleasePause: o.ReleasePause}),
-		Instances: len(fleet.Instances), InitialStock: o.Stock, Requests: o.Requests,
-		Concurrency: rs.Concurrency, Qty: o.Qty, Rate: o.Rate, WorkDelay: o.WorkDelay.String(),
-		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, NoWatchdog: o.NoWatchdog, ReleasePause: durString(o.ReleasePause), Seed: o.Seed,
-		Batch: eff.Batch, Service: eff,
+		ExpectedCorrect: ExpectedCorrect(strategy, len(fleet.Instances), eff.Config),
+		Instances:       len(fleet.Instances), InitialStock: o.Stock, Requests: o.Requests,
+		Concurrency: rs.Concurrency, Qty: o.Qty, Rate: o.Rate, Seed: o.Seed,
 		AnswersPerInstance: map[string]int{},
 		Warnings:           warnings,
 	}
-	if eff.LockTTL != "" {
-		run.LockTTL = eff.LockTTL
-	}
-	if eff.LockWait != "" {
-		run.LockWait = eff.LockWait
-	}
+	run.setConfig(eff)
 	var raw *os.File
 	spec := attackSpec{
 		Name: name, Requests: o.Requests, Concurrency: rs.Concurrency, Rate: o.Rate, Timeout: o.RequestTimeout,
@@ -731,8 +717,8 @@ func runOne(ctx context.Context, o Options, fleet Fleet, adm *admin, rs runSpec,
 		return run, err
 	}
 	a.Invariants = append(a.Invariants, ex...)
-	if o.PerUserLimit > 0 {
-		p, inv := perUser(ids, o.Users, o.PerUserLimit)
+	if o.Config.PerUserLimit > 0 {
+		p, inv := perUser(ids, o.Users, o.Config.PerUserLimit)
 		run.PerUser = &p
 		a.Invariants = append(a.Invariants, inv)
 	}

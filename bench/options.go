@@ -117,22 +117,19 @@ type Options struct {
 	// strategies that run the read-modify-write (none and the locks) run.
 	Mode string
 
-	Instances int           // >0: re-scale to this many instances first (needs Scaler); 0 = as it is
-	WorkDelay time.Duration // simulated work inside the critical section; 0 = none
-	LockTTL   time.Duration // lock TTL; 0 = the service default
-	LockWait  time.Duration // lock wait budget; 0 = the service default
-	Fencing   bool          // ask the service to check fencing tokens; default off
-	// NoWatchdog asks the service not to renew held locks (the strategies
-	// whose registry entry Renews), so work longer than LockTTL makes
-	// stale holders. Default false.
-	NoWatchdog bool
-	// NoLocalQueue makes every waiter contend at the lock server (no
-	// two-level locking). Default false: the service's local queue is on.
-	NoLocalQueue bool
+	Instances int // >0: re-scale to this many instances first (needs Scaler); 0 = as it is
+	// Config is the setting every strategy runs under; its zero value is
+	// the service's defaults and its Name is ignored (each run sets its
+	// strategy's). Config.NoWatchdog applies to Renewing() only,
+	// Config.ReleasePause to Pausing() only; Config.Batch is passed to the
+	// strategies it applies to (Batching()) and left off for the others;
+	// with Config.PerUserLimit the run checks InvPerUserLimit. Default: the
+	// service's defaults.
+	Config stock.Config
 	// CompareQueue runs every strategy the local queue applies to (a
 	// distributed lock, see Queued) twice per round: with the local queue
 	// and without it, the second labelled "NAME (no queue)". It cannot be
-	// combined with NoLocalQueue. Default false.
+	// combined with Config.NoLocalQueue. Default false.
 	CompareQueue bool
 	// Sweep runs each strategy at each of these concurrencies (closed
 	// model, Requests per point, Repeat rounds as usual); at most
@@ -148,23 +145,6 @@ type Options struct {
 	// mutual-exclusion and release-after-commit checks, then "not
 	// applicable"), to measure a strategy without the event stream.
 	NoEvents bool
-	// NoLeaseCheck lets a holder whose lease was reported lost commit
-	// anyway. Default false: the service's lease check is on.
-	NoLeaseCheck bool
-	// ReleasePause pauses the release of the locks that release in two
-	// commands (Pausing(): redis-owner) between the owner check and the
-	// delete; longer than what is left of LockTTL, it deletes the next
-	// holder's lock. Default 0.
-	ReleasePause time.Duration
-	// Batch has a lock holder sell up to Batch queued purchases in one
-	// critical section and one transaction (stock.Config.Batch). It is
-	// passed to the strategies it applies to (Batching()) and left off for
-	// the others. 0 = off (the service default); at most MaxBatch.
-	Batch int
-	// PerUserLimit has the service refuse a user's purchase past this many
-	// orders of the goods (stock.Config.PerUserLimit, every strategy);
-	// the run then checks InvPerUserLimit. 0 = no limit.
-	PerUserLimit int
 	// Users draws each request's user id from this many users, so users
 	// repeat (bench/peruser.go). 0 = a new user per request.
 	Users int
@@ -200,19 +180,18 @@ type Options struct {
 	CommandLine []string  // recorded in the report
 }
 
-// serviceConfig is the setting the instances get for strategy name: the
-// service's defaults with o's knobs.
-func (o Options) serviceConfig(name string) stock.Config {
-	c := stock.DefaultConfig(name)
-	c.WorkDelay, c.Fencing = o.WorkDelay, o.Fencing
-	if o.LockTTL > 0 {
-		c.LockTTL = o.LockTTL
+// serviceConfig is the setting the instances get for u: o.Config under
+// u's strategy name, without the local queue for a "no queue" unit, and
+// without a batch for a strategy that cannot batch.
+func (o Options) serviceConfig(u unit) stock.Config {
+	c := o.Config
+	c.Name = u.Strategy
+	if u.NoQueue {
+		c.NoLocalQueue = true
 	}
-	if o.LockWait > 0 {
-		c.LockWait = o.LockWait
+	if !slices.Contains(Batching(), u.Strategy) {
+		c.Batch = 0
 	}
-	c.Watchdog, c.LocalQueue, c.LeaseCheck = !o.NoWatchdog, !o.NoLocalQueue, !o.NoLeaseCheck
-	c.PerUserLimit = o.PerUserLimit
 	return c
 }
 
@@ -257,7 +236,7 @@ func (o Options) withDefaults() (Options, error) {
 				return o, fmt.Errorf("%w: Mode lock: %s deducts in the database itself (row lock, version or one statement), so it has no lock to measure alone; drop it (the locks and none run)", ErrInvalidOptions, s)
 			}
 		}
-		if o.Fencing || o.Batch > 0 {
+		if o.Config.Fencing || o.Config.Batch > 0 {
 			return o, fmt.Errorf("%w: Mode lock: fencing and batches work on the database's row; drop them", ErrInvalidOptions)
 		}
 	}
@@ -265,10 +244,10 @@ func (o Options) withDefaults() (Options, error) {
 		if _, ok := stock.Lookup(s); !ok { // the registry's, or an exercise's (stock.Extend)
 			return o, fmt.Errorf("%w: Strategies: unknown strategy %q; valid: %s", ErrInvalidOptions, s, strings.Join(Strategies(), ", "))
 		}
-		if o.NoWatchdog && !slices.Contains(Renewing(), s) {
+		if o.Config.NoWatchdog && !slices.Contains(Renewing(), s) {
 			return o, fmt.Errorf("%w: NoWatchdog applies to %s only, not %s", ErrInvalidOptions, strings.Join(Renewing(), ", "), s)
 		}
-		if o.ReleasePause != 0 && !slices.Contains(Pausing(), s) {
+		if o.Config.ReleasePause != 0 && !slices.Contains(Pausing(), s) {
 			return o, fmt.Errorf("%w: ReleasePause applies to %s only, not %s", ErrInvalidOptions, strings.Join(Pausing(), ", "), s)
 		}
 	}
@@ -320,16 +299,16 @@ func (o Options) withDefaults() (Options, error) {
 		{o.Repeat > 0 && o.Repeat <= 100, "Repeat must be between 1 and 100"},
 		{o.Instances >= 0 && o.Instances <= 64, "Instances must be between 1 and 64 (0 = as it is)"},
 		{o.GoodsID > 0, "GoodsID must be > 0"},
-		{o.WorkDelay >= 0, "WorkDelay must be >= 0"},
-		{o.LockTTL >= 0, "LockTTL must be >= 0"},
-		{o.LockWait >= 0, "LockWait must be >= 0"},
-		{o.ReleasePause >= 0, "ReleasePause must be >= 0"},
-		{o.Batch >= 0 && o.Batch <= MaxBatch, fmt.Sprintf("Batch must be between 0 and %d (0 = off)", MaxBatch)},
-		{o.PerUserLimit >= 0 && o.PerUserLimit <= stock.MaxPerUserLimit, fmt.Sprintf("PerUserLimit must be between 0 and %d (0 = no limit)", stock.MaxPerUserLimit)},
+		{o.Config.WorkDelay >= 0, "WorkDelay must be >= 0"},
+		{o.Config.LockTTL >= 0, "LockTTL must be >= 0"},
+		{o.Config.LockWait >= 0, "LockWait must be >= 0"},
+		{o.Config.ReleasePause >= 0, "ReleasePause must be >= 0"},
+		{o.Config.Batch >= 0 && o.Config.Batch <= MaxBatch, fmt.Sprintf("Batch must be between 0 and %d (0 = off)", MaxBatch)},
+		{o.Config.PerUserLimit >= 0 && o.Config.PerUserLimit <= stock.MaxPerUserLimit, fmt.Sprintf("PerUserLimit must be between 0 and %d (0 = no limit)", stock.MaxPerUserLimit)},
 		{o.Users >= 0 && o.Users <= MaxUsers, fmt.Sprintf("Users must be between 0 and %d (0 = a new user per request)", MaxUsers)},
 		{o.RequestTimeout > 0, "RequestTimeout must be > 0"},
 		{o.RunTimeout > 0, "RunTimeout must be > 0"},
-		{!o.CompareQueue || !o.NoLocalQueue, "CompareQueue runs each queued strategy with and without the local queue; drop NoLocalQueue"},
+		{!o.CompareQueue || !o.Config.NoLocalQueue, "CompareQueue runs each queued strategy with and without the local queue; drop NoLocalQueue"},
 		{!o.CompareQueue || slices.ContainsFunc(o.Strategies, func(s string) bool { return slices.Contains(Queued(), s) }),
 			"CompareQueue: none of the strategies uses the local queue; add one of " + strings.Join(Queued(), ", ")},
 		{len(o.Faults) == 0 || o.Faulter != nil, "Faults need a Faulter (the local stack); this fleet has none"},
@@ -343,7 +322,7 @@ func (o Options) withDefaults() (Options, error) {
 	// The setting of every strategy, as the instances will check it, before
 	// anything is sent: a bad knob stops the bench, not its fifth run.
 	for _, s := range o.Strategies {
-		if err := o.serviceConfig(s).Validate(); err != nil {
+		if err := o.serviceConfig(unit{Strategy: s}).Validate(); err != nil {
 			return o, fmt.Errorf("%w: %s: %v", ErrInvalidOptions, s, err)
 		}
 	}

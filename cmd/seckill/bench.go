@@ -160,9 +160,9 @@ func runBench(ctx context.Context, args []string) error {
 		Strategies: names, Stock: *initial, Requests: *requests, Concurrency: conc, Qty: *qty, Sweep: points,
 		CompareQueue: *compareQueue, Warmup: *warmup,
 		Rate: *rate, Repeat: *repeat, Seed: *seed, GoodsID: *goods, Instances: *instances,
-		WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing, NoWatchdog: *noWatchdog,
-		NoLocalQueue: *noQueue, NoEvents: *noEvents, NoLeaseCheck: *noLeaseCheck, ReleasePause: *releasePause, Batch: *batch, Faults: faults,
-		PerUserLimit: *perUserLimit, Users: *users,
+		Config: stock.Config{WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing, NoWatchdog: *noWatchdog,
+			NoLocalQueue: *noQueue, NoLeaseCheck: *noLeaseCheck, ReleasePause: *releasePause, Batch: *batch, PerUserLimit: *perUserLimit},
+		NoEvents: *noEvents, Faults: faults, Users: *users,
 		RequestTimeout: *reqTimeout, RunTimeout: *runTimeout, CalibrateRequests: *calRequests,
 		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
 	}
