@@ -235,16 +235,23 @@ func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.toJSON()) 
 // UnmarshalJSON reads durations as Go duration strings. Omitted fields
 // take their defaults.
 func (c *Config) UnmarshalJSON(b []byte) error {
-	var w configJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	out, err := w.config()
+	out, _, err := decodeConfig(b)
 	if err != nil {
 		return err
 	}
 	*c = out
 	return nil
+}
+
+// decodeConfig reads a setting's JSON and the "instance" that answered
+// with it ("" in a PUT's body).
+func decodeConfig(b []byte) (Config, string, error) {
+	var w configJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return Config{}, "", err
+	}
+	c, err := w.config()
+	return c, w.Instance, err
 }
 
 // InstanceConfig is the answer of GET /admin/strategy: the setting an
@@ -264,14 +271,10 @@ func (ic InstanceConfig) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the setting's fields and "instance".
 func (ic *InstanceConfig) UnmarshalJSON(b []byte) error {
-	var w configJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	c, err := w.config()
+	c, instance, err := decodeConfig(b)
 	if err != nil {
 		return err
 	}
-	*ic = InstanceConfig{Config: c, Instance: w.Instance}
+	*ic = InstanceConfig{Config: c, Instance: instance}
 	return nil
 }
