@@ -32,10 +32,6 @@ var (
 // adminclient.Error).
 type AdminError = adminclient.Error
 
-// StrategyConfig is the body of PUT /admin/strategy and the answer of GET
-// /admin/strategy: the one wire form, stock.ConfigWire.
-type StrategyConfig = stock.ConfigWire
-
 // AuditReply is the answer of GET /admin/audit.
 type AuditReply struct {
 	GoodsID      int64          `json:"goods_id"`
@@ -86,8 +82,8 @@ func (a *admin) do(ctx context.Context, method, base, path string, in, out any) 
 }
 
 // getStrategy returns the strategy the instance at base runs.
-func (a *admin) getStrategy(ctx context.Context, base string) (StrategyConfig, error) {
-	var c StrategyConfig
+func (a *admin) getStrategy(ctx context.Context, base string) (stock.InstanceConfig, error) {
+	var c stock.InstanceConfig
 	err := a.do(ctx, http.MethodGet, base, "/admin/strategy", nil, &c)
 	return c, err
 }
@@ -96,10 +92,10 @@ func (a *admin) getStrategy(ctx context.Context, base string) (StrategyConfig, e
 // back and fails with ErrDisagree unless all report cfg.Name. It returns
 // the configuration the first instance reports (the effective TTL and
 // wait budget when cfg left them to the service's defaults).
-func (a *admin) setStrategy(ctx context.Context, instances []string, cfg StrategyConfig) (StrategyConfig, error) {
-	var first StrategyConfig
+func (a *admin) setStrategy(ctx context.Context, instances []string, cfg stock.Config) (stock.InstanceConfig, error) {
+	var first stock.InstanceConfig
 	for _, base := range instances {
-		var got StrategyConfig
+		var got stock.InstanceConfig
 		if err := a.do(ctx, http.MethodPut, base, "/admin/strategy", cfg, &got); err != nil {
 			if ae := (*AdminError)(nil); errors.As(err, &ae) && ae.Code == "unknown_strategy" {
 				return first, fmt.Errorf("instance %s: %w %q: %v", base, ErrUnknownOnFleet, cfg.Name, err)
@@ -113,8 +109,8 @@ func (a *admin) setStrategy(ctx context.Context, instances []string, cfg Strateg
 // verifyStrategy asks every instance for its strategy and fails with
 // ErrDisagree unless all report name. It returns the first instance's
 // configuration.
-func (a *admin) verifyStrategy(ctx context.Context, instances []string, name string) (StrategyConfig, error) {
-	var first StrategyConfig
+func (a *admin) verifyStrategy(ctx context.Context, instances []string, name string) (stock.InstanceConfig, error) {
+	var first stock.InstanceConfig
 	var parts []string
 	agree := true
 	for i, base := range instances {

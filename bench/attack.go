@@ -162,26 +162,38 @@ func attack(ctx context.Context, spec attackSpec) (attackResult, error) {
 // replay, or collide with, the first goods' orders). It hands out at most n targets, then
 // vegeta.ErrNoTargets.
 func purchaseTargeter(target string, goods int64, qty, n int, seed int64, run string) vegeta.Targeter {
-	return usersTargeter(target, goods, qty, n, seed, run, 0)
+	return purchases{Target: target, Goods: goods, Qty: qty, N: n, Seed: seed, Run: run}.targeter()
 }
 
-// usersTargeter is purchaseTargeter with the user ids drawn from users
-// users (userOf; 0 = one user per request).
-func usersTargeter(target string, goods int64, qty, n int, seed int64, run string, users int) vegeta.Targeter {
-	rng := rand.New(rand.NewPCG(uint64(seed), hashString(run)))
-	prefix := fmt.Sprintf("%s-g%d-%08x", run, goods, rng.Uint32())
-	url := strings.TrimRight(target, "/") + "/api/v1/purchase"
+// purchases are the requests of a purchaseTargeter.
+type purchases struct {
+	Target string // the load balancer's base URL
+	Goods  int64
+	Qty    int
+	N      int    // at most this many targets
+	Seed   int64  // with Run, derives the ids
+	Run    string // the run's name
+	// Users draws the user ids from this many users (userOf); 0 = one
+	// user per request.
+	Users int
+}
+
+// targeter returns p's Targeter (see purchaseTargeter).
+func (p purchases) targeter() vegeta.Targeter {
+	rng := rand.New(rand.NewPCG(uint64(p.Seed), hashString(p.Run)))
+	prefix := fmt.Sprintf("%s-g%d-%08x", p.Run, p.Goods, rng.Uint32())
+	url := strings.TrimRight(p.Target, "/") + "/api/v1/purchase"
 	var next atomic.Int64
 	return func(t *vegeta.Target) error {
 		if t == nil {
 			return vegeta.ErrNilTarget
 		}
 		i := next.Add(1)
-		if i > int64(n) {
+		if i > int64(p.N) {
 			return vegeta.ErrNoTargets
 		}
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		body, err := json.Marshal(purchase{GoodsID: goods, Qty: qty, UserID: userOf(id, users)})
+		body, err := json.Marshal(purchase{GoodsID: p.Goods, Qty: p.Qty, UserID: userOf(id, p.Users)})
 		if err != nil {
 			return fmt.Errorf("encode purchase: %w", err)
 		}

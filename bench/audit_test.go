@@ -209,34 +209,38 @@ func TestParseStrategies(t *testing.T) {
 
 func TestExpectedCorrect(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	type setting struct {
+		instances int
+		c         stock.Config
+	}
 	tests := []struct {
 		s    string
-		st   Setting
+		st   setting
 		want bool
 	}{
-		{"none", Setting{Instances: 1}, false},
-		{"mutex", Setting{Instances: 1}, true},
-		{"mutex", Setting{Instances: 3}, false},
-		{"mutex-tx", Setting{Instances: 1}, false},
-		{"redis-ttl", Setting{Instances: 3, Work: ms(10), TTL: ms(100)}, true},
-		{"redis-ttl", Setting{Instances: 3, Work: ms(100), TTL: ms(10)}, false},
-		{"redis-spin", Setting{Instances: 3, Work: ms(100), TTL: ms(10)}, true},
-		{"redis", Setting{Instances: 3, Work: ms(100), TTL: ms(10)}, true},
-		{"redis", Setting{Instances: 3, Work: ms(100), TTL: ms(10), NoWatchdog: true}, false},
-		{"redis", Setting{Instances: 3, Work: ms(100), TTL: ms(10), NoWatchdog: true, Fencing: true}, true},
-		{"redis", Setting{Instances: 3, Work: ms(10), TTL: ms(100), NoWatchdog: true}, true},
-		{"redlock", Setting{Instances: 3, Work: ms(100), TTL: ms(10), NoWatchdog: true, Fencing: true}, false},
-		{"mysql-unique", Setting{Instances: 3, Work: ms(100), TTL: ms(10), NoWatchdog: true}, false},
-		{"sql-atomic", Setting{Instances: 3}, true},
-		{"mutex-prototype", Setting{Instances: 1}, false},
-		{"redis-owner", Setting{Instances: 3, TTL: ms(100)}, true},
-		{"redis-owner", Setting{Instances: 3, Work: ms(20), TTL: ms(100), ReleasePause: ms(90)}, false}, // work + pause >= TTL
-		{"redis", Setting{Instances: 3, Work: ms(20), TTL: ms(100), ReleasePause: ms(90)}, true},        // no pause in its release
-		{"zookeeper-herd", Setting{Instances: 3}, true},
-		{"bogus", Setting{Instances: 3}, false},
+		{"none", setting{1, stock.Config{}}, false},
+		{"mutex", setting{1, stock.Config{}}, true},
+		{"mutex", setting{3, stock.Config{}}, false},
+		{"mutex-tx", setting{1, stock.Config{}}, false},
+		{"redis-ttl", setting{3, stock.Config{WorkDelay: ms(10), LockTTL: ms(100)}}, true},
+		{"redis-ttl", setting{3, stock.Config{WorkDelay: ms(100), LockTTL: ms(10)}}, false},
+		{"redis-spin", setting{3, stock.Config{WorkDelay: ms(100), LockTTL: ms(10)}}, true},
+		{"redis", setting{3, stock.Config{WorkDelay: ms(100), LockTTL: ms(10)}}, true},
+		{"redis", setting{3, stock.Config{WorkDelay: ms(100), LockTTL: ms(10), NoWatchdog: true}}, false},
+		{"redis", setting{3, stock.Config{WorkDelay: ms(100), LockTTL: ms(10), NoWatchdog: true, Fencing: true}}, true},
+		{"redis", setting{3, stock.Config{WorkDelay: ms(10), LockTTL: ms(100), NoWatchdog: true}}, true},
+		{"redlock", setting{3, stock.Config{WorkDelay: ms(100), LockTTL: ms(10), NoWatchdog: true, Fencing: true}}, false},
+		{"mysql-unique", setting{3, stock.Config{WorkDelay: ms(100), LockTTL: ms(10), NoWatchdog: true}}, false},
+		{"sql-atomic", setting{3, stock.Config{}}, true},
+		{"mutex-prototype", setting{1, stock.Config{}}, false},
+		{"redis-owner", setting{3, stock.Config{LockTTL: ms(100)}}, true},
+		{"redis-owner", setting{3, stock.Config{WorkDelay: ms(20), LockTTL: ms(100), ReleasePause: ms(90)}}, false}, // work + pause >= TTL
+		{"redis", setting{3, stock.Config{WorkDelay: ms(20), LockTTL: ms(100), ReleasePause: ms(90)}}, true},        // no pause in its release
+		{"zookeeper-herd", setting{3, stock.Config{}}, true},
+		{"bogus", setting{3, stock.Config{}}, false},
 	}
 	for _, tt := range tests {
-		if got := ExpectedCorrect(tt.s, tt.st); got != tt.want {
+		if got := ExpectedCorrect(tt.s, tt.st.instances, tt.st.c); got != tt.want {
 			t.Errorf("ExpectedCorrect(%s, %+v) = %v, want %v", tt.s, tt.st, got, tt.want)
 		}
 	}
@@ -256,29 +260,25 @@ func TestOptionsValidation(t *testing.T) {
 		{"negative rate", func(o *Options) { o.Rate = -1 }, false},
 		{"negative qty", func(o *Options) { o.Qty = -1 }, false},
 		{"unknown strategy", func(o *Options) { o.Strategies = []string{"nope"} }, false},
-		{"negative work delay", func(o *Options) { o.WorkDelay = -1 }, false},
-		{"no watchdog on all strategies", func(o *Options) { o.NoWatchdog = true }, false},
-		{"no watchdog on a strategy without one", func(o *Options) { o.NoWatchdog = true; o.Strategies = []string{"redis", "etcd"} }, false},
-		{"release pause on redis-owner", func(o *Options) { o.ReleasePause = time.Second; o.Strategies = []string{"redis-owner"} }, true},
-		{"release pause on a one-step release", func(o *Options) { o.ReleasePause = time.Second; o.Strategies = []string{"redis-owner", "redis"} }, false},
-		{"negative release pause", func(o *Options) { o.ReleasePause = -1; o.Strategies = []string{"redis-owner"} }, false},
-		{"fencing on a lock without tokens", func(o *Options) { o.Fencing = true; o.Strategies = []string{stock.Redis, stock.Redlock} }, false},
-		{"fencing on a lock with tokens", func(o *Options) { o.Fencing = true; o.Strategies = []string{stock.Redis} }, true},
-		{"lock TTL below the service's minimum", func(o *Options) { o.LockTTL = stock.MinLockTTL - 1 }, false},
-		{"work delay above the service's maximum", func(o *Options) { o.WorkDelay = stock.MaxWorkDelay + 1 }, false},
-		{"lock wait above the service's maximum", func(o *Options) { o.LockWait = stock.MaxLockWait + 1 }, false},
+		{"negative work delay", func(o *Options) { o.Config.WorkDelay = -1 }, false},
+		{"no watchdog on all strategies", func(o *Options) { o.Config.NoWatchdog = true }, false},
+		{"no watchdog on a strategy without one", func(o *Options) { o.Config.NoWatchdog = true; o.Strategies = []string{"redis", "etcd"} }, false},
+		{"release pause on redis-owner", func(o *Options) { o.Config.ReleasePause = time.Second; o.Strategies = []string{"redis-owner"} }, true},
+		{"release pause on a one-step release", func(o *Options) { o.Config.ReleasePause = time.Second; o.Strategies = []string{"redis-owner", "redis"} }, false},
+		{"negative release pause", func(o *Options) { o.Config.ReleasePause = -1; o.Strategies = []string{"redis-owner"} }, false},
+		{"fencing on a lock without tokens", func(o *Options) { o.Config.Fencing = true; o.Strategies = []string{stock.Redis, stock.Redlock} }, false},
+		{"fencing on a lock with tokens", func(o *Options) { o.Config.Fencing = true; o.Strategies = []string{stock.Redis} }, true},
+		{"lock TTL below the service's minimum", func(o *Options) { o.Config.LockTTL = stock.MinLockTTL - 1 }, false},
+		{"work delay above the service's maximum", func(o *Options) { o.Config.WorkDelay = stock.MaxWorkDelay + 1 }, false},
+		{"lock wait above the service's maximum", func(o *Options) { o.Config.LockWait = stock.MaxLockWait + 1 }, false},
 		{"flt without a faulter", func(o *Options) { o.Rate, o.Faults = 100, []fleet.Fault{flt} }, false},
 		{"flt without a rate", func(o *Options) { o.Faults, o.Faulter = []fleet.Fault{flt}, recorder(nil) }, false},
-		{"flt past the run", func(o *Options) {
-			o.Rate, o.Requests, o.Faults, o.Faulter = 100, 100, []fleet.Fault{flt}, recorder(nil)
-		}, false},
-		{"batch on every strategy: applied where it can be", func(o *Options) { o.Batch = 16 }, true},
-		{"batch at its maximum", func(o *Options) { o.Batch = MaxBatch }, true},
-		{"batch too large", func(o *Options) { o.Batch = MaxBatch + 1 }, false},
-		{"negative batch", func(o *Options) { o.Batch = -1 }, false},
-		{"flt inside the run", func(o *Options) {
-			o.Rate, o.Requests, o.Faults, o.Faulter = 100, 300, []fleet.Fault{flt}, recorder(nil)
-		}, true},
+		{"flt past the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 100, []fleet.Fault{flt}, recorder(nil) }, false},
+		{"batch on every strategy: applied where it can be", func(o *Options) { o.Config.Batch = 16 }, true},
+		{"batch at its maximum", func(o *Options) { o.Config.Batch = MaxBatch }, true},
+		{"batch too large", func(o *Options) { o.Config.Batch = MaxBatch + 1 }, false},
+		{"negative batch", func(o *Options) { o.Config.Batch = -1 }, false},
+		{"flt inside the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 300, []fleet.Fault{flt}, recorder(nil) }, true},
 	}
 	for _, tt := range tests {
 		var o Options

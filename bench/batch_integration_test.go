@@ -29,7 +29,7 @@ func TestIntegrationBatch(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.strategy, func(t *testing.T) {
-			o := bench.Options{Fleet: fleet, Strategies: []string{tc.strategy}, Batch: tc.batch, Seed: 13}
+			o := bench.Options{Fleet: fleet, Strategies: []string{tc.strategy}, Config: stock.Config{Batch: tc.batch}, Seed: 13}
 			o.OutDir = filepath.Join(t.TempDir(), "out")
 			r := runOne(t, o)
 			t.Log(describe(r))

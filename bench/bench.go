@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/adminclient"
-	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -47,13 +46,16 @@ type RunResult struct {
 	ExpectedCorrect bool `json:"expected_correct"`
 	// Warmup is the purchases fired, uncounted, on a separate goods just
 	// before this run (the strategy's first run only; 0 = none).
-	Warmup       int    `json:"warmup,omitempty"`
-	Instances    int    `json:"instances"`
-	InitialStock int    `json:"initial_stock"`
-	Requests     int    `json:"requests"`
-	Concurrency  int    `json:"concurrency"`
-	Qty          int    `json:"qty"`
-	Rate         int    `json:"rate"`
+	Warmup       int `json:"warmup,omitempty"`
+	Instances    int `json:"instances"`
+	InitialStock int `json:"initial_stock"`
+	Requests     int `json:"requests"`
+	Concurrency  int `json:"concurrency"`
+	Qty          int `json:"qty"`
+	Rate         int `json:"rate"`
+	// WorkDelay to ReleasePause, and Batch, are the setting the run ran
+	// under (Service, its defaults filled in) in report.json's form:
+	// durations as Go duration strings (setConfig writes them).
 	WorkDelay    string `json:"work_delay"`
 	LockTTL      string `json:"lock_ttl"`
 	LockWait     string `json:"lock_wait"`
@@ -63,10 +65,10 @@ type RunResult struct {
 	Seed         int64  `json:"seed"`
 	// Batch is the batch size the run's strategy was set to (0 = off:
 	// the option was not given, or the strategy has no lock holder to
-	// batch; see Options.Batch).
+	// batch; see Options.Config.Batch).
 	Batch int `json:"batch,omitempty"`
 	// PerUser is what a run with a per-user limit sold per user
-	// (Options.PerUserLimit, Options.Users); nil without a limit.
+	// (Options.Config.PerUserLimit, Options.Users); nil without a limit.
 	PerUser *PerUser `json:"per_user,omitempty"`
 	// Queue is the order queue of an asynchronous strategy's run
 	// (bench/drain.go); nil for the others.
@@ -76,15 +78,15 @@ type RunResult struct {
 	CPU *CPUUse `json:"cpu,omitempty"`
 	// Service is the strategy configuration the fleet reported after the
 	// switch (effective TTL and wait budget).
-	Service     StrategyConfig `json:"service_config"`
-	OK          int            `json:"ok"`
-	Outcomes    map[string]int `json:"outcomes"`
-	ErrorKinds  map[string]int `json:"error_kinds,omitempty"`
-	Orders      int            `json:"orders"`
-	SoldQty     int            `json:"sold_qty"`
-	FinalStock  int            `json:"final_stock"`
-	Oversold    int            `json:"oversold"`
-	LostUpdates int            `json:"lost_updates"`
+	Service     stock.InstanceConfig `json:"service_config"`
+	OK          int                  `json:"ok"`
+	Outcomes    map[string]int       `json:"outcomes"`
+	ErrorKinds  map[string]int       `json:"error_kinds,omitempty"`
+	Orders      int                  `json:"orders"`
+	SoldQty     int                  `json:"sold_qty"`
+	FinalStock  int                  `json:"final_stock"`
+	Oversold    int                  `json:"oversold"`
+	LostUpdates int                  `json:"lost_updates"`
 	// ServiceOversold and ServiceLostUpdates are what /admin/audit itself
 	// computed, kept to cross-check the harness's arithmetic.
 	ServiceOversold    int            `json:"service_oversold"`
@@ -317,74 +319,131 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	began := time.Now()
-	fleet := o.Fleet
-	if o.Instances > 0 {
-		switch {
-		case o.Scaler != nil:
-			if fleet, err = o.Scaler.Scale(ctx, o.Instances); err != nil {
-				return nil, fmt.Errorf("scale to %d instances: %w", o.Instances, err)
-			}
-		case len(fleet.Instances) != o.Instances:
-			return nil, fmt.Errorf("%w: --instances %d: this fleet cannot be re-scaled (it has %d instances); scale it yourself or drop --instances",
-				ErrInvalidOptions, o.Instances, len(fleet.Instances))
-		}
-	}
-	if fleet.Target == "" {
-		return nil, fmt.Errorf("%w: no target (the nginx URL)", ErrInvalidOptions)
-	}
-	if len(fleet.Instances) == 0 {
-		return nil, fmt.Errorf("%w: no instance URLs (the admin API must reach every instance)", ErrInvalidOptions)
-	}
-	for _, u := range append([]string{fleet.Target}, fleet.Instances...) {
-		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			return nil, fmt.Errorf("%w: %q is not an http(s) URL", ErrInvalidOptions, u)
-		}
-	}
-	adm := newAdmin(fleet.AdminToken)
-	for _, base := range fleet.Instances {
-		if _, err := adm.getStrategy(ctx, base); err != nil {
-			return nil, err
-		}
-	}
-	if err := checkTarget(ctx, fleet.Target); err != nil {
+	fl, err := readyFleet(ctx, o)
+	if err != nil {
 		return nil, err
 	}
-
+	r := &runner{o: o, fleet: fl, adm: newAdmin(fl.AdminToken)}
+	if err := r.checkInstances(ctx); err != nil {
+		return nil, err
+	}
 	rep := &Report{
 		Date:        began.UTC(),
 		CommandLine: strings.Join(o.CommandLine, " "),
-		Environment: environment(fleet, o.Mode),
+		Environment: environment(fl, o.Mode),
 	}
-	costCond := measureCostConditions(ctx, fleet)
-	if o.CalibrateRequests > 0 {
-		c, err := Calibrate(ctx, o.CalibrateRequests, o.Concurrency, o.Rate)
-		if err != nil {
-			return nil, err
-		}
-		rep.Calibration = &c
-		rep.CeilingRPS = c.CeilingRPS
-		if o.DatabaseDSN != "" {
-			dc, err := CalibrateDatabase(ctx, o.DatabaseDSN, o.CalibrateRequests, o.Concurrency)
-			if err != nil {
-				return nil, err
-			}
-			rep.DBCeiling = &dc
-		}
+	costCond := measureCostConditions(ctx, fl)
+	if err := calibrate(ctx, o, rep); err != nil {
+		return nil, err
 	}
-
-	var rawDir string
 	if o.OutDir != "" {
-		rawDir = filepath.Join(o.OutDir, "raw")
-		if err := os.MkdirAll(rawDir, 0o755); err != nil {
+		r.rawDir = filepath.Join(o.OutDir, "raw")
+		if err := os.MkdirAll(r.rawDir, 0o755); err != nil {
 			return nil, fmt.Errorf("create output directory: %w", err)
 		}
 	}
+	rep.Warmup = max(o.Warmup, 0)
+	if err := r.rounds(ctx, rep); err != nil {
+		var fail runFailed
+		if errors.As(err, &fail) && len(rep.Runs) > 0 && o.OutDir != "" {
+			// Keep what was measured before the failure.
+			summarize(rep, o, costCond, began)
+			if werr := WriteReports(o.OutDir, rep); werr == nil {
+				err = fmt.Errorf("%w (reports of the %d runs before it are in %s)", err, len(rep.Runs), o.OutDir)
+			}
+		}
+		return rep, err
+	}
+	summarize(rep, o, costCond, began)
+	if best := bestThroughput(rep.Summary); best > 0 && rep.CeilingRPS > 0 {
+		rep.CeilingRatio = rep.CeilingRPS / best
+	}
+	if o.OutDir != "" {
+		if err := WriteReports(o.OutDir, rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// readyFleet is o.Fleet, re-scaled to o.Instances when asked, once its
+// URLs are checked.
+func readyFleet(ctx context.Context, o Options) (fleet.Fleet, error) {
+	fl := o.Fleet
+	if o.Instances > 0 {
+		switch {
+		case o.Scaler != nil:
+			var err error
+			if fl, err = o.Scaler.Scale(ctx, o.Instances); err != nil {
+				return fl, fmt.Errorf("scale to %d instances: %w", o.Instances, err)
+			}
+		case len(fl.Instances) != o.Instances:
+			return fl, fmt.Errorf("%w: --instances %d: this fl cannot be re-scaled (it has %d instances); scale it yourself or drop --instances",
+				ErrInvalidOptions, o.Instances, len(fl.Instances))
+		}
+	}
+	if fl.Target == "" {
+		return fl, fmt.Errorf("%w: no target (the nginx URL)", ErrInvalidOptions)
+	}
+	if len(fl.Instances) == 0 {
+		return fl, fmt.Errorf("%w: no instance URLs (the admin API must reach every instance)", ErrInvalidOptions)
+	}
+	for _, u := range append([]string{fl.Target}, fl.Instances...) {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return fl, fmt.Errorf("%w: %q is not an http(s) URL", ErrInvalidOptions, u)
+		}
+	}
+	return fl, nil
+}
+
+// checkInstances fails unless every instance's admin API and the target
+// answer.
+func (r *runner) checkInstances(ctx context.Context) error {
+	for _, base := range r.fleet.Instances {
+		if _, err := r.adm.getStrategy(ctx, base); err != nil {
+			return err
+		}
+	}
+	return checkTarget(ctx, r.fleet.Target)
+}
+
+// calibrate measures the load generator's ceiling and, with a
+// DatabaseDSN, the database's, into rep (nothing when o skips it).
+func calibrate(ctx context.Context, o Options, rep *Report) error {
+	if o.CalibrateRequests <= 0 {
+		return nil
+	}
+	c, err := Calibrate(ctx, o.CalibrateRequests, o.Concurrency, o.Rate)
+	if err != nil {
+		return err
+	}
+	rep.Calibration = &c
+	rep.CeilingRPS = c.CeilingRPS
+	if o.DatabaseDSN != "" {
+		dc, err := CalibrateDatabase(ctx, o.DatabaseDSN, o.CalibrateRequests, o.Concurrency)
+		if err != nil {
+			return err
+		}
+		rep.DBCeiling = &dc
+	}
+	return nil
+}
+
+// runFailed is a run's error in rounds: the runs before it are kept.
+type runFailed struct{ error }
+
+func (e runFailed) Unwrap() error { return e.error }
+
+// rounds runs o.Repeat rounds, each every unit at every concurrency point
+// in the round's order, into rep; with a database ceiling, it is measured
+// again before every round after the first. A run's error is a runFailed.
+func (r *runner) rounds(ctx context.Context, rep *Report) error {
+	o := r.o
 	us := units(o)
 	points := o.Sweep
 	if len(points) == 0 {
 		points = []int{o.Concurrency}
 	}
-	rep.Warmup = max(o.Warmup, 0)
 	total := len(us) * len(points) * o.Repeat
 	n := 0
 	warmed := map[unit]bool{}
@@ -394,7 +453,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			// over the rounds is what "of DB" divides by.
 			dc, err := CalibrateDatabase(ctx, o.DatabaseDSN, o.CalibrateRequests, o.Concurrency)
 			if err != nil {
-				return rep, fmt.Errorf("round %d: %w", round, err)
+				return fmt.Errorf("round %d: %w", round, err)
 			}
 			rep.DBCeiling.add(dc)
 		}
@@ -414,40 +473,25 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				if rs.Sweep {
 					label += fmt.Sprintf(" %4d clients", c)
 				}
-				r, err := runOne(ctx, o, fleet, adm, rs, label, rawDir)
+				run, err := r.runOne(ctx, rs, label)
 				if err != nil {
-					err = fmt.Errorf("%s (repeat %d, %d clients): %w", labelOf(u.Strategy, u.variant()), round, c, err)
-					if len(rep.Runs) > 0 && o.OutDir != "" {
-						// Keep what was measured before the failure.
-						rep.Summary = Summarize(rep.Runs)
-						setDBCeiling(rep.Summary, rep.DBCeiling)
-						rep.Sweep = sweepOf(rep.Summary, o.Sweep)
-						rep.CostModel = costModel(costCond, rep.Runs, rep.Summary)
-						rep.WallS = time.Since(began).Seconds()
-						if werr := WriteReports(o.OutDir, rep); werr == nil {
-							err = fmt.Errorf("%w (reports of the %d runs before it are in %s)", err, len(rep.Runs), o.OutDir)
-						}
-					}
-					return rep, err
+					return runFailed{fmt.Errorf("%s (repeat %d, %d clients): %w", labelOf(u.Strategy, u.variant()), round, c, err)}
 				}
-				rep.Runs = append(rep.Runs, r)
+				rep.Runs = append(rep.Runs, run)
 			}
 		}
 	}
+	return nil
+}
+
+// summarize fills rep's summary, sweep, cost model and wall time from its
+// runs.
+func summarize(rep *Report, o Options, costCond CostConditions, began time.Time) {
 	rep.Summary = Summarize(rep.Runs)
 	setDBCeiling(rep.Summary, rep.DBCeiling)
 	rep.Sweep = sweepOf(rep.Summary, o.Sweep)
 	rep.CostModel = costModel(costCond, rep.Runs, rep.Summary)
-	if best := bestThroughput(rep.Summary); best > 0 && rep.CeilingRPS > 0 {
-		rep.CeilingRatio = rep.CeilingRPS / best
-	}
 	rep.WallS = time.Since(began).Seconds()
-	if o.OutDir != "" {
-		if err := WriteReports(o.OutDir, rep); err != nil {
-			return rep, err
-		}
-	}
-	return rep, nil
 }
 
 // checkTarget fails with ErrUnreachable when nothing answers at target.
@@ -477,272 +521,20 @@ func environment(f fleet.Fleet, mode string) Environment {
 	}
 }
 
+// setConfig records the setting the fleet reported after the switch, its
+// defaults filled in: in Service and in the report's fields.
+func (r *RunResult) setConfig(eff stock.InstanceConfig) {
+	c := eff.WithDefaults()
+	r.Service = eff
+	r.WorkDelay, r.LockTTL, r.LockWait = c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String()
+	r.Fencing, r.NoWatchdog, r.ReleasePause, r.Batch = c.Fencing, c.NoWatchdog, durString(c.ReleasePause), c.Batch
+}
+
 func durString(d time.Duration) string {
 	if d == 0 {
 		return ""
 	}
 	return d.String()
-}
-
-// warmup fires o.Warmup purchases under the strategy in force on a goods
-// of its own (GoodsID + warmupGoodsOffset), counted nowhere, so the
-// measured run does not pay for cold connections, sessions and caches. A
-// warm-up longer than warmupTimeout (a long WorkDelay) is cut short.
-func warmup(ctx context.Context, o Options, fleet fleet.Fleet, adm *admin, name string, concurrency int) error {
-	goods := o.GoodsID + warmupGoodsOffset
-	if _, err := adm.reset(ctx, fleet.Instances[0], goods, o.Warmup*o.Qty); err != nil {
-		return fmt.Errorf("warm-up: %w", err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, warmupTimeout)
-	defer cancel()
-	wname := name + "-warmup"
-	_, err := attack(wctx, attackSpec{
-		Name: wname, Requests: o.Warmup, Concurrency: max(1, min(concurrency, o.Warmup)), Timeout: o.RequestTimeout,
-		Targeter: purchaseTargeter(fleet.Target, goods, o.Qty, o.Warmup, o.Seed, wname),
-	})
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return nil // cut short on purpose
-	}
-	if err != nil {
-		return fmt.Errorf("warm-up: %w", err)
-	}
-	return nil
-}
-
-// runOne is one strategy, one repeat, one concurrency: switch, (warm up,)
-// reset, attack, audit.
-func runOne(ctx context.Context, o Options, fleet fleet.Fleet, adm *admin, rs runSpec, label, rawDir string) (RunResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
-	defer cancel()
-	strategy, repeat := rs.Strategy, rs.Repeat
-	cfg := StrategyConfig{Name: strategy, WorkDelay: o.WorkDelay.String(), LockTTL: durString(o.LockTTL),
-		LockWait: durString(o.LockWait), Fencing: o.Fencing, ReleasePause: durString(o.ReleasePause), PerUserLimit: o.PerUserLimit}
-	if o.NoWatchdog {
-		cfg.Watchdog = new(bool)
-	}
-	if o.NoLocalQueue || rs.NoQueue {
-		cfg.LocalQueue = new(bool)
-	}
-	if o.NoLeaseCheck {
-		cfg.LeaseCheck = new(bool)
-	}
-	if o.Batch > 0 && slices.Contains(Batching(), strategy) {
-		cfg.Batch = o.Batch
-	}
-	eff, err := adm.setStrategy(ctx, fleet.Instances, cfg)
-	if err != nil {
-		return RunResult{}, err
-	}
-	ttl, err := time.ParseDuration(eff.LockTTL)
-	if err != nil {
-		ttl = o.LockTTL
-	}
-	name := rs.name()
-	warmed := 0
-	if rs.Warm {
-		if err := warmup(ctx, o, fleet, adm, name, rs.Concurrency); err != nil {
-			return RunResult{}, err
-		}
-		warmed = o.Warmup
-	}
-	skipped, err := adm.reset(ctx, fleet.Instances[0], o.GoodsID, o.Stock)
-	if err != nil {
-		return RunResult{}, err
-	}
-	warnings, err := checkReset(strategy, skipped)
-	if err != nil {
-		return RunResult{}, fmt.Errorf("%s: %w", strategy, err)
-	}
-	if o.Progress != nil {
-		for _, w := range warnings {
-			fmt.Fprintf(o.Progress, "warning: %s: %s\n", label, w)
-		}
-	}
-	before, lockErr := adm.scrapeLocks(ctx, fleet.Instances, strategy)
-	costBefore, costErr := adm.costCounts(ctx, fleet.Instances)
-
-	run := RunResult{
-		Strategy: strategy, Variant: rs.variant(), Name: name, Repeat: repeat, Warmup: warmed,
-		ExpectedCorrect: ExpectedCorrect(strategy, Setting{Instances: len(fleet.Instances), Work: o.WorkDelay, TTL: ttl,
-			NoWatchdog: o.NoWatchdog, Fencing: o.Fencing, ReleasePause: o.ReleasePause}),
-		Instances: len(fleet.Instances), InitialStock: o.Stock, Requests: o.Requests,
-		Concurrency: rs.Concurrency, Qty: o.Qty, Rate: o.Rate, WorkDelay: o.WorkDelay.String(),
-		LockTTL: o.LockTTL.String(), LockWait: o.LockWait.String(), Fencing: o.Fencing, NoWatchdog: o.NoWatchdog, ReleasePause: durString(o.ReleasePause), Seed: o.Seed,
-		Batch: eff.Batch, Service: eff,
-		AnswersPerInstance: map[string]int{},
-		Warnings:           warnings,
-	}
-	if eff.LockTTL != "" {
-		run.LockTTL = eff.LockTTL
-	}
-	if eff.LockWait != "" {
-		run.LockWait = eff.LockWait
-	}
-	var raw *os.File
-	spec := attackSpec{
-		Name: name, Requests: o.Requests, Concurrency: rs.Concurrency, Rate: o.Rate, Timeout: o.RequestTimeout,
-		Targeter: usersTargeter(fleet.Target, o.GoodsID, o.Qty, o.Requests, o.Seed, name, o.Users),
-	}
-	if rawDir != "" {
-		var err error
-		run.Raw = filepath.Join("raw", name+".bin")
-		if raw, err = os.Create(filepath.Join(rawDir, name+".bin")); err != nil {
-			return run, fmt.Errorf("create raw results file: %w", err)
-		}
-		defer raw.Close()
-	}
-	// The raw results are encoded after the load, not during it: encoding
-	// is the generator's CPU, taken from the system it measures.
-	var kept []*vegetaResult
-	responses := make([]Response, 0, o.Requests)
-	spec.OnResult = func(r *vegetaResult, id string) {
-		if raw != nil {
-			kept = append(kept, r)
-		}
-		resp := toResponse(r, id)
-		if resp.Instance != "" {
-			run.AnswersPerInstance[resp.Instance]++
-		}
-		responses = append(responses, resp)
-	}
-	pl := newProgress(o.Progress, label, o.Requests)
-	spec.Progress = pl.update
-	t0 := time.Now()
-	healed := func() error { return nil }
-	if len(o.Faults) > 0 {
-		healed = scheduleFaults(ctx, o.Faulter, o.Faults, t0)
-		for _, f := range o.Faults {
-			run.Faults = append(run.Faults, f.String())
-		}
-	}
-	var ec *eventCollector
-	var evErr error
-	switch {
-	case o.NoEvents:
-		evErr = errors.New("--no-events")
-	case fleet.AdminToken != "":
-		ec, evErr = collectEvents(ctx, fleet, stock.LockKey(o.GoodsID))
-	}
-	struck := func() ([]Strike, error) { return nil, nil }
-	if o.Striker != nil {
-		sctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		var strikes []Strike
-		var serr error
-		go func() {
-			defer close(done)
-			strikes, serr = o.Striker.Run(sctx, fleet, t0)
-		}()
-		struck = func() ([]Strike, error) { stop(); <-done; return strikes, serr }
-	}
-	cpu0 := markCPU(o.CPU)
-	res, err := attack(ctx, spec)
-	cpu1 := markCPU(o.CPU)
-	pl.done()
-	if raw != nil {
-		if werr := writeRaw(raw, kept); werr != nil && err == nil {
-			err = werr
-		}
-	}
-	// Every fault ends before the audit (a paused instance must answer it).
-	if herr := healed(); herr != nil && err == nil {
-		err = herr
-	}
-	strikes, serr := struck()
-	if serr != nil && err == nil {
-		err = fmt.Errorf("striker: %w", serr)
-	}
-	var events []stock.Event
-	var gaps []string
-	if ec != nil {
-		events, gaps = ec.stop()
-	}
-	if err != nil {
-		return run, err
-	}
-	var costDelta cost.Snapshot
-	if costErr == nil {
-		if after, err := adm.costCounts(ctx, fleet.Instances); err == nil {
-			costDelta = after.Sub(costBefore)
-		}
-	}
-	run.Strikes = strikes
-	run.Windows = faultWindows(responses, t0, append(slices.Clone(o.Faults), strikeFaults(strikes)...), res.Wall)
-	if run.Windows != nil {
-		run.LongestGapS = longestGap(responses).Seconds()
-	}
-	if raw != nil {
-		if err := raw.Close(); err != nil {
-			return run, fmt.Errorf("close raw results: %w", err)
-		}
-	}
-	if isAsync(strategy) {
-		q, err := drainQueue(ctx, adm, fleet.Instances, o.GoodsID)
-		if err != nil {
-			return run, fmt.Errorf("%s: %w", strategy, err)
-		}
-		run.Queue = &q
-		cpu1 = markCPU(o.CPU) // the consumers' writes are the purchase's too
-	}
-	run.CPU = cpuSince(cpu0, cpu1, res.Results)
-
-	au, err := adm.audit(ctx, fleet.Instances[0], o.GoodsID)
-	if err != nil {
-		return run, err
-	}
-	ids, err := adm.orders(ctx, fleet.Instances[0], o.GoodsID)
-	if err != nil {
-		return run, err
-	}
-	if lockErr == nil {
-		after, err := adm.scrapeLocks(ctx, fleet.Instances, strategy)
-		if err == nil {
-			d := after.sub(before)
-			run.LockAcquisitions = d.WaitCount
-			run.BackendEvents = d.Backend
-			if d.WaitCount > 0 {
-				v := d.WaitSum / d.WaitCount * 1000
-				run.LockWaitMS = &v
-			}
-			if d.HoldCount > 0 {
-				v := d.HoldSum / d.HoldCount * 1000
-				run.LockHoldMS = &v
-			}
-		}
-	}
-	st := ServerState{InitialStock: o.Stock, FinalStock: au.Stock, Orders: au.Orders, SoldQty: au.SoldQty,
-		PerInstance: au.PerInstance, RequestIDs: ids}
-	a := Evaluate(responses, st, o.Qty)
-	run.LatencyCDF = latencyCDF(responses)
-	view := ""
-	if rawDir != "" {
-		view = filepath.Join(rawDir, name+".history.html")
-	}
-	lin, lrep, err := checkHistory(ctx, responses, o.Qty, o.Stock, view)
-	if err != nil {
-		return run, err
-	}
-	run.LinearizabilityMS = float64(lrep.Elapsed.Microseconds()) / 1000
-	if lin.Failed() && view != "" && len(lrep.Visualization) > 0 {
-		run.HistoryView = filepath.Join("raw", filepath.Base(view))
-	}
-	a.Invariants = append(a.Invariants, lin)
-	ex, err := lockEvidence(&run, events, evidenceInput{sales: ids, gaps: gaps, err: evErr}, rawDir, name)
-	if err != nil {
-		return run, err
-	}
-	a.Invariants = append(a.Invariants, ex...)
-	if o.PerUserLimit > 0 {
-		p, inv := perUser(ids, o.Users, o.PerUserLimit)
-		run.PerUser = &p
-		a.Invariants = append(a.Invariants, inv)
-	}
-	fillRun(&run, a, st, res)
-	run.ServiceOversold, run.ServiceLostUpdates = au.Oversold, au.LostUpdates
-	if costDelta != nil {
-		run.Cost = newRunCost(costDelta, run.OK, fsyncServers(fleet.Durability))
-	}
-	return run, nil
 }
 
 // fillRun copies the audit and the attack's metrics into run.

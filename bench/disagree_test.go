@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // TestVerifyStrategyDisagree switches two real instances of the test stack
@@ -22,9 +23,9 @@ func TestVerifyStrategyDisagree(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	two := instances[:2]
-	t.Cleanup(func() { _, _ = a.setStrategy(context.Background(), instances, StrategyConfig{Name: "none"}) })
+	t.Cleanup(func() { _, _ = a.setStrategy(context.Background(), instances, stock.Config{Name: "none"}) })
 	for i, name := range []string{"sql-atomic", "redis"} {
-		if _, err := a.setStrategy(ctx, two[i:i+1], StrategyConfig{Name: name}); err != nil {
+		if _, err := a.setStrategy(ctx, two[i:i+1], stock.Config{Name: name}); err != nil {
 			t.Fatal(err)
 		}
 	}

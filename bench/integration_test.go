@@ -68,7 +68,7 @@ func runOne(t *testing.T, o bench.Options) bench.RunResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	o.Stock, o.Requests, o.Concurrency, o.WorkDelay = itStock, itRequests, itConcurrency, itWork
+	o.Stock, o.Requests, o.Concurrency, o.Config.WorkDelay = itStock, itRequests, itConcurrency, itWork
 	o.CalibrateRequests = -1
 	o.RunTimeout = time.Minute
 	rep, err := bench.Run(ctx, o)
@@ -370,7 +370,7 @@ func TestIntegrationLockAlone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	o := bench.Options{Fleet: fl, Mode: bench.ModeLock, Strategies: []string{stock.Redis, stock.None}, Stock: 30, Requests: 60,
-		Concurrency: 10, WorkDelay: 2 * time.Millisecond, Warmup: -1, Seed: 7, CalibrateRequests: -1, RunTimeout: time.Minute,
+		Concurrency: 10, Config: stock.Config{WorkDelay: 2 * time.Millisecond}, Warmup: -1, Seed: 7, CalibrateRequests: -1, RunTimeout: time.Minute,
 		OutDir: filepath.Join(t.TempDir(), "out")}
 	rep, err := bench.Run(ctx, o)
 	if err != nil {

@@ -74,22 +74,19 @@ type Options struct {
 	// strategies that run the read-modify-write (none and the locks) run.
 	Mode string
 
-	Instances int           // >0: re-scale to this many instances first (needs Scaler); 0 = as it is
-	WorkDelay time.Duration // simulated work inside the critical section; 0 = none
-	LockTTL   time.Duration // lock TTL; 0 = the service default
-	LockWait  time.Duration // lock wait budget; 0 = the service default
-	Fencing   bool          // ask the service to check fencing tokens; default off
-	// NoWatchdog asks the service not to renew held locks (the strategies
-	// whose registry entry Renews), so work longer than LockTTL makes
-	// stale holders. Default false.
-	NoWatchdog bool
-	// NoLocalQueue makes every waiter contend at the lock server (no
-	// two-level locking). Default false: the service's local queue is on.
-	NoLocalQueue bool
+	Instances int // >0: re-scale to this many instances first (needs Scaler); 0 = as it is
+	// Config is the setting every strategy runs under; its zero value is
+	// the service's defaults and its Name is ignored (each run sets its
+	// strategy's). Config.NoWatchdog applies to Renewing() only,
+	// Config.ReleasePause to Pausing() only; Config.Batch is passed to the
+	// strategies it applies to (Batching()) and left off for the others;
+	// with Config.PerUserLimit the run checks InvPerUserLimit. Default: the
+	// service's defaults.
+	Config stock.Config
 	// CompareQueue runs every strategy the local queue applies to (a
 	// distributed lock, see Queued) twice per round: with the local queue
 	// and without it, the second labelled "NAME (no queue)". It cannot be
-	// combined with NoLocalQueue. Default false.
+	// combined with Config.NoLocalQueue. Default false.
 	CompareQueue bool
 	// Sweep runs each strategy at each of these concurrencies (closed
 	// model, Requests per point, Repeat rounds as usual); at most
@@ -105,23 +102,6 @@ type Options struct {
 	// mutual-exclusion and release-after-commit checks, then "not
 	// applicable"), to measure a strategy without the event stream.
 	NoEvents bool
-	// NoLeaseCheck lets a holder whose lease was reported lost commit
-	// anyway. Default false: the service's lease check is on.
-	NoLeaseCheck bool
-	// ReleasePause pauses the release of the locks that release in two
-	// commands (Pausing(): redis-owner) between the owner check and the
-	// delete; longer than what is left of LockTTL, it deletes the next
-	// holder's lock. Default 0.
-	ReleasePause time.Duration
-	// Batch has a lock holder sell up to Batch queued purchases in one
-	// critical section and one transaction (stock.Config.Batch). It is
-	// passed to the strategies it applies to (Batching()) and left off for
-	// the others. 0 = off (the service default); at most MaxBatch.
-	Batch int
-	// PerUserLimit has the service refuse a user's purchase past this many
-	// orders of the goods (stock.Config.PerUserLimit, every strategy);
-	// the run then checks InvPerUserLimit. 0 = no limit.
-	PerUserLimit int
 	// Users draws each request's user id from this many users, so users
 	// repeat (bench/peruser.go). 0 = a new user per request.
 	Users int
@@ -157,19 +137,18 @@ type Options struct {
 	CommandLine []string  // recorded in the report
 }
 
-// serviceConfig is the setting the instances get for strategy name: the
-// service's defaults with o's knobs.
-func (o Options) serviceConfig(name string) stock.Config {
-	c := stock.DefaultConfig(name)
-	c.WorkDelay, c.Fencing = o.WorkDelay, o.Fencing
-	if o.LockTTL > 0 {
-		c.LockTTL = o.LockTTL
+// serviceConfig is the setting the instances get for u: o.Config under
+// u's strategy name, without the local queue for a "no queue" unit, and
+// without a batch for a strategy that cannot batch.
+func (o Options) serviceConfig(u unit) stock.Config {
+	c := o.Config
+	c.Name = u.Strategy
+	if u.NoQueue {
+		c.NoLocalQueue = true
 	}
-	if o.LockWait > 0 {
-		c.LockWait = o.LockWait
+	if !slices.Contains(Batching(), u.Strategy) {
+		c.Batch = 0
 	}
-	c.Watchdog, c.LocalQueue, c.LeaseCheck = !o.NoWatchdog, !o.NoLocalQueue, !o.NoLeaseCheck
-	c.PerUserLimit = o.PerUserLimit
 	return c
 }
 
@@ -196,11 +175,27 @@ var ErrInvalidOptions = errors.New("invalid options")
 // withDefaults returns o with defaults filled in, or an error naming the
 // first invalid option.
 func (o Options) withDefaults() (Options, error) {
+	if err := o.fillStrategies(); err != nil {
+		return o, err
+	}
+	if err := o.fillDefaults(); err != nil {
+		return o, err
+	}
+	if err := o.checkRanges(); err != nil {
+		return o, err
+	}
+	return o, o.checkSetting()
+}
+
+// fillStrategies fills in the mode and the strategies (every one that
+// runs in the mode) and checks that the mode and the setting's knobs
+// apply to each.
+func (o *Options) fillStrategies() error {
 	if o.Mode == "" {
 		o.Mode = ModePurchase
 	}
 	if !slices.Contains(Modes(), o.Mode) {
-		return o, fmt.Errorf("%w: Mode %q: want %s", ErrInvalidOptions, o.Mode, strings.Join(Modes(), " or "))
+		return fmt.Errorf("%w: Mode %q: want %s", ErrInvalidOptions, o.Mode, strings.Join(Modes(), " or "))
 	}
 	if len(o.Strategies) == 0 {
 		o.Strategies = Strategies()
@@ -211,24 +206,30 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Mode == ModeLock {
 		for _, s := range o.Strategies {
 			if !lockAlone(s) {
-				return o, fmt.Errorf("%w: Mode lock: %s deducts in the database itself (row lock, version or one statement), so it has no lock to measure alone; drop it (the locks and none run)", ErrInvalidOptions, s)
+				return fmt.Errorf("%w: Mode lock: %s deducts in the database itself (row lock, version or one statement), so it has no lock to measure alone; drop it (the locks and none run)", ErrInvalidOptions, s)
 			}
 		}
-		if o.Fencing || o.Batch > 0 {
-			return o, fmt.Errorf("%w: Mode lock: fencing and batches work on the database's row; drop them", ErrInvalidOptions)
+		if o.Config.Fencing || o.Config.Batch > 0 {
+			return fmt.Errorf("%w: Mode lock: fencing and batches work on the database's row; drop them", ErrInvalidOptions)
 		}
 	}
 	for _, s := range o.Strategies {
 		if _, ok := stock.Lookup(s); !ok { // the registry's, or an exercise's (stock.Extend)
-			return o, fmt.Errorf("%w: Strategies: unknown strategy %q; valid: %s", ErrInvalidOptions, s, strings.Join(Strategies(), ", "))
+			return fmt.Errorf("%w: Strategies: unknown strategy %q; valid: %s", ErrInvalidOptions, s, strings.Join(Strategies(), ", "))
 		}
-		if o.NoWatchdog && !slices.Contains(Renewing(), s) {
-			return o, fmt.Errorf("%w: NoWatchdog applies to %s only, not %s", ErrInvalidOptions, strings.Join(Renewing(), ", "), s)
+		if o.Config.NoWatchdog && !slices.Contains(Renewing(), s) {
+			return fmt.Errorf("%w: Config.NoWatchdog applies to %s only, not %s", ErrInvalidOptions, strings.Join(Renewing(), ", "), s)
 		}
-		if o.ReleasePause != 0 && !slices.Contains(Pausing(), s) {
-			return o, fmt.Errorf("%w: ReleasePause applies to %s only, not %s", ErrInvalidOptions, strings.Join(Pausing(), ", "), s)
+		if o.Config.ReleasePause != 0 && !slices.Contains(Pausing(), s) {
+			return fmt.Errorf("%w: Config.ReleasePause applies to %s only, not %s", ErrInvalidOptions, strings.Join(Pausing(), ", "), s)
 		}
 	}
+	return nil
+}
+
+// fillDefaults fills in every count, goods, timeout and seed left to its
+// default, and the sweep's points.
+func (o *Options) fillDefaults() error {
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -237,10 +238,10 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.Stock, DefaultStock)
 	def(&o.Requests, DefaultRequests)
 	if len(o.Sweep) > 0 && o.Concurrency != 0 {
-		return o, fmt.Errorf("%w: Sweep sets the concurrency of each point; drop Concurrency or drop Sweep", ErrInvalidOptions)
+		return fmt.Errorf("%w: Sweep sets the concurrency of each point; drop Concurrency or drop Sweep", ErrInvalidOptions)
 	}
 	if len(o.Sweep) > 0 && o.Rate != 0 {
-		return o, fmt.Errorf("%w: Sweep is a closed-model sweep of concurrency; drop Rate or drop Sweep", ErrInvalidOptions)
+		return fmt.Errorf("%w: Sweep is a closed-model sweep of concurrency; drop Rate or drop Sweep", ErrInvalidOptions)
 	}
 	def(&o.Concurrency, DefaultConcurrency)
 	def(&o.Qty, DefaultQty)
@@ -248,7 +249,7 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.CalibrateRequests, DefaultCalibrateRequests)
 	def(&o.Warmup, DefaultWarmup)
 	if err := o.normalizeSweep(); err != nil {
-		return o, err
+		return err
 	}
 	if o.GoodsID == 0 {
 		o.GoodsID = DefaultGoodsID
@@ -265,6 +266,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Seed == 0 {
 		o.Seed = time.Now().UnixNano()
 	}
+	return nil
+}
+
+// checkRanges names the first option out of its range.
+func (o Options) checkRanges() error {
 	checks := []struct {
 		ok  bool
 		msg string
@@ -277,16 +283,16 @@ func (o Options) withDefaults() (Options, error) {
 		{o.Repeat > 0 && o.Repeat <= 100, "Repeat must be between 1 and 100"},
 		{o.Instances >= 0 && o.Instances <= 64, "Instances must be between 1 and 64 (0 = as it is)"},
 		{o.GoodsID > 0, "GoodsID must be > 0"},
-		{o.WorkDelay >= 0, "WorkDelay must be >= 0"},
-		{o.LockTTL >= 0, "LockTTL must be >= 0"},
-		{o.LockWait >= 0, "LockWait must be >= 0"},
-		{o.ReleasePause >= 0, "ReleasePause must be >= 0"},
-		{o.Batch >= 0 && o.Batch <= MaxBatch, fmt.Sprintf("Batch must be between 0 and %d (0 = off)", MaxBatch)},
-		{o.PerUserLimit >= 0 && o.PerUserLimit <= stock.MaxPerUserLimit, fmt.Sprintf("PerUserLimit must be between 0 and %d (0 = no limit)", stock.MaxPerUserLimit)},
+		{o.Config.WorkDelay >= 0, "Config.WorkDelay must be >= 0"},
+		{o.Config.LockTTL >= 0, "Config.LockTTL must be >= 0 (0 = the default)"},
+		{o.Config.LockWait >= 0, "Config.LockWait must be >= 0 (0 = the default)"},
+		{o.Config.ReleasePause >= 0, "Config.ReleasePause must be >= 0"},
+		{o.Config.Batch >= 0 && o.Config.Batch <= MaxBatch, fmt.Sprintf("Config.Batch must be between 0 and %d (0 = off)", MaxBatch)},
+		{o.Config.PerUserLimit >= 0 && o.Config.PerUserLimit <= stock.MaxPerUserLimit, fmt.Sprintf("Config.PerUserLimit must be between 0 and %d (0 = no limit)", stock.MaxPerUserLimit)},
 		{o.Users >= 0 && o.Users <= MaxUsers, fmt.Sprintf("Users must be between 0 and %d (0 = a new user per request)", MaxUsers)},
 		{o.RequestTimeout > 0, "RequestTimeout must be > 0"},
 		{o.RunTimeout > 0, "RunTimeout must be > 0"},
-		{!o.CompareQueue || !o.NoLocalQueue, "CompareQueue runs each queued strategy with and without the local queue; drop NoLocalQueue"},
+		{!o.CompareQueue || !o.Config.NoLocalQueue, "CompareQueue runs each queued strategy with and without the local queue; drop Config.NoLocalQueue"},
 		{!o.CompareQueue || slices.ContainsFunc(o.Strategies, func(s string) bool { return slices.Contains(Queued(), s) }),
 			"CompareQueue: none of the strategies uses the local queue; add one of " + strings.Join(Queued(), ", ")},
 		{len(o.Faults) == 0 || o.Faulter != nil, "Faults need a Faulter (the local stack); this fleet has none"},
@@ -294,26 +300,31 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	for _, c := range checks {
 		if !c.ok {
-			return o, fmt.Errorf("%w: %s", ErrInvalidOptions, c.msg)
+			return fmt.Errorf("%w: %s", ErrInvalidOptions, c.msg)
 		}
 	}
-	// The setting of every strategy, as the instances will check it, before
-	// anything is sent: a bad knob stops the bench, not its fifth run.
+	return nil
+}
+
+// checkSetting checks every strategy's setting as the instances will,
+// before anything is sent (a bad knob stops the bench, not its fifth
+// run), and that every fault ends within the load.
+func (o Options) checkSetting() error {
 	for _, s := range o.Strategies {
-		if err := o.serviceConfig(s).Validate(); err != nil {
-			return o, fmt.Errorf("%w: %s: %v", ErrInvalidOptions, s, err)
+		if err := o.serviceConfig(unit{Strategy: s}).Validate(); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrInvalidOptions, s, err)
 		}
 	}
 	if o.Rate > 0 {
 		runLen := time.Duration(float64(o.Requests) / float64(o.Rate) * float64(time.Second))
 		for _, f := range o.Faults {
 			if f.Start+f.Duration > runLen {
-				return o, fmt.Errorf("%w: Faults: %s ends after the run's %s of load (Requests/Rate); start it earlier or send more requests",
+				return fmt.Errorf("%w: Faults: %s ends after the run's %s of load (Requests/Rate); start it earlier or send more requests",
 					ErrInvalidOptions, f, runLen)
 			}
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // normalizeSweep checks o.Sweep and sorts and deduplicates it; with a

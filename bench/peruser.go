@@ -9,13 +9,13 @@ import (
 // The per-user limit ("one order per user", stock.Config.PerUserLimit):
 // with Options.Users the requests draw their user ids from that many
 // users (userOf, from the request id, so the audit finds each order's
-// user again), and with Options.PerUserLimit the service refuses a user's
+// user again), and with Options.Config.PerUserLimit the service refuses a user's
 // purchase past the limit (409 user_limit). The run then checks that no
 // user holds more orders than the limit (InvPerUserLimit) and reports the
 // counts (RunResult.PerUser).
 
 // InvPerUserLimit is the per-user invariant's name: no user has more
-// orders of the goods than Options.PerUserLimit. It is checked only in
+// orders of the goods than Options.Config.PerUserLimit. It is checked only in
 // runs with a limit.
 const InvPerUserLimit = "orders_per_user_within_limit"
 

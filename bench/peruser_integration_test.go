@@ -20,7 +20,7 @@ func TestPerUserLimitBench(t *testing.T) {
 	defer cancel()
 	rep, err := bench.Run(ctx, bench.Options{
 		Strategies: []string{stock.SQLAtomic, stock.RedisAtomic, stock.RedisStream, stock.None}, Fleet: fleet,
-		Stock: 300, Requests: 500, Concurrency: 50, PerUserLimit: 1, Users: 50, Seed: 42,
+		Stock: 300, Requests: 500, Concurrency: 50, Config: stock.Config{PerUserLimit: 1}, Users: 50, Seed: 42,
 		CalibrateRequests: -1, RunTimeout: time.Minute,
 	})
 	if err != nil {

@@ -40,7 +40,7 @@ type RTTPoint struct {
 	Profile string
 	RTT     time.Duration
 	Mode    string
-	// Batch is the point's batch size (Options.Batch; 1 is off); 0
+	// Batch is the point's batch size (Options.Config.Batch; 1 is off); 0
 	// keeps o's.
 	Batch int
 }
@@ -166,9 +166,9 @@ func RunRTTSweep(ctx context.Context, o Options, points []RTTPoint, set RTTSette
 		po.Fleet = fleet
 		po.Mode = cmp.Or(p.Mode, mode, ModePurchase)
 		if p.Batch > 0 {
-			po.Batch = p.Batch
+			po.Config.Batch = p.Batch
 			if p.Batch == 1 {
-				po.Batch = 0 // one purchase per hold: batching off
+				po.Config.Batch = 0 // one purchase per hold: batching off
 			}
 		}
 		if po.Mode == ModeLock {
@@ -186,7 +186,7 @@ func RunRTTSweep(ctx context.Context, o Options, points []RTTPoint, set RTTSette
 			return nil, fmt.Errorf("round trip %s, mode %s: %w", p.RTT, po.Mode, err)
 		}
 		sw.Points, sw.Modes, sw.Dirs, sw.point = append(sw.Points, fleet.RTT), append(sw.Modes, po.Mode), append(sw.Dirs, dir), append(sw.point, rep)
-		sw.Batches = append(sw.Batches, max(po.Batch, 1))
+		sw.Batches = append(sw.Batches, max(po.Config.Batch, 1))
 		sw.Environment = rep.Environment
 	}
 	sw.Environment.RTT, sw.Environment.Mode = fleet.RTT{}, "" // per point

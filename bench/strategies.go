@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -15,51 +14,26 @@ import (
 func Strategies() []string { return stock.StrategyNames() }
 
 // Renewing lists the strategies whose lock renews itself while held and
-// can be told not to (NoWatchdog).
+// can be told not to (Options.Config.NoWatchdog).
 func Renewing() []string { return stock.Names(func(s stock.Strategy) bool { return s.Renews }) }
 
 // Pausing lists the strategies whose release is two commands with
-// Options.ReleasePause between them.
+// Options.Config.ReleasePause between them.
 func Pausing() []string { return stock.Names(func(s stock.Strategy) bool { return s.ReleasePause }) }
 
-// MaxBatch is the largest Options.Batch.
+// MaxBatch is the largest Options.Config.Batch.
 const MaxBatch = stock.MaxBatch
 
 // Batching lists the strategies a lock holder of which can sell a batch of
-// purchases (Options.Batch).
+// purchases (Options.Config.Batch).
 func Batching() []string { return stock.Names(stock.Strategy.Batches) }
 
-// Setting is what decides whether a strategy is expected to be correct.
-type Setting struct {
-	Instances int           // instances of the fleet
-	Work      time.Duration // work inside the critical section
-	TTL       time.Duration // lock TTL; 0 = the service default, assumed to outlast the work
-	// NoWatchdog: the lock is not renewed while held.
-	NoWatchdog bool
-	Fencing    bool
-	// ReleasePause inside the release of a lock that releases in two
-	// commands; it lengthens the hold like the work does.
-	ReleasePause time.Duration
-}
-
 // ExpectedCorrect reports whether strategy s is expected never to oversell
-// under st, as its registry entry says (stock.Strategy.ExpectedCorrect).
-// An unknown name is not.
-func ExpectedCorrect(s string, st Setting) bool {
+// on a fleet of instances under c, as its registry entry says
+// (stock.Strategy.ExpectedCorrect). An unknown name is not.
+func ExpectedCorrect(s string, instances int, c stock.Config) bool {
 	info, ok := stock.Lookup(s)
-	if !ok {
-		return false
-	}
-	var pause time.Duration
-	if info.ReleasePause {
-		pause = st.ReleasePause
-	}
-	return info.ExpectedCorrect(stock.Setting{
-		Instances:       st.Instances,
-		WorkOutlastsTTL: st.TTL > 0 && st.Work+pause >= st.TTL,
-		NoWatchdog:      st.NoWatchdog,
-		Fencing:         st.Fencing,
-	})
+	return ok && info.ExpectedCorrect(instances, c)
 }
 
 // ParseStrategies turns a strategies list ("all" or a comma-separated

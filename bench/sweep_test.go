@@ -150,7 +150,7 @@ func TestQueueAndWarmupOptions(t *testing.T) {
 		{"warm-up default", Options{Strategies: []string{stock.Redis}}, true, DefaultWarmup},
 		{"no warm-up", Options{Strategies: []string{stock.Redis}, Warmup: -1}, true, -1},
 		{"compare queue", Options{Strategies: []string{stock.Redis, stock.SQLAtomic}, CompareQueue: true}, true, DefaultWarmup},
-		{"compare queue and no local queue", Options{Strategies: []string{stock.Redis}, CompareQueue: true, NoLocalQueue: true}, false, 0},
+		{"compare queue and no local queue", Options{Strategies: []string{stock.Redis}, CompareQueue: true, Config: stock.Config{NoLocalQueue: true}}, false, 0},
 		{"compare queue without a queued strategy", Options{Strategies: []string{stock.SQLAtomic, stock.Mutex}, CompareQueue: true}, false, 0},
 	}
 	for _, tt := range tests {

@@ -256,7 +256,7 @@ func (s *Service) sellBatch(ctx context.Context, cfg Config, lease *lockimpl.Lea
 		}
 	}
 	var beforeCommit func() error
-	if cfg.LeaseCheck {
+	if !cfg.NoLeaseCheck {
 		beforeCommit = func() error {
 			if err := lease.Err(); err != nil {
 				return fmt.Errorf("%w: %w", ErrLeaseLost, err)

@@ -140,7 +140,7 @@ func TestBatchPurchases(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			events := NewEvents(10_000)
-			cfg := DefaultConfig(Redis)
+			cfg := Config{Name: Redis}
 			cfg.Batch = tc.batch
 			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{Redis: backend}, Events: events, Initial: cfg})
 			if err != nil {
@@ -270,7 +270,7 @@ func TestBatchConcurrent(t *testing.T) {
 	}{{2, 40, 25}, {16, 120, 100}, {256, 60, 60}}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("B=%d", tc.batch), func(t *testing.T) {
-			cfg := DefaultConfig(Redis)
+			cfg := Config{Name: Redis}
 			cfg.Batch = tc.batch
 			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{Redis: backend}, Initial: cfg})
 			if err != nil {

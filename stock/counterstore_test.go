@@ -40,7 +40,7 @@ func TestLockAloneGoods(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.strategy, func(t *testing.T) {
-			cfg := DefaultConfig(tc.strategy)
+			cfg := Config{Name: tc.strategy}
 			cfg.WorkDelay = 2e6 // 2 ms: wide enough for an unprotected race
 			svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Counter: NewCounterStore(rdb), Backends: mutex, Initial: cfg})
 			if err != nil {
@@ -81,7 +81,7 @@ func TestLockAloneGoods(t *testing.T) {
 		})
 	}
 	for _, name := range []string{SQLAtomic, MySQLForUpdate, MySQLOptimistic} {
-		svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Counter: NewCounterStore(rdb), Initial: DefaultConfig(name)})
+		svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Counter: NewCounterStore(rdb), Initial: Config{Name: name}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestLockAloneGoods(t *testing.T) {
 		}
 		svc.Close()
 	}
-	svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Backends: mutex, Initial: DefaultConfig(Mutex)})
+	svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Backends: mutex, Initial: Config{Name: Mutex}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ var (
 	ErrStaleLock = errors.New("stale_lock")
 	// ErrLeaseLost: the lock's backend reported the holder's lease lost
 	// (expired, session ended) before the purchase committed; it was
-	// rolled back (Config.LeaseCheck).
+	// rolled back (unless Config.NoLeaseCheck).
 	ErrLeaseLost = errors.New("lease_lost")
 	// ErrLockTimeout: the lock wait budget ran out (or optimistic retries
 	// were exhausted).

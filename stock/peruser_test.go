@@ -41,7 +41,7 @@ func TestPerUserLimit(t *testing.T) {
 		{Redis, 2, 8},
 	} {
 		t.Run(fmt.Sprintf("%s/limit-%d/batch-%d", tc.name, tc.limit, tc.batch), func(t *testing.T) {
-			cfg := DefaultConfig(tc.name)
+			cfg := Config{Name: tc.name}
 			cfg.PerUserLimit, cfg.Batch = tc.limit, tc.batch
 			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: backends, Mirror: NewRedisMirror(rdb), Initial: cfg})
 			if err != nil {

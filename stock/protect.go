@@ -62,7 +62,7 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 		d.Fence = lease.Token
 		d.Order.FenceToken = lease.Token
 	}
-	if cfg.LeaseCheck {
+	if !cfg.NoLeaseCheck {
 		d.BeforeCommit = func() error {
 			if err := lease.Err(); err != nil {
 				return fmt.Errorf("%w: %w", ErrLeaseLost, err)
@@ -121,13 +121,13 @@ func (s *Service) acquire(ctx context.Context, a *active, key string, tr trace) 
 	return nil, fmt.Errorf("%s lock: %w: %w", cfg.Name, ErrBackendUnavailable, err)
 }
 
-// queued takes a's lock on key; with LocalQueue, after its turn in the
+// queued takes a's lock on key; unless NoLocalQueue, after its turn in the
 // instance's own queue for key, so one waiter per instance contends at the
 // lock server. The turn ends when the lock is taken (or the wait runs out),
 // not when it is released: the queue orders contenders, it does not hold
 // the critical section.
 func (s *Service) queued(ctx context.Context, a *active, key string) (*lockimpl.Lease, error) {
-	if !a.cfg.LocalQueue || !a.info.Queued() {
+	if a.cfg.NoLocalQueue || !a.info.Queued() {
 		return a.locker.Lock(ctx, key)
 	}
 	turn, err := s.queue.Lock(ctx, key)

@@ -210,7 +210,7 @@ type Strategy struct {
 	Open func(ctx context.Context, c Clients) (LockBackend, error)
 }
 
-// Queued reports whether Config.LocalQueue applies to the strategy: the
+// Queued reports whether the local queue (Config.NoLocalQueue) applies to the strategy: the
 // locks held at a server (each instance then sends one waiter per goods to
 // the lock server) and mysql-optimistic (each instance then makes one
 // compare-and-swap attempt per goods at a time). In-process locks, row
@@ -497,35 +497,29 @@ func Names(keep func(Strategy) bool) []string {
 // ErrUnknownStrategy is returned for a name not in the registry.
 var ErrUnknownStrategy = errors.New("unknown strategy")
 
-// Setting is what decides whether a strategy is expected to be correct.
-type Setting struct {
-	// Instances of the fleet.
-	Instances int
-	// WorkOutlastsTTL: the work inside the critical section (plus the
-	// release pause of a lock with ReleasePause) is at least the lock's
-	// TTL.
-	WorkOutlastsTTL bool
-	// NoWatchdog: the lock is not renewed while held.
-	NoWatchdog bool
-	// Fencing: the store checks the lock's fencing token.
-	Fencing bool
-}
-
-// ExpectedCorrect reports whether s is expected never to oversell under
-// st, without faults: by s.Breaks, and for a lock that renews, by whether
-// its renewal is off while the work outlasts its TTL (then only fencing
-// with tokens saves it).
-func (s Strategy) ExpectedCorrect(st Setting) bool {
+// ExpectedCorrect reports whether s is expected never to oversell on a
+// fleet of instances under c, without faults: by s.Breaks, and for a lock
+// that renews, by whether its renewal is off while the work outlasts its
+// TTL (then only fencing with tokens saves it). The work that counts
+// against the TTL is c.WorkDelay plus, for a lock with ReleasePause, the
+// release pause.
+func (s Strategy) ExpectedCorrect(instances int, c Config) bool {
+	c = c.WithDefaults()
+	hold := c.WorkDelay
+	if s.ReleasePause {
+		hold += c.ReleasePause
+	}
+	outlasts := hold >= c.LockTTL
 	switch s.Breaks {
 	case BreaksAlways:
 		return false
 	case BreaksMultiInstance:
-		return st.Instances <= 1
+		return instances <= 1
 	case BreaksWorkOutlastsTTL:
-		return !st.WorkOutlastsTTL
+		return !outlasts
 	}
-	if s.Renews && st.NoWatchdog && st.WorkOutlastsTTL {
-		return st.Fencing && s.Tokens
+	if s.Renews && c.NoWatchdog && outlasts {
+		return c.Fencing && s.Tokens
 	}
 	return true
 }

@@ -61,13 +61,21 @@ func TestRegistryConsistent(t *testing.T) {
 }
 
 func TestExpectedCorrect(t *testing.T) {
-	one := Setting{Instances: 1}
-	three := Setting{Instances: 3}
-	stale := Setting{Instances: 3, WorkOutlastsTTL: true, NoWatchdog: true}
-	staleFenced := Setting{Instances: 3, WorkOutlastsTTL: true, NoWatchdog: true, Fencing: true}
+	type setting struct {
+		instances int
+		c         Config
+	}
+	outlasts := Config{WorkDelay: 200 * time.Millisecond, LockTTL: 100 * time.Millisecond}
+	one := setting{1, Config{}}
+	three := setting{3, Config{}}
+	staleCfg := outlasts
+	staleCfg.NoWatchdog = true
+	stale := setting{3, staleCfg}
+	staleCfg.Fencing = true
+	staleFenced := setting{3, staleCfg}
 	cases := []struct {
 		name string
-		st   Setting
+		st   setting
 		want bool
 	}{
 		{None, one, false},
@@ -76,12 +84,12 @@ func TestExpectedCorrect(t *testing.T) {
 		{Mutex, three, false},
 		{MutexPrototype, one, false}, // a new mutex per request
 		{RedisOwner, three, true},
-		{RedisOwner, Setting{Instances: 3, WorkOutlastsTTL: true}, false}, // work + release pause >= TTL
-		{ZooKeeperHerd, stale, true},                                      // slow, not unsafe
+		{RedisOwner, setting{3, Config{WorkDelay: 20 * time.Millisecond, LockTTL: 100 * time.Millisecond, ReleasePause: 90 * time.Millisecond}}, false}, // work + release pause >= TTL
+		{ZooKeeperHerd, stale, true}, // slow, not unsafe
 		{RedisTTL, three, true},
-		{RedisTTL, Setting{Instances: 3, WorkOutlastsTTL: true}, false},
-		{RedisSpin, Setting{Instances: 3, WorkOutlastsTTL: true}, true},
-		{Redis, Setting{Instances: 3, WorkOutlastsTTL: true}, true}, // the watchdog renews
+		{RedisTTL, setting{3, outlasts}, false},
+		{RedisSpin, setting{3, outlasts}, true},
+		{Redis, setting{3, outlasts}, true}, // the watchdog renews
 		{Redis, stale, false},
 		{Redis, staleFenced, true},
 		{MySQLUnique, staleFenced, true},
@@ -93,7 +101,7 @@ func TestExpectedCorrect(t *testing.T) {
 	}
 	for _, tc := range cases {
 		s, _ := Lookup(tc.name)
-		if got := s.ExpectedCorrect(tc.st); got != tc.want {
+		if got := s.ExpectedCorrect(tc.st.instances, tc.st.c); got != tc.want {
 			t.Errorf("%s under %+v: ExpectedCorrect = %v, want %v", tc.name, tc.st, got, tc.want)
 		}
 	}
@@ -174,14 +182,14 @@ func TestNoStrategyLiterals(t *testing.T) {
 	}
 }
 
-// TestConfigWire: a setting survives its one wire form (Config → JSON →
-// Config, and through Wire), and "instance", which a GET answers with, is
-// not a field a PUT takes.
+// TestConfigWire: a setting survives its wire form (Config → JSON →
+// Config, and through InstanceConfig, GET's answer), and "instance", which
+// a GET answers with, is not a field a PUT takes.
 func TestConfigWire(t *testing.T) {
 	for _, name := range StrategyNames() {
-		c := DefaultConfig(name)
+		c := Config{Name: name}
 		c.LockWait, c.LockTTL = 1500*time.Millisecond, 3*time.Second
-		c.LocalQueue = !c.LocalQueue
+		c.NoLocalQueue = !c.NoLocalQueue
 		b, err := json.Marshal(c)
 		if err != nil {
 			t.Fatal(err)
@@ -190,21 +198,18 @@ func TestConfigWire(t *testing.T) {
 		if err := json.Unmarshal(b, &back); err != nil || back != c {
 			t.Errorf("%s: %s decodes to %+v (%v), want %+v", name, b, back, err, c)
 		}
-		w := c.Wire()
-		w.Instance = "inst-1"
-		b, _ = json.Marshal(w)
+		b, _ = json.Marshal(InstanceConfig{Config: c, Instance: "inst-1"})
 		back = Config{}
 		if err := json.Unmarshal(b, &back); err != nil || back != c {
 			t.Errorf("%s: wire %s decodes to %+v (%v)", name, b, back, err)
 		}
-		var got ConfigWire
-		if err := json.Unmarshal(b, &got); err != nil || !got.Same(c.Wire()) {
-			t.Errorf("%s: the wire form read back (%v) is not the same setting: %s vs %s", name, err, got, c.Wire())
+		var got InstanceConfig
+		if err := json.Unmarshal(b, &got); err != nil || got.Config != c || got.Instance != "inst-1" {
+			t.Errorf("%s: the wire form read back (%v) is not the same setting: %s vs %s", name, err, got, c)
 		}
-		other := c
-		other.Batch++
-		if c.Wire().Same(other.Wire()) {
-			t.Errorf("%s: settings with batch %d and %d are the Same", name, c.Batch, other.Batch)
+		def, _ := json.Marshal(Config{Name: name})
+		if want := `"lock_ttl":"10s","lock_wait":"5s","fencing":false,"watchdog":true,"local_queue":true,"lease_check":true`; !strings.Contains(string(def), want) {
+			t.Errorf("%s: the zero setting writes %s, want the defaults %s", name, def, want)
 		}
 	}
 	if slices.Contains(ConfigFields(), "instance") {

@@ -84,7 +84,7 @@ type Service struct {
 	// replaced setting's locker): Close waits for it.
 	bg sync.WaitGroup
 
-	queue   *mutexlock.Locker // Config.LocalQueue: one contender per key
+	queue   *mutexlock.Locker // unless Config.NoLocalQueue: one contender per key
 	batches batcher           // Config.Batch: the queues of purchases per key
 }
 
@@ -105,7 +105,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		opts.OptimisticRetries = 100
 	}
 	if opts.Initial.Name == "" {
-		opts.Initial = DefaultConfig(None)
+		opts.Initial = Config{Name: None}
 	}
 	s := &Service{opts: opts, lockers: map[lockerKey]*sharedLocker{}, queue: mutexlock.New(lockimpl.Options{})}
 	if err := s.SetConfig(context.Background(), opts.Initial); err != nil {
@@ -245,7 +245,7 @@ var ownDeduction = map[string]func(s *Service, ctx context.Context, cfg Config, 
 		return s.opts.Store.ForUpdate(ctx, d, cfg.LockWait)
 	},
 	MySQLOptimistic: func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error) {
-		if cfg.LocalQueue {
+		if !cfg.NoLocalQueue {
 			return s.optimisticQueued(ctx, d, cfg.LockWait)
 		}
 		return s.opts.Store.Optimistic(ctx, d, s.opts.OptimisticRetries, cfg.LockWait)

@@ -67,7 +67,7 @@ func TestSetConfigOpensTheLockOutsideTheMutex(t *testing.T) {
 	}
 	t.Cleanup(func() { svc.Close() })
 	set := make(chan error, 1)
-	go func() { set <- svc.SetConfig(context.Background(), DefaultConfig(Mutex)) }()
+	go func() { set <- svc.SetConfig(context.Background(), Config{Name: Mutex}) }()
 	<-g.entered
 	got := make(chan int, 1)
 	go func() { got <- svc.Lockers() }()
@@ -95,7 +95,7 @@ func TestSetConfigOpensTheLockOutsideTheMutex(t *testing.T) {
 func TestCloseWaitsForReleases(t *testing.T) {
 	st := testStore(t)
 	g := &gatedBackend{unlockDelay: 300 * time.Millisecond}
-	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{Mutex: g}, Events: NewEvents(100), Initial: DefaultConfig(Mutex)})
+	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{Mutex: g}, Events: NewEvents(100), Initial: Config{Name: Mutex}})
 	if err != nil {
 		t.Fatal(err)
 	}

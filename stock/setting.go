@@ -39,7 +39,7 @@ type lockerKey struct {
 
 // lockerKey returns the key of c's Locker.
 func (c Config) lockerKey() lockerKey {
-	return lockerKey{c.Name, c.LockTTL, !c.Watchdog, c.ReleasePause}
+	return lockerKey{c.Name, c.LockTTL, c.NoWatchdog, c.ReleasePause}
 }
 
 // sharedLocker is a Locker used by one or more actives (the current one
@@ -50,10 +50,11 @@ type sharedLocker struct {
 	users int // guarded by Service.mu
 }
 
-// Config returns the current strategy setting.
+// Config returns the current strategy setting, its defaults filled in.
 func (s *Service) Config() Config { return s.cur.Load().cfg }
 
-// SetConfig validates c and switches to it. The lock is built first (or
+// SetConfig validates c and switches to it, its defaults filled in (as
+// Config then returns it). The lock is built first (or
 // shared with the current setting when its options are the same), so a
 // backend that is not configured is an error and the old setting stays.
 // The replaced setting's lock is closed once its last purchase is done.
@@ -61,6 +62,7 @@ func (s *Service) SetConfig(ctx context.Context, c Config) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	c = c.WithDefaults()
 	info, _ := Lookup(c.Name)
 	a := &active{cfg: c, info: info}
 	if c.Name == RedisAtomic && s.opts.Mirror == nil || c.Name == RedisStream && (s.opts.Stream == nil || s.opts.Mirror == nil) {
@@ -237,7 +239,7 @@ func (s *Service) watchEvent(strategy string) func() {
 
 // lockOptions are the lockimpl options of setting c.
 func (c Config) lockOptions(onCleanupError func(op string, err error), count func(string), onWatchEvent func()) lockimpl.Options {
-	return lockimpl.Options{TTL: c.LockTTL, NoRenew: !c.Watchdog, OnCleanupError: onCleanupError, Count: count,
+	return lockimpl.Options{TTL: c.LockTTL, NoRenew: c.NoWatchdog, OnCleanupError: onCleanupError, Count: count,
 		ReleasePause: c.ReleasePause, OnWatchEvent: onWatchEvent}
 }
 

@@ -47,9 +47,9 @@ func TestConfigJSONAndValidate(t *testing.T) {
 		wantErr string
 		want    Config
 	}{
-		{`{"name":"redis"}`, "", Config{Name: Redis, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true, LeaseCheck: true}},
-		{`{"name":"etcd","work_delay":"250ms","lock_ttl":"2s","lock_wait":"1s","fencing":true}`, "", Config{Name: Etcd, WorkDelay: 250 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: time.Second, Fencing: true, Watchdog: true, LocalQueue: true, LeaseCheck: true}},
-		{`{"name":"mysql-unique","watchdog":false,"fencing":true}`, "", Config{Name: MySQLUnique, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Fencing: true, LocalQueue: true, LeaseCheck: true}},
+		{`{"name":"redis"}`, "", Config{Name: Redis}},
+		{`{"name":"etcd","work_delay":"250ms","lock_ttl":"2s","lock_wait":"1s","fencing":true}`, "", Config{Name: Etcd, WorkDelay: 250 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: time.Second, Fencing: true}},
+		{`{"name":"mysql-unique","watchdog":false,"fencing":true}`, "", Config{Name: MySQLUnique, Fencing: true, NoWatchdog: true}},
 		{`{"name":"etcd","watchdog":false}`, "watchdog can be turned off only", Config{}},
 		{`{"name":"redis-ttl","watchdog":false}`, "watchdog can be turned off only", Config{}},
 		{`{"name":"magic"}`, "unknown strategy", Config{}},
@@ -58,13 +58,13 @@ func TestConfigJSONAndValidate(t *testing.T) {
 		{`{"name":"redis","work_delay":"-1s"}`, "work_delay", Config{}},
 		{`{"name":"redlock","fencing":true}`, "fencing", Config{}},
 		{`{"name":"redis","lock_ttl":"ten"}`, "not a Go duration", Config{}},
-		{`{"name":"redis-owner","release_pause":"300ms","lock_ttl":"100ms"}`, "", Config{Name: RedisOwner, LockTTL: 100 * time.Millisecond, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true, LeaseCheck: true, ReleasePause: 300 * time.Millisecond}},
+		{`{"name":"redis-owner","release_pause":"300ms","lock_ttl":"100ms"}`, "", Config{Name: RedisOwner, LockTTL: 100 * time.Millisecond, ReleasePause: 300 * time.Millisecond}},
 		{`{"name":"redis","release_pause":"300ms"}`, "release_pause applies only to redis-owner", Config{}},
 		{`{"name":"redis-owner","release_pause":"5s"}`, "release_pause 5s out of range", Config{}},
 		{`{"name":"redis-owner","release_pause":"-1ms"}`, "release_pause -1ms out of range", Config{}},
 		{`{"name":"redis-owner","release_pause":"soon"}`, "release_pause: \"soon\" is not a Go duration", Config{}},
-		{`{"name":"redis","batch":16}`, "", Config{Name: Redis, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true, LeaseCheck: true, Batch: 16}},
-		{`{"name":"sql-atomic","batch":1}`, "", Config{Name: SQLAtomic, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true, LeaseCheck: true, Batch: 1}},
+		{`{"name":"redis","batch":16}`, "", Config{Name: Redis, Batch: 16}},
+		{`{"name":"sql-atomic","batch":1}`, "", Config{Name: SQLAtomic, Batch: 1}},
 		{`{"name":"sql-atomic","batch":4}`, "batch applies only to", Config{}},
 		{`{"name":"mutex-tx","batch":2}`, "batch applies only to", Config{}},
 		{`{"name":"redis","batch":257}`, "batch 257 out of range", Config{}},
@@ -89,7 +89,7 @@ func TestConfigJSONAndValidate(t *testing.T) {
 			}
 			back, _ := json.Marshal(c)
 			var again Config
-			if err := json.Unmarshal(back, &again); err != nil || again != c {
+			if err := json.Unmarshal(back, &again); err != nil || !again.Equal(c) {
 				t.Fatalf("round trip %s -> %+v (%v)", back, again, err)
 			}
 		})
@@ -174,7 +174,7 @@ func TestRedisAtomicReturnsUnitOnFailure(t *testing.T) {
 		testenv.Unavailable(t, "Redis", err)
 	}
 	mirror := NewRedisMirror(rdb)
-	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Mirror: mirror, Initial: DefaultConfig(RedisAtomic)})
+	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Mirror: mirror, Initial: Config{Name: RedisAtomic}})
 	if err != nil {
 		t.Fatal(err)
 	}

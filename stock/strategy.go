@@ -8,9 +8,11 @@ import (
 	"time"
 )
 
-// Defaults for Config.
+// Defaults and bounds of Config: each default is defined here once.
 const (
-	DefaultLockTTL  = 10 * time.Second
+	// DefaultLockTTL is Config.LockTTL's default.
+	DefaultLockTTL = 10 * time.Second
+	// DefaultLockWait is Config.LockWait's default.
 	DefaultLockWait = 5 * time.Second
 	MaxWorkDelay    = 30 * time.Second
 	MinLockTTL      = 100 * time.Millisecond
@@ -21,82 +23,103 @@ const (
 	MaxBatch        = 256
 )
 
-// Config is the runtime deduction setting of one instance.
+// Config is the setting of a strategy: what an instance runs
+// (Service.SetConfig), the body of PUT /admin/strategy, what a bench asks
+// for and records. Its zero value, with a Name, is the strategy's default
+// setting: every other field is optional and its zero value means the
+// default its comment gives.
 type Config struct {
-	// Name is the strategy name.
+	// Name is the strategy name. Required.
 	Name string
 	// WorkDelay is simulated business work inside the critical section.
-	// Default 0.
+	// Optional, defaults to 0 (none).
 	WorkDelay time.Duration
 	// LockTTL is the lock's time to live (renewed by backends that renew).
-	// Default 10s.
+	// Optional, defaults to DefaultLockTTL (0 = the default).
 	LockTTL time.Duration
 	// LockWait is the budget for acquiring the lock (or, for store
-	// strategies, for row locks and retries). Default 5s.
+	// strategies, for row locks and retries). Optional, defaults to
+	// DefaultLockWait (0 = the default).
 	LockWait time.Duration
 	// Fencing makes the holder claim the goods row with the lock's token
 	// before it reads (`SET fence = token WHERE fence < token`) and makes
 	// the stock write conditional on that claim still standing
 	// (`... AND fence = token`): a holder whose lock expired and was taken
 	// by a newer token is rolled back with ErrStaleLock. Only strategies
-	// whose registry entry has Tokens accept it.
+	// whose registry entry has Tokens accept it. Optional, defaults to off.
 	Fencing bool
-	// Watchdog keeps a held lock alive past its TTL (Redis watchdog,
-	// Redlock extension, MySQL expires_at renewal). Default true. Turning
-	// it off makes a holder that works longer than lock_ttl lose its lock
-	// while it still works, as a stop-the-world pause would: the scenario
-	// fencing exists for. Only the strategies whose registry entry Renews
-	// accept it.
-	Watchdog bool
-	// LocalQueue makes a purchase wait its turn in an in-process FIFO per
-	// goods before it contends for a distributed lock, so at most one
-	// waiter per instance and goods polls or watches the lock server:
-	// two-level locking. Without it, every waiter contends at once; after
-	// a fault the backlog of waiters can keep a polling lock (Redlock,
-	// mysql-unique) failing for as long as the load lasts. For
-	// mysql-optimistic the turn lasts the whole purchase: one
-	// compare-and-swap attempt per instance and goods at a time, instead
-	// of every client retrying against every other. Default true. It does
-	// not apply to in-process locks, row locks and lock-free strategies
-	// (Strategy.Queued).
-	LocalQueue bool
-	// LeaseCheck makes a holder whose lease the backend reported lost
-	// (TTL expired, session ended, node deleted) roll back before COMMIT,
-	// answered with ErrLeaseLost. Default true. It narrows the window but
-	// cannot close it: a pause between the check and the COMMIT still
-	// lets a stale holder write. Only fencing closes it.
-	LeaseCheck bool
+	// NoWatchdog stops keeping a held lock alive past its TTL (Redis
+	// watchdog, Redlock extension, MySQL expires_at renewal): a holder
+	// that works longer than the TTL then loses its lock while it still
+	// works, as a stop-the-world pause would: the scenario fencing exists
+	// for. Only the strategies whose registry entry Renews accept it.
+	// Optional, defaults to false: the watchdog is on.
+	NoWatchdog bool
+	// NoLocalQueue makes every waiter contend at the lock server at once.
+	// With the local queue (the default) a purchase waits its turn in an
+	// in-process FIFO per goods before it contends for a distributed lock,
+	// so at most one waiter per instance and goods polls or watches the
+	// lock server: two-level locking. Without it, after a fault the
+	// backlog of waiters can keep a polling lock (Redlock, mysql-unique)
+	// failing for as long as the load lasts. For mysql-optimistic the turn
+	// lasts the whole purchase: one compare-and-swap attempt per instance
+	// and goods at a time. The queue does not apply to in-process locks,
+	// row locks and lock-free strategies (Strategy.Queued). Optional,
+	// defaults to false: the local queue is on.
+	NoLocalQueue bool
+	// NoLeaseCheck lets a holder whose lease the backend reported lost
+	// (TTL expired, session ended, node deleted) commit anyway. With the
+	// check (the default) it rolls back before COMMIT, answered with
+	// ErrLeaseLost. The check narrows the window but cannot close it: a
+	// pause between the check and the COMMIT still lets a stale holder
+	// write. Only fencing closes it. Optional, defaults to false: the
+	// lease check is on.
+	NoLeaseCheck bool
 	// ReleasePause pauses the release of a lock whose release is two
 	// commands (the registry's ReleasePause: `redis-owner`) between its
 	// owner check and its delete: a pause longer than what is left of the
 	// TTL lets the key expire, the next holder take it, and the delete
-	// remove that holder's lock. Only those strategies accept it. Default 0.
+	// remove that holder's lock. Only those strategies accept it.
+	// Optional, defaults to 0 (none).
 	ReleasePause time.Duration
 	// Batch is the most purchases one lock holder sells in one critical
 	// section and one transaction: purchases of one goods queue up in the
 	// instance, and whoever takes the lock drains up to Batch of them, in
-	// arrival order, reads the stock once and writes it once. 0 or 1 = off.
-	// Default 0. At most MaxBatch; more than 1 only for the locker
-	// strategies that release after the commit.
+	// arrival order, reads the stock once and writes it once. At most
+	// MaxBatch; more than 1 only for the locker strategies that release
+	// after the commit. Optional, defaults to 0 (0 or 1 = off).
 	Batch int
 	// PerUserLimit is the most orders one user may have of one goods
 	// (peruser.go: "one order per user" is 1); a purchase past it is
-	// refused with ErrUserLimit. 0 = no limit (the default). At most
-	// MaxPerUserLimit.
+	// refused with ErrUserLimit. At most MaxPerUserLimit. Optional,
+	// defaults to 0 (no limit).
 	PerUserLimit int
 }
 
-// DefaultConfig returns the defaults for strategy name.
-func DefaultConfig(name string) Config {
-	return Config{Name: name, LockTTL: DefaultLockTTL, LockWait: DefaultLockWait, Watchdog: true, LocalQueue: true, LeaseCheck: true}
+// WithDefaults returns c with every default it leaves to its zero value
+// filled in (LockTTL, LockWait): the setting as an instance runs and
+// reports it.
+func (c Config) WithDefaults() Config {
+	if c.LockTTL == 0 {
+		c.LockTTL = DefaultLockTTL
+	}
+	if c.LockWait == 0 {
+		c.LockWait = DefaultLockWait
+	}
+	return c
 }
 
-// Validate checks c and names the first problem.
+// Equal reports whether c and o are the same setting once their defaults
+// are filled in (a zero LockTTL equals DefaultLockTTL).
+func (c Config) Equal(o Config) bool { return c.WithDefaults() == o.WithDefaults() }
+
+// Validate checks c (its defaults filled in) and names the first problem.
 func (c Config) Validate() error {
 	info, ok := Lookup(c.Name)
 	if !ok {
 		return fmt.Errorf("%w %q: valid names are %s", ErrUnknownStrategy, c.Name, strings.Join(StrategyNames(), ", "))
 	}
+	c = c.WithDefaults()
 	tokens := func(s Strategy) bool { return s.Tokens }
 	renews := func(s Strategy) bool { return s.Renews }
 	pauses := func(s Strategy) bool { return s.ReleasePause }
@@ -109,7 +132,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("lock_wait %s out of range (0, %s]", c.LockWait, MaxLockWait)
 	case c.Fencing && !info.Tokens:
 		return fmt.Errorf("fencing needs a lock that supplies tokens; %s does not (use %s)", c.Name, strings.Join(Names(tokens), ", "))
-	case !c.Watchdog && !info.Renews:
+	case c.NoWatchdog && !info.Renews:
 		return fmt.Errorf("watchdog can be turned off only for %s; %s has none to turn off or keeps its session alive on its own", strings.Join(Names(renews), ", "), c.Name)
 	case c.ReleasePause < 0 || c.ReleasePause > MaxReleasePause:
 		return fmt.Errorf("release_pause %s out of range [0, %s]", c.ReleasePause, MaxReleasePause)
@@ -125,11 +148,19 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// ConfigWire is the one wire form of a strategy setting: the body of PUT
-// /admin/strategy and, with Instance, the answer of GET /admin/strategy.
-// Durations are Go duration strings; an omitted field takes its default
-// (a nil Watchdog, LocalQueue or LeaseCheck keeps the default: on).
-type ConfigWire struct {
+// String shows the setting, its defaults filled in, as the CLI's flags
+// would.
+func (c Config) String() string {
+	c = c.WithDefaults()
+	return fmt.Sprintf("%s work_delay=%s lock_ttl=%s lock_wait=%s fencing=%t watchdog=%t local_queue=%t lease_check=%t batch=%d release_pause=%s",
+		c.Name, c.WorkDelay, c.LockTTL, c.LockWait, c.Fencing, !c.NoWatchdog, !c.NoLocalQueue, !c.NoLeaseCheck, c.Batch, c.ReleasePause)
+}
+
+// configJSON is a setting's JSON (PUT /admin/strategy's body; with
+// Instance, GET's answer). Durations are Go duration strings; an omitted
+// field takes its default. The switches are positive on the wire
+// ("watchdog": false turns the watchdog off).
+type configJSON struct {
 	Name       string `json:"name"`
 	WorkDelay  string `json:"work_delay"`
 	LockTTL    string `json:"lock_ttl"`
@@ -141,40 +172,15 @@ type ConfigWire struct {
 	Batch      int    `json:"batch,omitempty"`
 	// ReleasePause is last: older clients do not send it.
 	ReleasePause string `json:"release_pause,omitempty"`
-	// PerUserLimit is Config.PerUserLimit (0, omitted: no limit).
-	PerUserLimit int `json:"per_user_limit,omitempty"`
-	// Instance names the instance that answered a GET; a PUT does not
-	// take it.
+	PerUserLimit int    `json:"per_user_limit,omitempty"`
+	// Instance names the instance that answered a GET (InstanceConfig);
+	// a PUT does not take it.
 	Instance string `json:"instance,omitempty"`
-}
-
-// Same reports whether w and o are the same setting (Instance aside; an
-// absent switch is false).
-func (w ConfigWire) Same(o ConfigWire) bool {
-	flag := func(b *bool) bool { return b != nil && *b }
-	return w.Name == o.Name && w.WorkDelay == o.WorkDelay && w.LockTTL == o.LockTTL && w.LockWait == o.LockWait &&
-		w.Fencing == o.Fencing && flag(w.Watchdog) == flag(o.Watchdog) && flag(w.LocalQueue) == flag(o.LocalQueue) &&
-		flag(w.LeaseCheck) == flag(o.LeaseCheck) && w.Batch == o.Batch && w.ReleasePause == o.ReleasePause &&
-		w.PerUserLimit == o.PerUserLimit
-}
-
-// String shows the setting as the CLI's flags would.
-func (w ConfigWire) String() string {
-	flag := func(b *bool) bool { return b != nil && *b }
-	return fmt.Sprintf("%s work_delay=%s lock_ttl=%s lock_wait=%s fencing=%t watchdog=%t local_queue=%t lease_check=%t batch=%d release_pause=%s",
-		w.Name, w.WorkDelay, w.LockTTL, w.LockWait, w.Fencing, flag(w.Watchdog), flag(w.LocalQueue), flag(w.LeaseCheck), w.Batch, w.ReleasePause)
-}
-
-// Wire returns c's wire form.
-func (c Config) Wire() ConfigWire {
-	return ConfigWire{Name: c.Name, WorkDelay: c.WorkDelay.String(), LockTTL: c.LockTTL.String(), LockWait: c.LockWait.String(),
-		Fencing: c.Fencing, Watchdog: &c.Watchdog, LocalQueue: &c.LocalQueue, LeaseCheck: &c.LeaseCheck, Batch: c.Batch,
-		ReleasePause: c.ReleasePause.String(), PerUserLimit: c.PerUserLimit}
 }
 
 // ConfigFields are the JSON fields of a setting (PUT /admin/strategy).
 func ConfigFields() []string {
-	t := reflect.TypeFor[ConfigWire]()
+	t := reflect.TypeFor[configJSON]()
 	out := make([]string, 0, t.NumField())
 	for i := range t.NumField() {
 		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "instance" {
@@ -184,44 +190,91 @@ func ConfigFields() []string {
 	return out
 }
 
-// MarshalJSON writes durations as Go duration strings ("250ms").
-func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(c.Wire())
+// toJSON is c's JSON form, its defaults filled in.
+func (c Config) toJSON() configJSON {
+	c = c.WithDefaults()
+	on := func(off bool) *bool { v := !off; return &v }
+	return configJSON{Name: c.Name, WorkDelay: c.WorkDelay.String(), LockTTL: c.LockTTL.String(), LockWait: c.LockWait.String(),
+		Fencing: c.Fencing, Watchdog: on(c.NoWatchdog), LocalQueue: on(c.NoLocalQueue), LeaseCheck: on(c.NoLeaseCheck), Batch: c.Batch,
+		ReleasePause: c.ReleasePause.String(), PerUserLimit: c.PerUserLimit}
 }
 
-// UnmarshalJSON reads durations as Go duration strings. Omitted fields
-// take their defaults.
-func (c *Config) UnmarshalJSON(b []byte) error {
-	var w ConfigWire
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	out := DefaultConfig(w.Name)
-	out.Fencing, out.Batch, out.PerUserLimit = w.Fencing, w.Batch, w.PerUserLimit
-	if w.Watchdog != nil {
-		out.Watchdog = *w.Watchdog
-	}
-	if w.LocalQueue != nil {
-		out.LocalQueue = *w.LocalQueue
-	}
-	if w.LeaseCheck != nil {
-		out.LeaseCheck = *w.LeaseCheck
-	}
+// config reads w. An omitted field is left at its zero value, the
+// default; lock_ttl and lock_wait given as 0 are out of range (omit them
+// for the default).
+func (w configJSON) config() (Config, error) {
+	off := func(on *bool) bool { return on != nil && !*on }
+	c := Config{Name: w.Name, Fencing: w.Fencing, NoWatchdog: off(w.Watchdog), NoLocalQueue: off(w.LocalQueue),
+		NoLeaseCheck: off(w.LeaseCheck), Batch: w.Batch, PerUserLimit: w.PerUserLimit}
 	for _, f := range []struct {
-		field string
-		raw   string
-		dst   *time.Duration
-	}{{"work_delay", w.WorkDelay, &out.WorkDelay}, {"lock_ttl", w.LockTTL, &out.LockTTL}, {"lock_wait", w.LockWait, &out.LockWait},
-		{"release_pause", w.ReleasePause, &out.ReleasePause}} {
+		field   string
+		raw     string
+		dst     *time.Duration
+		notZero bool
+	}{{"work_delay", w.WorkDelay, &c.WorkDelay, false}, {"lock_ttl", w.LockTTL, &c.LockTTL, true},
+		{"lock_wait", w.LockWait, &c.LockWait, true}, {"release_pause", w.ReleasePause, &c.ReleasePause, false}} {
 		if f.raw == "" {
 			continue
 		}
 		d, err := time.ParseDuration(f.raw)
 		if err != nil {
-			return fmt.Errorf("%s: %q is not a Go duration such as \"250ms\"", f.field, f.raw)
+			return Config{}, fmt.Errorf("%s: %q is not a Go duration such as \"250ms\"", f.field, f.raw)
+		}
+		if d == 0 && f.notZero {
+			return Config{}, fmt.Errorf("%s %s out of range: omit it for the default", f.field, f.raw)
 		}
 		*f.dst = d
 	}
+	return c, nil
+}
+
+// MarshalJSON writes c with its defaults filled in, durations as Go
+// duration strings ("250ms").
+func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.toJSON()) }
+
+// UnmarshalJSON reads durations as Go duration strings. Omitted fields
+// take their defaults.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	out, _, err := decodeConfig(b)
+	if err != nil {
+		return err
+	}
 	*c = out
+	return nil
+}
+
+// decodeConfig reads a setting's JSON and the "instance" that answered
+// with it ("" in a PUT's body).
+func decodeConfig(b []byte) (Config, string, error) {
+	var w configJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return Config{}, "", err
+	}
+	c, err := w.config()
+	return c, w.Instance, err
+}
+
+// InstanceConfig is the answer of GET /admin/strategy: the setting an
+// instance runs, its defaults filled in, and the instance's name.
+type InstanceConfig struct {
+	Config
+	// Instance names the instance that answered.
+	Instance string
+}
+
+// MarshalJSON writes the setting's fields and "instance".
+func (ic InstanceConfig) MarshalJSON() ([]byte, error) {
+	w := ic.toJSON()
+	w.Instance = ic.Instance
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the setting's fields and "instance".
+func (ic *InstanceConfig) UnmarshalJSON(b []byte) error {
+	c, instance, err := decodeConfig(b)
+	if err != nil {
+		return err
+	}
+	*ic = InstanceConfig{Config: c, Instance: instance}
 	return nil
 }

@@ -35,7 +35,7 @@ func newStreamFixture(t *testing.T, stock int64, limit int) streamFixture {
 	}
 	q := &Stream{rdb: rdb, key: fmt.Sprintf("test:orders:%d", rand.Int64())}
 	t.Cleanup(func() { rdb.Del(context.Background(), q.key) })
-	cfg := DefaultConfig(RedisStream)
+	cfg := Config{Name: RedisStream}
 	cfg.PerUserLimit = limit
 	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Mirror: NewRedisMirror(rdb), Stream: q, Initial: cfg})
 	if err != nil {

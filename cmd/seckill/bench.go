@@ -286,9 +286,9 @@ func (f *benchFlags) options(args []string) bench.Options {
 		Strategies: f.names, Stock: f.initial, Requests: f.requests, Concurrency: f.conc, Qty: f.qty, Sweep: f.points,
 		CompareQueue: f.compareQueue, Warmup: f.warmup,
 		Rate: f.rate, Repeat: f.repeat, Seed: f.seed, GoodsID: f.goods, Instances: f.instances,
-		WorkDelay: f.workDelay, LockTTL: f.lockTTL, LockWait: f.lockWait, Fencing: f.fencing, NoWatchdog: f.noWatchdog,
-		NoLocalQueue: f.noQueue, NoEvents: f.noEvents, NoLeaseCheck: f.noLeaseCheck, ReleasePause: f.releasePause, Batch: f.batch, Faults: f.faults,
-		PerUserLimit: f.perUserLimit, Users: f.users,
+		Config: stock.Config{WorkDelay: f.workDelay, LockTTL: f.lockTTL, LockWait: f.lockWait, Fencing: f.fencing, NoWatchdog: f.noWatchdog,
+			NoLocalQueue: f.noQueue, NoLeaseCheck: f.noLeaseCheck, ReleasePause: f.releasePause, Batch: f.batch, PerUserLimit: f.perUserLimit},
+		NoEvents: f.noEvents, Faults: f.faults, Users: f.users,
 		RequestTimeout: f.reqTimeout, RunTimeout: f.runTimeout, CalibrateRequests: f.calRequests,
 		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
 	}

@@ -116,9 +116,8 @@ func runStrategy(ctx context.Context, args []string) error {
 		}
 		got, err = f.Strategies(ctx)
 	} else {
-		cfg := stock.DefaultConfig(pos[0])
-		cfg.WorkDelay, cfg.LockTTL, cfg.LockWait, cfg.Fencing = *workDelay, *lockTTL, *lockWait, *fencing
-		cfg.Watchdog, cfg.LocalQueue, cfg.LeaseCheck = !*noWatchdog, !*noQueue, !*noLeaseCheck
+		cfg := stock.Config{Name: pos[0], WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing,
+			NoWatchdog: *noWatchdog, NoLocalQueue: *noQueue, NoLeaseCheck: *noLeaseCheck}
 		got, err = f.SetStrategy(ctx, cfg)
 	}
 	for _, s := range got {

@@ -96,7 +96,7 @@ func runUp(ctx context.Context, args []string) error {
 		return err
 	}
 	// Checked here too so a bad name stops before any server starts.
-	if err := stock.DefaultConfig(name).Validate(); err != nil {
+	if err := (stock.Config{Name: name}).Validate(); err != nil {
 		return exitError{code: 2, msg: fmt.Sprintf("up: --strategy: %v", err)}
 	}
 	o := stack.Options{

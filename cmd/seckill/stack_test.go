@@ -34,14 +34,14 @@ func TestStatusShowsCurrentStrategy(t *testing.T) {
 	dir, f := testStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	t.Cleanup(func() { _, _ = f.SetStrategy(context.Background(), stock.DefaultConfig(stock.None)) })
-	fenced := stock.DefaultConfig(stock.Redis)
+	t.Cleanup(func() { _, _ = f.SetStrategy(context.Background(), stock.Config{Name: stock.None}) })
+	fenced := stock.Config{Name: stock.Redis}
 	fenced.Fencing = true
 	tests := []struct {
 		cfg  stock.Config
 		want string
 	}{
-		{stock.DefaultConfig(stock.SQLAtomic), stock.SQLAtomic},
+		{stock.Config{Name: stock.SQLAtomic}, stock.SQLAtomic},
 		{fenced, stock.Redis + " (fencing)"},
 	}
 	for _, tt := range tests {

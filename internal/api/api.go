@@ -354,11 +354,9 @@ func (h *handler) reset(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"goods_id": *b.GoodsID, "stock": *b.Stock, "skipped": skipped})
 }
 
-// strategyBody is the setting the instance runs, in its wire form.
-func (h *handler) strategyBody() stock.ConfigWire {
-	w := h.Service.Config().Wire()
-	w.Instance = h.Service.Instance()
-	return w
+// strategyBody is the setting the instance runs and the instance's name.
+func (h *handler) strategyBody() stock.InstanceConfig {
+	return stock.InstanceConfig{Config: h.Service.Config(), Instance: h.Service.Instance()}
 }
 
 func (h *handler) getStrategy(c *gin.Context) { c.JSON(http.StatusOK, h.strategyBody()) }

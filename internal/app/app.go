@@ -90,7 +90,7 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 	if cfg.Strategy == "" {
 		cfg.Strategy = stock.None
 	}
-	initial := stock.DefaultConfig(cfg.Strategy)
+	initial := stock.Config{Name: cfg.Strategy}
 	if cfg.Setting != "" {
 		if err := json.Unmarshal([]byte(cfg.Setting), &initial); err != nil {
 			return nil, fmt.Errorf("%s: %w", config.EnvSetting, err)

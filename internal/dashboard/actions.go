@@ -106,7 +106,6 @@ func (s *Server) handleStrategy(w http.ResponseWriter, r *http.Request, body []b
 // apply PUTs cfg to every instance of st, reads every instance's setting
 // back and answers what each runs.
 func (s *Server) apply(w http.ResponseWriter, ctx context.Context, st *stack.State, cfg stock.Config) {
-	want := cfg.Wire()
 	insts := st.Instances()
 	res := make([]InstanceResult, len(insts))
 	var wg sync.WaitGroup
@@ -124,7 +123,7 @@ func (s *Server) apply(w http.ResponseWriter, ctx context.Context, st *stack.Sta
 				res[i].Error = "verify: " + err.Error()
 				return
 			}
-			if !got.Same(want) {
+			if !got.Equal(cfg) {
 				res[i].Error = "verify: the instance reports " + got.String()
 				return
 			}
@@ -144,11 +143,11 @@ func (s *Server) apply(w http.ResponseWriter, ctx context.Context, st *stack.Sta
 			"detail": "the fleet does not run the setting: " + strings.Join(bad, "; "), "instances": res})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"strategy": want, "instances": res})
+	writeJSON(w, http.StatusOK, map[string]any{"strategy": cfg, "instances": res})
 }
 
 // handleDefaults is POST /api/defaults {strategy}: every instance back to
-// the default setting of strategy (stock.DefaultConfig: no work delay, the
+// the default setting of strategy (a stock.Config with only its name: no work delay, the
 // default TTL and wait, watchdog on, no fencing), by default of the
 // strategy the first answering instance runs; what a lesson or an earlier
 // class left on the fleet (a 300 ms work delay, a 100 ms TTL) goes.
@@ -186,7 +185,7 @@ func (s *Server) handleDefaults(w http.ResponseWriter, r *http.Request, body []b
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unknown_strategy", "detail": fmt.Sprintf("no strategy %q", name), "valid": stock.StrategyNames()})
 		return
 	}
-	s.apply(w, r.Context(), st, stock.DefaultConfig(name))
+	s.apply(w, r.Context(), st, stock.Config{Name: name})
 }
 
 // handleReset is POST /api/reset {stock}: the goods' stock set, its

@@ -61,9 +61,9 @@ type InstanceView struct {
 	Error    string        `json:"error,omitempty"`
 }
 
-// StrategyView is an instance's GET /admin/strategy answer: stock's one
-// wire form of a setting.
-type StrategyView = stock.ConfigWire
+// StrategyView is an instance's GET /admin/strategy answer: the setting
+// it runs and its name.
+type StrategyView = stock.InstanceConfig
 
 // StrategyInfo is a registry entry for the page's select.
 type StrategyInfo struct {
@@ -219,7 +219,7 @@ func (snap *Snapshot) addInstance(c stack.Component, p poll) {
 	if p.strategy != nil {
 		if snap.Strategy == nil {
 			snap.Strategy = p.strategy
-		} else if !snap.Strategy.Same(*p.strategy) {
+		} else if !snap.Strategy.Equal(p.strategy.Config) {
 			snap.Disagree = true
 		}
 	}

@@ -61,7 +61,7 @@ func TestDNSRebinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.SetStrategy(ctx, stock.DefaultConfig(stock.Redis)); err != nil {
+	if _, err := f.SetStrategy(ctx, stock.Config{Name: stock.Redis}); err != nil {
 		t.Fatal(err)
 	}
 	before, _, err := f.Reset(ctx, rebindGoods, 50)

@@ -205,7 +205,7 @@ func (f Fleet) SetStrategy(ctx context.Context, cfg stock.Config) ([]InstanceSet
 	}
 	var differ []string
 	for _, s := range got {
-		if s.Config != cfg {
+		if !s.Config.Equal(cfg) {
 			differ = append(differ, s.String())
 		}
 	}

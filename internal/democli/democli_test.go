@@ -29,7 +29,7 @@ func testFleet(t *testing.T) Fleet {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := f.SetStrategy(ctx, stock.DefaultConfig(stock.None)); err != nil {
+		if _, err := f.SetStrategy(ctx, stock.Config{Name: stock.None}); err != nil {
 			t.Errorf("restore the strategy: %v", err)
 		}
 	})
@@ -45,7 +45,7 @@ func TestBuyAndReset(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const goods = 71
-	if _, err := f.SetStrategy(ctx, stock.DefaultConfig(stock.SQLAtomic)); err != nil {
+	if _, err := f.SetStrategy(ctx, stock.Config{Name: stock.SQLAtomic}); err != nil {
 		t.Fatal(err)
 	}
 	a, _, err := f.Reset(ctx, goods, 2)
@@ -118,14 +118,14 @@ func TestSetStrategy(t *testing.T) {
 	f := testFleet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	fenced := stock.DefaultConfig(stock.Redis)
+	fenced := stock.Config{Name: stock.Redis}
 	fenced.Fencing, fenced.LockTTL, fenced.WorkDelay = true, 2*time.Second, time.Millisecond
-	noWatchdog := stock.DefaultConfig(stock.Redlock)
-	noWatchdog.Watchdog, noWatchdog.LocalQueue = false, false
-	badFencing := stock.DefaultConfig(stock.Mutex)
+	noWatchdog := stock.Config{Name: stock.Redlock}
+	noWatchdog.NoWatchdog, noWatchdog.NoLocalQueue = true, true
+	badFencing := stock.Config{Name: stock.Mutex}
 	badFencing.Fencing = true
-	badTTL := stock.DefaultConfig(stock.Redis)
-	badTTL.LockTTL = 0
+	badTTL := stock.Config{Name: stock.Redis}
+	badTTL.LockTTL = stock.MinLockTTL - 1 // 0 is the default
 	tests := []struct {
 		name string
 		cfg  stock.Config
@@ -135,7 +135,7 @@ func TestSetStrategy(t *testing.T) {
 		{"no watchdog, no local queue", noWatchdog, nil},
 		{"fencing on a lock without tokens", badFencing, ErrInvalid},
 		{"lock TTL 0", badTTL, ErrInvalid},
-		{"unknown name", stock.DefaultConfig("no-such-strategy"), ErrInvalid},
+		{"unknown name", stock.Config{Name: "no-such-strategy"}, ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,7 +159,7 @@ func TestSetStrategy(t *testing.T) {
 				if err != nil {
 					want = before[i].Config // bad input changes nothing
 				}
-				if s.Config != want || s.Instance != f.Names[i] {
+				if !s.Config.Equal(want) || s.Instance != f.Names[i] {
 					t.Errorf("%s: %+v, want %+v", s.Instance, s.Config, want)
 				}
 			}
@@ -193,7 +193,7 @@ func TestEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const goods, other = 72, 73
-	if _, err := f.SetStrategy(ctx, stock.DefaultConfig(stock.Redis)); err != nil {
+	if _, err := f.SetStrategy(ctx, stock.Config{Name: stock.Redis}); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range []int64{goods, other} {
@@ -290,7 +290,7 @@ func TestUnreachable(t *testing.T) {
 	}{
 		{"buy", func() error { _, err := f.Buy(ctx, BuyOptions{GoodsID: 1, Qty: 1, User: "u"}); return err }},
 		{"strategies", func() error { _, err := f.Strategies(ctx); return err }},
-		{"set strategy", func() error { _, err := f.SetStrategy(ctx, stock.DefaultConfig(stock.None)); return err }},
+		{"set strategy", func() error { _, err := f.SetStrategy(ctx, stock.Config{Name: stock.None}); return err }},
 		{"reset", func() error { _, _, err := f.Reset(ctx, 1, 1); return err }},
 		{"events", func() error { return f.Events(ctx, &bytes.Buffer{}, EventsOptions{}) }},
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/lab"
 	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // Parts of the sheet, in order.
@@ -329,7 +330,7 @@ func runBench(ctx context.Context, e exercises.Exercise, st *stack.State, sheet 
 	l := e.Load
 	rep, err := bench.Run(ctx, bench.Options{
 		Strategies: []string{sheet.Strategy}, Stock: l.Stock, Requests: l.Requests, Concurrency: l.Concurrency,
-		WorkDelay: l.WorkDelay, LockTTL: l.LockTTL, Fencing: l.Fencing, NoLeaseCheck: l.NoLeaseCheck, Seed: 1, GoodsID: goodsOf(e),
+		Config: stock.Config{WorkDelay: l.WorkDelay, LockTTL: l.LockTTL, Fencing: l.Fencing, NoLeaseCheck: l.NoLeaseCheck}, Seed: 1, GoodsID: goodsOf(e),
 		Fleet: st.Fleet(), CalibrateRequests: -1, Warmup: -1, OutDir: out,
 		CommandLine: []string{"seckill", "grade", e.Name},
 	})

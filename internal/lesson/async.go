@@ -83,7 +83,7 @@ func asyncOrders(ctx context.Context, r *runner) (Outcome, error) {
 	// started again while its consumer holds a batch it has not
 	// acknowledged.
 	ko := bench.Options{Strategies: []string{stock.RedisStream}, Requests: k.requests, Stock: k.requests, Rate: k.rate, Concurrency: l.concurrency,
-		WorkDelay: k.work, Faults: []fleet.Fault{{Kind: fault.Kill, Component: asyncKillTarget, Start: k.start, Duration: k.dur}}, Instances: 3}
+		Config: stock.Config{WorkDelay: k.work}, Faults: []fleet.Fault{{Kind: fault.Kill, Component: asyncKillTarget, Start: k.start, Duration: k.dur}}, Instances: 3}
 	if err := asyncConsumerKill(ctx, r, ko, k, &out); err != nil {
 		return Outcome{}, err
 	}

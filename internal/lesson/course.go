@@ -222,7 +222,7 @@ func herd(ctx context.Context, r *runner) (Outcome, error) {
 		if err != nil {
 			return Outcome{}, err
 		}
-		o := bench.Options{Strategies: names, Requests: l.requests, Stock: l.stock, Concurrency: c, NoLocalQueue: true}
+		o := bench.Options{Strategies: names, Requests: l.requests, Stock: l.stock, Concurrency: c, Config: stock.Config{NoLocalQueue: true}}
 		if _, err := r.bench(ctx, o, benchCmd(o)); err != nil {
 			return Outcome{}, err
 		}
@@ -264,7 +264,7 @@ func herd(ctx context.Context, r *runner) (Outcome, error) {
 // on that count.
 func deletesAnother(ctx context.Context, r *runner) (Outcome, error) {
 	names := []string{stock.RedisTTL, stock.RedisOwner}
-	o := bench.Options{Strategies: names, WorkDelay: 300 * time.Millisecond, LockTTL: 100 * time.Millisecond, Stock: 20, Requests: 60, Concurrency: 20, Instances: 3}
+	o := bench.Options{Strategies: names, Config: stock.Config{WorkDelay: 300 * time.Millisecond, LockTTL: 100 * time.Millisecond}, Stock: 20, Requests: 60, Concurrency: 20, Instances: 3}
 	rep, err := r.bench(ctx, o, benchCmd(o))
 	if err != nil {
 		return Outcome{}, err
@@ -433,29 +433,29 @@ func benchCmd(o bench.Options) string {
 	if o.Instances > 0 {
 		cmd += fmt.Sprintf(" --instances %d", o.Instances)
 	}
-	if o.WorkDelay > 0 {
-		cmd += " --work-delay " + o.WorkDelay.String()
+	if o.Config.WorkDelay > 0 {
+		cmd += " --work-delay " + o.Config.WorkDelay.String()
 	}
-	if o.LockTTL > 0 {
-		cmd += " --lock-ttl " + o.LockTTL.String()
+	if o.Config.LockTTL > 0 {
+		cmd += " --lock-ttl " + o.Config.LockTTL.String()
 	}
-	if o.ReleasePause > 0 {
-		cmd += " --release-pause " + o.ReleasePause.String()
+	if o.Config.ReleasePause > 0 {
+		cmd += " --release-pause " + o.Config.ReleasePause.String()
 	}
-	if o.NoWatchdog {
+	if o.Config.NoWatchdog {
 		cmd += " --no-watchdog"
 	}
-	if o.NoLeaseCheck {
+	if o.Config.NoLeaseCheck {
 		cmd += " --no-lease-check"
 	}
-	if o.NoLocalQueue {
+	if o.Config.NoLocalQueue {
 		cmd += " --no-local-queue"
 	}
-	if o.Fencing {
+	if o.Config.Fencing {
 		cmd += " --fencing"
 	}
-	if o.PerUserLimit > 0 {
-		cmd += fmt.Sprintf(" --per-user-limit %d --users %d", o.PerUserLimit, o.Users)
+	if o.Config.PerUserLimit > 0 {
+		cmd += fmt.Sprintf(" --per-user-limit %d --users %d", o.Config.PerUserLimit, o.Users)
 	}
 	return cmd
 }
@@ -610,7 +610,7 @@ var course = []Lesson{
 			"Red bars overlap: between the GET that said “mine” and the DEL, the lock expired and went to another holder, whose lock the DEL then removed. mutual exclusion says FAIL and oversold is above 0 in the Comparison table.",
 			"红条互相重叠：GET 说“是我的”之后、DEL 之前，锁过期并给了别人，DEL 删掉的就是别人的锁。mutual exclusion 是 FAIL，Comparison 表里 oversold 大于 0。"),
 		Estimate: 15 * time.Second, run: oversells(stock.RedisOwner, 3, func(o *bench.Options) {
-			o.WorkDelay, o.LockTTL, o.ReleasePause, o.Stock, o.Requests, o.Concurrency = 80*time.Millisecond, 100*time.Millisecond, 300*time.Millisecond, 20, 60, 20
+			o.Config.WorkDelay, o.Config.LockTTL, o.Config.ReleasePause, o.Stock, o.Requests, o.Concurrency = 80*time.Millisecond, 100*time.Millisecond, 300*time.Millisecond, 20, 60, 20
 		}, "the next holder's lock deleted")},
 	{N: 10, Slug: "lua-watchdog", TitleZH: "Lua 原子释放 + 看门狗续期", TitleEN: "Lua release and the watchdog",
 		ShowsZH: "Lua 脚本比较并删除，一步完成；看门狗每 TTL/3 续期。业务比 TTL 长也不会有两个持有者。",
@@ -622,7 +622,7 @@ var course = []Lesson{
 		Estimate: 20 * time.Second, run: holds([]string{stock.Redis}, 3, func(o *bench.Options) {
 			// A 200 ms TTL, renewed every 67 ms: a 100 ms one (every 33 ms)
 			// lost a renewal to a starved CPU at a load average of 5.
-			o.WorkDelay, o.LockTTL, o.Stock, o.Requests, o.Concurrency = 400*time.Millisecond, 200*time.Millisecond, 20, 60, 20
+			o.Config.WorkDelay, o.Config.LockTTL, o.Stock, o.Requests, o.Concurrency = 400*time.Millisecond, 200*time.Millisecond, 20, 60, 20
 		})},
 	{N: 11, Slug: "no-watchdog", TitleZH: "没有续期：停顿超过 TTL", TitleEN: "No renewal: a pause past the TTL",
 		ShowsZH: "关掉看门狗和租约检查：持有者在锁里停顿超过 TTL（这里是临界区里 250 毫秒的等待，代替 GC 停顿；TTL 100 毫秒），锁给了下一个人，两个人同时在临界区。",
@@ -632,8 +632,8 @@ var course = []Lesson{
 			"Bars about 250 ms long, longer than the 100 ms TTL, overlap in red on different lanes: the lock expired under its holder and the next one took it. mutual exclusion says FAIL.",
 			"大约 250 毫秒长的条，比 100 毫秒的 TTL 长，在不同的行上红色重叠：锁在持有者手里过期，下一个人拿到了锁。mutual exclusion 是 FAIL。"),
 		Estimate: 15 * time.Second, run: oversells(stock.Redis, 3, func(o *bench.Options) {
-			o.NoWatchdog, o.NoLeaseCheck = true, true
-			o.WorkDelay, o.LockTTL, o.Stock, o.Requests, o.Concurrency = 250*time.Millisecond, 100*time.Millisecond, 20, 60, 20
+			o.Config.NoWatchdog, o.Config.NoLeaseCheck = true, true
+			o.Config.WorkDelay, o.Config.LockTTL, o.Stock, o.Requests, o.Concurrency = 250*time.Millisecond, 100*time.Millisecond, 20, 60, 20
 		}, "two holders")},
 	{N: 12, Slug: "pubsub", TitleZH: "发布订阅代替轮询", TitleEN: "Pub/sub instead of polling",
 		ShowsZH: "等锁的请求订阅解锁消息，被唤醒再抢，不再空转（Redisson 的做法）。",
@@ -658,7 +658,7 @@ var course = []Lesson{
 			"failed quorum (split) 大于 0：这些轮次里几个竞争者各拿到 5 个主节点中的几票，谁也没拿到 3 票，这就是分票；split per sale 是每卖出一件平均分票几轮。Invariants per strategy 里每项检查都通过。"),
 		Estimate: 20 * time.Second, run: func(ctx context.Context, r *runner) (Outcome, error) {
 			l := r.pick(small, tiny)
-			o := bench.Options{Strategies: []string{stock.Redlock}, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, NoLocalQueue: true}
+			o := bench.Options{Strategies: []string{stock.Redlock}, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, Config: stock.Config{NoLocalQueue: true}}
 			rep, err := r.bench(ctx, o, benchCmd(o))
 			if err != nil {
 				return Outcome{}, err

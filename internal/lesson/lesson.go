@@ -274,7 +274,7 @@ type fleetState struct {
 
 // capture reads the fleet of the stack in dir, which has n instances.
 func capture(ctx context.Context, dir string, n int) fleetState {
-	fs := fleetState{instances: n, cfg: stock.DefaultConfig(stock.None)}
+	fs := fleetState{instances: n, cfg: stock.Config{Name: stock.None}}
 	if f, err := democli.FromStack(dir); err == nil {
 		if settings, err := f.Strategies(ctx); err == nil && len(settings) > 0 {
 			fs.cfg = settings[0].Config

@@ -185,7 +185,7 @@ func TestLessonsShort(t *testing.T) {
 			}
 		})
 	}
-	fleetState{instances: stack.DefaultInstances, cfg: stock.DefaultConfig(stock.None)}.restore(dir)
+	fleetState{instances: stack.DefaultInstances, cfg: stock.Config{Name: stock.None}}.restore(dir)
 	if err := Write(filepath.Join(out, "course"), Course{Date: time.Now(), Short: true, Outcomes: outs}); err != nil {
 		t.Fatal(err)
 	}
@@ -268,12 +268,12 @@ func TestLessonRestoresFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := stock.DefaultConfig(stock.Redis)
+	want := stock.Config{Name: stock.Redis}
 	want.Fencing, want.LockTTL = true, 7*time.Second
 	if _, err := f.SetStrategy(ctx, want); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _, _ = f.SetStrategy(context.Background(), stock.DefaultConfig(stock.None)) }()
+	defer func() { _, _ = f.SetStrategy(context.Background(), stock.Config{Name: stock.None}) }()
 	l, err := Find("no-watchdog")
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +286,7 @@ func TestLessonRestoresFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range got {
-		if s.Config != want {
+		if !s.Config.Equal(want) {
 			t.Errorf("%s runs %+v after the lesson, want %+v as before it", s.Instance, s.Config, want)
 		}
 	}

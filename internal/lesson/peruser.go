@@ -56,7 +56,7 @@ func onePerUser(ctx context.Context, r *runner) (Outcome, error) {
 		ld = perUserShort
 	}
 	o := bench.Options{Strategies: perUserStrategies, Requests: ld.requests, Stock: ld.stock, Concurrency: ld.concurrency,
-		PerUserLimit: 1, Users: ld.users}
+		Config: stock.Config{PerUserLimit: 1}, Users: ld.users}
 	rep, err := r.bench(ctx, o, benchCmd(o))
 	if err != nil {
 		return Outcome{}, err

@@ -131,8 +131,8 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 				goods := goodsBase(sc.Name) + int64(r)
 				bo := bench.Options{
 					Strategies: []string{name}, Stock: load.Stock, Requests: load.Requests, Concurrency: load.Concurrency,
-					WorkDelay: load.WorkDelay, LockTTL: load.LockTTL, LockWait: load.LockWait, NoWatchdog: load.NoWatchdog,
-					Fencing: p == ProtectFencing, NoLeaseCheck: p != ProtectLeaseCheck,
+					Config: stock.Config{WorkDelay: load.WorkDelay, LockTTL: load.LockTTL, LockWait: load.LockWait, NoWatchdog: load.NoWatchdog,
+						Fencing: p == ProtectFencing, NoLeaseCheck: p != ProtectLeaseCheck},
 					Seed: o.Seed + int64(r), GoodsID: goods, Fleet: o.Fleet, CalibrateRequests: -1,
 					// A scenario measures correctness under a strike, not speed: no warm-up.
 					Warmup:  -1,

@@ -28,7 +28,7 @@ const (
 	// ProtectNone: no lease check, no fencing.
 	ProtectNone Protection = "unprotected"
 	// ProtectLeaseCheck: the holder checks its lease right before COMMIT
-	// (stock.Config.LeaseCheck); a pause after the check still wins.
+	// (on unless stock.Config.NoLeaseCheck); a pause after the check still wins.
 	ProtectLeaseCheck Protection = "lease-check"
 	// ProtectFencing: the store refuses a token older than the newest it
 	// accepted (stock.Config.Fencing); the lease check is off, to show
@@ -52,7 +52,7 @@ func Protections() []Protection {
 type Load struct {
 	Stock, Requests, Concurrency int
 	WorkDelay, LockTTL, LockWait time.Duration
-	// NoWatchdog runs the lock without renewal (bench.Options.NoWatchdog).
+	// NoWatchdog runs the lock without renewal (bench.Options.Config.NoWatchdog).
 	NoWatchdog bool
 }
 

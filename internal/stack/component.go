@@ -113,19 +113,18 @@ func rejoinStrategy(ctx context.Context, st *State, c Component) error {
 
 // peerSetting is the setting of the first running instance other than
 // name that answers (its name too); ok is false when none does.
-func peerSetting(ctx context.Context, st *State, name string) (cfg stock.ConfigWire, peer string, ok bool) {
+func peerSetting(ctx context.Context, st *State, name string) (cfg stock.Config, peer string, ok bool) {
 	for _, p := range st.Instances() {
 		if p.Name == name || !alive(p) {
 			continue
 		}
-		var w stock.ConfigWire
+		var w stock.Config // the answer's "instance" is not part of the setting
 		if err := st.adminJSON(ctx, http.MethodGet, p.URL(), "/admin/strategy", nil, &w); err != nil {
 			continue // try another peer
 		}
-		w.Instance = ""
 		return w, p.Name, true
 	}
-	return stock.ConfigWire{}, "", false
+	return stock.Config{}, "", false
 }
 
 // fleetSetting is peerSetting as the JSON an instance starts with

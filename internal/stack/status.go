@@ -189,7 +189,7 @@ func DescribeStrategy(c stock.Config) string {
 	if c.Name == "" {
 		return ""
 	}
-	d := stock.DefaultConfig(c.Name)
+	c, d := c.WithDefaults(), stock.Config{Name: c.Name}.WithDefaults()
 	var knobs []string
 	if c.WorkDelay != d.WorkDelay {
 		knobs = append(knobs, "work "+c.WorkDelay.String())
@@ -201,15 +201,11 @@ func DescribeStrategy(c stock.Config) string {
 		knobs = append(knobs, "wait "+c.LockWait.String())
 	}
 	for _, k := range []struct {
-		on, def bool
-		name    string
-	}{{c.Fencing, d.Fencing, "fencing"}, {c.Watchdog, d.Watchdog, "watchdog"}, {c.LocalQueue, d.LocalQueue, "local queue"}, {c.LeaseCheck, d.LeaseCheck, "lease check"}} {
-		switch {
-		case k.on == k.def:
-		case k.on:
+		on   bool
+		name string
+	}{{c.Fencing, "fencing"}, {c.NoWatchdog, "no watchdog"}, {c.NoLocalQueue, "no local queue"}, {c.NoLeaseCheck, "no lease check"}} {
+		if k.on {
 			knobs = append(knobs, k.name)
-		default:
-			knobs = append(knobs, "no "+k.name)
 		}
 	}
 	if len(knobs) == 0 {

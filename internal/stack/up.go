@@ -146,7 +146,7 @@ func (o Options) normalize() (Options, error) {
 	if o.Strategy == "" {
 		o.Strategy = DefaultStrategy
 	}
-	if err := stock.DefaultConfig(o.Strategy).Validate(); err != nil {
+	if err := (stock.Config{Name: o.Strategy}).Validate(); err != nil {
 		return o, fmt.Errorf("--strategy: %w", err)
 	}
 	if len(o.Backends) == 0 {
