@@ -273,12 +273,16 @@ func TestOptionsValidation(t *testing.T) {
 		{"lock wait above the service's maximum", func(o *Options) { o.Config.LockWait = stock.MaxLockWait + 1 }, false},
 		{"flt without a faulter", func(o *Options) { o.Rate, o.Faults = 100, []fleet.Fault{flt} }, false},
 		{"flt without a rate", func(o *Options) { o.Faults, o.Faulter = []fleet.Fault{flt}, recorder(nil) }, false},
-		{"flt past the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 100, []fleet.Fault{flt}, recorder(nil) }, false},
+		{"flt past the run", func(o *Options) {
+			o.Rate, o.Requests, o.Faults, o.Faulter = 100, 100, []fleet.Fault{flt}, recorder(nil)
+		}, false},
 		{"batch on every strategy: applied where it can be", func(o *Options) { o.Config.Batch = 16 }, true},
 		{"batch at its maximum", func(o *Options) { o.Config.Batch = MaxBatch }, true},
 		{"batch too large", func(o *Options) { o.Config.Batch = MaxBatch + 1 }, false},
 		{"negative batch", func(o *Options) { o.Config.Batch = -1 }, false},
-		{"flt inside the run", func(o *Options) { o.Rate, o.Requests, o.Faults, o.Faulter = 100, 300, []fleet.Fault{flt}, recorder(nil) }, true},
+		{"flt inside the run", func(o *Options) {
+			o.Rate, o.Requests, o.Faults, o.Faulter = 100, 300, []fleet.Fault{flt}, recorder(nil)
+		}, true},
 	}
 	for _, tt := range tests {
 		var o Options
