@@ -79,16 +79,13 @@ func (s *SQLStore) ReadModifyWrite(ctx context.Context, d Deduction, inside func
 		return s.readThenWrite(ctx, d)
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		release := func() {}
-		if inside != nil {
-			r, err := inside(ctx)
-			if err != nil {
-				return err
-			}
-			var once sync.Once
-			release = func() { once.Do(r) }
-			defer release()
+		unlock, err := inside(ctx)
+		if err != nil {
+			return err
 		}
+		var once sync.Once
+		release := func() { once.Do(unlock) }
+		defer release()
 		stock, err := readStock(ctx, tx, d.Order.GoodsID, false)
 		if err != nil {
 			return err

@@ -511,19 +511,13 @@ type ConsumerOptions struct {
 	// leaves the batch pending).
 	Work func() time.Duration
 	// Gather is how long the consumer waits after a batch shorter than
-	// streamBatch (128) before it reads again. A consumer that reads again
-	// at once writes whatever arrived while it wrote the last batch: under
-	// load, a few orders per MySQL transaction, each paying the
+	// streamBatch (128) before it reads again, so that the next batch
+	// gathers more orders per MySQL transaction (each pays the
 	// transaction's round trips, its COMMIT and the read and acknowledge
-	// in Redis. Waiting lets the next batch gather; a full batch never
-	// waits, and an idle consumer still blocks in XREADGROUP until an
-	// entry comes. The cost is up to Gather more order lag. The
-	// instance's default is config.DefaultStreamGather (20 ms): on the
-	// lab's 2-CPU machine, wrk through nginx at full load
-	// on redis-stream, 0 against 20 ms wrote 25 against 70 orders per
-	// transaction, and the machine spent 390–430 against 290–300 µs of CPU
-	// per purchase (MariaDB's share halved), with the order lag's p50 at
-	// 17–18 against 22–27 ms.
+	// in Redis). A full batch never waits, and an idle consumer still
+	// blocks in XREADGROUP until an entry comes. The cost is up to Gather
+	// more order lag. 0 reads again at once; the instance's default is
+	// config.DefaultStreamGather (20 ms).
 	Gather time.Duration
 }
 
