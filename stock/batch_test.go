@@ -20,6 +20,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/redislock"
 )
 
 // batchBuy is one purchase of a batch test: its qty, its idempotency key
@@ -47,11 +48,7 @@ func redisBackend(t *testing.T) LockBackend {
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		testenv.Unavailable(t, "Redis", err)
 	}
-	info, _ := Lookup(Redis)
-	b, err := info.Open(context.Background(), Clients{Redis: rdb})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := redislock.NewBackend(rdb)
 	t.Cleanup(func() { b.Close() })
 	return b
 }

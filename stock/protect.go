@@ -130,11 +130,11 @@ func (s *Service) queued(ctx context.Context, a *active, key string) (*lockimpl.
 	if !a.cfg.LocalQueue || !a.info.Queued() {
 		return a.locker.Lock(ctx, key)
 	}
-	turn, err := s.queue.Lock(ctx, key)
+	done, err := s.queue.wait(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("waiting in the local queue: %w", err)
 	}
-	defer turn.Unlock(context.WithoutCancel(ctx))
+	defer done()
 	return a.locker.Lock(ctx, key)
 }
 
@@ -145,7 +145,7 @@ func (s *Service) queued(ctx context.Context, a *active, key string) (*lockimpl.
 func (s *Service) optimisticQueued(ctx context.Context, d Deduction, budget time.Duration) (Result, error) {
 	start := time.Now()
 	qctx, cancel := context.WithTimeout(ctx, budget)
-	turn, err := s.queue.Lock(qctx, LockKey(d.Order.GoodsID))
+	done, err := s.queue.wait(qctx, LockKey(d.Order.GoodsID))
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -153,7 +153,7 @@ func (s *Service) optimisticQueued(ctx context.Context, d Deduction, budget time
 		}
 		return Result{}, fmt.Errorf("waited %s in the local queue: %w", budget, ErrLockTimeout)
 	}
-	defer turn.Unlock(context.WithoutCancel(ctx))
+	defer done()
 	return s.opts.Store.Optimistic(ctx, d, s.opts.OptimisticRetries, max(budget-time.Since(start), time.Millisecond))
 }
 

@@ -10,11 +10,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/lockimpl/mysqllock"
+	"github.com/seckill-lab/seckill/lockimpl/redislock"
+	"github.com/seckill-lab/seckill/lockimpl/redisnaive"
 )
 
-// TestResetSkipsDeadBackends resets with lock backends opened by the
-// registry over a real Redis and over an address where nothing listens (a
-// Redis that is down): the reset succeeds, clears what answers and lists
+// TestResetSkipsDeadBackends resets with lock backends opened over a real
+// Redis and over an address where nothing listens (a Redis that is down): the reset succeeds, clears what answers and lists
 // the strategies of the dead one with the reason.
 func TestResetSkipsDeadBackends(t *testing.T) {
 	st := testStore(t)
@@ -42,16 +44,12 @@ func TestResetSkipsDeadBackends(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clients := Clients{Redis: tc.redis, MySQL: sqlHandle}
-			backends := map[string]LockBackend{}
-			for _, name := range []string{Redis, RedisSpin, RedisTTL, MySQLUnique} {
-				s, _ := Lookup(name)
-				b, err := s.Open(ctx, clients)
-				if err != nil {
-					t.Fatalf("open %s: %v", name, err)
-				}
-				backends[name] = b
+			unique, err := mysqllock.NewBackend(ctx, sqlHandle)
+			if err != nil {
+				t.Fatalf("open %s: %v", MySQLUnique, err)
 			}
+			backends := map[string]LockBackend{Redis: redislock.NewBackend(tc.redis), RedisSpin: redisnaive.NewSpinBackend(tc.redis),
+				RedisTTL: redisnaive.NewTTLBackend(tc.redis), MySQLUnique: unique}
 			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: backends, Mirror: NewRedisMirror(tc.redis)})
 			if err != nil {
 				t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/lockimpl"
-	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 )
 
 // Locker is what the service needs of a lock.
@@ -49,8 +48,8 @@ type ServiceOptions struct {
 	// Counter keeps the lock-alone goods (LockAlone: ids from
 	// CounterGoodsBase); nil means they answer backend_unavailable.
 	Counter *CounterStore
-	// Backends are the lock backends by strategy name (see Clients and
-	// the registry's Open); a locker strategy without one is unavailable.
+	// Backends are the lock backends by strategy name (package lockwire
+	// opens them); a locker strategy without one is unavailable.
 	// Reset clears a goods' lock state at every one of them. The caller
 	// closes them after the service.
 	Backends map[string]LockBackend
@@ -84,8 +83,8 @@ type Service struct {
 	// replaced setting's locker): Close waits for it.
 	bg sync.WaitGroup
 
-	queue   *mutexlock.Locker // Config.LocalQueue: one contender per key
-	batches batcher           // Config.Batch: the queues of purchases per key
+	queue   keyQueue // Config.LocalQueue: one contender per key
+	batches batcher  // Config.Batch: the queues of purchases per key
 }
 
 // NewService validates opts and returns a Service.
@@ -107,7 +106,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Initial.Name == "" {
 		opts.Initial = DefaultConfig(None)
 	}
-	s := &Service{opts: opts, lockers: map[lockerKey]*sharedLocker{}, queue: mutexlock.New(lockimpl.Options{})}
+	s := &Service{opts: opts, lockers: map[lockerKey]*sharedLocker{}}
 	if err := s.SetConfig(context.Background(), opts.Initial); err != nil {
 		return nil, fmt.Errorf("initial strategy: %w", err)
 	}
