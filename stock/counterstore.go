@@ -37,7 +37,7 @@ type CounterStore struct {
 	rdb redis.UniversalClient
 }
 
-var _ Store = (*CounterStore)(nil)
+var _ Store = (*CounterStore)(nil) // and no Database: a lock-alone goods has no row
 
 // NewCounterStore keeps the lock-alone goods in rdb. The stack hands the
 // instances a Redis reached directly, not through the links' round trip:
@@ -229,118 +229,15 @@ func (c *CounterStore) ReadModifyWrite(ctx context.Context, d Deduction, inside 
 	return Result{Order: o, Remaining: remaining}, nil
 }
 
-// ReadModifyWriteBatch is not offered on a lock-alone goods: each
-// purchase of the batch gets ErrLockAloneOnly.
-func (c *CounterStore) ReadModifyWriteBatch(_ context.Context, ds []Deduction, _ uint64, _ func() error) ([]Result, []error, error) {
-	return eachFails(ds, ErrLockAloneOnly)
-}
+// errNoCounter answers for the lock-alone goods of an instance without a
+// counter.
+var errNoCounter = fmt.Errorf("%w: the lock-alone goods (id >= %d) need the counter's Redis ($SECKILL_COUNTER_REDIS), which this instance was not given", ErrBackendUnavailable, CounterGoodsBase)
 
 // eachFails fails every deduction of a batch with err.
-func eachFails(ds []Deduction, err error) ([]Result, []error, error) {
+func eachFails(ds []Deduction, err error) ([]Result, []error) {
 	errs := make([]error, len(ds))
 	for i := range errs {
 		errs[i] = err
 	}
-	return make([]Result, len(ds)), errs, err
+	return make([]Result, len(ds)), errs
 }
-
-// ForUpdate is not offered on a lock-alone goods.
-func (c *CounterStore) ForUpdate(context.Context, Deduction, time.Duration) (Result, error) {
-	return Result{}, ErrLockAloneOnly
-}
-
-// Optimistic is not offered on a lock-alone goods.
-func (c *CounterStore) Optimistic(context.Context, Deduction, int, time.Duration) (Result, error) {
-	return Result{}, ErrLockAloneOnly
-}
-
-// Atomic is not offered on a lock-alone goods.
-func (c *CounterStore) Atomic(context.Context, Deduction) (Result, error) {
-	return Result{}, ErrLockAloneOnly
-}
-
-// byGoods is the Service's Store when it has a CounterStore: the
-// lock-alone goods go to the counter, the others to the database.
-type byGoods struct {
-	db, counter Store
-}
-
-var _ Store = byGoods{}
-
-func (b byGoods) pick(id int64) Store {
-	if LockAlone(id) {
-		return b.counter
-	}
-	return b.db
-}
-
-func (b byGoods) Ping(ctx context.Context) error { return b.db.Ping(ctx) }
-func (b byGoods) Goods(ctx context.Context, id int64) (Goods, error) {
-	return b.pick(id).Goods(ctx, id)
-}
-func (b byGoods) Reset(ctx context.Context, id, stock int64) error {
-	return b.pick(id).Reset(ctx, id, stock)
-}
-func (b byGoods) Audit(ctx context.Context, id int64) (Audit, error) {
-	return b.pick(id).Audit(ctx, id)
-}
-func (b byGoods) RequestIDs(ctx context.Context, id int64) ([]string, error) {
-	return b.pick(id).RequestIDs(ctx, id)
-}
-
-// OrderByRequest looks in the database, then in the counter.
-func (b byGoods) OrderByRequest(ctx context.Context, requestID string) (Order, bool, error) {
-	o, ok, err := b.db.OrderByRequest(ctx, requestID)
-	if err != nil || ok {
-		return o, ok, err
-	}
-	return b.counter.OrderByRequest(ctx, requestID)
-}
-func (b byGoods) ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (func(), error)) (Result, error) {
-	return b.pick(d.Order.GoodsID).ReadModifyWrite(ctx, d, inside)
-}
-func (b byGoods) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fence uint64, beforeCommit func() error) ([]Result, []error, error) {
-	if len(ds) == 0 {
-		return nil, nil, nil
-	}
-	return b.pick(ds[0].Order.GoodsID).ReadModifyWriteBatch(ctx, ds, fence, beforeCommit)
-}
-func (b byGoods) ForUpdate(ctx context.Context, d Deduction, lockWait time.Duration) (Result, error) {
-	return b.pick(d.Order.GoodsID).ForUpdate(ctx, d, lockWait)
-}
-func (b byGoods) Optimistic(ctx context.Context, d Deduction, maxRetries int, budget time.Duration) (Result, error) {
-	return b.pick(d.Order.GoodsID).Optimistic(ctx, d, maxRetries, budget)
-}
-func (b byGoods) Atomic(ctx context.Context, d Deduction) (Result, error) {
-	return b.pick(d.Order.GoodsID).Atomic(ctx, d)
-}
-
-// noCounter answers for the lock-alone goods of an instance without a
-// counter: every call is ErrBackendUnavailable.
-type noCounter struct{}
-
-var errNoCounter = fmt.Errorf("%w: the lock-alone goods (id >= %d) need the counter's Redis ($SECKILL_COUNTER_REDIS), which this instance was not given", ErrBackendUnavailable, CounterGoodsBase)
-
-func (noCounter) Ping(context.Context) error                  { return errNoCounter }
-func (noCounter) Goods(context.Context, int64) (Goods, error) { return Goods{}, errNoCounter }
-func (noCounter) Reset(context.Context, int64, int64) error   { return errNoCounter }
-func (noCounter) Audit(context.Context, int64) (Audit, error) { return Audit{}, errNoCounter }
-func (noCounter) RequestIDs(context.Context, int64) ([]string, error) {
-	return nil, errNoCounter
-}
-func (noCounter) OrderByRequest(context.Context, string) (Order, bool, error) {
-	return Order{}, false, nil
-}
-func (noCounter) ReadModifyWrite(context.Context, Deduction, func(context.Context) (func(), error)) (Result, error) {
-	return Result{}, errNoCounter
-}
-func (noCounter) ReadModifyWriteBatch(_ context.Context, ds []Deduction, _ uint64, _ func() error) ([]Result, []error, error) {
-	return eachFails(ds, errNoCounter)
-}
-func (noCounter) ForUpdate(context.Context, Deduction, time.Duration) (Result, error) {
-	return Result{}, errNoCounter
-}
-func (noCounter) Optimistic(context.Context, Deduction, int, time.Duration) (Result, error) {
-	return Result{}, errNoCounter
-}
-func (noCounter) Atomic(context.Context, Deduction) (Result, error) { return Result{}, errNoCounter }

@@ -90,7 +90,7 @@ func (s *Service) redisAtomic(ctx context.Context, d Deduction) (Result, error) 
 	_, err := m.Take(ctx, o.GoodsID, o.Qty, o.UserID, limit)
 	if errors.Is(err, errMirrorMissing) {
 		// Redis lost the mirror (restart): seed it once from MySQL.
-		g, gerr := s.opts.Store.Goods(ctx, d.Order.GoodsID)
+		g, gerr := s.goods(ctx, d.Order.GoodsID)
 		if gerr != nil {
 			return Result{}, gerr
 		}
@@ -101,7 +101,11 @@ func (s *Service) redisAtomic(ctx context.Context, d Deduction) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := s.opts.Store.Atomic(ctx, d)
+	db, err := s.database(d.Order.GoodsID)
+	var res Result
+	if err == nil {
+		res, err = db.Atomic(ctx, d)
+	}
 	if err != nil {
 		// No unit is lost: the MySQL half failed, so the unit goes back.
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)

@@ -43,11 +43,11 @@ type Observer interface {
 type ServiceOptions struct {
 	// Instance is this instance's name, stored on every order.
 	Instance string
-	// Store is required.
-	Store Store
+	// Store is the database, required.
+	Store Database
 	// Counter keeps the lock-alone goods (LockAlone: ids from
 	// CounterGoodsBase); nil means they answer backend_unavailable.
-	Counter *CounterStore
+	Counter Store
 	// Backends are the lock backends by strategy name (package lockwire
 	// opens them); a locker strategy without one is unavailable.
 	// Reset clears a goods' lock state at every one of them. The caller
@@ -92,11 +92,6 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Store == nil {
 		return nil, errors.New("stock: ServiceOptions.Store is required")
 	}
-	var counter Store = noCounter{}
-	if opts.Counter != nil {
-		counter = opts.Counter
-	}
-	opts.Store = byGoods{db: opts.Store, counter: counter}
 	if opts.MaxQty <= 0 {
 		opts.MaxQty = 100
 	}
@@ -241,16 +236,28 @@ func (s *Service) deduct(ctx context.Context, r PurchaseRequest) (Result, error)
 // read-modify-write, unprotected or under a lock.
 var ownDeduction = map[string]func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error){
 	MySQLForUpdate: func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error) {
-		return s.opts.Store.ForUpdate(ctx, d, cfg.LockWait)
+		db, err := s.database(d.Order.GoodsID)
+		if err != nil {
+			return Result{}, err
+		}
+		return db.ForUpdate(ctx, d, cfg.LockWait)
 	},
 	MySQLOptimistic: func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error) {
 		if cfg.LocalQueue {
 			return s.optimisticQueued(ctx, d, cfg.LockWait)
 		}
-		return s.opts.Store.Optimistic(ctx, d, s.opts.OptimisticRetries, cfg.LockWait)
+		db, err := s.database(d.Order.GoodsID)
+		if err != nil {
+			return Result{}, err
+		}
+		return db.Optimistic(ctx, d, s.opts.OptimisticRetries, cfg.LockWait)
 	},
 	SQLAtomic: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
-		return s.opts.Store.Atomic(ctx, d)
+		db, err := s.database(d.Order.GoodsID)
+		if err != nil {
+			return Result{}, err
+		}
+		return db.Atomic(ctx, d)
 	},
 	RedisAtomic: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
 		return s.redisAtomic(ctx, d)
@@ -264,7 +271,7 @@ var ownDeduction = map[string]func(s *Service, ctx context.Context, cfg Config, 
 // order; ok is false when the key was never sold. A request that differs
 // from the original (goods, qty or user) gets ErrIdempotencyKeyReused.
 func (s *Service) replay(ctx context.Context, r PurchaseRequest) (Receipt, bool, error) {
-	o, ok, err := s.opts.Store.OrderByRequest(ctx, r.RequestID)
+	o, ok, err := s.orderByRequest(ctx, r.RequestID)
 	if err != nil || !ok {
 		return Receipt{}, false, err
 	}
@@ -272,7 +279,7 @@ func (s *Service) replay(ctx context.Context, r PurchaseRequest) (Receipt, bool,
 		return Receipt{}, false, fmt.Errorf("%w: Idempotency-Key %q was used for another purchase (goods %d, qty %d, another user or the same)",
 			ErrIdempotencyKeyReused, r.RequestID, o.GoodsID, o.Qty)
 	}
-	g, err := s.opts.Store.Goods(ctx, o.GoodsID)
+	g, err := s.goods(ctx, o.GoodsID)
 	if err != nil {
 		return Receipt{}, false, err
 	}

@@ -266,7 +266,7 @@ func (s *Service) redisStream(ctx context.Context, d Deduction) (Result, error) 
 	left, id, replayed, err := q.accept(ctx, o, limit)
 	if errors.Is(err, errMirrorMissing) {
 		// Redis lost the stock (restart): seed it once from MySQL.
-		g, gerr := s.opts.Store.Goods(ctx, o.GoodsID)
+		g, gerr := s.goods(ctx, o.GoodsID)
 		if gerr != nil {
 			return Result{}, gerr
 		}
@@ -294,7 +294,7 @@ func (s *Service) QueueStatus(ctx context.Context, goodsID int64) (QueueStatus, 
 // ("written"), accepted and still queued ("accepted", redis-stream; needs
 // goodsID), or unknown.
 func (s *Service) OrderStatus(ctx context.Context, goodsID int64, requestID string) (string, Order, error) {
-	o, ok, err := s.opts.Store.OrderByRequest(ctx, requestID)
+	o, ok, err := s.orderByRequest(ctx, requestID)
 	if err != nil {
 		return "", o, s.classify(ctx, err)
 	}
