@@ -1,4 +1,4 @@
-package stock
+package stock_test
 
 import (
 	"context"
@@ -8,18 +8,20 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl/mysqllock"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
 	"github.com/seckill-lab/seckill/lockimpl/redisnaive"
+	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/orderstream"
+	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // TestResetSkipsDeadBackends resets with lock backends opened over a real
 // Redis and over an address where nothing listens (a Redis that is down): the reset succeeds, clears what answers and lists
 // the strategies of the dead one with the reason.
 func TestResetSkipsDeadBackends(t *testing.T) {
-	st := testStore(t)
+	st := sqltest.Store(t)
 	ctx := context.Background()
 	live := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
 	t.Cleanup(func() { live.Close() })
@@ -50,7 +52,7 @@ func TestResetSkipsDeadBackends(t *testing.T) {
 			}
 			backends := map[string]LockBackend{Redis: redislock.NewBackend(tc.redis), RedisSpin: redisnaive.NewSpinBackend(tc.redis),
 				RedisTTL: redisnaive.NewTTLBackend(tc.redis), MySQLUnique: unique}
-			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: backends, Mirror: NewRedisMirror(tc.redis)})
+			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: backends, Mirror: orderstream.NewMirror(tc.redis)})
 			if err != nil {
 				t.Fatal(err)
 			}

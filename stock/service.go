@@ -56,7 +56,7 @@ type ServiceOptions struct {
 	// Mirror is required for redis-atomic.
 	Mirror Mirror
 	// Stream is required for redis-stream (stream.go).
-	Stream *Stream
+	Stream Queue
 	// Observer receives timings; nil means none.
 	Observer Observer
 	// Events receives the lock events of every purchase (see Event); nil
@@ -196,14 +196,14 @@ func (s *Service) Purchase(ctx context.Context, r PurchaseRequest) (Receipt, err
 	// one lookup on this failure path. A found order is replayed when the
 	// request is the same (goods, qty, user), and refused with
 	// ErrIdempotencyKeyReused when it is not.
-	if errors.Is(err, errDuplicateRequest) || keyed && ctx.Err() == nil {
+	if errors.Is(err, ErrDuplicateRequest) || keyed && ctx.Err() == nil {
 		rc, ok, rerr := s.replay(ctx, r)
 		switch {
 		case rerr != nil:
 			return rc, s.classify(ctx, rerr)
 		case ok:
 			return rc, nil
-		case errors.Is(err, errDuplicateRequest):
+		case errors.Is(err, ErrDuplicateRequest):
 			err = fmt.Errorf("request %q reported sold but not found", r.RequestID)
 		}
 	}

@@ -22,7 +22,7 @@ type Store interface {
 	RequestIDs(ctx context.Context, id int64) ([]string, error)
 	// OrderByRequest returns the order of a request id, if any.
 	OrderByRequest(ctx context.Context, requestID string) (Order, bool, error)
-	// ReadModifyWrite is the sources' reductStock, correct only when the
+	// ReadModifyWrite is the seeds' reductStock, correct only when the
 	// caller serialises it (a lock); inside runs within its transaction.
 	ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (release func(), err error)) (Result, error)
 }
@@ -41,8 +41,6 @@ type Database interface {
 	// Atomic deducts with one conditional UPDATE.
 	Atomic(ctx context.Context, d Deduction) (Result, error)
 }
-
-var _ Database = (*SQLStore)(nil)
 
 // store returns the Store of goods id: the lock-alone counter for a
 // lock-alone goods (errNoCounter when the instance has none), the database
@@ -115,7 +113,8 @@ type Deduction struct {
 	Trace func(kind EventKind, value int64)
 }
 
-func (d Deduction) trace(kind EventKind, v int64) {
+// Note tells d.Trace, when set, the stock read or written.
+func (d Deduction) Note(kind EventKind, v int64) {
 	if d.Trace != nil {
 		d.Trace(kind, v)
 	}
@@ -131,6 +130,6 @@ type Result struct {
 	Accepted, Replayed bool
 }
 
-// errDuplicateRequest is returned when the order's request id already
+// ErrDuplicateRequest is returned when the order's request id already
 // exists; the service answers with the original order.
-var errDuplicateRequest = errors.New("request already sold")
+var ErrDuplicateRequest = errors.New("request already sold")

@@ -21,6 +21,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/sqlstore"
 )
 
 const token = "test-token"
@@ -36,7 +37,7 @@ func newHandler(t *testing.T, adminToken string) (http.Handler, *stock.Service) 
 func newHandlerEvents(t *testing.T, adminToken string, events *stock.Events) (http.Handler, *stock.Service) {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
-	dsn, err := stock.PurchaseDSN(testenv.Get(t, testenv.MySQLDSN))
+	dsn, err := sqlstore.PurchaseDSN(testenv.Get(t, testenv.MySQLDSN))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func newHandlerEvents(t *testing.T, adminToken string, events *stock.Events) (ht
 	}
 	sqlDB, _ := db.DB()
 	t.Cleanup(func() { sqlDB.Close() })
-	st := stock.NewStore(db)
+	st := sqlstore.New(db)
 	if err := st.Migrate(context.Background()); err != nil {
 		testenv.Unavailable(t, "MySQL", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/lockwire"
+	"github.com/seckill-lab/seckill/stock/sqlstore"
 )
 
 // backends holds one instance's clients and the lock backends lockwire
@@ -98,7 +99,7 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB, meter *cos
 
 // checks are the /healthz probes of the configured servers. The ZooKeeper
 // probe is the lock backend's, which waits for a session.
-func (b *backends) checks(store *stock.SQLStore) []api.Check {
+func (b *backends) checks(store *sqlstore.Store) []api.Check {
 	out := []api.Check{{Name: "mysql", Ping: store.Ping}}
 	for i, c := range b.redis {
 		out = append(out, api.Check{Name: fmt.Sprintf("redis-%d", i+1), Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
