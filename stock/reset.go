@@ -34,16 +34,6 @@ type ResetReport struct {
 	Skipped []SkippedBackend `json:"skipped,omitempty"`
 }
 
-// SkippedStrategy returns the skip of strategy name, if any.
-func (r ResetReport) SkippedStrategy(name string) (SkippedBackend, bool) {
-	for _, sk := range r.Skipped {
-		if sk.Strategy == name {
-			return sk, true
-		}
-	}
-	return SkippedBackend{}, false
-}
-
 // resetClearTimeout bounds the clearing at one backend: a server that is
 // down (or hangs) is skipped after it, not waited for.
 const resetClearTimeout = 3 * time.Second

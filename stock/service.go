@@ -15,8 +15,8 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl"
 )
 
-// Locker is what the service needs of a lock.
-type Locker interface {
+// locker is what the service needs of a lock.
+type locker interface {
 	Lock(ctx context.Context, key string) (*lockimpl.Lease, error)
 }
 
@@ -110,9 +110,6 @@ func NewService(opts ServiceOptions) (*Service, error) {
 
 // Instance is the instance name.
 func (s *Service) Instance() string { return s.opts.Instance }
-
-// MaxQty is the largest qty accepted per purchase.
-func (s *Service) MaxQty() int64 { return s.opts.MaxQty }
 
 // LockKey is the lock name guarding goods id.
 func LockKey(goodsID int64) string { return "goods:" + strconv.FormatInt(goodsID, 10) }

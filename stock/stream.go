@@ -104,7 +104,7 @@ func (s *Service) OrderStatus(ctx context.Context, goodsID int64, requestID stri
 		return "", o, s.classify(ctx, err)
 	}
 	if ok {
-		return OrderWritten, o, nil
+		return orderWritten, o, nil
 	}
 	if s.opts.Stream != nil && goodsID > 0 {
 		acc, err := s.opts.Stream.Accepted(ctx, goodsID, requestID)
@@ -112,15 +112,15 @@ func (s *Service) OrderStatus(ctx context.Context, goodsID int64, requestID stri
 			return "", o, s.classify(ctx, err)
 		}
 		if acc {
-			return OrderAccepted, o, nil
+			return orderAccepted, o, nil
 		}
 	}
-	return OrderUnknown, o, nil
+	return orderUnknown, o, nil
 }
 
 // Order statuses (OrderStatus).
 const (
-	OrderWritten  = "written"
-	OrderAccepted = "accepted"
-	OrderUnknown  = "unknown"
+	orderWritten  = "written"
+	orderAccepted = "accepted"
+	orderUnknown  = "unknown"
 )
