@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
 	. "github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
@@ -38,11 +37,7 @@ type batchWant struct {
 // redisBackend opens the redis strategy's backend on the test Redis.
 func redisBackend(t *testing.T) LockBackend {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
-	t.Cleanup(func() { rdb.Close() })
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		testenv.Unavailable(t, "Redis", err)
-	}
+	rdb := locktest.RedisClient(t)
 	b := redislock.NewBackend(rdb)
 	t.Cleanup(func() { b.Close() })
 	return b

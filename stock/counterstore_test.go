@@ -8,9 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	. "github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/counterstore"
@@ -24,12 +23,8 @@ import (
 // the strategies that deduct in the database itself refuse it; an instance
 // without the counter answers backend_unavailable.
 func TestLockAloneGoods(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := locktest.RedisClient(t)
 	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		testenv.Unavailable(t, "Redis", err)
-	}
 	st := sqltest.Store(t)
 	mutex := map[string]LockBackend{Mutex: mutexlock.NewBackend(mutexlock.New(lockimpl.Options{}))}
 	tests := []struct {

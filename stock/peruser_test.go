@@ -8,8 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	. "github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/orderstream"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
@@ -21,12 +20,8 @@ import (
 // replayed request is answered with its order, not refused.
 func TestPerUserLimit(t *testing.T) {
 	st := sqltest.Store(t)
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := locktest.RedisClient(t)
 	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		testenv.Unavailable(t, "Redis", err)
-	}
 	backends := map[string]LockBackend{Redis: redisBackend(t)}
 	for _, tc := range []struct {
 		name  string

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl/mysqllock"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"

@@ -6,8 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	. "github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/orderstream"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
@@ -17,12 +16,8 @@ import (
 // goes back to Redis.
 func TestRedisAtomicReturnsUnitOnFailure(t *testing.T) {
 	st := sqltest.Store(t)
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := locktest.RedisClient(t)
 	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		testenv.Unavailable(t, "Redis", err)
-	}
 	mirror := orderstream.NewMirror(rdb)
 	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Mirror: mirror, Initial: DefaultConfig(RedisAtomic)})
 	if err != nil {

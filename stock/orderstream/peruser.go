@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill-lab/seckill/stock"
 )
 

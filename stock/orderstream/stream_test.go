@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
@@ -30,12 +30,8 @@ type streamFixture struct {
 func newStreamFixture(t *testing.T, inStock int64, limit int) streamFixture {
 	t.Helper()
 	st := sqltest.Store(t)
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := locktest.RedisClient(t)
 	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		testenv.Unavailable(t, "Redis", err)
-	}
 	q := &Stream{rdb: rdb, key: fmt.Sprintf("test:orders:%d", rand.Int64())}
 	t.Cleanup(func() { rdb.Del(context.Background(), q.key) })
 	cfg := stock.DefaultConfig(stock.RedisStream)

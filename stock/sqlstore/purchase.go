@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+
 	"github.com/seckill-lab/seckill/internal/mysqlerr"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/stock"
-	"gorm.io/gorm"
 )
 
 // The purchase path's statements. They go through database/sql, not gorm:

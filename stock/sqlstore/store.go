@@ -13,9 +13,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/seckill-lab/seckill/stock"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/seckill-lab/seckill/stock"
 )
 
 var _ stock.Database = (*Store)(nil)

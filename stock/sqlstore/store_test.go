@@ -13,13 +13,14 @@ import (
 	gormmysql "gorm.io/driver/mysql"
 
 	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 func order(goods int64, rid string) stock.Order {
