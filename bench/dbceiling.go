@@ -15,11 +15,12 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/sqlstore"
 )
 
 // DBCeiling is the database's own limit for the purchase transaction: a Go
 // client on this machine running exactly the instances' purchase
-// transaction (stock.ExecPurchase: BEGIN, the conditional deduction, the
+// transaction (sqlstore.ExecPurchase: BEGIN, the conditional deduction, the
 // order and COMMIT, in one round trip) with
 // the run's concurrency, straight at MariaDB/MySQL, no HTTP, no lock. It
 // is the most any strategy could sell per second on this box.
@@ -81,7 +82,7 @@ func CalibrateDatabase(ctx context.Context, dsn string, n, concurrency int) (DBC
 	if err != nil {
 		return DBCeiling{}, fmt.Errorf("%w: database DSN: %w", ErrInvalidOptions, err)
 	}
-	stock.ConfigureMySQL(mc)
+	sqlstore.ConfigureMySQL(mc)
 	if mc.Timeout == 0 {
 		mc.Timeout = 2 * time.Second
 	}
@@ -122,7 +123,7 @@ func CalibrateDatabase(ctx context.Context, dsn string, n, concurrency int) (DBC
 		o := stock.Order{GoodsID: DBCeilingGoodsID, Qty: 1, UserID: "ceiling", RequestID: fmt.Sprintf("db-ceiling-%d", i),
 			Instance: "bench", Strategy: "db-ceiling"}
 		var left int64
-		sold, err := stock.ExecPurchase(ctx, db, &o, &left)
+		sold, err := sqlstore.ExecPurchase(ctx, db, &o, &left)
 		if err == nil && !sold {
 			err = errors.New("the deduction matched no row")
 		}

@@ -69,7 +69,7 @@ type Options struct {
 	GoodsID     int64    // goods to sell; 0 = DefaultGoodsID
 	// Mode is what a purchase's critical section does: ModePurchase (the
 	// default: the database's transaction) or ModeLock (a Redis counter,
-	// stock.CounterStore: the lock alone, what the seeds rank). In
+	// counterstore.Store: the lock alone, what the seeds rank). In
 	// ModeLock the goods is GoodsID + stock.CounterGoodsBase and only the
 	// strategies that run the read-modify-write (none and the locks) run.
 	Mode string

@@ -273,7 +273,7 @@ func rttFact(r fleet.RTT) string {
 // modeFact says what the critical section did, for the report's facts.
 func modeFact(mode string) string {
 	if mode == ModeLock {
-		return "lock alone: the critical section reads and writes a Redis counter on a direct link (stock.CounterStore), no database transaction: the figures rank the locks (seckill bench --mode)"
+		return "lock alone: the critical section reads and writes a Redis counter on a direct link (counterstore.Store), no database transaction: the figures rank the locks (seckill bench --mode)"
 	}
 	return "purchase: the critical section is the database transaction (read the stock, write it, insert the order, commit): the figures rank whole purchases (seckill bench --mode lock ranks the locks alone)"
 }

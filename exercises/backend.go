@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/lockwire"
 )
 
 // Prefix is where e's lock keeps its keys in the lab: Redis keys
@@ -23,7 +24,7 @@ func (e Exercise) Prefix() string {
 // Locker per setting, a Ping of its server and a Clear of a key.
 type backend struct {
 	e Exercise
-	c stock.Clients
+	c lockwire.Clients
 }
 
 // NewLocker builds the student's Locker under the exercise's prefix.

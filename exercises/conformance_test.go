@@ -10,6 +10,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/lockwire"
 )
 
 // TestConformance runs lockimpl's conformance suite on each exercise's
@@ -53,14 +54,14 @@ func TestConformance(t *testing.T) {
 }
 
 // clientsFor connects to the test stack's server s.
-func clientsFor(t *testing.T, s stock.Server) stock.Clients {
+func clientsFor(t *testing.T, s stock.Server) lockwire.Clients {
 	t.Helper()
 	switch s {
 	case stock.ServerRedis:
-		return stock.Clients{Redis: locktest.RedisClient(t)}
+		return lockwire.Clients{Redis: locktest.RedisClient(t)}
 	case stock.ServerEtcd:
-		return stock.Clients{Etcd: locktest.EtcdClient(t)}
+		return lockwire.Clients{Etcd: locktest.EtcdClient(t)}
 	}
 	t.Fatalf("no client for server %q", s)
-	return stock.Clients{}
+	return lockwire.Clients{}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	rl "github.com/seckill-lab/seckill/lockimpl/redislock"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/lockwire"
 )
 
 // Text is a sentence in both of the course's languages.
@@ -94,7 +95,7 @@ type Exercise struct {
 	Load     Load
 	Faults   []Fault
 	// Student builds the student's lock.
-	Student func(c stock.Clients, opts lockimpl.Options) (lockimpl.Locker, error)
+	Student func(c lockwire.Clients, opts lockimpl.Options) (lockimpl.Locker, error)
 }
 
 // All lists the exercises in the sources' order.
@@ -134,13 +135,13 @@ func All() []Exercise {
 }
 
 // keyLockers are the answer keys' lockers, by strategy.
-var keyLockers = map[string]func(c stock.Clients, opts lockimpl.Options) (lockimpl.Locker, error){
+var keyLockers = map[string]func(c lockwire.Clients, opts lockimpl.Options) (lockimpl.Locker, error){
 	stock.Redis: onRedis(func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return rl.New(c, o) }),
 	stock.Etcd:  onEtcd(func(c *clientv3.Client, o lockimpl.Options) lockimpl.Locker { return etcdlock.New(c, o) }),
 }
 
 // Locker builds the student's lock, or with key the answer key's.
-func (e Exercise) Locker(key bool, c stock.Clients, opts lockimpl.Options) (lockimpl.Locker, error) {
+func (e Exercise) Locker(key bool, c lockwire.Clients, opts lockimpl.Options) (lockimpl.Locker, error) {
 	if key {
 		return keyLockers[e.Key](c, opts)
 	}
@@ -167,35 +168,39 @@ func Names() []string {
 
 // AsStrategy is e's lock as a strategy: a locker the exercise requires to be
 // correct (never flawed), with the tokens and renewal the exercise
-// requires, whose backend builds the student's Locker.
+// requires; its backend (opened by open) builds the student's Locker.
 func (e Exercise) AsStrategy() stock.Strategy {
 	return stock.Strategy{
 		Name: e.Strategy, Kind: stock.KindLocker, Breaks: stock.BreaksNever,
 		Tokens: e.Required.Tokens, Renews: e.Required.Watchdog, Server: e.Server,
 		Summary: fmt.Sprintf("workshop exercise %d (exercises/%s): %s", e.N, e.Name, e.Title.EN),
 		Seed:    e.Seed,
-		Open: func(_ context.Context, c stock.Clients) (stock.LockBackend, error) {
-			if _, err := e.Student(c, lockimpl.Options{}); err != nil {
-				return nil, err
-			}
-			return backend{e: e, c: c}, nil
-		},
 	}
 }
 
-var registerOnce = sync.OnceValue(func() error {
-	var ss []stock.Strategy
-	for _, e := range All() {
-		ss = append(ss, e.AsStrategy())
+// open is the opener of e's lock backend (lockwire.Opener).
+func (e Exercise) open(_ context.Context, c lockwire.Clients) (stock.LockBackend, error) {
+	if _, err := e.Student(c, lockimpl.Options{}); err != nil {
+		return nil, err
 	}
-	return stock.Extend(ss...)
+	return backend{e: e, c: c}, nil
+}
+
+var registerOnce = sync.OnceValue(func() error {
+	for _, e := range All() {
+		if err := lockwire.Extend(e.AsStrategy(), e.open); err != nil {
+			return err
+		}
+	}
+	return nil
 })
 
-// Register adds every exercise's strategy to the lab (stock.Extend), once.
+// Register adds every exercise's strategy to the lab with its opener
+// (lockwire.Extend), once.
 func Register() error { return registerOnce() }
 
-func onRedis(build func(redis.UniversalClient, lockimpl.Options) lockimpl.Locker) func(stock.Clients, lockimpl.Options) (lockimpl.Locker, error) {
-	return func(c stock.Clients, o lockimpl.Options) (lockimpl.Locker, error) {
+func onRedis(build func(redis.UniversalClient, lockimpl.Options) lockimpl.Locker) func(lockwire.Clients, lockimpl.Options) (lockimpl.Locker, error) {
+	return func(c lockwire.Clients, o lockimpl.Options) (lockimpl.Locker, error) {
 		if c.Redis == nil {
 			return nil, fmt.Errorf("%s: %w", stock.ServerRedis, stock.ErrNotConfigured)
 		}
@@ -203,8 +208,8 @@ func onRedis(build func(redis.UniversalClient, lockimpl.Options) lockimpl.Locker
 	}
 }
 
-func onEtcd(build func(*clientv3.Client, lockimpl.Options) lockimpl.Locker) func(stock.Clients, lockimpl.Options) (lockimpl.Locker, error) {
-	return func(c stock.Clients, o lockimpl.Options) (lockimpl.Locker, error) {
+func onEtcd(build func(*clientv3.Client, lockimpl.Options) lockimpl.Locker) func(lockwire.Clients, lockimpl.Options) (lockimpl.Locker, error) {
+	return func(c lockwire.Clients, o lockimpl.Options) (lockimpl.Locker, error) {
 		if c.Etcd == nil {
 			return nil, fmt.Errorf("%s: %w", stock.ServerEtcd, stock.ErrNotConfigured)
 		}

@@ -264,6 +264,10 @@ func (s *Service) sellBatch(ctx context.Context, cfg Config, lease *lockimpl.Lea
 			return nil
 		}
 	}
-	results, errs, _ := s.opts.Store.ReadModifyWriteBatch(ctx, ds, fence, beforeCommit)
+	db, err := s.database(ds[0].Order.GoodsID)
+	if err != nil {
+		return eachFails(ds, err)
+	}
+	results, errs, _ := db.ReadModifyWriteBatch(ctx, ds, fence, beforeCommit)
 	return results, errs
 }

@@ -1,8 +1,7 @@
-package stock
+package stock_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -11,15 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-	"github.com/redis/go-redis/v9"
-	gormmysql "gorm.io/driver/mysql"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
-
-	"github.com/seckill-lab/seckill/internal/cost"
-	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
+	"github.com/seckill-lab/seckill/lockimpl/redislock"
+	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // batchBuy is one purchase of a batch test: its qty, its idempotency key
@@ -42,40 +37,19 @@ type batchWant struct {
 // redisBackend opens the redis strategy's backend on the test Redis.
 func redisBackend(t *testing.T) LockBackend {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
-	t.Cleanup(func() { rdb.Close() })
-	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		testenv.Unavailable(t, "Redis", err)
-	}
-	info, _ := Lookup(Redis)
-	b, err := info.Open(context.Background(), Clients{Redis: rdb})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdb := locktest.RedisClient(t)
+	b := redislock.NewBackend(rdb)
 	t.Cleanup(func() { b.Close() })
 	return b
-}
-
-// queuedFor counts the purchases queued for key in svc's batch queues.
-func queuedFor(svc *Service, key string) int {
-	svc.batches.mu.Lock()
-	defer svc.batches.mu.Unlock()
-	n := 0
-	for k, q := range svc.batches.queues {
-		if k.key == key {
-			n += len(q.pending)
-		}
-	}
-	return n
 }
 
 // waitQueued waits until n purchases are queued for key (failing after a
 // generous minute rather than hanging).
 func waitQueued(t *testing.T, svc *Service, key string, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); queuedFor(svc, key) != n; time.Sleep(2 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); QueuedFor(svc, key) != n; time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d purchases queued for %s, want %d", queuedFor(svc, key), key, n)
+			t.Fatalf("%d purchases queued for %s, want %d", QueuedFor(svc, key), key, n)
 		}
 	}
 }
@@ -85,7 +59,7 @@ func waitQueued(t *testing.T, svc *Service, key string, n int) {
 // per lock hold and sells them in one transaction; every purchase gets its
 // own answer, with the stock left after its own sale in arrival order.
 func TestBatchPurchases(t *testing.T) {
-	st := testStore(t)
+	st := sqltest.Store(t)
 	backend := redisBackend(t)
 	ctx := context.Background()
 	sold := func(remaining int64) batchWant { return batchWant{remaining: remaining} }
@@ -261,7 +235,7 @@ func TestBatchPurchases(t *testing.T) {
 // TestBatchConcurrent: many purchases at once on a short stock, batched:
 // exactly the stock is sold, every sale reports a distinct remaining stock.
 func TestBatchConcurrent(t *testing.T) {
-	st := testStore(t)
+	st := sqltest.Store(t)
 	backend := redisBackend(t)
 	ctx := context.Background()
 	cases := []struct {
@@ -317,107 +291,6 @@ func TestBatchConcurrent(t *testing.T) {
 			if ok != want || au.SoldQty != want || au.Oversold != 0 || au.LostUpdates != 0 || au.Stock != tc.stock-want {
 				t.Fatalf("%d sold (%d sold out), audit %+v; want %d sold, nothing oversold or lost", ok, soldOut, au, want)
 			}
-		})
-	}
-}
-
-// TestBatchOneInsert: a batch's orders go to MySQL in one multi-row INSERT,
-// so a lock hold costs the same round trips for 2 purchases as for 8 (it
-// was one INSERT per order: at a cross-zone round trip, `redis --batch 32`
-// spent 1.17 MySQL round trips per purchase under the lock). Each order
-// gets its own row's id, and the order-by-order path still takes over
-// where one INSERT cannot: a request id already sold, or one id twice.
-func TestBatchOneInsert(t *testing.T) {
-	dsn, err := PurchaseDSN(testenv.Get(t, testenv.MySQLDSN))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	connector, err := mysql.NewConnector(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meter := cost.NewMeter()
-	sqlDB := sql.OpenDB(meter.Connector(connector))
-	t.Cleanup(func() { sqlDB.Close() })
-	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: sqlDB}), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		testenv.Unavailable(t, "MySQL", err)
-	}
-	st := NewStore(db)
-	if err := st.Migrate(context.Background()); err != nil {
-		testenv.Unavailable(t, "MySQL", err)
-	}
-	ctx := cost.WithPhase(context.Background(), cost.Held)
-	// sell sells one batch of qty-1 deductions (request ids
-	// "<goods>-<key>"; presold sold before it) on a new goods of stock and
-	// returns the MySQL round trips the batch took.
-	sell := func(t *testing.T, stock int64, keys []string, presold string) (results []Result, errs []error, goods int64, rts int64) {
-		t.Helper()
-		goods = 3_000_000_000 + rand.Int64N(1_000_000_000)
-		if err := st.Reset(context.Background(), goods, stock); err != nil {
-			t.Fatal(err)
-		}
-		if presold != "" {
-			o := order(goods, fmt.Sprintf("%d-%s", goods, presold))
-			var left int64
-			if _, err := ExecPurchase(context.Background(), sqlDB, &o, &left); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ds := make([]Deduction, len(keys))
-		for i, k := range keys {
-			ds[i] = Deduction{Order: order(goods, fmt.Sprintf("%d-%s", goods, k))}
-		}
-		before := meter.Snapshot()
-		results, errs, _ = st.ReadModifyWriteBatch(ctx, ds, 0, nil)
-		rts = meter.Snapshot().Sub(before)[cost.MySQL][cost.Held].RoundTrips
-		return results, errs, goods, rts
-	}
-	sell(t, 10, []string{"a", "b"}, "") // the store asks once how the server numbers rows
-	_, _, _, two := sell(t, 10, []string{"a", "b"}, "")
-	cases := []struct {
-		name    string
-		stock   int64
-		keys    []string
-		presold string
-		// want: the errors, by position (nil: sold).
-		want []error
-		// oneInsert: the batch costs what a batch of two costs.
-		oneInsert bool
-	}{
-		{"eight orders", 10, []string{"a", "b", "c", "d", "e", "f", "g", "h"}, "", make([]error, 8), true},
-		{"the stock covers four of six", 4, []string{"a", "b", "c", "d", "e", "f"}, "", []error{nil, nil, nil, nil, ErrSoldOut, ErrSoldOut}, true},
-		{"a request id already sold", 10, []string{"a", "b", "c", "d"}, "c", []error{nil, nil, errDuplicateRequest, nil}, false},
-		{"one request id twice", 10, []string{"a", "b", "a", "d"}, "", []error{nil, nil, errDuplicateRequest, nil}, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			results, errs, goods, rts := sell(t, tc.stock, tc.keys, tc.presold)
-			for i, want := range tc.want {
-				if !errors.Is(errs[i], want) || (want == nil) != (errs[i] == nil) {
-					t.Errorf("deduction %d: %v, want %v", i, errs[i], want)
-					continue
-				}
-				if want != nil {
-					continue
-				}
-				o, found, err := st.OrderByRequest(context.Background(), results[i].Order.RequestID)
-				if err != nil || !found || o.ID != results[i].Order.ID || o.ID == 0 {
-					t.Errorf("deduction %d: order id %d, the row of %s: %+v (found %v, %v)", i, results[i].Order.ID, results[i].Order.RequestID, o, found, err)
-				}
-			}
-			au, err := st.Audit(context.Background(), goods)
-			if err != nil || au.Oversold != 0 || au.LostUpdates != 0 {
-				t.Errorf("audit %+v (%v): want nothing oversold or lost", au, err)
-			}
-			if tc.oneInsert && rts != two {
-				t.Errorf("%d orders took %d MySQL round trips, a batch of two %d: want the same (one INSERT)", len(tc.keys), rts, two)
-			}
-			t.Logf("%d MySQL round trips (a batch of two: %d)", rts, two)
 		})
 	}
 }

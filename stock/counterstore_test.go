@@ -1,4 +1,4 @@
-package stock
+package stock_test
 
 import (
 	"context"
@@ -8,11 +8,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
+	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/counterstore"
+	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // TestLockAloneGoods: a goods from CounterGoodsBase is a Redis counter
@@ -22,13 +23,9 @@ import (
 // the strategies that deduct in the database itself refuse it; an instance
 // without the counter answers backend_unavailable.
 func TestLockAloneGoods(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := locktest.RedisClient(t)
 	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		testenv.Unavailable(t, "Redis", err)
-	}
-	st := testStore(t)
+	st := sqltest.Store(t)
 	mutex := map[string]LockBackend{Mutex: mutexlock.NewBackend(mutexlock.New(lockimpl.Options{}))}
 	tests := []struct {
 		strategy    string
@@ -42,7 +39,7 @@ func TestLockAloneGoods(t *testing.T) {
 		t.Run(tc.strategy, func(t *testing.T) {
 			cfg := Config{Name: tc.strategy}
 			cfg.WorkDelay = 2e6 // 2 ms: wide enough for an unprotected race
-			svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Counter: NewCounterStore(rdb), Backends: mutex, Initial: cfg})
+			svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Counter: counterstore.New(rdb), Backends: mutex, Initial: cfg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +78,7 @@ func TestLockAloneGoods(t *testing.T) {
 		})
 	}
 	for _, name := range []string{SQLAtomic, MySQLForUpdate, MySQLOptimistic} {
-		svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Counter: NewCounterStore(rdb), Initial: Config{Name: name}})
+		svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Counter: counterstore.New(rdb), Initial: Config{Name: name}})
 		if err != nil {
 			t.Fatal(err)
 		}

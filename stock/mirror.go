@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// Mirror is the Redis stock mirror used by redis-atomic.
+// Mirror is the Redis stock mirror used by redis-atomic (package
+// orderstream).
 type Mirror interface {
 	// Take checks and takes qty units and, with limit > 0, one of user's
 	// limit orders (ErrUserLimit when they are all taken), in one step.
@@ -21,65 +19,14 @@ type Mirror interface {
 	Init(ctx context.Context, goodsID, stock int64) error
 }
 
-// MirrorKey is the Redis key holding goods id's stock for redis-atomic.
-func MirrorKey(goodsID int64) string { return "seckill:stock:" + strconv.FormatInt(goodsID, 10) }
+// ErrMirrorMissing is a Mirror's or a Queue's answer when Redis lost the
+// goods' stock (a restart): the Service seeds it from the database (Init)
+// and tries once more.
+var ErrMirrorMissing = errors.New("stock mirror missing")
 
-// RedisMirror keeps the stock of each goods in Redis for redis-atomic.
-type RedisMirror struct {
-	rdb redis.Cmdable
-}
-
-// NewRedisMirror uses rdb (the primary Redis).
-func NewRedisMirror(rdb redis.Cmdable) *RedisMirror { return &RedisMirror{rdb: rdb} }
-
-var errMirrorMissing = errors.New("stock mirror missing")
-
-// Take atomically checks and decrements the mirror by qty, and with limit
-// > 0 checks and counts user's order (takeForUserScript).
-func (m *RedisMirror) Take(ctx context.Context, goodsID, qty int64, user string, limit int) (int64, error) {
-	n, err := takeForUserScript.Run(ctx, m.rdb, []string{MirrorKey(goodsID), UserLimitKey(goodsID)}, qty, user, limit).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("redis stock mirror: %w", err)
-	}
-	return mirrorResult(n, user, limit)
-}
-
-// Give puts qty units (and user's count) back (the MySQL half failed).
-func (m *RedisMirror) Give(ctx context.Context, goodsID, qty int64, user string, limit int) error {
-	if err := giveForUserScript.Run(ctx, m.rdb, []string{MirrorKey(goodsID), UserLimitKey(goodsID)}, qty, user, limit).Err(); err != nil {
-		return fmt.Errorf("redis stock mirror give back: %w", err)
-	}
-	return nil
-}
-
-// Set overwrites the mirror and forgets the goods' per-user counts
-// (reset).
-func (m *RedisMirror) Set(ctx context.Context, goodsID, stock int64) error {
-	if err := m.rdb.Set(ctx, MirrorKey(goodsID), stock, 0).Err(); err != nil {
-		return fmt.Errorf("redis stock mirror set: %w", err)
-	}
-	if err := m.rdb.Del(ctx, UserLimitKey(goodsID)).Err(); err != nil {
-		return fmt.Errorf("redis stock mirror: forget the per-user counts: %w", err)
-	}
-	return nil
-}
-
-// Init sets the mirror only if it is missing (after a Redis restart).
-func (m *RedisMirror) Init(ctx context.Context, goodsID, stock int64) error {
-	if err := m.rdb.SetNX(ctx, MirrorKey(goodsID), stock, 0).Err(); err != nil {
-		return fmt.Errorf("redis stock mirror init: %w", err)
-	}
-	return nil
-}
-
-// Ping checks the mirror's Redis.
-func (m *RedisMirror) Ping(ctx context.Context) error {
-	if err := m.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis: %w", err)
-	}
-	return nil
-}
-
+// redisAtomic is the purchase of redis-atomic: take the stock in Redis,
+// then write the order with the database's conditional UPDATE; a failed
+// write gives the unit back.
 func (s *Service) redisAtomic(ctx context.Context, d Deduction) (Result, error) {
 	m := s.opts.Mirror
 	if m == nil {
@@ -88,9 +35,9 @@ func (s *Service) redisAtomic(ctx context.Context, d Deduction) (Result, error) 
 	o, limit := d.Order, d.Order.Rule.Limit
 	d.Order.Rule = UserRule{} // checked in Redis: the MySQL half takes no slot
 	_, err := m.Take(ctx, o.GoodsID, o.Qty, o.UserID, limit)
-	if errors.Is(err, errMirrorMissing) {
+	if errors.Is(err, ErrMirrorMissing) {
 		// Redis lost the mirror (restart): seed it once from MySQL.
-		g, gerr := s.opts.Store.Goods(ctx, d.Order.GoodsID)
+		g, gerr := s.goods(ctx, d.Order.GoodsID)
 		if gerr != nil {
 			return Result{}, gerr
 		}
@@ -101,7 +48,11 @@ func (s *Service) redisAtomic(ctx context.Context, d Deduction) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := s.opts.Store.Atomic(ctx, d)
+	db, err := s.database(d.Order.GoodsID)
+	var res Result
+	if err == nil {
+		res, err = db.Atomic(ctx, d)
+	}
 	if err != nil {
 		// No unit is lost: the MySQL half failed, so the unit goes back.
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)

@@ -1,6 +1,10 @@
-// Package stock holds the lab's domain: goods and orders in MySQL, the store
-// that reads and writes them, and the Service that runs one purchase under
-// the deduction strategy an instance is currently set to.
+// Package stock holds the lab's domain: goods and orders, the Store
+// contract that keeps them, the purchase outcomes and lock events, the
+// strategies, and the Service that runs one purchase under the deduction
+// strategy an instance is currently set to. It sees lockimpl's contract
+// only: package lockwire opens the lock backends, sqlstore is the
+// database, orderstream the Redis stock and order queue, counterstore the
+// lock-alone counter.
 //
 // The unit of work every strategy protects is the seeds' reductStock: read
 // the stock, check it covers qty, do the (simulated) business work, write
@@ -14,12 +18,11 @@
 //   - setting.go: the current strategy setting and the Lockers it shares;
 //   - protect.go: the read-modify-write unprotected or under a lock
 //     (acquire, local queue, release), batch.go the same in batches;
-//   - store.go: Store, what the Service needs of the database, and the
-//     Deduction it passes; sqlstore.go (gorm: schema and the queries off the
-//     purchase path) and deduct.go (database/sql: every deduction's SQL)
-//     are SQLStore, its one implementation;
-//   - mirror.go: the Redis stock mirror of redis-atomic; events.go: the
-//     lock events; reset.go: reset, audit and the order list;
+//   - store.go: Store and Database, what the Service needs of the keepers
+//     of goods, the Deduction it passes, and the pick of a goods' store;
+//   - mirror.go, stream.go: redis-atomic's and redis-stream's purchases
+//     (Mirror, Queue); events.go: the lock events; reset.go: reset, audit
+//     and the order list; queue.go: the local queue;
 //   - registry.go, strategy.go: the strategies and their settings.
 package stock
 

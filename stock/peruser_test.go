@@ -1,4 +1,4 @@
-package stock
+package stock_test
 
 import (
 	"context"
@@ -8,9 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
+	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/orderstream"
+	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // TestPerUserLimit: with PerUserLimit, every correct strategy sells a user
@@ -18,13 +19,9 @@ import (
 // each of the others is refused with ErrUserLimit and takes no stock. A
 // replayed request is answered with its order, not refused.
 func TestPerUserLimit(t *testing.T) {
-	st := testStore(t)
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
-	t.Cleanup(func() { rdb.Close() })
+	st := sqltest.Store(t)
+	rdb := locktest.RedisClient(t)
 	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		testenv.Unavailable(t, "Redis", err)
-	}
 	backends := map[string]LockBackend{Redis: redisBackend(t)}
 	for _, tc := range []struct {
 		name  string
@@ -43,7 +40,7 @@ func TestPerUserLimit(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/limit-%d/batch-%d", tc.name, tc.limit, tc.batch), func(t *testing.T) {
 			cfg := Config{Name: tc.name}
 			cfg.PerUserLimit, cfg.Batch = tc.limit, tc.batch
-			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: backends, Mirror: NewRedisMirror(rdb), Initial: cfg})
+			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: backends, Mirror: orderstream.NewMirror(rdb), Initial: cfg})
 			if err != nil {
 				t.Fatal(err)
 			}

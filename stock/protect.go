@@ -26,9 +26,9 @@ func (s *Service) protected(ctx context.Context, a *active, d Deduction) (Result
 // runTraced runs the read-modify-write strategies (unprotected or under a
 // lock) and records their lock events.
 func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trace) (Result, error) {
-	st, cfg, key := s.opts.Store, a.cfg, tr.key
+	cfg, key := a.cfg, tr.key
 	if a.locker == nil { // KindUnprotected
-		res, err := st.ReadModifyWrite(ctx, d, nil)
+		res, err := s.readModifyWrite(ctx, d, nil)
 		tr.outcome(err)
 		return res, err
 	}
@@ -37,7 +37,7 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 		// taken inside the transaction and released after the stock write
 		// but before the order insert and COMMIT, so the next holder can
 		// read the stock before this write is visible.
-		res, err := st.ReadModifyWrite(ctx, d, func(ctx context.Context) (func(), error) {
+		res, err := s.readModifyWrite(ctx, d, func(ctx context.Context) (func(), error) {
 			tr.emit(EventRequested, nil)
 			lease, err := s.acquire(ctx, a, key, tr)
 			if err != nil {
@@ -70,7 +70,7 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 			return nil
 		}
 	}
-	res, err := st.ReadModifyWrite(ctx, d, nil)
+	res, err := s.readModifyWrite(ctx, d, nil)
 	tr.outcome(err) // before the deferred release: the commit came first
 	return res, err
 }
@@ -130,11 +130,11 @@ func (s *Service) queued(ctx context.Context, a *active, key string) (*lockimpl.
 	if a.cfg.NoLocalQueue || !a.info.Queued() {
 		return a.locker.Lock(ctx, key)
 	}
-	turn, err := s.queue.Lock(ctx, key)
+	done, err := s.queue.wait(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("waiting in the local queue: %w", err)
 	}
-	defer turn.Unlock(context.WithoutCancel(ctx))
+	defer done()
 	return a.locker.Lock(ctx, key)
 }
 
@@ -145,7 +145,7 @@ func (s *Service) queued(ctx context.Context, a *active, key string) (*lockimpl.
 func (s *Service) optimisticQueued(ctx context.Context, d Deduction, budget time.Duration) (Result, error) {
 	start := time.Now()
 	qctx, cancel := context.WithTimeout(ctx, budget)
-	turn, err := s.queue.Lock(qctx, LockKey(d.Order.GoodsID))
+	done, err := s.queue.wait(qctx, LockKey(d.Order.GoodsID))
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -153,8 +153,12 @@ func (s *Service) optimisticQueued(ctx context.Context, d Deduction, budget time
 		}
 		return Result{}, fmt.Errorf("waited %s in the local queue: %w", budget, ErrLockTimeout)
 	}
-	defer turn.Unlock(context.WithoutCancel(ctx))
-	return s.opts.Store.Optimistic(ctx, d, s.opts.OptimisticRetries, max(budget-time.Since(start), time.Millisecond))
+	defer done()
+	db, err := s.database(d.Order.GoodsID)
+	if err != nil {
+		return Result{}, err
+	}
+	return db.Optimistic(ctx, d, s.opts.OptimisticRetries, max(budget-time.Since(start), time.Millisecond))
 }
 
 // pingBudget bounds the health probe that tells a dead backend from a busy

@@ -2,27 +2,13 @@ package stock
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
-	"github.com/redis/go-redis/v9"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/lockimpl"
-	"github.com/seckill-lab/seckill/lockimpl/consullock"
-	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
-	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
-	"github.com/seckill-lab/seckill/lockimpl/mysqllock"
-	"github.com/seckill-lab/seckill/lockimpl/redislock"
-	"github.com/seckill-lab/seckill/lockimpl/redisnaive"
-	"github.com/seckill-lab/seckill/lockimpl/redlock"
-	"github.com/seckill-lab/seckill/lockimpl/zklock"
 )
 
 // Strategy names, exactly as users type them. They appear as literals only
@@ -116,41 +102,6 @@ const (
 	BreaksWorkOutlastsTTL
 )
 
-// Clients are one instance's connections, from which the registry opens
-// each locker strategy's LockBackend. A nil or empty field means the server
-// is not configured; the strategies that need it are then unavailable.
-type Clients struct {
-	// Redis is the single Redis (or a Sentinel failover client).
-	Redis redis.UniversalClient
-	// Redlock are the independent Redis servers of the Redlock set.
-	Redlock []redis.UniversalClient
-	// Etcd is the etcd client.
-	Etcd *clientv3.Client
-	// ZooKeeper are the ZooKeeper servers (host:port); the backend opens
-	// its own sessions, one per session timeout.
-	ZooKeeper []string
-	// Addrs are the addresses (host:port) of the servers whose backends
-	// open their own clients, by Server: Consul's agents.
-	Addrs map[string][]string
-	// MySQL is the database handle shared with the store.
-	MySQL *sql.DB
-	// Mutex is the instance's in-process lock table, shared by the
-	// strategies that lock in memory.
-	Mutex *mutexlock.Locker
-	// Cost, when not nil, counts the requests of the clients the backends
-	// open themselves (ZooKeeper's sessions, Consul's HTTP client); the
-	// caller hooks it into the clients it gives here.
-	Cost *cost.Meter
-}
-
-// zkOptions are the ZooKeeper backend's options for c.
-func (c Clients) zkOptions() []zklock.BackendOption {
-	if c.Cost == nil {
-		return nil
-	}
-	return []zklock.BackendOption{zklock.WithDialer(c.Cost.ZooKeeperDialer(nil))}
-}
-
 // LockBackend is what the service needs of one lock implementation on its
 // server. Each lockimpl adapter package provides one.
 type LockBackend interface {
@@ -164,7 +115,8 @@ type LockBackend interface {
 	// Clear drops key's lock state at the server (lock keys, fencing
 	// counters, lock rows) for a reset.
 	Clear(ctx context.Context, key string) error
-	// Close releases what the backend opened itself (not the Clients).
+	// Close releases what the backend opened itself (not the clients it
+	// was given).
 	Close() error
 }
 
@@ -204,10 +156,6 @@ type Strategy struct {
 	Summary string
 	// Seed names the seed passage the strategy comes from.
 	Seed string
-	// Open builds the strategy's LockBackend over an instance's clients;
-	// nil for strategies that take no lock. It returns an error wrapping
-	// ErrNotConfigured when the server has no address.
-	Open func(ctx context.Context, c Clients) (LockBackend, error)
 }
 
 // Queued reports whether the local queue (Config.NoLocalQueue) applies to the strategy: the
@@ -230,13 +178,11 @@ var registry = []Strategy{
 		Name: Mutex, Kind: KindLocker, Flawed: true, Breaks: BreaksMultiInstance, Server: ServerProcess,
 		Summary: "in-process mutex around the whole unit (correct with 1 instance only)",
 		Seed:    "003 synchronized / ReentrantLock, cluster mode",
-		Open:    openMutex,
 	},
 	{
 		Name: MutexTx, Kind: KindLocker, Flawed: true, Breaks: BreaksAlways, ReleaseBeforeCommit: true, Server: ServerProcess,
 		Summary: "in-process mutex taken inside the DB transaction, released before commit",
 		Seed:    "003 transaction mode (@Transactional around synchronized)",
-		Open:    openMutex,
 	},
 	// Deliberately wrong: a new lock object per request, so every request
 	// locks its own mutex and nothing is excluded, even on one instance.
@@ -244,19 +190,16 @@ var registry = []Strategy{
 		Name: MutexPrototype, Kind: KindLocker, Flawed: true, Breaks: BreaksAlways, Server: ServerProcess,
 		Summary: "a new in-process mutex per request (a prototype-scoped bean): excludes nobody",
 		Seed:    "003 多例模式 (@Scope prototype)",
-		Open:    func(context.Context, Clients) (LockBackend, error) { return mutexlock.NewPrototypeBackend(), nil },
 	},
 	{
 		Name: RedisSpin, Kind: KindLocker, Flawed: true, Breaks: BreaksNever, Server: ServerRedis,
 		Summary: "SETNX busy loop, no TTL, plain DEL",
 		Seed:    "003 first version (SETNX spin)",
-		Open:    onRedis(func(c redis.UniversalClient) LockBackend { return redisnaive.NewSpinBackend(c) }),
 	},
 	{
 		Name: RedisTTL, Kind: KindLocker, Flawed: true, Breaks: BreaksWorkOutlastsTTL, Server: ServerRedis,
 		Summary: "SET NX PX + sleep-retry, DEL without owner check",
 		Seed:    "003 steps 1-2 (expiry, 锁被误删)",
-		Open:    onRedis(func(c redis.UniversalClient) LockBackend { return redisnaive.NewTTLBackend(c) }),
 	},
 	// Deliberately wrong: the owner check (GET, compare in the client) and
 	// the DEL are two commands, not one Lua script, so a key that expires
@@ -266,35 +209,21 @@ var registry = []Strategy{
 		Name: RedisOwner, Kind: KindLocker, Flawed: true, Breaks: BreaksWorkOutlastsTTL, ReleasePause: true, Server: ServerRedis,
 		Summary: "SET NX PX with an owner value, released by GET, compare, then DEL (no Lua; release_pause widens the gap)",
 		Seed:    "003 锁被误删 (owner check before the Lua step)",
-		Open:    onRedis(func(c redis.UniversalClient) LockBackend { return redisnaive.NewOwnerBackend(c) }),
 	},
 	{
 		Name: Redis, Kind: KindLocker, Tokens: true, Renews: true, Server: ServerRedis,
 		Summary: "reentrant hash lock, Lua CAS release, watchdog, pub/sub wake-up, INCR fencing token",
 		Seed:    "003 Lua scripts and Redisson; 001 Redisson",
-		Open:    onRedis(func(c redis.UniversalClient) LockBackend { return redislock.NewBackend(c) }),
 	},
 	{
 		Name: Redlock, Kind: KindLocker, Renews: true, Server: ServerRedlock,
 		Summary: "go-redsync over 5 independent Redis servers",
 		Seed:    "003, 004 RedLock",
-		Open: func(_ context.Context, c Clients) (LockBackend, error) {
-			if len(c.Redlock) < 3 {
-				return nil, fmt.Errorf("redlock needs at least 3 Redis servers (5 recommended), has %d: %w", len(c.Redlock), ErrNotConfigured)
-			}
-			return redlock.NewBackend(c.Redlock), nil
-		},
 	},
 	{
 		Name: ZooKeeper, Kind: KindLocker, Tokens: true, Server: ServerZooKeeper,
 		Summary: "ephemeral sequential znodes, watch the predecessor, czxid token",
 		Seed:    "003, 004, 001 ZooKeeper",
-		Open: func(_ context.Context, c Clients) (LockBackend, error) {
-			if len(c.ZooKeeper) == 0 {
-				return nil, notConfigured(ServerZooKeeper)
-			}
-			return zklock.NewBackend(c.ZooKeeper, c.zkOptions()...), nil
-		},
 	},
 	// Deliberately wasteful, not unsafe: every waiter watches the lock's
 	// parent and re-lists its children on every change (the herd effect),
@@ -303,29 +232,16 @@ var registry = []Strategy{
 		Name: ZooKeeperHerd, Kind: KindLocker, Tokens: true, Server: ServerZooKeeper,
 		Summary: "ephemeral sequential znodes, every waiter watches the parent's children (correct, slow: herd)",
 		Seed:    "003 羊群效应; 000, 002 herd effect",
-		Open: func(_ context.Context, c Clients) (LockBackend, error) {
-			if len(c.ZooKeeper) == 0 {
-				return nil, notConfigured(ServerZooKeeper)
-			}
-			return zklock.NewHerdBackend(c.ZooKeeper, c.zkOptions()...), nil
-		},
 	},
 	{
 		Name: Etcd, Kind: KindLocker, Tokens: true, Server: ServerEtcd,
 		Summary: "lease + concurrency.Mutex, create revision token",
 		Seed:    "000, 002, 003 etcd",
-		Open: func(_ context.Context, c Clients) (LockBackend, error) {
-			if c.Etcd == nil {
-				return nil, notConfigured(ServerEtcd)
-			}
-			return etcdlock.NewBackend(c.Etcd), nil
-		},
 	},
 	{
 		Name: Consul, Kind: KindLocker, Tokens: true, Renews: true, Server: ServerConsul,
 		Summary: "session (TTL at least 10 s, renewed) + KV acquire, blocking-query wait, lock-delay 15 s, ModifyIndex token",
 		Seed:    "001 基于 Consul 做分布式锁",
-		Open:    onConsul(consullock.Config{}),
 	},
 	// The same lock with lock-delay 0: the key is free the moment its
 	// holder's session is invalidated, so a paused holder is overtaken at
@@ -334,18 +250,11 @@ var registry = []Strategy{
 		Name: ConsulNoDelay, Kind: KindLocker, Flawed: true, Breaks: BreaksWorkOutlastsTTL, Tokens: true, Renews: true, Server: ServerConsul,
 		Summary: "the consul lock with lock-delay 0: nothing holds the key back after its session is invalidated",
 		Seed:    "001 Consul; its lock-delay",
-		Open:    onConsul(consullock.Config{LockDelay: consullock.NoLockDelay}),
 	},
 	{
 		Name: MySQLUnique, Kind: KindLocker, Tokens: true, Renews: true, Server: ServerMySQL,
 		Summary: "lock row under a UNIQUE index, expired rows reclaimed",
 		Seed:    "003, 001 database unique index",
-		Open: func(ctx context.Context, c Clients) (LockBackend, error) {
-			if c.MySQL == nil {
-				return nil, notConfigured(ServerMySQL)
-			}
-			return mysqllock.NewBackend(ctx, c.MySQL)
-		},
 	},
 	{
 		Name: MySQLForUpdate, Kind: KindStore, Server: ServerNone,
@@ -372,46 +281,6 @@ var registry = []Strategy{
 		Summary: "Lua check (stock, per-user limit) and XADD in one script, 202 accepted; a consumer group in each instance writes the orders to MySQL (request id unique), XACK after COMMIT, XAUTOCLAIM takes a dead consumer's entries",
 		Seed:    "003 Redis pre-deduction; practice: hm-dianping 异步秒杀 (Redis Stream)",
 	},
-}
-
-// onConsul opens a backend of the Consul agents with cfg.
-func onConsul(cfg consullock.Config) func(context.Context, Clients) (LockBackend, error) {
-	return func(_ context.Context, c Clients) (LockBackend, error) {
-		addrs := c.Addrs[string(ServerConsul)]
-		if len(addrs) == 0 {
-			return nil, notConfigured(ServerConsul)
-		}
-		var wrap []func(http.RoundTripper) http.RoundTripper
-		if c.Cost != nil {
-			wrap = append(wrap, c.Cost.ConsulTransport)
-		}
-		client, err := consullock.NewClient(addrs, nil, wrap...)
-		if err != nil {
-			return nil, err
-		}
-		return consullock.NewBackend(client, cfg), nil
-	}
-}
-
-func notConfigured(s Server) error {
-	return fmt.Errorf("%s: %w", s, ErrNotConfigured)
-}
-
-// onRedis opens a backend of the single Redis with build.
-func onRedis(build func(redis.UniversalClient) LockBackend) func(context.Context, Clients) (LockBackend, error) {
-	return func(_ context.Context, c Clients) (LockBackend, error) {
-		if c.Redis == nil {
-			return nil, notConfigured(ServerRedis)
-		}
-		return build(c.Redis), nil
-	}
-}
-
-func openMutex(_ context.Context, c Clients) (LockBackend, error) {
-	if c.Mutex == nil {
-		return nil, notConfigured(ServerProcess)
-	}
-	return mutexlock.NewBackend(c.Mutex), nil
 }
 
 // Batches reports whether Config.Batch applies to s: a lock holder that
@@ -454,16 +323,14 @@ var (
 // but Strategies, StrategyNames, Names and MarkdownTable list the registry
 // only, so the lab's tables, reports and pinned lists do not change when a
 // student's lock joins. A name the registry or an earlier Extend already
-// has is an error; so is a locker without Open.
+// has is an error. A locker's backend is opened by package lockwire
+// (lockwire.Extend adds the strategy with its opener).
 func Extend(ss ...Strategy) error {
 	extMu.Lock()
 	defer extMu.Unlock()
 	for _, s := range ss {
 		if s.Name == "" {
 			return errors.New("extend: a strategy needs a name")
-		}
-		if s.Kind == KindLocker && s.Open == nil {
-			return fmt.Errorf("extend %q: a locker strategy needs Open", s.Name)
 		}
 		for _, have := range slices.Concat(registry, extensions) {
 			if have.Name == s.Name {

@@ -40,9 +40,6 @@ func TestRegistryConsistent(t *testing.T) {
 			if s.Summary == "" || s.Seed == "" {
 				t.Error("summary and seed passage are required")
 			}
-			if (s.Kind == KindLocker) != (s.Open != nil) {
-				t.Errorf("kind %s with Open set = %v: a locker, and only a locker, opens a lock backend", s.Kind, s.Open != nil)
-			}
 			if (s.Tokens || s.Renews || s.ReleaseBeforeCommit || s.ReleasePause) && s.Kind != KindLocker {
 				t.Errorf("tokens, renewal or lock placement on a %s strategy", s.Kind)
 			}

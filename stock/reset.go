@@ -34,16 +34,6 @@ type ResetReport struct {
 	Skipped []SkippedBackend `json:"skipped,omitempty"`
 }
 
-// SkippedStrategy returns the skip of strategy name, if any.
-func (r ResetReport) SkippedStrategy(name string) (SkippedBackend, bool) {
-	for _, sk := range r.Skipped {
-		if sk.Strategy == name {
-			return sk, true
-		}
-	}
-	return SkippedBackend{}, false
-}
-
 // resetClearTimeout bounds the clearing at one backend: a server that is
 // down (or hangs) is skipped after it, not waited for.
 const resetClearTimeout = 3 * time.Second
@@ -58,7 +48,11 @@ func (s *Service) Reset(ctx context.Context, goodsID, stock int64) (ResetReport,
 	if goodsID <= 0 || stock < 0 {
 		return ResetReport{}, fmt.Errorf("%w: goods_id must be positive and stock not negative", ErrInvalid)
 	}
-	if err := s.opts.Store.Reset(ctx, goodsID, stock); err != nil {
+	st, err := s.store(goodsID)
+	if err == nil {
+		err = st.Reset(ctx, goodsID, stock)
+	}
+	if err != nil {
 		return ResetReport{}, fmt.Errorf("%w: %w", ErrBackendUnavailable, err)
 	}
 	key := LockKey(goodsID)
@@ -108,15 +102,23 @@ func (s *Service) Reset(ctx context.Context, goodsID, stock int64) (ResetReport,
 
 // Audit returns goods id's safety summary.
 func (s *Service) Audit(ctx context.Context, goodsID int64) (Audit, error) {
-	a, err := s.opts.Store.Audit(ctx, goodsID)
+	st, err := s.store(goodsID)
+	if err != nil {
+		return Audit{}, s.classify(ctx, err)
+	}
+	a, err := st.Audit(ctx, goodsID)
 	return a, s.classify(ctx, err)
 }
 
 // RequestIDs returns the request ids of goods id's persisted orders.
 func (s *Service) RequestIDs(ctx context.Context, goodsID int64) ([]string, error) {
-	if _, err := s.opts.Store.Goods(ctx, goodsID); err != nil {
+	st, err := s.store(goodsID)
+	if err == nil {
+		_, err = st.Goods(ctx, goodsID)
+	}
+	if err != nil {
 		return nil, s.classify(ctx, err)
 	}
-	ids, err := s.opts.Store.RequestIDs(ctx, goodsID)
+	ids, err := st.RequestIDs(ctx, goodsID)
 	return ids, s.classify(ctx, err)
 }

@@ -1,4 +1,4 @@
-package stock
+package stock_test
 
 import (
 	"context"
@@ -10,14 +10,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/lockimpl/mysqllock"
+	"github.com/seckill-lab/seckill/lockimpl/redislock"
+	"github.com/seckill-lab/seckill/lockimpl/redisnaive"
+	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/orderstream"
+	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
-// TestResetSkipsDeadBackends resets with lock backends opened by the
-// registry over a real Redis and over an address where nothing listens (a
-// Redis that is down): the reset succeeds, clears what answers and lists
+// TestResetSkipsDeadBackends resets with lock backends opened over a real
+// Redis and over an address where nothing listens (a Redis that is down): the reset succeeds, clears what answers and lists
 // the strategies of the dead one with the reason.
 func TestResetSkipsDeadBackends(t *testing.T) {
-	st := testStore(t)
+	st := sqltest.Store(t)
 	ctx := context.Background()
 	live := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
 	t.Cleanup(func() { live.Close() })
@@ -42,17 +47,13 @@ func TestResetSkipsDeadBackends(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clients := Clients{Redis: tc.redis, MySQL: sqlHandle}
-			backends := map[string]LockBackend{}
-			for _, name := range []string{Redis, RedisSpin, RedisTTL, MySQLUnique} {
-				s, _ := Lookup(name)
-				b, err := s.Open(ctx, clients)
-				if err != nil {
-					t.Fatalf("open %s: %v", name, err)
-				}
-				backends[name] = b
+			unique, err := mysqllock.NewBackend(ctx, sqlHandle)
+			if err != nil {
+				t.Fatalf("open %s: %v", MySQLUnique, err)
 			}
-			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: backends, Mirror: NewRedisMirror(tc.redis)})
+			backends := map[string]LockBackend{Redis: redislock.NewBackend(tc.redis), RedisSpin: redisnaive.NewSpinBackend(tc.redis),
+				RedisTTL: redisnaive.NewTTLBackend(tc.redis), MySQLUnique: unique}
+			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: backends, Mirror: orderstream.NewMirror(tc.redis)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +73,7 @@ func TestResetSkipsDeadBackends(t *testing.T) {
 			if !slices.Equal(got, tc.wantSkipped) {
 				t.Errorf("skipped %v, want %v", got, tc.wantSkipped)
 			}
-			if _, ok := rep.SkippedStrategy(MySQLUnique); ok {
+			if slices.ContainsFunc(rep.Skipped, func(sk SkippedBackend) bool { return sk.Strategy == MySQLUnique }) {
 				t.Error("mysql-unique skipped, but MySQL answers")
 			}
 			g, err := st.Goods(ctx, goods)

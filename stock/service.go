@@ -13,11 +13,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/lockimpl"
-	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 )
 
-// Locker is what the service needs of a lock.
-type Locker interface {
+// locker is what the service needs of a lock.
+type locker interface {
 	Lock(ctx context.Context, key string) (*lockimpl.Lease, error)
 }
 
@@ -44,20 +43,20 @@ type Observer interface {
 type ServiceOptions struct {
 	// Instance is this instance's name, stored on every order.
 	Instance string
-	// Store is required.
-	Store Store
+	// Store is the database, required.
+	Store Database
 	// Counter keeps the lock-alone goods (LockAlone: ids from
 	// CounterGoodsBase); nil means they answer backend_unavailable.
-	Counter *CounterStore
-	// Backends are the lock backends by strategy name (see Clients and
-	// the registry's Open); a locker strategy without one is unavailable.
+	Counter Store
+	// Backends are the lock backends by strategy name (package lockwire
+	// opens them); a locker strategy without one is unavailable.
 	// Reset clears a goods' lock state at every one of them. The caller
 	// closes them after the service.
 	Backends map[string]LockBackend
 	// Mirror is required for redis-atomic.
 	Mirror Mirror
 	// Stream is required for redis-stream (stream.go).
-	Stream *Stream
+	Stream Queue
 	// Observer receives timings; nil means none.
 	Observer Observer
 	// Events receives the lock events of every purchase (see Event); nil
@@ -84,8 +83,8 @@ type Service struct {
 	// replaced setting's locker): Close waits for it.
 	bg sync.WaitGroup
 
-	queue   *mutexlock.Locker // unless Config.NoLocalQueue: one contender per key
-	batches batcher           // Config.Batch: the queues of purchases per key
+	queue   keyQueue // unless Config.NoLocalQueue: one contender per key
+	batches batcher  // Config.Batch: the queues of purchases per key
 }
 
 // NewService validates opts and returns a Service.
@@ -93,11 +92,6 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Store == nil {
 		return nil, errors.New("stock: ServiceOptions.Store is required")
 	}
-	var counter Store = noCounter{}
-	if opts.Counter != nil {
-		counter = opts.Counter
-	}
-	opts.Store = byGoods{db: opts.Store, counter: counter}
 	if opts.MaxQty <= 0 {
 		opts.MaxQty = 100
 	}
@@ -107,7 +101,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Initial.Name == "" {
 		opts.Initial = Config{Name: None}
 	}
-	s := &Service{opts: opts, lockers: map[lockerKey]*sharedLocker{}, queue: mutexlock.New(lockimpl.Options{})}
+	s := &Service{opts: opts, lockers: map[lockerKey]*sharedLocker{}}
 	if err := s.SetConfig(context.Background(), opts.Initial); err != nil {
 		return nil, fmt.Errorf("initial strategy: %w", err)
 	}
@@ -116,9 +110,6 @@ func NewService(opts ServiceOptions) (*Service, error) {
 
 // Instance is the instance name.
 func (s *Service) Instance() string { return s.opts.Instance }
-
-// MaxQty is the largest qty accepted per purchase.
-func (s *Service) MaxQty() int64 { return s.opts.MaxQty }
 
 // LockKey is the lock name guarding goods id.
 func LockKey(goodsID int64) string { return "goods:" + strconv.FormatInt(goodsID, 10) }
@@ -202,14 +193,14 @@ func (s *Service) Purchase(ctx context.Context, r PurchaseRequest) (Receipt, err
 	// one lookup on this failure path. A found order is replayed when the
 	// request is the same (goods, qty, user), and refused with
 	// ErrIdempotencyKeyReused when it is not.
-	if errors.Is(err, errDuplicateRequest) || keyed && ctx.Err() == nil {
+	if errors.Is(err, ErrDuplicateRequest) || keyed && ctx.Err() == nil {
 		rc, ok, rerr := s.replay(ctx, r)
 		switch {
 		case rerr != nil:
 			return rc, s.classify(ctx, rerr)
 		case ok:
 			return rc, nil
-		case errors.Is(err, errDuplicateRequest):
+		case errors.Is(err, ErrDuplicateRequest):
 			err = fmt.Errorf("request %q reported sold but not found", r.RequestID)
 		}
 	}
@@ -242,16 +233,28 @@ func (s *Service) deduct(ctx context.Context, r PurchaseRequest) (Result, error)
 // read-modify-write, unprotected or under a lock.
 var ownDeduction = map[string]func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error){
 	MySQLForUpdate: func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error) {
-		return s.opts.Store.ForUpdate(ctx, d, cfg.LockWait)
+		db, err := s.database(d.Order.GoodsID)
+		if err != nil {
+			return Result{}, err
+		}
+		return db.ForUpdate(ctx, d, cfg.LockWait)
 	},
 	MySQLOptimistic: func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error) {
 		if !cfg.NoLocalQueue {
 			return s.optimisticQueued(ctx, d, cfg.LockWait)
 		}
-		return s.opts.Store.Optimistic(ctx, d, s.opts.OptimisticRetries, cfg.LockWait)
+		db, err := s.database(d.Order.GoodsID)
+		if err != nil {
+			return Result{}, err
+		}
+		return db.Optimistic(ctx, d, s.opts.OptimisticRetries, cfg.LockWait)
 	},
 	SQLAtomic: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
-		return s.opts.Store.Atomic(ctx, d)
+		db, err := s.database(d.Order.GoodsID)
+		if err != nil {
+			return Result{}, err
+		}
+		return db.Atomic(ctx, d)
 	},
 	RedisAtomic: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
 		return s.redisAtomic(ctx, d)
@@ -265,7 +268,7 @@ var ownDeduction = map[string]func(s *Service, ctx context.Context, cfg Config, 
 // order; ok is false when the key was never sold. A request that differs
 // from the original (goods, qty or user) gets ErrIdempotencyKeyReused.
 func (s *Service) replay(ctx context.Context, r PurchaseRequest) (Receipt, bool, error) {
-	o, ok, err := s.opts.Store.OrderByRequest(ctx, r.RequestID)
+	o, ok, err := s.orderByRequest(ctx, r.RequestID)
 	if err != nil || !ok {
 		return Receipt{}, false, err
 	}
@@ -273,7 +276,7 @@ func (s *Service) replay(ctx context.Context, r PurchaseRequest) (Receipt, bool,
 		return Receipt{}, false, fmt.Errorf("%w: Idempotency-Key %q was used for another purchase (goods %d, qty %d, another user or the same)",
 			ErrIdempotencyKeyReused, r.RequestID, o.GoodsID, o.Qty)
 	}
-	g, err := s.opts.Store.Goods(ctx, o.GoodsID)
+	g, err := s.goods(ctx, o.GoodsID)
 	if err != nil {
 		return Receipt{}, false, err
 	}

@@ -1,4 +1,4 @@
-package stock
+package stock_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
+	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // gatedBackend is the in-process mutex lock behind two test gates: its
@@ -59,7 +61,7 @@ func (s slowUnlock) Lock(ctx context.Context, key string) (*lockimpl.Lease, erro
 // needs its mutex. Before, NewLocker ran under s.mu: Lockers (and every
 // other setting change) waited for the lock server.
 func TestSetConfigOpensTheLockOutsideTheMutex(t *testing.T) {
-	st := testStore(t)
+	st := sqltest.Store(t)
 	g := &gatedBackend{entered: make(chan struct{}), build: make(chan struct{})}
 	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{Mutex: g}})
 	if err != nil {
@@ -93,7 +95,7 @@ func TestSetConfigOpensTheLockOutsideTheMutex(t *testing.T) {
 // no goroutine of the service outlives Close. Before, `go s.release`
 // could still run (and use a closed locker) after Close returned.
 func TestCloseWaitsForReleases(t *testing.T) {
-	st := testStore(t)
+	st := sqltest.Store(t)
 	g := &gatedBackend{unlockDelay: 300 * time.Millisecond}
 	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{Mutex: g}, Events: NewEvents(100), Initial: Config{Name: Mutex}})
 	if err != nil {

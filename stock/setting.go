@@ -46,7 +46,7 @@ func (c Config) lockerKey() lockerKey {
 // and replaced ones whose purchases are still running). It is closed when
 // the last of them lets it go.
 type sharedLocker struct {
-	Locker
+	locker
 	users int // guarded by Service.mu
 }
 
@@ -120,7 +120,7 @@ func (s *Service) share(ctx context.Context, b LockBackend, c Config) (*sharedLo
 	s.mu.Lock()
 	sl, ok := s.lockers[key]
 	if !ok && !s.closed {
-		sl = &sharedLocker{Locker: l}
+		sl = &sharedLocker{locker: l}
 		s.lockers[key] = sl
 	}
 	closed := s.closed
@@ -185,7 +185,7 @@ func (s *Service) letGo(c Config, sl *sharedLocker) {
 	if !last {
 		return
 	}
-	if cl, ok := sl.Locker.(io.Closer); ok {
+	if cl, ok := sl.locker.(io.Closer); ok {
 		if err := cl.Close(); err != nil {
 			s.cleanupError("close_locker", err)
 		}
@@ -214,7 +214,7 @@ func (s *Service) Close() error {
 	s.mu.Unlock()
 	var errs []error
 	for _, sl := range lockers {
-		if cl, ok := sl.Locker.(io.Closer); ok {
+		if cl, ok := sl.locker.(io.Closer); ok {
 			errs = append(errs, cl.Close())
 		}
 	}

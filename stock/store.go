@@ -6,13 +6,11 @@ import (
 	"time"
 )
 
-// Store is what the Service needs of the database: the reads and writes of
-// goods and orders, and one method per way of deducting stock (see
-// deduct.go). SQLStore is the one implementation: gorm for the schema and
-// the queries off the purchase path, database/sql for the purchase path.
+// Store keeps goods and their orders: what the Service needs of every
+// goods, and the read-modify-write that the lock strategies protect (see
+// ReadModifyWrite). The database (Database) keeps the goods with a row;
+// the lock-alone counter (ServiceOptions.Counter) the lock-alone goods.
 type Store interface {
-	// Ping checks the database.
-	Ping(ctx context.Context) error
 	// Goods returns one goods row (ErrGoodsNotFound when there is none).
 	Goods(ctx context.Context, id int64) (Goods, error)
 	// Reset sets a goods' stock (creating it if needed) and deletes its
@@ -24,10 +22,16 @@ type Store interface {
 	RequestIDs(ctx context.Context, id int64) ([]string, error)
 	// OrderByRequest returns the order of a request id, if any.
 	OrderByRequest(ctx context.Context, requestID string) (Order, bool, error)
-
 	// ReadModifyWrite is the seeds' reductStock, correct only when the
 	// caller serialises it (a lock); inside runs within its transaction.
 	ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (release func(), err error)) (Result, error)
+}
+
+// Database is the Store of the goods with a database row (package
+// sqlstore): it also deducts in the database itself, which a lock-alone
+// goods, with no row, does not offer (ErrLockAloneOnly).
+type Database interface {
+	Store
 	// ReadModifyWriteBatch is ReadModifyWrite for a batch of one goods.
 	ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fence uint64, beforeCommit func() error) ([]Result, []error, error)
 	// ForUpdate deducts under the row lock (SELECT ... FOR UPDATE).
@@ -38,7 +42,59 @@ type Store interface {
 	Atomic(ctx context.Context, d Deduction) (Result, error)
 }
 
-var _ Store = (*SQLStore)(nil)
+// store returns the Store of goods id: the lock-alone counter for a
+// lock-alone goods (errNoCounter when the instance has none), the database
+// otherwise.
+func (s *Service) store(id int64) (Store, error) {
+	switch {
+	case !LockAlone(id):
+		return s.opts.Store, nil
+	case s.opts.Counter == nil:
+		return nil, errNoCounter
+	}
+	return s.opts.Counter, nil
+}
+
+// database returns the Database that deducts goods id in the database
+// itself: ErrLockAloneOnly for a lock-alone goods (errNoCounter when the
+// instance has no counter).
+func (s *Service) database(id int64) (Database, error) {
+	if _, err := s.store(id); err != nil {
+		return nil, err
+	}
+	if LockAlone(id) {
+		return nil, ErrLockAloneOnly
+	}
+	return s.opts.Store, nil
+}
+
+// goods reads goods id at its Store.
+func (s *Service) goods(ctx context.Context, id int64) (Goods, error) {
+	st, err := s.store(id)
+	if err != nil {
+		return Goods{}, err
+	}
+	return st.Goods(ctx, id)
+}
+
+// orderByRequest looks requestID's order up in the database, then in the
+// lock-alone counter.
+func (s *Service) orderByRequest(ctx context.Context, requestID string) (Order, bool, error) {
+	o, ok, err := s.opts.Store.OrderByRequest(ctx, requestID)
+	if err != nil || ok || s.opts.Counter == nil {
+		return o, ok, err
+	}
+	return s.opts.Counter.OrderByRequest(ctx, requestID)
+}
+
+// readModifyWrite runs d's read-modify-write at the Store of its goods.
+func (s *Service) readModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (func(), error)) (Result, error) {
+	st, err := s.store(d.Order.GoodsID)
+	if err != nil {
+		return Result{}, err
+	}
+	return st.ReadModifyWrite(ctx, d, inside)
+}
 
 // Deduction is one unit of work: the order to insert and the knobs of the
 // critical section.
@@ -57,7 +113,8 @@ type Deduction struct {
 	Trace func(kind EventKind, value int64)
 }
 
-func (d Deduction) trace(kind EventKind, v int64) {
+// Note tells d.Trace, when set, the stock read or written.
+func (d Deduction) Note(kind EventKind, v int64) {
 	if d.Trace != nil {
 		d.Trace(kind, v)
 	}
@@ -73,6 +130,6 @@ type Result struct {
 	Accepted, Replayed bool
 }
 
-// errDuplicateRequest is returned when the order's request id already
+// ErrDuplicateRequest is returned when the order's request id already
 // exists; the service answers with the original order.
-var errDuplicateRequest = errors.New("request already sold")
+var ErrDuplicateRequest = errors.New("request already sold")

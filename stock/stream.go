@@ -1,169 +1,29 @@
 package stock
 
-// redis-stream is the answer production flash sales give (for example the
-// hm-dianping Redis course's 异步秒杀): the purchase is decided in Redis and
-// the order is written later.
-//
-//   - Accept: one Lua script checks that the request id is new, the stock
-//     and the per-user limit, takes the stock, counts the user and XADDs the
-//     order to the stream StreamKey, all in one step. The purchase is
-//     answered 202 "accepted" with the order id (the entry's id as a
-//     number) before MySQL sees it.
-//   - Write: a consumer of the group StreamGroup runs inside each instance
-//     (StreamConsumer). It reads entries, writes their orders to MySQL (the
-//     order row and the stock deduction, in one transaction per batch;
-//     idempotent: the request id is unique, so an entry delivered twice is
-//     written once) and XACKs them only after the COMMIT. An instance
-//     killed between its read and its XACK leaves the entries pending in
-//     its name: another instance's consumer takes them over with XAUTOCLAIM
-//     once they have been idle for ClaimIdle, and the killed instance, when
-//     it comes back, first re-reads its own.
-//   - Status: GET /admin/queue says what is left (pending, not yet read) and
-//     what was written, duplicated or rejected per goods, and the order lag
-//     (accept to commit) of every order written; GET
-//     /api/v1/orders/:request_id says whether one order is written.
-//
-// What it risks is Redis itself: an entry that Redis acknowledged and lost
-// (a restart without an fsynced AOF) is an order accepted and never written.
-
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
-	"time"
-
-	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill-lab/seckill/internal/mysqlerr"
 )
 
-// The stream and its consumer group.
-const (
-	StreamKey   = "seckill:orders"
-	StreamGroup = "seckill-orders"
-	// ClaimIdle is how long an entry stays pending with a consumer before
-	// another consumer takes it over (XAUTOCLAIM).
-	ClaimIdle = 2 * time.Second
-	// streamBatch is the most entries a consumer reads, writes in one
-	// transaction and acknowledges at once.
-	streamBatch = 128
-	// maxLagSamples bounds the lag samples kept per goods.
-	maxLagSamples = 1_000_000
-)
-
-func streamRequestsKey(goods int64) string {
-	return "seckill:stream:req:" + strconv.FormatInt(goods, 10)
-}
-func streamStatsKey(goods int64) string {
-	return "seckill:stream:stats:" + strconv.FormatInt(goods, 10)
-}
-func streamLagKey(goods int64) string { return "seckill:stream:lag:" + strconv.FormatInt(goods, 10) }
-
-// acceptScript: KEYS stock, buyers, requests, stream, stats; ARGV qty,
-// user, limit, request id, goods, instance, accepted at (unix ns). It
-// returns {remaining, entry id}, or {code, ""}: -1 sold out, -2 mirror
-// missing, -3 the user at the limit; or {-4, "id|qty|user|remaining"} when
-// the request id was accepted before (the stock that sale left, so a
-// replay answers the original outcome).
-var acceptScript = redis.NewScript(`
-local prev = redis.call('HGET', KEYS[3], ARGV[4])
-if prev then return {-4, prev} end
-local s = redis.call('GET', KEYS[1])
-if not s then return {-2, ''} end
-local q = tonumber(ARGV[1])
-if tonumber(s) < q then return {-1, ''} end
-local lim = tonumber(ARGV[3])
-if lim > 0 and tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0') >= lim then return {-3, ''} end
-if lim > 0 then redis.call('HINCRBY', KEYS[2], ARGV[2], 1) end
-local left = redis.call('DECRBY', KEYS[1], q)
-local id = redis.call('XADD', KEYS[4], '*', 'goods', ARGV[5], 'qty', ARGV[1], 'user', ARGV[2], 'req', ARGV[4], 'inst', ARGV[6], 'at', ARGV[7])
-redis.call('HSET', KEYS[3], ARGV[4], id .. '|' .. ARGV[1] .. '|' .. ARGV[2] .. '|' .. left)
-redis.call('HINCRBY', KEYS[5], 'accepted', 1)
-return {left, id}
-`)
-
-// Stream is the accepting side of redis-stream: the Lua script on the
-// purchase path, the reset and the status of the queue.
-type Stream struct {
-	rdb redis.UniversalClient
-	key string // the stream: StreamKey (a test's own otherwise)
-}
-
-// NewStream uses rdb (the primary Redis, the one the mirror is on).
-func NewStream(rdb redis.UniversalClient) *Stream { return &Stream{rdb: rdb, key: StreamKey} }
-
-// OrderIDOf is the order id of a stream entry "ms-seq": ms<<12 | seq, so
-// ids grow with time, no two entries of up to 4096 a millisecond share one,
-// and they stay below 2^53 (a JSON number a JavaScript client reads
-// exactly) until 2039. The consumer inserts the order with it; the orders
-// of the other strategies, numbered by AUTO_INCREMENT, continue above the
-// last one. An id that is taken all the same (more than 4096 entries in
-// one millisecond) gives way to a fresh one when the order is written
-// (insertStreamOrder).
-func OrderIDOf(entryID string) (int64, error) {
-	ms, seq, ok := strings.Cut(entryID, "-")
-	m, err1 := strconv.ParseInt(ms, 10, 64)
-	s, err2 := strconv.ParseInt(seq, 10, 64)
-	if !ok || err1 != nil || err2 != nil || m < 0 || s < 0 {
-		return 0, fmt.Errorf("stream entry id %q is not ms-seq", entryID)
-	}
-	return m<<12 | s&(1<<12-1), nil
-}
-
-// accept runs acceptScript for o. It returns the stock left and the order
-// id, or, for a request id accepted before, the earlier order and the stock
-// its sale left, with replayed set.
-func (q *Stream) accept(ctx context.Context, o Order, limit int) (left, orderID int64, replayed bool, err error) {
-	keys := []string{MirrorKey(o.GoodsID), UserLimitKey(o.GoodsID), streamRequestsKey(o.GoodsID), q.key, streamStatsKey(o.GoodsID)}
-	v, err := acceptScript.Run(ctx, q.rdb, keys, o.Qty, o.UserID, limit, o.RequestID, o.GoodsID, o.Instance, time.Now().UnixNano()).Slice()
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("redis stream accept: %w", err)
-	}
-	if len(v) != 2 {
-		return 0, 0, false, fmt.Errorf("redis stream accept: answer %v", v)
-	}
-	code, _ := v[0].(int64)
-	id, _ := v[1].(string)
-	if code == -4 {
-		prev := strings.Split(id, "|")
-		if len(prev) != 4 || prev[1] != strconv.FormatInt(o.Qty, 10) || prev[2] != o.UserID {
-			return 0, 0, false, fmt.Errorf("%w: Idempotency-Key %q was accepted for another purchase (qty or user)", ErrIdempotencyKeyReused, o.RequestID)
-		}
-		left, err := strconv.ParseInt(prev[3], 10, 64)
-		if err != nil {
-			return 0, 0, false, fmt.Errorf("redis stream accept: accepted request %q: %w", o.RequestID, err)
-		}
-		oid, err := OrderIDOf(prev[0])
-		return left, oid, true, err
-	}
-	if code < 0 {
-		_, err := mirrorResult(code, o.UserID, limit)
-		return 0, 0, false, err
-	}
-	oid, err := OrderIDOf(id)
-	return code, oid, false, err
-}
-
-// Init sets the stock in Redis when it is missing (after a Redis restart).
-func (q *Stream) Init(ctx context.Context, goodsID, stock int64) error {
-	if err := q.rdb.SetNX(ctx, MirrorKey(goodsID), stock, 0).Err(); err != nil {
-		return fmt.Errorf("redis stream: init the stock: %w", err)
-	}
-	return nil
-}
-
-// Reset forgets goods' accepted request ids, counts and lag samples (the
-// stock and the per-user counts are the mirror's, reset with it).
-func (q *Stream) Reset(ctx context.Context, goodsID int64) error {
-	if err := q.rdb.Del(ctx, streamRequestsKey(goodsID), streamStatsKey(goodsID), streamLagKey(goodsID)).Err(); err != nil {
-		return fmt.Errorf("redis stream reset: %w", err)
-	}
-	return nil
+// Queue is the order queue of redis-stream (package orderstream): a
+// purchase is decided and queued in Redis and answered 202 "accepted"; a
+// consumer in each instance writes its order to MySQL later.
+type Queue interface {
+	// Accept checks that o's request id is new, the stock and the
+	// per-user limit, takes the stock and queues o, in one step. It
+	// returns the stock left and the order id, or, for a request id
+	// accepted before, the earlier order and the stock its sale left, with
+	// replayed set; ErrMirrorMissing when Redis lost the stock.
+	Accept(ctx context.Context, o Order, limit int) (left, orderID int64, replayed bool, err error)
+	// Init sets the stock in Redis when it is missing (after a restart).
+	Init(ctx context.Context, goodsID, stock int64) error
+	// Reset forgets goods' accepted request ids, counts and lag samples.
+	Reset(ctx context.Context, goodsID int64) error
+	// Status reads the queue's state for goods.
+	Status(ctx context.Context, goodsID int64) (QueueStatus, error)
+	// Accepted reports whether goods' request id was accepted.
+	Accepted(ctx context.Context, goodsID int64, requestID string) (bool, error)
 }
 
 // QueueStatus is the state of the order queue (GET /admin/queue).
@@ -200,61 +60,6 @@ type QueueStatus struct {
 // Drained reports whether every entry was read and acknowledged.
 func (s QueueStatus) Drained() bool { return s.Pending == 0 && s.Lag == 0 }
 
-// Status reads the queue's state for goods.
-func (q *Stream) Status(ctx context.Context, goodsID int64) (QueueStatus, error) {
-	st := QueueStatus{GoodsID: goodsID, LagUS: []int64{}}
-	n, err := q.rdb.XLen(ctx, q.key).Result()
-	if err != nil {
-		return st, fmt.Errorf("redis stream status: %w", err)
-	}
-	st.Length = n
-	groups, err := q.rdb.XInfoGroups(ctx, q.key).Result()
-	if err != nil && !isNoStream(err) {
-		return st, fmt.Errorf("redis stream status: %w", err)
-	}
-	for _, g := range groups {
-		if g.Name == StreamGroup {
-			st.Pending, st.Lag, st.Consumers = g.Pending, g.Lag, g.Consumers
-			if g.Lag < 0 { // unknown to Redis: count what was not delivered
-				st.Lag = max(0, n-g.EntriesRead)
-			}
-		}
-	}
-	if len(groups) == 0 {
-		st.Lag = n // nothing has read the stream yet
-	}
-	counts, err := q.rdb.HGetAll(ctx, streamStatsKey(goodsID)).Result()
-	if err != nil {
-		return st, fmt.Errorf("redis stream status: %w", err)
-	}
-	for name, dst := range map[string]*int64{"accepted": &st.Accepted, "written": &st.Written, "duplicates": &st.Duplicates, "rejected": &st.Rejected, "reclaimed": &st.Reclaimed, "batches": &st.Batches} {
-		*dst, _ = strconv.ParseInt(counts[name], 10, 64)
-	}
-	lags, err := q.rdb.LRange(ctx, streamLagKey(goodsID), 0, -1).Result()
-	if err != nil {
-		return st, fmt.Errorf("redis stream status: %w", err)
-	}
-	for _, l := range lags {
-		if v, err := strconv.ParseInt(l, 10, 64); err == nil {
-			st.LagUS = append(st.LagUS, v)
-		}
-	}
-	return st, nil
-}
-
-// Accepted reports whether goods' request id was accepted by the script.
-func (q *Stream) Accepted(ctx context.Context, goodsID int64, requestID string) (bool, error) {
-	ok, err := q.rdb.HExists(ctx, streamRequestsKey(goodsID), requestID).Result()
-	if err != nil {
-		return false, fmt.Errorf("redis stream: %w", err)
-	}
-	return ok, nil
-}
-
-func isNoStream(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "no such key") || strings.Contains(err.Error(), "NOGROUP"))
-}
-
 // redisStream is the purchase of redis-stream: accept in Redis, answer.
 func (s *Service) redisStream(ctx context.Context, d Deduction) (Result, error) {
 	q := s.opts.Stream
@@ -263,15 +68,15 @@ func (s *Service) redisStream(ctx context.Context, d Deduction) (Result, error) 
 	}
 	o, limit := d.Order, d.Order.Rule.Limit
 	o.Rule = UserRule{}
-	left, id, replayed, err := q.accept(ctx, o, limit)
-	if errors.Is(err, errMirrorMissing) {
+	left, id, replayed, err := q.Accept(ctx, o, limit)
+	if errors.Is(err, ErrMirrorMissing) {
 		// Redis lost the stock (restart): seed it once from MySQL.
-		g, gerr := s.opts.Store.Goods(ctx, o.GoodsID)
+		g, gerr := s.goods(ctx, o.GoodsID)
 		if gerr != nil {
 			return Result{}, gerr
 		}
 		if err = q.Init(ctx, g.ID, g.Stock); err == nil {
-			left, id, replayed, err = q.accept(ctx, o, limit)
+			left, id, replayed, err = q.Accept(ctx, o, limit)
 		}
 	}
 	if err != nil {
@@ -294,12 +99,12 @@ func (s *Service) QueueStatus(ctx context.Context, goodsID int64) (QueueStatus, 
 // ("written"), accepted and still queued ("accepted", redis-stream; needs
 // goodsID), or unknown.
 func (s *Service) OrderStatus(ctx context.Context, goodsID int64, requestID string) (string, Order, error) {
-	o, ok, err := s.opts.Store.OrderByRequest(ctx, requestID)
+	o, ok, err := s.orderByRequest(ctx, requestID)
 	if err != nil {
 		return "", o, s.classify(ctx, err)
 	}
 	if ok {
-		return OrderWritten, o, nil
+		return orderWritten, o, nil
 	}
 	if s.opts.Stream != nil && goodsID > 0 {
 		acc, err := s.opts.Stream.Accepted(ctx, goodsID, requestID)
@@ -307,437 +112,15 @@ func (s *Service) OrderStatus(ctx context.Context, goodsID int64, requestID stri
 			return "", o, s.classify(ctx, err)
 		}
 		if acc {
-			return OrderAccepted, o, nil
+			return orderAccepted, o, nil
 		}
 	}
-	return OrderUnknown, o, nil
+	return orderUnknown, o, nil
 }
 
 // Order statuses (OrderStatus).
 const (
-	OrderWritten  = "written"
-	OrderAccepted = "accepted"
-	OrderUnknown  = "unknown"
+	orderWritten  = "written"
+	orderAccepted = "accepted"
+	orderUnknown  = "unknown"
 )
-
-// streamEntry is one order read from the stream.
-type streamEntry struct {
-	id    string
-	order Order
-	at    time.Time
-}
-
-// parseEntry reads an entry's fields.
-func parseEntry(m redis.XMessage) (streamEntry, error) {
-	e := streamEntry{id: m.ID}
-	str := func(k string) string { v, _ := m.Values[k].(string); return v }
-	goods, err1 := strconv.ParseInt(str("goods"), 10, 64)
-	qty, err2 := strconv.ParseInt(str("qty"), 10, 64)
-	at, err3 := strconv.ParseInt(str("at"), 10, 64)
-	oid, err4 := OrderIDOf(m.ID)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return e, fmt.Errorf("stream entry %s: %w", m.ID, err)
-	}
-	e.at = time.Unix(0, at)
-	e.order = Order{ID: oid, GoodsID: goods, Qty: qty, UserID: str("user"), RequestID: str("req"), Instance: str("inst"),
-		Strategy: RedisStream, CreatedAt: e.at}
-	return e, nil
-}
-
-// What a consumer made of one entry.
-type entryOutcome int
-
-const (
-	entryWritten entryOutcome = iota
-	entryDuplicate
-	entryRejected
-)
-
-const (
-	sqlInsertOrderWithID = "INSERT INTO orders (id, goods_id, qty, user_id, request_id, instance, strategy, fence_token, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	sqlRequestWritten    = "SELECT COUNT(*) FROM orders WHERE request_id = ?"
-)
-
-// writeStreamOrders writes es's orders to MySQL: every order row and one
-// stock deduction per goods, in one transaction. An order whose request id
-// is already written is a duplicate (skipped). When the stock of a goods
-// does not cover the batch, each entry is written in a transaction of its
-// own and the ones it does not cover are rejected. work is the simulated
-// business work of writing them (the setting's work_delay), done once per
-// batch inside the transaction. An error (MySQL down) wrote nothing: the
-// entries stay pending.
-func (s *SQLStore) writeStreamOrders(ctx context.Context, es []streamEntry, work time.Duration) ([]entryOutcome, error) {
-	out := make([]entryOutcome, len(es))
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := sleepCtx(ctx, work); err != nil {
-			return err
-		}
-		clear(out)
-		per := map[int64]int64{}
-		whole, err := insertStreamOrders(ctx, tx, es)
-		if err != nil {
-			return err
-		}
-		for i := range es {
-			if !whole {
-				dup, err := insertStreamOrder(ctx, tx, &es[i].order)
-				if err != nil {
-					return err
-				}
-				if dup {
-					out[i] = entryDuplicate
-					continue
-				}
-			}
-			per[es[i].order.GoodsID] += es[i].order.Qty
-		}
-		for goods, qty := range per {
-			r, err := tx.ExecContext(ctx, SQLDeduct, qty, goods, qty)
-			if err != nil {
-				return fmt.Errorf("deduct stock: %w", err)
-			}
-			if n, err := r.RowsAffected(); err != nil {
-				return fmt.Errorf("deduct stock: %w", err)
-			} else if n == 0 {
-				return ErrSoldOut
-			}
-		}
-		return nil
-	})
-	if !errors.Is(err, ErrSoldOut) {
-		return out, err
-	}
-	// One goods' stock did not cover the batch: one by one.
-	for i := range es {
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			dup, err := insertStreamOrder(ctx, tx, &es[i].order)
-			if err != nil || dup {
-				out[i] = entryDuplicate
-				return err
-			}
-			out[i] = entryWritten
-			r, err := tx.ExecContext(ctx, SQLDeduct, es[i].order.Qty, es[i].order.GoodsID, es[i].order.Qty)
-			if err != nil {
-				return fmt.Errorf("deduct stock: %w", err)
-			}
-			if n, err := r.RowsAffected(); err != nil {
-				return fmt.Errorf("deduct stock: %w", err)
-			} else if n == 0 {
-				out[i] = entryRejected
-				return ErrSoldOut
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, ErrSoldOut) {
-			return out, err
-		}
-	}
-	return out, nil
-}
-
-// insertStreamOrders inserts every entry's order in one statement (one
-// round trip for the batch) and reports whether it did. A duplicate
-// request id or order id among them fails the statement and inserts
-// nothing (MySQL rolls back only the statement): ok is false, and the
-// caller goes entry by entry (insertStreamOrder), which sorts them out.
-func insertStreamOrders(ctx context.Context, tx *sql.Tx, es []streamEntry) (ok bool, err error) {
-	if len(es) < 2 {
-		return false, nil
-	}
-	args := make([]any, 0, len(es)*9)
-	for _, e := range es {
-		o := e.order
-		args = append(args, o.ID, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
-	}
-	if _, err := tx.ExecContext(ctx, multiRow(sqlInsertOrderWithID, len(es)), args...); err != nil {
-		if mysqlerr.IsDuplicate(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("insert %d orders: %w", len(es), err)
-	}
-	return true, nil
-}
-
-// multiRow returns stmt, a one-row INSERT ... VALUES (?, ...), with n
-// rows of the same placeholders.
-func multiRow(stmt string, n int) string {
-	row := stmt[strings.LastIndex(stmt, "("):]
-	var b strings.Builder
-	b.Grow(len(stmt) + (n-1)*(len(row)+2))
-	b.WriteString(stmt)
-	for range n - 1 {
-		b.WriteString(", ")
-		b.WriteString(row)
-	}
-	return b.String()
-}
-
-// insertStreamOrder inserts o with its stream order id in tx; dup is true
-// when its request id is already written. An id taken by another row (an
-// order of another strategy numbered by AUTO_INCREMENT) gives way to a
-// fresh one.
-func insertStreamOrder(ctx context.Context, tx *sql.Tx, o *Order) (dup bool, err error) {
-	_, err = tx.ExecContext(ctx, sqlInsertOrderWithID, o.ID, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
-	if err == nil {
-		return false, nil
-	}
-	if !mysqlerr.IsDuplicate(err) {
-		return false, fmt.Errorf("insert order: %w", err)
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, sqlRequestWritten, o.RequestID).Scan(&n); err != nil {
-		return false, fmt.Errorf("insert order: look up its request id: %w", err)
-	}
-	if n > 0 {
-		return true, nil
-	}
-	fresh := *o
-	fresh.ID = 0
-	if err := insertOrderTx(ctx, tx, &fresh); err != nil {
-		return false, err
-	}
-	o.ID = fresh.ID
-	return false, nil
-}
-
-// ConsumerOptions tune a StreamConsumer. The zero value is a consumer
-// that counts no errors, simulates no work and reads again at once.
-type ConsumerOptions struct {
-	// OnError, when not nil, counts an error of the loop (the instance's
-	// metrics).
-	OnError func(op string)
-	// Work, when not nil, is the simulated work of writing one batch of
-	// orders, done inside its transaction (a consumer killed meanwhile
-	// leaves the batch pending).
-	Work func() time.Duration
-	// Gather is how long the consumer waits after a batch shorter than
-	// streamBatch (128) before it reads again. A consumer that reads again
-	// at once writes whatever arrived while it wrote the last batch: under
-	// load, a few orders per MySQL transaction, each paying the
-	// transaction's round trips, its COMMIT and the read and acknowledge
-	// in Redis. Waiting lets the next batch gather; a full batch never
-	// waits, and an idle consumer still blocks in XREADGROUP until an
-	// entry comes. The cost is up to Gather more order lag. The
-	// instance's default is config.DefaultStreamGather (20 ms): on the
-	// lab's 2-CPU machine, wrk through nginx at full load
-	// on redis-stream, 0 against 20 ms wrote 25 against 70 orders per
-	// transaction, and the machine spent 390–430 against 290–300 µs of CPU
-	// per purchase (MariaDB's share halved), with the order lag's p50 at
-	// 17–18 against 22–27 ms.
-	Gather time.Duration
-}
-
-// StreamConsumer is one instance's consumer of the order stream.
-type StreamConsumer struct {
-	rdb    redis.UniversalClient
-	key    string // the stream: StreamKey (a test's own otherwise)
-	store  *SQLStore
-	name   string
-	cancel context.CancelFunc
-	done   chan struct{}
-	opts   ConsumerOptions
-
-	mu     sync.Mutex
-	lastOK time.Time
-}
-
-// StartStreamConsumer starts the consumer name (the instance's name) of
-// the group on rdb, writing through store, until Close.
-func StartStreamConsumer(rdb redis.UniversalClient, store *SQLStore, name string, opts ConsumerOptions) *StreamConsumer {
-	return startConsumer(rdb, StreamKey, store, name, opts)
-}
-
-func startConsumer(rdb redis.UniversalClient, key string, store *SQLStore, name string, opts ConsumerOptions) *StreamConsumer {
-	ctx, cancel := context.WithCancel(context.Background())
-	if opts.Work == nil {
-		opts.Work = func() time.Duration { return 0 }
-	}
-	c := &StreamConsumer{rdb: rdb, key: key, store: store, name: name, cancel: cancel, done: make(chan struct{}), opts: opts}
-	go c.run(ctx)
-	return c
-}
-
-// Close stops the consumer and waits for it. Entries it read and did not
-// acknowledge stay pending in its name.
-func (c *StreamConsumer) Close() error {
-	c.cancel()
-	<-c.done
-	return nil
-}
-
-func (c *StreamConsumer) fail(op string, err error) {
-	if c.opts.OnError != nil && err != nil {
-		c.opts.OnError(op)
-	}
-}
-
-// run is the consumer's loop: its own pending entries first (after a
-// start or an error), then new ones, waiting Gather after a short batch;
-// every ClaimIdle/4 it takes over entries idle for ClaimIdle at another
-// consumer.
-func (c *StreamConsumer) run(ctx context.Context) {
-	defer close(c.done)
-	own := true // read this consumer's pending entries first
-	lastClaim := time.Time{}
-	for ctx.Err() == nil {
-		if err := c.ensureGroup(ctx); err != nil {
-			c.fail("stream_group", err)
-			_ = sleepCtx(ctx, 200*time.Millisecond)
-			continue
-		}
-		if time.Since(lastClaim) >= ClaimIdle/4 {
-			lastClaim = time.Now()
-			if err := c.claim(ctx); err != nil {
-				c.fail("stream_claim", err)
-				_ = sleepCtx(ctx, 200*time.Millisecond)
-				continue
-			}
-		}
-		start := ">"
-		if own {
-			start = "0"
-		}
-		res, err := c.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: StreamGroup, Consumer: c.name, Streams: []string{c.key, start},
-			Count: streamBatch, Block: ClaimIdle / 4}).Result()
-		if errors.Is(err, redis.Nil) {
-			own = false
-			continue
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				c.fail("stream_read", err)
-				own = true
-				_ = sleepCtx(ctx, 200*time.Millisecond)
-			}
-			continue
-		}
-		n := 0
-		for _, st := range res {
-			n += len(st.Messages)
-			if err := c.process(ctx, st.Messages, own); err != nil {
-				c.fail("stream_write", err)
-				own = true
-				_ = sleepCtx(ctx, 200*time.Millisecond)
-			}
-		}
-		if own && n == 0 {
-			own = false // no pending entries of its own are left
-		}
-		if n > 0 && n < streamBatch && c.opts.Gather > 0 {
-			_ = sleepCtx(ctx, c.opts.Gather) // let the next batch gather
-		}
-	}
-}
-
-// ensureGroup creates the stream and its group when they are missing (a
-// fresh Redis, or one restarted without its data).
-func (c *StreamConsumer) ensureGroup(ctx context.Context) error {
-	c.mu.Lock()
-	fresh := time.Since(c.lastOK) < time.Second
-	c.mu.Unlock()
-	if fresh {
-		return nil
-	}
-	err := c.rdb.XGroupCreateMkStream(ctx, c.key, StreamGroup, "0").Err()
-	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
-		return fmt.Errorf("create the stream's group: %w", err)
-	}
-	c.mu.Lock()
-	c.lastOK = time.Now()
-	c.mu.Unlock()
-	return nil
-}
-
-// claim takes over the entries idle for ClaimIdle at any consumer (a
-// killed instance's) and writes them.
-func (c *StreamConsumer) claim(ctx context.Context) error {
-	start := "0-0"
-	for {
-		msgs, next, err := c.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: c.key, Group: StreamGroup, MinIdle: ClaimIdle,
-			Start: start, Count: streamBatch, Consumer: c.name}).Result()
-		if err != nil {
-			return fmt.Errorf("claim idle entries: %w", err)
-		}
-		if len(msgs) > 0 {
-			if err := c.process(ctx, msgs, true); err != nil {
-				return err
-			}
-		}
-		if next == "0-0" || next == "" {
-			return nil
-		}
-		start = next
-	}
-}
-
-// process writes msgs' orders and acknowledges them after the COMMIT,
-// with each goods' counts and lags; reclaimed says the entries were
-// delivered before (taken over from another consumer, or this one's own
-// pending entries read again after a restart or an error).
-func (c *StreamConsumer) process(ctx context.Context, msgs []redis.XMessage, reclaimed bool) error {
-	var es []streamEntry
-	var bad []string
-	for _, m := range msgs {
-		if len(m.Values) == 0 {
-			continue // deleted since it was delivered
-		}
-		e, err := parseEntry(m)
-		if err != nil {
-			bad = append(bad, m.ID)
-			continue
-		}
-		es = append(es, e)
-	}
-	var outs []entryOutcome
-	if len(es) > 0 {
-		var err error
-		if outs, err = c.store.writeStreamOrders(ctx, es, c.opts.Work()); err != nil {
-			return fmt.Errorf("write %d orders: %w", len(es), err)
-		}
-	}
-	committed := time.Now()
-	p := c.rdb.Pipeline()
-	ids := bad
-	counts := map[int64]map[string]int64{}
-	lags := map[int64][]any{}
-	for i, e := range es {
-		ids = append(ids, e.id)
-		g := e.order.GoodsID
-		if counts[g] == nil {
-			counts[g] = map[string]int64{"batches": 1}
-		}
-		if reclaimed {
-			counts[g]["reclaimed"]++
-		}
-		switch outs[i] {
-		case entryWritten:
-			counts[g]["written"]++
-			lags[g] = append(lags[g], committed.Sub(e.at).Microseconds())
-		case entryDuplicate:
-			counts[g]["duplicates"]++
-		case entryRejected:
-			counts[g]["rejected"]++
-		}
-	}
-	if len(ids) > 0 {
-		p.XAck(ctx, c.key, StreamGroup, ids...)
-	}
-	goods := make([]int64, 0, len(counts))
-	for g := range counts {
-		goods = append(goods, g)
-	}
-	sort.Slice(goods, func(i, j int) bool { return goods[i] < goods[j] })
-	for _, g := range goods {
-		for name, n := range counts[g] {
-			p.HIncrBy(ctx, streamStatsKey(g), name, n)
-		}
-		if len(lags[g]) > 0 {
-			p.RPush(ctx, streamLagKey(g), lags[g]...)
-			p.LTrim(ctx, streamLagKey(g), -maxLagSamples, -1)
-		}
-	}
-	if _, err := p.Exec(ctx); err != nil {
-		return fmt.Errorf("acknowledge %d entries: %w", len(ids), err)
-	}
-	return nil
-}

@@ -12,15 +12,12 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"gorm.io/driver/mysql"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/seckill-lab/seckill/internal/api"
-	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 const token = "test-token"
@@ -36,20 +33,7 @@ func newHandler(t *testing.T, adminToken string) (http.Handler, *stock.Service) 
 func newHandlerEvents(t *testing.T, adminToken string, events *stock.Events) (http.Handler, *stock.Service) {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
-	dsn, err := stock.PurchaseDSN(testenv.Get(t, testenv.MySQLDSN))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		testenv.Unavailable(t, "MySQL", err)
-	}
-	sqlDB, _ := db.DB()
-	t.Cleanup(func() { sqlDB.Close() })
-	st := stock.NewStore(db)
-	if err := st.Migrate(context.Background()); err != nil {
-		testenv.Unavailable(t, "MySQL", err)
-	}
+	st := sqltest.Store(t)
 	svc, err := stock.NewService(stock.ServiceOptions{Instance: "api-test", Store: st,
 		Backends: map[string]stock.LockBackend{stock.Mutex: mutexlock.NewBackend(mutexlock.New(lockimpl.Options{}))}})
 	if err != nil {

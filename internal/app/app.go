@@ -27,6 +27,9 @@ import (
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/counterstore"
+	"github.com/seckill-lab/seckill/stock/orderstream"
+	"github.com/seckill-lab/seckill/stock/sqlstore"
 )
 
 // eventsKept is how many lock events an instance keeps for a late
@@ -79,7 +82,7 @@ type Instance struct {
 	// stream is the instance's consumer of redis-stream's order queue,
 	// on a client of its own (streamRedis, not metered: the cost model
 	// prices the purchase path); nil without Redis.
-	stream      *stock.StreamConsumer
+	stream      *orderstream.Consumer
 	streamRedis redis.UniversalClient
 }
 
@@ -113,7 +116,7 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 		b.Close()
 		return nil, err
 	}
-	store := stock.NewBoundedStore(db, stock.ScaledInflight(cfg.DBInflight, rtt))
+	store := sqlstore.NewBounded(db, sqlstore.ScaledInflight(cfg.DBInflight, rtt))
 	if err := store.Migrate(ctx); err != nil {
 		b.Close()
 		return nil, err
@@ -132,11 +135,11 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 		Initial:  initial,
 	}
 	if b.clients.Redis != nil {
-		opts.Mirror = stock.NewRedisMirror(b.clients.Redis)
-		opts.Stream = stock.NewStream(b.clients.Redis)
+		opts.Mirror = orderstream.NewMirror(b.clients.Redis)
+		opts.Stream = orderstream.New(b.clients.Redis)
 	}
 	if b.counter != nil {
-		opts.Counter = stock.NewCounterStore(b.counter)
+		opts.Counter = counterstore.New(b.counter)
 	}
 	svc, err := stock.NewService(opts)
 	if err != nil {
@@ -157,8 +160,8 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 			}
 			return 0
 		}
-		in.stream = stock.StartStreamConsumer(in.streamRedis, store, cfg.Instance,
-			stock.ConsumerOptions{OnError: metrics.Error, Work: work, Gather: cfg.StreamGather})
+		in.stream = orderstream.StartConsumer(in.streamRedis, store, cfg.Instance,
+			orderstream.ConsumerOptions{OnError: metrics.Error, Work: work, Gather: cfg.StreamGather})
 	}
 	return in, nil
 }
@@ -212,8 +215,10 @@ func (in *Instance) Serve(ctx context.Context, ready func(addr string)) error {
 
 // DBInflight is how many lock-free purchases the instance runs against
 // MySQL at once (0: no bound): config.DBInflight scaled by MySQLRTT
-// (stock.ScaledInflight).
-func (in *Instance) DBInflight() int { return stock.ScaledInflight(in.Config.DBInflight, in.MySQLRTT) }
+// (sqlstore.ScaledInflight).
+func (in *Instance) DBInflight() int {
+	return sqlstore.ScaledInflight(in.Config.DBInflight, in.MySQLRTT)
+}
 
 // mysqlRTT returns the shortest of n pings of db: the round trip to
 // MySQL, without the queueing a busy moment adds.
@@ -246,8 +251,8 @@ func openMySQL(ctx context.Context, dsn string, wait time.Duration, meter *cost.
 	mc.Collation = "utf8mb4_bin"
 	// Parameters interpolated on the client (MariaDB counted a prepare,
 	// an execute and a close per statement without) and multiStatements
-	// for the one-round-trip purchase (stock.SQLPurchase).
-	stock.ConfigureMySQL(mc)
+	// for the one-round-trip purchase (sqlstore.SQLPurchase).
+	sqlstore.ConfigureMySQL(mc)
 	if mc.Timeout == 0 {
 		mc.Timeout = 2 * time.Second
 	}

@@ -19,14 +19,16 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/lockwire"
+	"github.com/seckill-lab/seckill/stock/sqlstore"
 )
 
-// backends holds one instance's clients and the lock backends the registry
+// backends holds one instance's clients and the lock backends lockwire
 // opened over them. Each instance has its own clients and sessions, as
 // separate service processes would. It knows no key layout, lock table or
 // quorum: those belong to the lock backends.
 type backends struct {
-	clients stock.Clients
+	clients lockwire.Clients
 	redis   []*redis.Client // every configured Redis; redis[0] is the primary
 	// failover follows the Sentinel-monitored master when sentinels are
 	// configured; it then serves the single-Redis strategies.
@@ -45,7 +47,7 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB, meter *cos
 	if err != nil {
 		return nil, fmt.Errorf("MySQL handle: %w", err)
 	}
-	b := &backends{locks: map[string]stock.LockBackend{}}
+	b := &backends{}
 	b.clients.MySQL = sqlDB
 	b.clients.Mutex = mutexlock.New(lockimpl.Options{})
 	b.clients.ZooKeeper = cfg.ZKServers
@@ -88,26 +90,16 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB, meter *cos
 		}
 		b.clients.Etcd = cli
 	}
-	for _, s := range stock.Extended() {
-		if s.Open == nil {
-			continue
-		}
-		lb, err := s.Open(ctx, b.clients)
-		if errors.Is(err, stock.ErrNotConfigured) {
-			continue // the strategy is unavailable on this instance
-		}
-		if err != nil {
-			b.Close()
-			return nil, fmt.Errorf("strategy %s: %w", s.Name, err)
-		}
-		b.locks[s.Name] = lb
+	if b.locks, err = lockwire.Open(ctx, b.clients); err != nil {
+		b.Close()
+		return nil, err
 	}
 	return b, nil
 }
 
 // checks are the /healthz probes of the configured servers. The ZooKeeper
 // probe is the lock backend's, which waits for a session.
-func (b *backends) checks(store *stock.SQLStore) []api.Check {
+func (b *backends) checks(store *sqlstore.Store) []api.Check {
 	out := []api.Check{{Name: "mysql", Ping: store.Ping}}
 	for i, c := range b.redis {
 		out = append(out, api.Check{Name: fmt.Sprintf("redis-%d", i+1), Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})

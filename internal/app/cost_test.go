@@ -58,7 +58,7 @@ func TestPurchasePhases(t *testing.T) {
 		{stock.Consul, cost.Consul, rmw},
 		{stock.MySQLUnique, cost.MySQL, []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 2, Writes: 1}}}},
 		// BEGIN; UPDATE (locks the row); INSERT; COMMIT in one batch
-		// (stock.SQLPurchase): one round trip, no row lock across one.
+		// (sqlstore.SQLPurchase): one round trip, no row lock across one.
 		{stock.SQLAtomic, "", []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 1, Writes: 1}}, {cost.MySQL, cost.RowLocked, cost.Counts{}}}},
 		// BEGIN, SELECT ... FOR UPDATE (locks the row), UPDATE, INSERT, COMMIT.
 		{stock.MySQLForUpdate, "", []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 5, Writes: 1}}, {cost.MySQL, cost.RowLocked, cost.Counts{RoundTrips: 3, Writes: 1}}}},

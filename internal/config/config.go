@@ -21,7 +21,7 @@ const (
 	EnvMySQLDSN   = "SECKILL_MYSQL_DSN"
 	EnvRedisAddrs = "SECKILL_REDIS_ADDRS"
 	// EnvCounterRedis is the Redis of the lock-alone goods' counter
-	// (stock.CounterStore), dialled directly, never through the proxy.
+	// (counterstore.Store), dialled directly, never through the proxy.
 	EnvCounterRedis  = "SECKILL_COUNTER_REDIS"
 	EnvSentinels     = "SECKILL_REDIS_SENTINELS"
 	EnvRedisMaster   = "SECKILL_REDIS_MASTER"
@@ -32,7 +32,7 @@ const (
 	EnvStrategy      = "SECKILL_STRATEGY"
 	EnvMaxQty        = "SECKILL_MAX_QTY"
 	// EnvDBInflight bounds the lock-free purchases one instance runs
-	// against MySQL at once (stock.NewBoundedStore); 0 is no bound.
+	// against MySQL at once (sqlstore.NewBounded); 0 is no bound.
 	EnvDBInflight = "SECKILL_DB_INFLIGHT"
 	// EnvStreamGather is how long redis-stream's order consumer waits
 	// after a short batch before it reads again (a Go duration, "20ms");
@@ -78,13 +78,13 @@ const (
 	DefaultListen = "127.0.0.1:8080"
 	DefaultMaxQty = 100
 	// DefaultDBInflight is how many lock-free purchases one instance runs
-	// against MySQL at once (stock.NewBoundedStore says why 4).
+	// against MySQL at once (sqlstore.NewBounded says why 4).
 	DefaultDBInflight = 4
 	// DefaultStreamGather is how long the order consumer waits after a
-	// short batch (stock.ConsumerOptions says why 20 ms).
+	// short batch (orderstream.ConsumerOptions says why 20 ms).
 	DefaultStreamGather = 20 * time.Millisecond
 	// MaxStreamGather bounds it: the consumer also takes over a dead
-	// consumer's entries between its reads (stock.ClaimIdle is 2 s).
+	// consumer's entries between its reads (orderstream.ClaimIdle is 2 s).
 	MaxStreamGather = time.Second
 	// DefaultRedisMaster is the Sentinel master name of the replicated Redis.
 	DefaultRedisMaster = "seckill"
@@ -112,7 +112,7 @@ type Config struct {
 	// RedisMaster is the Sentinel master name. Default "seckill".
 	RedisMaster string
 	// CounterRedis is the Redis of the lock-alone goods' counter
-	// (stock.CounterStore), reached directly. Optional: without it the
+	// (counterstore.Store), reached directly. Optional: without it the
 	// lock-alone goods answer backend_unavailable.
 	CounterRedis string
 	// EtcdEndpoints are etcd client endpoints. Optional.
@@ -134,14 +134,14 @@ type Config struct {
 	// DBInflight bounds the lock-free purchases (sql-atomic, redis-atomic's
 	// MySQL half) this instance runs against MySQL at once, on loopback;
 	// the instance scales it with its round trip to MySQL
-	// (stock.ScaledInflight). The others wait in the instance. 0 is no
-	// bound. Default 4 (stock.NewBoundedStore says why).
+	// (sqlstore.ScaledInflight). The others wait in the instance. 0 is no
+	// bound. Default 4 (sqlstore.NewBounded says why).
 	DBInflight int
 	// StreamGather is how long redis-stream's order consumer waits after
 	// a batch shorter than its most (128 entries) before it reads again,
 	// so that under load each MySQL transaction writes more orders, at
 	// the cost of up to that much order lag. 0 reads again at once.
-	// Default 20 ms (stock.ConsumerOptions says why); at most 1 s.
+	// Default 20 ms (orderstream.ConsumerOptions says why); at most 1 s.
 	StreamGather time.Duration
 	// ProxyShift, when not 0, is added to the port of every 127.0.0.1
 	// Redis address a Sentinel hands out, so the failover client reaches

@@ -20,7 +20,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl/consullock"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/sqlstore"
 )
 
 // step is one client call and what the meter must count for it, in the
@@ -180,7 +180,7 @@ func TestMySQLConnector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stock.ConfigureMySQL(mc) // as the instances connect: one round trip per statement, batches allowed
+	sqlstore.ConfigureMySQL(mc) // as the instances connect: one round trip per statement, batches allowed
 	conn, err := mysql.NewConnector(mc)
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +234,7 @@ func TestMySQLConnector(t *testing.T) {
 			}
 			return nil
 		}, cost.Counts{RoundTrips: 1}},
-		// stock.SQLPurchase's shape: a whole transaction in one batch is
+		// sqlstore.SQLPurchase's shape: a whole transaction in one batch is
 		// one round trip and one durable write, and holds no row lock
 		// past it.
 		{"transaction in one batch", func(ctx context.Context) error {

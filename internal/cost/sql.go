@@ -47,7 +47,7 @@ type sqlTx struct {
 // statement classifies a statement: whether it writes and whether it takes
 // row locks (a write, or a locking read). A MariaDB `SET STATEMENT ... FOR`
 // prefix is skipped. A batch (statements joined by ";", as
-// stock.SQLPurchase) writes when one of them writes, and holds its locks
+// sqlstore.SQLPurchase) writes when one of them writes, and holds its locks
 // past the round trip only when it does not end its transaction.
 func statement(query string) (write, locks bool) {
 	parts := strings.Split(strings.TrimRight(strings.TrimSpace(query), ";"), ";")

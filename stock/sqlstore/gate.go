@@ -1,4 +1,4 @@
-package stock
+package sqlstore
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func (g gate) leave() {
 // CPU on each on the 2-CPU machine the default was measured on.
 const inflightService = 500 * time.Microsecond
 
-// ScaledInflight is the bound of a bounded store (NewBoundedStore) whose
+// ScaledInflight is the bound of a bounded store (NewBounded) whose
 // database is rtt away: base purchases at the database at once, and as
 // many more places as the round trip keeps busy (Little's law: a place
 // is held for rtt + the service time, not the service time alone),

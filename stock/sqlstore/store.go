@@ -1,4 +1,11 @@
-package stock
+// Package sqlstore is the database's stock.Database: the goods, orders and
+// user slots in MySQL (MariaDB). gorm keeps the schema (Migrate) and the
+// queries off the purchase path; database/sql runs the purchase path, each
+// purchase's read and write together in purchase.go. It also holds the
+// connection tuning every purchase needs (ConfigureMySQL, PurchaseDSN),
+// the bound on lock-free purchases at MySQL (NewBounded, ScaledInflight)
+// and the write of redis-stream's queued orders (WriteQueued).
+package sqlstore
 
 import (
 	"context"
@@ -8,21 +15,26 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/seckill-lab/seckill/stock"
 )
 
-// SQLStore is the Store over MySQL (MariaDB). It is safe for concurrent use.
-type SQLStore struct {
+var _ stock.Database = (*Store)(nil)
+
+// Store is the stock.Database over MySQL (MariaDB). It is safe for
+// concurrent use.
+type Store struct {
 	db *gorm.DB
 	flavor
 	// atomic bounds the lock-free purchases at MySQL (Atomic).
 	atomic gate
 }
 
-// NewStore wraps db. Its lock-free purchases (Atomic) are unbounded; see
-// NewBoundedStore.
-func NewStore(db *gorm.DB) *SQLStore { return &SQLStore{db: db} }
+// New wraps db. Its lock-free purchases (Atomic) are unbounded; see
+// NewBounded.
+func New(db *gorm.DB) *Store { return &Store{db: db} }
 
-// NewBoundedStore wraps db and runs at most inflight lock-free purchase
+// NewBounded wraps db and runs at most inflight lock-free purchase
 // transactions (Atomic) at once; the others wait in arrival order, until
 // their context ends. inflight <= 0 is no bound. An instance runs with 4
 // (config.DefaultDBInflight; seckill serve --db-inflight) scaled by its
@@ -48,18 +60,18 @@ func NewStore(db *gorm.DB) *SQLStore { return &SQLStore{db: db} }
 // reach MySQL, and mysql-forupdate's and mysql-optimistic's waits are the
 // database's own (innodb_lock_wait_timeout follows the setting's
 // lock_wait), which a queue in front would change.
-func NewBoundedStore(db *gorm.DB, inflight int) *SQLStore {
-	return &SQLStore{db: db, atomic: newGate(inflight)}
+func NewBounded(db *gorm.DB, inflight int) *Store {
+	return &Store{db: db, atomic: newGate(inflight)}
 }
 
 // DB returns the underlying handle.
-func (s *SQLStore) DB() *gorm.DB { return s.db }
+func (s *Store) DB() *gorm.DB { return s.db }
 
 // Migrate creates or updates the schema and makes sure goods 1 exists, so a
 // fresh stack can sell at once after a reset. Instances starting together
 // take turns through a MySQL named lock (GET_LOCK), because concurrent
 // CREATE TABLEs race ("table already exists").
-func (s *SQLStore) Migrate(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context) error {
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -81,10 +93,10 @@ func (s *SQLStore) Migrate(ctx context.Context) error {
 		return err
 	}
 	db := s.db.WithContext(ctx).Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
-	if err := db.AutoMigrate(&Goods{}, &Order{}, &UserSlot{}); err != nil {
+	if err := db.AutoMigrate(&stock.Goods{}, &stock.Order{}, &UserSlot{}); err != nil {
 		return fmt.Errorf("migrate schema: %w", err)
 	}
-	g := Goods{ID: 1, Name: "demo"}
+	g := stock.Goods{ID: 1, Name: "demo"}
 	if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&g).Error; err != nil {
 		return fmt.Errorf("seed goods 1: %w", err)
 	}
@@ -128,7 +140,7 @@ WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN ('goods', 'orders') AND TABLE_COLLATION
 }
 
 // Ping checks the database with SELECT 1.
-func (s *SQLStore) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) error {
 	var one int
 	if err := s.db.WithContext(ctx).Raw("SELECT 1").Scan(&one).Error; err != nil {
 		return fmt.Errorf("mysql: %w", err)
@@ -137,11 +149,11 @@ func (s *SQLStore) Ping(ctx context.Context) error {
 }
 
 // Goods returns one goods row.
-func (s *SQLStore) Goods(ctx context.Context, id int64) (Goods, error) {
-	var g Goods
+func (s *Store) Goods(ctx context.Context, id int64) (stock.Goods, error) {
+	var g stock.Goods
 	err := s.db.WithContext(ctx).Take(&g, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return g, fmt.Errorf("goods %d: %w", id, ErrGoodsNotFound)
+		return g, fmt.Errorf("goods %d: %w", id, stock.ErrGoodsNotFound)
 	}
 	if err != nil {
 		return g, fmt.Errorf("read goods %d: %w", id, err)
@@ -151,16 +163,16 @@ func (s *SQLStore) Goods(ctx context.Context, id int64) (Goods, error) {
 
 // Reset sets the stock (creating the goods if needed) and deletes the
 // goods' orders, in one transaction.
-func (s *SQLStore) Reset(ctx context.Context, id, stock int64) error {
+func (s *Store) Reset(ctx context.Context, id, inStock int64) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		g := Goods{ID: id, Name: fmt.Sprintf("goods-%d", id), Stock: stock, InitialStock: stock}
+		g := stock.Goods{ID: id, Name: fmt.Sprintf("goods-%d", id), Stock: inStock, InitialStock: inStock}
 		err := tx.Clauses(clause.OnConflict{
-			DoUpdates: clause.Assignments(map[string]any{"stock": stock, "initial_stock": stock, "version": 0, "fence": 0}),
+			DoUpdates: clause.Assignments(map[string]any{"stock": inStock, "initial_stock": inStock, "version": 0, "fence": 0}),
 		}).Create(&g).Error
 		if err != nil {
 			return fmt.Errorf("reset goods %d: %w", id, err)
 		}
-		if err := tx.Where("goods_id = ?", id).Delete(&Order{}).Error; err != nil {
+		if err := tx.Where("goods_id = ?", id).Delete(&stock.Order{}).Error; err != nil {
 			return fmt.Errorf("delete orders of goods %d: %w", id, err)
 		}
 		if err := tx.Exec(sqlResetSlots, id).Error; err != nil {
@@ -171,21 +183,21 @@ func (s *SQLStore) Reset(ctx context.Context, id, stock int64) error {
 }
 
 // Audit summarises goods id: stock, orders, sold quantity, per instance.
-func (s *SQLStore) Audit(ctx context.Context, id int64) (Audit, error) {
+func (s *Store) Audit(ctx context.Context, id int64) (stock.Audit, error) {
 	g, err := s.Goods(ctx, id)
 	if err != nil {
-		return Audit{}, err
+		return stock.Audit{}, err
 	}
 	var rows []struct {
 		Instance string
 		N        int64
 		Qty      int64
 	}
-	err = s.db.WithContext(ctx).Model(&Order{}).
+	err = s.db.WithContext(ctx).Model(&stock.Order{}).
 		Select("instance, COUNT(*) AS n, COALESCE(SUM(qty),0) AS qty").
 		Where("goods_id = ?", id).Group("instance").Scan(&rows).Error
 	if err != nil {
-		return Audit{}, fmt.Errorf("audit orders of goods %d: %w", id, err)
+		return stock.Audit{}, fmt.Errorf("audit orders of goods %d: %w", id, err)
 	}
 	per := make(map[string]int64, len(rows))
 	var orders, sold int64
@@ -194,21 +206,21 @@ func (s *SQLStore) Audit(ctx context.Context, id int64) (Audit, error) {
 		orders += r.N
 		sold += r.Qty
 	}
-	return NewAudit(id, g.InitialStock, g.Stock, orders, sold, per), nil
+	return stock.NewAudit(id, g.InitialStock, g.Stock, orders, sold, per), nil
 }
 
 // RequestIDs returns the request ids of goods id's persisted orders.
-func (s *SQLStore) RequestIDs(ctx context.Context, id int64) ([]string, error) {
+func (s *Store) RequestIDs(ctx context.Context, id int64) ([]string, error) {
 	ids := []string{}
-	if err := s.db.WithContext(ctx).Model(&Order{}).Where("goods_id = ?", id).Order("id").Pluck("request_id", &ids).Error; err != nil {
+	if err := s.db.WithContext(ctx).Model(&stock.Order{}).Where("goods_id = ?", id).Order("id").Pluck("request_id", &ids).Error; err != nil {
 		return nil, fmt.Errorf("list orders of goods %d: %w", id, err)
 	}
 	return ids, nil
 }
 
 // OrderByRequest returns the order persisted for requestID, if any.
-func (s *SQLStore) OrderByRequest(ctx context.Context, requestID string) (Order, bool, error) {
-	var o Order
+func (s *Store) OrderByRequest(ctx context.Context, requestID string) (stock.Order, bool, error) {
+	var o stock.Order
 	err := s.db.WithContext(ctx).Where("request_id = ?", requestID).Take(&o).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return o, false, nil

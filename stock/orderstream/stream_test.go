@@ -1,4 +1,4 @@
-package stock
+package orderstream
 
 import (
 	"context"
@@ -11,42 +11,41 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/lockimpl/locktest"
+	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/sqlstore"
+	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // streamFixture is a redis-stream service on a stream of the test's own
 // (the stack's instances consume the lab's stream), and a fresh goods.
 type streamFixture struct {
-	st    *SQLStore
+	st    *sqlstore.Store
 	rdb   *redis.Client
 	q     *Stream
-	svc   *Service
+	svc   *stock.Service
 	goods int64
 }
 
-func newStreamFixture(t *testing.T, stock int64, limit int) streamFixture {
+func newStreamFixture(t *testing.T, inStock int64, limit int) streamFixture {
 	t.Helper()
-	st := testStore(t)
-	rdb := redis.NewClient(&redis.Options{Addr: testenv.List(t, testenv.RedisAddrs)[0]})
-	t.Cleanup(func() { rdb.Close() })
+	st := sqltest.Store(t)
+	rdb := locktest.RedisClient(t)
 	ctx := context.Background()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		testenv.Unavailable(t, "Redis", err)
-	}
 	q := &Stream{rdb: rdb, key: fmt.Sprintf("test:orders:%d", rand.Int64())}
 	t.Cleanup(func() { rdb.Del(context.Background(), q.key) })
-	cfg := Config{Name: RedisStream}
+	cfg := stock.Config{Name: stock.RedisStream}
 	cfg.PerUserLimit = limit
-	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Mirror: NewRedisMirror(rdb), Stream: q, Initial: cfg})
+	svc, err := stock.NewService(stock.ServiceOptions{Instance: "test", Store: st, Mirror: NewMirror(rdb), Stream: q, Initial: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
 	goods := 2_000_000_000 + rand.Int64N(1_000_000_000)
-	if rep, err := svc.Reset(ctx, goods, stock); err != nil || len(rep.Skipped) > 0 {
+	if rep, err := svc.Reset(ctx, goods, inStock); err != nil || len(rep.Skipped) > 0 {
 		t.Fatalf("reset: %v, skipped %v", err, rep.Skipped)
 	}
-	if err := rdb.XGroupCreateMkStream(ctx, q.key, StreamGroup, "0").Err(); err != nil {
+	if err := rdb.XGroupCreateMkStream(ctx, q.key, Group, "0").Err(); err != nil {
 		t.Fatal(err)
 	}
 	return streamFixture{st: st, rdb: rdb, q: q, svc: svc, goods: goods}
@@ -80,12 +79,12 @@ func TestStreamDeadConsumer(t *testing.T) {
 	ctx := context.Background()
 	ids := map[int64]bool{}
 	for i := range 25 {
-		rc, err := f.svc.Purchase(ctx, PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: fmt.Sprintf("u%d", i), RequestID: fmt.Sprintf("%d-%d", f.goods, i)})
+		rc, err := f.svc.Purchase(ctx, stock.PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: fmt.Sprintf("u%d", i), RequestID: fmt.Sprintf("%d-%d", f.goods, i)})
 		switch {
 		case i < 20 && (err != nil || !rc.Accepted || rc.OrderID <= 0 || rc.Remaining != int64(19-i)):
 			t.Fatalf("purchase %d: %+v, %v; want accepted with an order id and %d left", i, rc, err, 19-i)
-		case i >= 20 && !errors.Is(err, ErrSoldOut):
-			t.Fatalf("purchase %d past the stock: %+v, %v; want %v", i, rc, err, ErrSoldOut)
+		case i >= 20 && !errors.Is(err, stock.ErrSoldOut):
+			t.Fatalf("purchase %d past the stock: %+v, %v; want %v", i, rc, err, stock.ErrSoldOut)
 		}
 		if err == nil {
 			ids[rc.OrderID] = true
@@ -94,12 +93,12 @@ func TestStreamDeadConsumer(t *testing.T) {
 	if len(ids) != 20 {
 		t.Fatalf("%d distinct order ids for 20 accepted purchases", len(ids))
 	}
-	rc, err := f.svc.Purchase(ctx, PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: "u3", RequestID: fmt.Sprintf("%d-3", f.goods)})
+	rc, err := f.svc.Purchase(ctx, stock.PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: "u3", RequestID: fmt.Sprintf("%d-3", f.goods)})
 	if err != nil || !rc.Replayed || !ids[rc.OrderID] || rc.Remaining != 16 {
 		t.Fatalf("replay: %+v, %v; want the first order again, with the 16 left by its sale", rc, err)
 	}
 	// The dead consumer: it read every entry and never acknowledged one.
-	res, err := f.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: StreamGroup, Consumer: "killed", Streams: []string{f.q.key, ">"}, Count: 100}).Result()
+	res, err := f.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: "killed", Streams: []string{f.q.key, ">"}, Count: 100}).Result()
 	if err != nil || len(res) != 1 || len(res[0].Messages) != 20 {
 		t.Fatalf("the dead consumer read %v, %v; want the 20 entries", res, err)
 	}
@@ -109,7 +108,7 @@ func TestStreamDeadConsumer(t *testing.T) {
 	began := time.Now()
 	live := startConsumer(f.rdb, f.q.key, f.st, "live", ConsumerOptions{})
 	t.Cleanup(func() { live.Close() })
-	var st QueueStatus
+	var st stock.QueueStatus
 	await(t, 15*time.Second, "the queue drained", func() (bool, string) {
 		st, err = f.q.Status(ctx, f.goods)
 		return err == nil && st.Drained(), fmt.Sprintf("%+v, %v", st, err)
@@ -128,7 +127,7 @@ func TestStreamDeadConsumer(t *testing.T) {
 		t.Errorf("audit %+v; want 20 orders, stock 0", a)
 	}
 	status, o, err := f.svc.OrderStatus(ctx, f.goods, fmt.Sprintf("%d-7", f.goods))
-	if err != nil || status != OrderWritten || !ids[o.ID] {
+	if err != nil || status != "written" || !ids[o.ID] {
 		t.Errorf("order status %q %+v %v; want written with its accepted order id", status, o, err)
 	}
 	// An entry delivered again after its order was written is skipped.
@@ -136,8 +135,8 @@ func TestStreamDeadConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outs, err := f.st.writeStreamOrders(ctx, []streamEntry{e}, 0)
-	if err != nil || len(outs) != 1 || outs[0] != entryDuplicate {
+	outs, err := f.st.WriteQueued(ctx, []stock.Order{e.order}, 0)
+	if err != nil || len(outs) != 1 || outs[0] != sqlstore.Duplicate {
 		t.Errorf("writing an entry again: %v, %v; want a duplicate", outs, err)
 	}
 	if a2, _ := f.svc.Audit(ctx, f.goods); a2.Orders != 20 || a2.Stock != 0 {
@@ -146,16 +145,16 @@ func TestStreamDeadConsumer(t *testing.T) {
 	// A batch delivered again: its one multi-row INSERT meets the
 	// duplicates, inserts nothing, and the entries are sorted out one by
 	// one.
-	var batch []streamEntry
+	var batch []stock.Order
 	for _, m := range res[0].Messages[:3] {
 		e, err := parseEntry(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		batch = append(batch, e)
+		batch = append(batch, e.order)
 	}
-	outs, err = f.st.writeStreamOrders(ctx, batch, 0)
-	if err != nil || !slices.Equal(outs, []entryOutcome{entryDuplicate, entryDuplicate, entryDuplicate}) {
+	outs, err = f.st.WriteQueued(ctx, batch, 0)
+	if err != nil || !slices.Equal(outs, []sqlstore.Outcome{sqlstore.Duplicate, sqlstore.Duplicate, sqlstore.Duplicate}) {
 		t.Errorf("writing a batch again: %v, %v; want 3 duplicates", outs, err)
 	}
 	if a3, _ := f.svc.Audit(ctx, f.goods); a3.Orders != 20 || a3.Stock != 0 {
@@ -170,11 +169,11 @@ func TestStreamPerUserLimit(t *testing.T) {
 	ctx := context.Background()
 	ok := 0
 	for i := range 5 {
-		_, err := f.svc.Purchase(ctx, PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: "same", RequestID: fmt.Sprintf("%d-%d", f.goods, i)})
+		_, err := f.svc.Purchase(ctx, stock.PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: "same", RequestID: fmt.Sprintf("%d-%d", f.goods, i)})
 		switch {
 		case err == nil:
 			ok++
-		case !errors.Is(err, ErrUserLimit):
+		case !errors.Is(err, stock.ErrUserLimit):
 			t.Fatalf("purchase %d: %v", i, err)
 		}
 	}
@@ -194,7 +193,7 @@ func TestStreamGather(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	buy := func(i int) {
 		t.Helper()
-		rc, err := f.svc.Purchase(ctx, PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: fmt.Sprintf("u%d", i), RequestID: fmt.Sprintf("%d-%d", f.goods, i)})
+		rc, err := f.svc.Purchase(ctx, stock.PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: fmt.Sprintf("u%d", i), RequestID: fmt.Sprintf("%d-%d", f.goods, i)})
 		if err != nil || !rc.Accepted {
 			t.Fatalf("purchase %d: %+v, %v; want accepted", i, rc, err)
 		}

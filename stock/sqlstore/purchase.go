@@ -1,8 +1,9 @@
-package stock
+package sqlstore
 
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,9 +12,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+
 	"github.com/seckill-lab/seckill/internal/mysqlerr"
 	"github.com/seckill-lab/seckill/lockimpl"
-	"gorm.io/gorm"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // The purchase path's statements. They go through database/sql, not gorm:
@@ -68,8 +72,8 @@ const (
 // the write, the order and COMMIT in one batch (execWrite), sent after
 // BeforeCommit passed. A lease that lapses while the batch travels is the
 // same exposure as one that lapses while a lone COMMIT travels.
-func (s *SQLStore) ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (release func(), err error)) (Result, error) {
-	res := Result{Order: d.Order}
+func (s *Store) ReadModifyWrite(ctx context.Context, d stock.Deduction, inside func(context.Context) (release func(), err error)) (stock.Result, error) {
+	res := stock.Result{Order: d.Order}
 	if d.Fence != 0 {
 		if err := s.claim(ctx, d.Order.GoodsID, d.Fence); err != nil {
 			return res, err
@@ -79,28 +83,25 @@ func (s *SQLStore) ReadModifyWrite(ctx context.Context, d Deduction, inside func
 		return s.readThenWrite(ctx, d)
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		release := func() {}
-		if inside != nil {
-			r, err := inside(ctx)
-			if err != nil {
-				return err
-			}
-			var once sync.Once
-			release = func() { once.Do(r) }
-			defer release()
-		}
-		stock, err := readStock(ctx, tx, d.Order.GoodsID, false)
+		unlock, err := inside(ctx)
 		if err != nil {
 			return err
 		}
-		d.trace(EventRead, stock)
-		if stock < d.Order.Qty {
-			return ErrSoldOut
+		var once sync.Once
+		release := func() { once.Do(unlock) }
+		defer release()
+		inStock, err := readStock(ctx, tx, d.Order.GoodsID, false)
+		if err != nil {
+			return err
+		}
+		d.Note(stock.EventRead, inStock)
+		if inStock < d.Order.Qty {
+			return stock.ErrSoldOut
 		}
 		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
 			return err
 		}
-		remaining := stock - d.Order.Qty
+		remaining := inStock - d.Order.Qty
 		var r sql.Result
 		if d.Fence == 0 {
 			r, err = tx.ExecContext(ctx, sqlWriteStock, remaining, d.Order.GoodsID)
@@ -113,10 +114,10 @@ func (s *SQLStore) ReadModifyWrite(ctx context.Context, d Deduction, inside func
 		if n, err := r.RowsAffected(); err != nil {
 			return fmt.Errorf("write stock: %w", err)
 		} else if n == 0 && d.Fence != 0 {
-			return ErrStaleLock
+			return stock.ErrStaleLock
 		}
 		res.Remaining = remaining
-		d.trace(EventWritten, remaining)
+		d.Note(stock.EventWritten, remaining)
 		release()
 		if err := insertOrderTx(ctx, tx, &res.Order); err != nil {
 			return err
@@ -131,19 +132,19 @@ func (s *SQLStore) ReadModifyWrite(ctx context.Context, d Deduction, inside func
 
 // readThenWrite is ReadModifyWrite without inside: a plain read, the
 // check, the work, BeforeCommit, then the write batch.
-func (s *SQLStore) readThenWrite(ctx context.Context, d Deduction) (Result, error) {
-	res := Result{Order: d.Order}
+func (s *Store) readThenWrite(ctx context.Context, d stock.Deduction) (stock.Result, error) {
+	res := stock.Result{Order: d.Order}
 	db, err := s.sqlDB()
 	if err != nil {
 		return res, err
 	}
-	stock, err := readStock(ctx, db, d.Order.GoodsID, false)
+	inStock, err := readStock(ctx, db, d.Order.GoodsID, false)
 	if err != nil {
 		return res, err
 	}
-	d.trace(EventRead, stock)
-	if stock < d.Order.Qty {
-		return res, ErrSoldOut
+	d.Note(stock.EventRead, inStock)
+	if inStock < d.Order.Qty {
+		return res, stock.ErrSoldOut
 	}
 	// A check-then-insert per-user rule checks where the naive code does,
 	// with the stock read and before the work: its race spans the work.
@@ -151,7 +152,7 @@ func (s *SQLStore) readThenWrite(ctx context.Context, d Deduction) (Result, erro
 		if err := countUser(ctx, db, &d.Order); err != nil {
 			return res, err
 		}
-		res.Order.Rule = UserRule{}
+		res.Order.Rule = stock.UserRule{}
 	}
 	if err := sleepCtx(ctx, d.WorkDelay); err != nil {
 		return res, err
@@ -161,7 +162,7 @@ func (s *SQLStore) readThenWrite(ctx context.Context, d Deduction) (Result, erro
 			return res, err
 		}
 	}
-	remaining := stock - d.Order.Qty
+	remaining := inStock - d.Order.Qty
 	var written bool
 	if d.Fence == 0 {
 		written, _, err = execWrite(ctx, db, writeStock, &res.Order, remaining, d.Order.GoodsID)
@@ -169,16 +170,16 @@ func (s *SQLStore) readThenWrite(ctx context.Context, d Deduction) (Result, erro
 		written, _, err = execWrite(ctx, db, writeFenced, &res.Order, remaining, d.Order.GoodsID, d.Fence)
 	}
 	if err != nil {
-		if errors.Is(err, errDuplicateRequest) {
+		if errors.Is(err, stock.ErrDuplicateRequest) {
 			return res, err
 		}
 		return res, fmt.Errorf("write stock and order: %w", err)
 	}
 	if !written {
-		return res, ErrStaleLock
+		return res, stock.ErrStaleLock
 	}
 	res.Remaining = remaining
-	d.trace(EventWritten, remaining)
+	d.Note(stock.EventWritten, remaining)
 	return res, nil
 }
 
@@ -187,19 +188,19 @@ func (s *SQLStore) readThenWrite(ctx context.Context, d Deduction) (Result, erro
 // is claimed once with it (see ReadModifyWrite); the stock is read once,
 // the work (ds[0].WorkDelay) done once; then, in order, each deduction
 // whose qty the stock left covers inserts its order (a request id already
-// sold is that deduction's errDuplicateRequest and deducts nothing: MySQL
+// sold is that deduction's ErrDuplicateRequest and deducts nothing: MySQL
 // rolls back only the failed statement) and each other one is ErrSoldOut;
 // the stock is written once (`AND fence = ?` with fence), beforeCommit runs
 // and the transaction commits. Each deduction's Result has the stock left
 // after its own sale, in batch order. err, when not nil, failed the whole
 // batch (goods missing, stale lock, lease lost, MySQL down) and is also in
 // every errs slot.
-func (s *SQLStore) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fence uint64, beforeCommit func() error) (results []Result, errs []error, err error) {
-	results, errs = make([]Result, len(ds)), make([]error, len(ds))
+func (s *Store) ReadModifyWriteBatch(ctx context.Context, ds []stock.Deduction, fence uint64, beforeCommit func() error) (results []stock.Result, errs []error, err error) {
+	results, errs = make([]stock.Result, len(ds)), make([]error, len(ds))
 	for i := range ds {
 		results[i].Order = ds[i].Order
 	}
-	fail := func(err error) ([]Result, []error, error) {
+	fail := func(err error) ([]stock.Result, []error, error) {
 		for i := range errs {
 			errs[i] = err
 		}
@@ -211,7 +212,7 @@ func (s *SQLStore) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fen
 	goods := ds[0].Order.GoodsID
 	for _, d := range ds {
 		if d.Order.GoodsID != goods {
-			return fail(fmt.Errorf("%w: a batch sells one goods, got %d and %d", ErrInvalid, goods, d.Order.GoodsID))
+			return fail(fmt.Errorf("%w: a batch sells one goods, got %d and %d", stock.ErrInvalid, goods, d.Order.GoodsID))
 		}
 	}
 	if fence != 0 {
@@ -221,31 +222,31 @@ func (s *SQLStore) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fen
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		clear(errs)
-		stock, err := readStock(ctx, tx, goods, false)
+		inStock, err := readStock(ctx, tx, goods, false)
 		if err != nil {
 			return err
 		}
-		if slices.ContainsFunc(ds, func(d Deduction) bool { return d.Order.Qty <= stock }) {
+		if slices.ContainsFunc(ds, func(d stock.Deduction) bool { return d.Order.Qty <= inStock }) {
 			if err := sleepCtx(ctx, ds[0].WorkDelay); err != nil {
 				return err
 			}
 		}
-		left := stock
+		left := inStock
 		sold := make([]bool, len(ds))
-		inserted, err := s.insertBatchOrders(ctx, tx, ds, stock)
+		inserted, err := s.insertBatchOrders(ctx, tx, ds, inStock)
 		if err != nil {
 			return err
 		}
 		for i := range ds {
 			d := &ds[i]
-			d.trace(EventRead, left)
+			d.Note(stock.EventRead, left)
 			if d.Order.Qty > left {
-				errs[i] = ErrSoldOut
+				errs[i] = stock.ErrSoldOut
 				continue
 			}
 			if !inserted { // else insertBatchOrders wrote it
 				if err := insertOrderTx(ctx, tx, &d.Order); err != nil {
-					if !errors.Is(err, errDuplicateRequest) && !errors.Is(err, ErrUserLimit) {
+					if !errors.Is(err, stock.ErrDuplicateRequest) && !errors.Is(err, stock.ErrUserLimit) {
 						return err
 					}
 					errs[i] = err
@@ -255,7 +256,7 @@ func (s *SQLStore) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fen
 			left -= d.Order.Qty
 			results[i].Order, results[i].Remaining, sold[i] = d.Order, left, true
 		}
-		if left == stock {
+		if left == inStock {
 			return nil // nothing sold: nothing to write
 		}
 		var r sql.Result
@@ -270,11 +271,11 @@ func (s *SQLStore) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fen
 		if n, err := r.RowsAffected(); err != nil {
 			return fmt.Errorf("write stock: %w", err)
 		} else if n == 0 && fence != 0 {
-			return ErrStaleLock
+			return stock.ErrStaleLock
 		}
 		for i := range ds {
 			if sold[i] {
-				ds[i].trace(EventWritten, results[i].Remaining)
+				ds[i].Note(stock.EventWritten, results[i].Remaining)
 			}
 		}
 		if beforeCommit != nil {
@@ -302,9 +303,9 @@ func (s *SQLStore) ReadModifyWriteBatch(ctx context.Context, ds []Deduction, fen
 //   - a server that does not number the rows of one INSERT consecutively
 //     (innodb_autoinc_lock_mode 2, MySQL 8's default; MariaDB's is 1), so
 //     that the ids could not be told from the first one.
-func (s *SQLStore) insertBatchOrders(ctx context.Context, tx *sql.Tx, ds []Deduction, stock int64) (inserted bool, err error) {
+func (s *Store) insertBatchOrders(ctx context.Context, tx *sql.Tx, ds []stock.Deduction, inStock int64) (inserted bool, err error) {
 	var rows []int
-	for i, left := 0, stock; i < len(ds); i++ {
+	for i, left := 0, inStock; i < len(ds); i++ {
 		if ds[i].Order.Rule.Limit > 0 {
 			return false, nil
 		}
@@ -356,7 +357,7 @@ const (
 // INSERT (auto_increment_increment), or 0 when the server does not number
 // them consecutively (innodb_autoinc_lock_mode 2). It asks the server once
 // per store.
-func (s *SQLStore) idStep(ctx context.Context, q rowQuerier) (int64, error) {
+func (s *Store) idStep(ctx context.Context, q rowQuerier) (int64, error) {
 	s.idsMu.Lock()
 	defer s.idsMu.Unlock()
 	if s.idsKnown {
@@ -375,7 +376,7 @@ func (s *SQLStore) idStep(ctx context.Context, q rowQuerier) (int64, error) {
 
 // claim marks goods id as being worked on by the holder of token, unless
 // a holder with a token at least as new already claimed it.
-func (s *SQLStore) claim(ctx context.Context, id int64, token uint64) error {
+func (s *Store) claim(ctx context.Context, id int64, token uint64) error {
 	db, err := s.sqlDB()
 	if err != nil {
 		return err
@@ -390,15 +391,15 @@ func (s *SQLStore) claim(ctx context.Context, id int64, token uint64) error {
 		if _, err := s.Goods(ctx, id); err != nil {
 			return err
 		}
-		return fmt.Errorf("token %d is older than the goods' fence: %w", token, ErrStaleLock)
+		return fmt.Errorf("token %d is older than the goods' fence: %w", token, stock.ErrStaleLock)
 	}
 	return nil
 }
 
 // ForUpdate runs the unit with SELECT ... FOR UPDATE: the row lock is the
 // lock. lockWait bounds the row-lock wait (InnoDB counts whole seconds).
-func (s *SQLStore) ForUpdate(ctx context.Context, d Deduction, lockWait time.Duration) (Result, error) {
-	res := Result{Order: d.Order}
+func (s *Store) ForUpdate(ctx context.Context, d stock.Deduction, lockWait time.Duration) (stock.Result, error) {
+	res := stock.Result{Order: d.Order}
 	secs := max(int(lockWait.Round(time.Second)/time.Second), 1)
 	prefix, perTx := s.lockWaitPrefix(ctx, secs)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -407,17 +408,17 @@ func (s *SQLStore) ForUpdate(ctx context.Context, d Deduction, lockWait time.Dur
 				return fmt.Errorf("set lock wait: %w", err)
 			}
 		}
-		var stock int64
-		if err := tx.QueryRowContext(ctx, prefix+sqlReadStockLocked, d.Order.GoodsID).Scan(&stock); err != nil {
+		var inStock int64
+		if err := tx.QueryRowContext(ctx, prefix+sqlReadStockLocked, d.Order.GoodsID).Scan(&inStock); err != nil {
 			return goodsErr(d.Order.GoodsID, err)
 		}
-		if stock < d.Order.Qty {
-			return ErrSoldOut
+		if inStock < d.Order.Qty {
+			return stock.ErrSoldOut
 		}
 		if err := sleepCtx(ctx, d.WorkDelay); err != nil {
 			return err
 		}
-		res.Remaining = stock - d.Order.Qty
+		res.Remaining = inStock - d.Order.Qty
 		if _, err := tx.ExecContext(ctx, sqlWriteStock, res.Remaining, d.Order.GoodsID); err != nil {
 			return fmt.Errorf("write stock: %w", err)
 		}
@@ -430,7 +431,7 @@ func (s *SQLStore) ForUpdate(ctx context.Context, d Deduction, lockWait time.Dur
 // version, work, then UPDATE ... WHERE version = read version. A lost race
 // retries after a short jittered backoff, at most maxRetries times and
 // within budget; then it gives up with ErrLockTimeout.
-func (s *SQLStore) Optimistic(ctx context.Context, d Deduction, maxRetries int, budget time.Duration) (Result, error) {
+func (s *Store) Optimistic(ctx context.Context, d stock.Deduction, maxRetries int, budget time.Duration) (stock.Result, error) {
 	deadline := time.Now().Add(budget)
 	for attempt := 0; ; attempt++ {
 		res, err := s.optimisticOnce(ctx, d)
@@ -438,7 +439,7 @@ func (s *SQLStore) Optimistic(ctx context.Context, d Deduction, maxRetries int, 
 			return res, err
 		}
 		if attempt >= maxRetries || time.Now().After(deadline) {
-			return res, fmt.Errorf("optimistic: %d attempts lost the version race: %w", attempt+1, ErrLockTimeout)
+			return res, fmt.Errorf("optimistic: %d attempts lost the version race: %w", attempt+1, stock.ErrLockTimeout)
 		}
 		backoff := time.Duration(1+rand.IntN(1+min(attempt, 8))) * time.Millisecond
 		if err := sleepCtx(ctx, backoff); err != nil {
@@ -449,27 +450,27 @@ func (s *SQLStore) Optimistic(ctx context.Context, d Deduction, maxRetries int, 
 
 var errVersionConflict = errors.New("version conflict")
 
-func (s *SQLStore) optimisticOnce(ctx context.Context, d Deduction) (Result, error) {
-	res := Result{Order: d.Order}
+func (s *Store) optimisticOnce(ctx context.Context, d stock.Deduction) (stock.Result, error) {
+	res := stock.Result{Order: d.Order}
 	db, err := s.sqlDB()
 	if err != nil {
 		return res, err
 	}
-	var stock, version int64
-	if err := db.QueryRowContext(ctx, sqlReadVersioned, d.Order.GoodsID).Scan(&stock, &version); err != nil {
+	var inStock, version int64
+	if err := db.QueryRowContext(ctx, sqlReadVersioned, d.Order.GoodsID).Scan(&inStock, &version); err != nil {
 		return res, goodsErr(d.Order.GoodsID, err)
 	}
-	if stock < d.Order.Qty {
-		return res, ErrSoldOut
+	if inStock < d.Order.Qty {
+		return res, stock.ErrSoldOut
 	}
 	if err := sleepCtx(ctx, d.WorkDelay); err != nil {
 		return res, err
 	}
-	res.Remaining = stock - d.Order.Qty
+	res.Remaining = inStock - d.Order.Qty
 	// The compare-and-swap, the order and COMMIT in one round trip.
 	written, _, err := execWrite(ctx, db, writeVersioned, &res.Order, res.Remaining, d.Order.GoodsID, version)
 	switch {
-	case errors.Is(err, errDuplicateRequest):
+	case errors.Is(err, stock.ErrDuplicateRequest):
 		return res, err
 	case err != nil:
 		return res, fmt.Errorf("write stock and order: %w", err)
@@ -483,11 +484,11 @@ func (s *SQLStore) optimisticOnce(ctx context.Context, d Deduction) (Result, err
 // UPDATE `stock = stock - qty WHERE stock >= qty` (SQLDeduct, which also
 // returns the new stock) and the order in one transaction sent as one
 // round trip (ExecPurchase). It is the sql-atomic strategy and the MySQL
-// half of redis-atomic. A bounded store (NewBoundedStore) runs at most its
+// half of redis-atomic. A bounded store (NewBounded) runs at most its
 // bound of them at once; a purchase whose context ends while it waits
 // writes nothing.
-func (s *SQLStore) Atomic(ctx context.Context, d Deduction) (Result, error) {
-	res := Result{Order: d.Order}
+func (s *Store) Atomic(ctx context.Context, d stock.Deduction) (stock.Result, error) {
+	res := stock.Result{Order: d.Order}
 	if err := sleepCtx(ctx, d.WorkDelay); err != nil {
 		return res, err
 	}
@@ -507,7 +508,7 @@ func (s *SQLStore) Atomic(ctx context.Context, d Deduction) (Result, error) {
 }
 
 // sqlDB is the store's database/sql handle (the one gorm wraps).
-func (s *SQLStore) sqlDB() (*sql.DB, error) {
+func (s *Store) sqlDB() (*sql.DB, error) {
 	db, err := s.db.DB()
 	if err != nil {
 		return nil, fmt.Errorf("mysql: the store's gorm handle has no database/sql pool: %w", err)
@@ -517,7 +518,7 @@ func (s *SQLStore) sqlDB() (*sql.DB, error) {
 
 // inTx runs f in one transaction: committed when f returns nil, rolled back
 // otherwise.
-func (s *SQLStore) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+func (s *Store) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	db, err := s.sqlDB()
 	if err != nil {
 		return err
@@ -538,9 +539,9 @@ func (s *SQLStore) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 
 // insertOrderTx inserts o in tx and sets its id and creation time, after
 // o.Rule's per-user check (ErrUserLimit; peruser.go). A request id that
-// was already sold is errDuplicateRequest (MySQL rolls back only that
+// was already sold is ErrDuplicateRequest (MySQL rolls back only that
 // statement; the caller decides about the transaction).
-func insertOrderTx(ctx context.Context, tx *sql.Tx, o *Order) error {
+func insertOrderTx(ctx context.Context, tx *sql.Tx, o *stock.Order) error {
 	if o.CreatedAt.IsZero() {
 		o.CreatedAt = time.Now()
 	}
@@ -551,7 +552,7 @@ func insertOrderTx(ctx context.Context, tx *sql.Tx, o *Order) error {
 	r, err := tx.ExecContext(ctx, SQLInsertOrder, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
 	if err != nil {
 		if mysqlerr.IsDuplicate(err) {
-			return errors.Join(errDuplicateRequest, freeUserSlot(ctx, tx, o, slot))
+			return errors.Join(stock.ErrDuplicateRequest, freeUserSlot(ctx, tx, o, slot))
 		}
 		return fmt.Errorf("insert order: %w", err)
 	}
@@ -569,11 +570,11 @@ func readStock(ctx context.Context, tx rowQuerier, id int64, locked bool) (int64
 	if locked {
 		q = sqlReadStockLocked
 	}
-	var stock int64
-	if err := tx.QueryRowContext(ctx, q, id).Scan(&stock); err != nil {
+	var inStock int64
+	if err := tx.QueryRowContext(ctx, q, id).Scan(&inStock); err != nil {
 		return 0, goodsErr(id, err)
 	}
-	return stock, nil
+	return inStock, nil
 }
 
 // rowQuerier is what reads one row: a *sql.DB, a *sql.Conn or a *sql.Tx.
@@ -588,16 +589,16 @@ func soldOutOrMissing(ctx context.Context, q rowQuerier, id int64) error {
 		return fmt.Errorf("check goods %d: %w", id, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("goods %d: %w", id, ErrGoodsNotFound)
+		return fmt.Errorf("goods %d: %w", id, stock.ErrGoodsNotFound)
 	}
-	return ErrSoldOut
+	return stock.ErrSoldOut
 }
 
 // lockWaitPrefix returns how to bound one statement's row-lock wait to
 // secs seconds: MariaDB takes it in the statement itself (SET STATEMENT ...
 // FOR), so it costs no round trip; on MySQL the session variable is set
 // first (one more statement per transaction).
-func (s *SQLStore) lockWaitPrefix(ctx context.Context, secs int) (prefix string, perTx bool) {
+func (s *Store) lockWaitPrefix(ctx context.Context, secs int) (prefix string, perTx bool) {
 	s.flavorOnce.Do(func() {
 		db, err := s.sqlDB()
 		if err != nil {
@@ -629,14 +630,14 @@ type flavor struct {
 // goodsErr maps a failed read of goods id (sql.ErrNoRows: no such goods).
 func goodsErr(id int64, err error) error {
 	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, gorm.ErrRecordNotFound) {
-		return fmt.Errorf("goods %d: %w", id, ErrGoodsNotFound)
+		return fmt.Errorf("goods %d: %w", id, stock.ErrGoodsNotFound)
 	}
 	return fmt.Errorf("read goods %d: %w", id, err)
 }
 
 func classifyLockWait(err error) error {
 	if mysqlerr.IsContention(err) {
-		return fmt.Errorf("row lock: %w: %w", ErrLockTimeout, err)
+		return fmt.Errorf("row lock: %w: %w", stock.ErrLockTimeout, err)
 	}
 	return err
 }
@@ -647,4 +648,185 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 	return lockimpl.Sleep(ctx, d)
+}
+
+// SQLPurchase is the whole lock-free purchase as one transaction in one
+// round trip (args: SQLDeduct's qty, goods id, qty, then SQLInsertOrder's
+// eight): BEGIN, the conditional deduction, the order inserted only when
+// the deduction matched a row (ROW_COUNT() > 0), COMMIT.
+//
+// Why one round trip: every sale of one goods updates the same row, and
+// InnoDB holds that row's lock from the UPDATE to the COMMIT. Sent as four
+// statements, the lock is held across two of the client's turnarounds
+// (answer the UPDATE, send the INSERT; answer the INSERT, send the
+// COMMIT), and on a loaded machine each turnaround waits for the client to
+// be scheduled. Sent as one, the lock is held only while the server runs
+// the statements. It needs a connection with multiStatements=true
+// (go-sql-driver/mysql); the instances' and the bench's ceiling open theirs
+// so.
+const SQLPurchase = "BEGIN; " + SQLDeduct + "; " + sqlInsertOrderIfDeducted + "; COMMIT"
+
+// sqlInsertOrderIfDeducted is SQLInsertOrder that inserts nothing when the
+// statement before it changed no row (a sold-out deduction).
+const sqlInsertOrderIfDeducted = "INSERT INTO orders (goods_id, qty, user_id, request_id, instance, strategy, fence_token, created_at) " +
+	"SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE ROW_COUNT() > 0"
+
+// ExecPurchase runs SQLPurchase for o on one connection of db. sold is
+// false when the deduction matched no row (sold out, or no such goods) and
+// nothing was written. When sold, o.ID is the new order's id and remaining
+// the stock left. A request id that was already sold is
+// ErrDuplicateRequest, and nothing is written.
+func ExecPurchase(ctx context.Context, db *sql.DB, o *stock.Order, remaining *int64) (sold bool, err error) {
+	sold, left, err := execWrite(ctx, db, writeDeduct, o, o.Qty, o.GoodsID, o.Qty)
+	if err != nil {
+		return false, fmt.Errorf("purchase: %w", err)
+	}
+	if sold {
+		*remaining = left
+	}
+	return sold, nil
+}
+
+// txWrite is a stock write that goes in one transaction with the order:
+// the write, the order's insert, COMMIT.
+type txWrite struct {
+	stmt string
+	// conditional: the order is inserted only when the write matched a
+	// row (a conditional deduction, a fenced or versioned write). An
+	// unconditional write sells whatever it changed: two unprotected
+	// writers of the same value both sell, the lost update the lab shows.
+	conditional bool
+}
+
+// The purchase paths' writes.
+var (
+	writeDeduct    = txWrite{SQLDeduct, true}
+	writeStock     = txWrite{sqlWriteStock, false}
+	writeFenced    = txWrite{sqlWriteFenced, true}
+	writeVersioned = txWrite{sqlWriteVersioned, true}
+)
+
+// batch is w's transaction as one batch: BEGIN, the write, the insert
+// (SQLInsertOrder, or sqlInsertOrderIfDeducted when conditional), COMMIT.
+func (w txWrite) batch() string {
+	insert := SQLInsertOrder
+	if w.conditional {
+		insert = sqlInsertOrderIfDeducted
+	}
+	return "BEGIN; " + w.stmt + "; " + insert + "; COMMIT"
+}
+
+// execWrite runs w (args) and o's insert in one transaction. written is
+// false when a conditional write matched no row (nothing was written).
+// When written, o has its id, and writeID is the write's LAST_INSERT_ID
+// (the stock left, for SQLDeduct).
+//
+// It is one round trip (w.batch()), but for an order under a per-user rule
+// (o.Rule): the rule's check and slot (checkUser) run between the write and
+// the insert, so that transaction goes statement by statement.
+func execWrite(ctx context.Context, db *sql.DB, w txWrite, o *stock.Order, args ...any) (written bool, writeID int64, err error) {
+	if o.CreatedAt.IsZero() {
+		o.CreatedAt = time.Now()
+	}
+	if o.Rule.Limit > 0 {
+		return execWriteTx(ctx, db, w, o, args...)
+	}
+	args = append(args, o.GoodsID, o.Qty, o.UserID, o.RequestID, o.Instance, o.Strategy, o.FenceToken, o.CreatedAt)
+	affected, ids, err := execBatch(ctx, db, w.batch(), args...)
+	if err != nil {
+		return false, 0, err
+	}
+	if affected[2] == 0 {
+		return false, 0, nil
+	}
+	o.ID = ids[2]
+	return true, ids[1], nil
+}
+
+// execWriteTx is execWrite statement by statement: BEGIN, the write, the
+// order's insert with its per-user check (insertOrderTx), COMMIT.
+func execWriteTx(ctx context.Context, db *sql.DB, w txWrite, o *stock.Order, args ...any) (written bool, writeID int64, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, 0, fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if !written || err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	r, err := tx.ExecContext(ctx, w.stmt, args...)
+	if err != nil {
+		return false, 0, fmt.Errorf("write stock: %w", err)
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return false, 0, fmt.Errorf("write stock: %w", err)
+	}
+	if n == 0 && w.conditional {
+		return false, 0, nil
+	}
+	if writeID, err = r.LastInsertId(); err != nil {
+		return false, 0, fmt.Errorf("write stock: %w", err)
+	}
+	if err := insertOrderTx(ctx, tx, o); err != nil {
+		return false, 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return false, 0, fmt.Errorf("commit: %w", err)
+	}
+	return true, writeID, nil
+}
+
+// execBatch sends query, four statements (BEGIN, two, COMMIT), in one
+// round trip on one connection of db and returns each statement's
+// affected rows and last insert id. The server stops a batch at its first
+// error, which leaves the transaction open with what ran before: it is
+// rolled back before execBatch returns. A duplicate order (the request id
+// was sold before) is ErrDuplicateRequest.
+func execBatch(ctx context.Context, db *sql.DB, query string, args ...any) (affected, ids []int64, err error) {
+	nv := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		v, err := driver.DefaultParameterConverter.ConvertValue(a)
+		if err != nil {
+			return nil, nil, fmt.Errorf("argument %d: %w", i+1, err)
+		}
+		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connection: %w", err)
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		ex, ok := dc.(driver.ExecerContext)
+		if !ok {
+			return fmt.Errorf("the MySQL connection (%T) cannot execute directly", dc)
+		}
+		r, err := ex.ExecContext(ctx, query, nv)
+		if err != nil {
+			return err
+		}
+		mr, ok := r.(mysql.Result)
+		if !ok {
+			return fmt.Errorf("the driver's result (%T) has no per-statement counts", r)
+		}
+		affected, ids = mr.AllRowsAffected(), mr.AllLastInsertIds()
+		return nil
+	})
+	if err != nil {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		var me *mysql.MySQLError
+		switch {
+		case mysqlerr.IsDuplicate(err):
+			return nil, nil, stock.ErrDuplicateRequest
+		case errors.As(err, &me) && me.Number == 1064:
+			return nil, nil, fmt.Errorf("the server refused the batched statement; the DSN needs multiStatements=true: %w", err)
+		}
+		return nil, nil, err
+	}
+	if len(affected) != 4 || len(ids) != 4 {
+		return nil, nil, fmt.Errorf("expected 4 statement results, got %d", len(affected))
+	}
+	return affected, ids, nil
 }
