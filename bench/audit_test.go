@@ -10,6 +10,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/fault"
 	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // ok, soldOut, ... build crafted responses.
@@ -196,7 +197,7 @@ func TestParseStrategies(t *testing.T) {
 	for _, group := range []string{"correct", "flawed"} {
 		names, _ := ParseStrategies(group)
 		for _, n := range names {
-			info, _ := stock.Lookup(n)
+			info, _ := catalog.Lookup(n)
 			if info.Flawed != (group == "flawed") {
 				t.Errorf("group %s holds %s (flawed %v)", group, n, info.Flawed)
 			}
@@ -266,8 +267,8 @@ func TestOptionsValidation(t *testing.T) {
 		{"release pause on redis-owner", func(o *Options) { o.Config.ReleasePause = time.Second; o.Strategies = []string{"redis-owner"} }, true},
 		{"release pause on a one-step release", func(o *Options) { o.Config.ReleasePause = time.Second; o.Strategies = []string{"redis-owner", "redis"} }, false},
 		{"negative release pause", func(o *Options) { o.Config.ReleasePause = -1; o.Strategies = []string{"redis-owner"} }, false},
-		{"fencing on a lock without tokens", func(o *Options) { o.Config.Fencing = true; o.Strategies = []string{stock.Redis, stock.Redlock} }, false},
-		{"fencing on a lock with tokens", func(o *Options) { o.Config.Fencing = true; o.Strategies = []string{stock.Redis} }, true},
+		{"fencing on a lock without tokens", func(o *Options) { o.Config.Fencing = true; o.Strategies = []string{catalog.Redis, catalog.Redlock} }, false},
+		{"fencing on a lock with tokens", func(o *Options) { o.Config.Fencing = true; o.Strategies = []string{catalog.Redis} }, true},
 		{"lock TTL below the service's minimum", func(o *Options) { o.Config.LockTTL = stock.MinLockTTL - 1 }, false},
 		{"work delay above the service's maximum", func(o *Options) { o.Config.WorkDelay = stock.MaxWorkDelay + 1 }, false},
 		{"lock wait above the service's maximum", func(o *Options) { o.Config.LockWait = stock.MaxLockWait + 1 }, false},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // TestIntegrationBatch runs batched strategies against the fleet of the
@@ -24,8 +25,8 @@ func TestIntegrationBatch(t *testing.T) {
 		batch     int
 		wantBatch int // what the fleet reports it runs
 	}{
-		{stock.Redis, 8, 8},
-		{stock.SQLAtomic, 8, 0},
+		{catalog.Redis, 8, 8},
+		{catalog.SQLAtomic, 8, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.strategy, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/server"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // The cost model beside the measured figures (internal/cost): each run
@@ -203,8 +203,8 @@ func costModel(c CostConditions, runs []RunResult, sums []Summary) *CostModel {
 		if rc == nil {
 			continue
 		}
-		info, _ := stock.Lookup(s.Strategy)
-		locker := info.Kind == stock.KindLocker
+		info, _ := catalog.Lookup(s.Strategy)
+		locker := info.Kind == catalog.KindLocker
 		row := CostRow{Name: s.Name, Strategy: s.Strategy, Path: "row", Purchases: ok, RoundTrips: rc.RoundTrips, Fsyncs: rc.Fsyncs,
 			Critical: cost.CriticalPath(rc.PerPurchase, locker), MeasuredOKPerS: s.OKPerSec.Median}
 		if locker {

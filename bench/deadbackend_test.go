@@ -14,7 +14,7 @@ import (
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // TestIntegrationDeadRedisBlocksOnlyItsStrategies kills redis-1 of the
@@ -67,13 +67,13 @@ func TestIntegrationDeadRedisBlocksOnlyItsStrategies(t *testing.T) {
 		for _, sk := range got.Skipped {
 			skipped[sk.Strategy] = sk
 		}
-		for _, s := range []string{stock.Redis, stock.RedisSpin, stock.RedisTTL, stock.RedisAtomic} {
-			if sk, ok := skipped[s]; !ok || sk.Server != string(stock.ServerRedis) || sk.Reason == "" {
+		for _, s := range []string{catalog.Redis, catalog.RedisSpin, catalog.RedisTTL, catalog.RedisAtomic} {
+			if sk, ok := skipped[s]; !ok || sk.Server != string(catalog.ServerRedis) || sk.Reason == "" {
 				t.Errorf("%s: skip %+v, want one on redis with a reason; got %v", s, sk, got.Skipped)
 			}
 		}
 		// Redlock keeps a quorum (4 of 5); the others do not use redis-1.
-		for _, s := range []string{stock.Redlock, stock.Etcd, stock.ZooKeeper, stock.MySQLUnique} {
+		for _, s := range []string{catalog.Redlock, catalog.Etcd, catalog.ZooKeeper, catalog.MySQLUnique} {
 			if sk, ok := skipped[s]; ok {
 				t.Errorf("%s skipped: %+v", s, sk)
 			}
@@ -84,8 +84,8 @@ func TestIntegrationDeadRedisBlocksOnlyItsStrategies(t *testing.T) {
 		strategy string
 		wantErr  error // nil: the run goes on with a warning
 	}{
-		{stock.SQLAtomic, nil},
-		{stock.Redis, bench.ErrResetSkipped},
+		{catalog.SQLAtomic, nil},
+		{catalog.Redis, bench.ErrResetSkipped},
 	}
 	for _, tc := range tests {
 		t.Run(tc.strategy, func(t *testing.T) {
@@ -99,7 +99,7 @@ func TestIntegrationDeadRedisBlocksOnlyItsStrategies(t *testing.T) {
 				}
 				// The skipped strategies are listed by name (the workshop's
 				// exercises on Redis among them): redis is one of them.
-				if w := strings.Join(r.Warnings, "\n"); !strings.Contains(w, "reset skipped ") || !strings.Contains(w, " "+stock.Redis+", ") {
+				if w := strings.Join(r.Warnings, "\n"); !strings.Contains(w, "reset skipped ") || !strings.Contains(w, " "+catalog.Redis+", ") {
 					t.Errorf("run warnings %q: want the skipped redis reset", r.Warnings)
 				}
 				if !strings.Contains(progress.String(), "warning:") {

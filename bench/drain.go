@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
-// An asynchronous strategy (stock.Strategy.Async: redis-stream) answers a
+// An asynchronous strategy (catalog.Strategy.Async: redis-stream) answers a
 // purchase before its order is written. The run then waits for the order
 // queue to drain (every entry read and acknowledged) before it audits, so
 // the invariants compare the answers with the orders as they end up, and
@@ -105,7 +106,7 @@ func orderQueue(st stock.QueueStatus, drain time.Duration) OrderQueue {
 
 // isAsync reports whether strategy answers before its order is written.
 func isAsync(strategy string) bool {
-	info, ok := stock.Lookup(strategy)
+	info, ok := catalog.Lookup(strategy)
 	return ok && info.Async
 }
 

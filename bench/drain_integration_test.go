@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // TestRedisStreamBench: redis-stream answers 202 before its orders are
@@ -18,7 +18,7 @@ func TestRedisStreamBench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rep, err := bench.Run(ctx, bench.Options{
-		Strategies: []string{stock.RedisStream}, Fleet: fleet, Stock: 100, Requests: 150, Concurrency: 30, Seed: 7,
+		Strategies: []string{catalog.RedisStream}, Fleet: fleet, Stock: 100, Requests: 150, Concurrency: 30, Seed: 7,
 		CalibrateRequests: -1, RunTimeout: time.Minute,
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -285,7 +286,7 @@ func TestIntegrationFlawedAndCorrect(t *testing.T) {
 // series has both points, with sales.
 func TestIntegrationSweep(t *testing.T) {
 	fl, st, ctx := localStack(t)
-	o := bench.Options{Fleet: fl, Strategies: []string{stock.Redis, stock.SQLAtomic}, Sweep: []int{4, 1},
+	o := bench.Options{Fleet: fl, Strategies: []string{catalog.Redis, catalog.SQLAtomic}, Sweep: []int{4, 1},
 		CompareQueue: true, Stock: 20, Requests: 20, Warmup: 5, Seed: 5, CalibrateRequests: -1, RunTimeout: time.Minute,
 		OutDir: filepath.Join(t.TempDir(), "out"), CPU: st}
 	rep, err := bench.Run(ctx, o)
@@ -302,9 +303,9 @@ func TestIntegrationSweep(t *testing.T) {
 		label   string
 		scaling bool // an expected-correct locker gets a scaling ratio
 	}{
-		{stock.Redis, true},
-		{stock.Redis + " (" + bench.VariantNoQueue + ")", true},
-		{stock.SQLAtomic, false},
+		{catalog.Redis, true},
+		{catalog.Redis + " (" + bench.VariantNoQueue + ")", true},
+		{catalog.SQLAtomic, false},
 	}
 	if len(rep.Sweep.Series) != len(tests) {
 		t.Fatalf("%d series, want %d", len(rep.Sweep.Series), len(tests))
@@ -369,7 +370,7 @@ func TestIntegrationLockAlone(t *testing.T) {
 	fl, _ := fleetFromEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	o := bench.Options{Fleet: fl, Mode: bench.ModeLock, Strategies: []string{stock.Redis, stock.None}, Stock: 30, Requests: 60,
+	o := bench.Options{Fleet: fl, Mode: bench.ModeLock, Strategies: []string{catalog.Redis, catalog.None}, Stock: 30, Requests: 60,
 		Concurrency: 10, Config: stock.Config{WorkDelay: 2 * time.Millisecond}, Warmup: -1, Seed: 7, CalibrateRequests: -1, RunTimeout: time.Minute,
 		OutDir: filepath.Join(t.TempDir(), "out")}
 	rep, err := bench.Run(ctx, o)
@@ -381,11 +382,11 @@ func TestIntegrationLockAlone(t *testing.T) {
 	}
 	for _, r := range rep.Runs {
 		switch r.Strategy {
-		case stock.Redis:
+		case catalog.Redis:
 			if r.Oversold != 0 || r.LostUpdates != 0 || r.OK != 30 || r.InvariantsPassed != r.InvariantsTotal {
 				t.Errorf("redis, lock alone: %s", describe(r))
 			}
-		case stock.None:
+		case catalog.None:
 			if r.LostUpdates == 0 {
 				t.Errorf("none, lock alone, lost no update: %s", describe(r))
 			}
@@ -395,7 +396,7 @@ func TestIntegrationLockAlone(t *testing.T) {
 	if err != nil || !strings.Contains(string(md), "- mode: lock alone") {
 		t.Errorf("report.md (%v) does not state the mode", err)
 	}
-	o.Strategies = []string{stock.SQLAtomic}
+	o.Strategies = []string{catalog.SQLAtomic}
 	if _, err := bench.Run(ctx, o); !errors.Is(err, bench.ErrInvalidOptions) || !strings.Contains(err.Error(), "drop it") {
 		t.Errorf("sql-atomic in Mode lock: %v, want ErrInvalidOptions with the fix", err)
 	}
@@ -408,7 +409,7 @@ func TestIntegrationLockAlone(t *testing.T) {
 func TestIntegrationDBCeiling(t *testing.T) {
 	fl, st, ctx := localStack(t)
 	out := filepath.Join(t.TempDir(), "out")
-	o := bench.Options{Fleet: fl, Strategies: []string{stock.SQLAtomic}, Stock: 40, Requests: 40, Concurrency: 8,
+	o := bench.Options{Fleet: fl, Strategies: []string{catalog.SQLAtomic}, Stock: 40, Requests: 40, Concurrency: 8,
 		Repeat: 2, Seed: 3, CalibrateRequests: 200, DatabaseDSN: st.MySQLDSN(), RunTimeout: time.Minute, OutDir: out}
 	rep, err := bench.Run(ctx, o)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Scaler re-scales the fleet to n service instances and returns the fleet
@@ -27,7 +28,7 @@ type ScalerFunc func(ctx context.Context, n int) (fleet.Fleet, error)
 // Scale calls f.
 func (f ScalerFunc) Scale(ctx context.Context, n int) (fleet.Fleet, error) { return f(ctx, n) }
 
-// Defaults of Options (the load of seed 002: 500 simultaneous requests on a
+// Defaults of Options (the load of the etcd article: 500 simultaneous requests on a
 // stock of 300).
 const (
 	DefaultStock             = 300
@@ -69,7 +70,7 @@ type Options struct {
 	GoodsID     int64    // goods to sell; 0 = DefaultGoodsID
 	// Mode is what a purchase's critical section does: ModePurchase (the
 	// default: the database's transaction) or ModeLock (a Redis counter,
-	// counterstore.Store: the lock alone, what the seeds rank). In
+	// counterstore.Store: the lock alone, what the source articles rank). In
 	// ModeLock the goods is GoodsID + stock.CounterGoodsBase and only the
 	// strategies that run the read-modify-write (none and the locks) run.
 	Mode string
@@ -165,8 +166,8 @@ func Modes() []string { return []string{ModePurchase, ModeLock} }
 // write, unprotected or under a lock that releases after its commit (the
 // locks that can batch).
 func lockAlone(s string) bool {
-	info, ok := stock.Lookup(s)
-	return ok && (info.Kind == stock.KindUnprotected || info.Batches())
+	info, ok := catalog.Lookup(s)
+	return ok && (info.Kind == catalog.KindUnprotected || info.Batches())
 }
 
 // ErrInvalidOptions wraps every option validation error.
@@ -214,7 +215,7 @@ func (o *Options) fillStrategies() error {
 		}
 	}
 	for _, s := range o.Strategies {
-		if _, ok := stock.Lookup(s); !ok { // the registry's, or an exercise's (stock.Extend)
+		if _, ok := catalog.Lookup(s); !ok { // the registry's, or an exercise's (catalog.Extend)
 			return fmt.Errorf("%w: Strategies: unknown strategy %q; valid: %s", ErrInvalidOptions, s, strings.Join(Strategies(), ", "))
 		}
 		if o.Config.NoWatchdog && !slices.Contains(Renewing(), s) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // TestPerUserLimitBench: "one order per user" with 50 users drawn by 500
@@ -19,7 +20,7 @@ func TestPerUserLimitBench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, err := bench.Run(ctx, bench.Options{
-		Strategies: []string{stock.SQLAtomic, stock.RedisAtomic, stock.RedisStream, stock.None}, Fleet: fleet,
+		Strategies: []string{catalog.SQLAtomic, catalog.RedisAtomic, catalog.RedisStream, catalog.None}, Fleet: fleet,
 		Stock: 300, Requests: 500, Concurrency: 50, Config: stock.Config{PerUserLimit: 1}, Users: 50, Seed: 42,
 		CalibrateRequests: -1, RunTimeout: time.Minute,
 	})
@@ -39,7 +40,7 @@ func TestPerUserLimitBench(t *testing.T) {
 		if inv.Name == "" {
 			t.Fatalf("%s: no %s check among %v", r.Strategy, bench.InvPerUserLimit, r.Invariants)
 		}
-		if r.Strategy == stock.None {
+		if r.Strategy == catalog.None {
 			if r.Orders <= 50 || inv.Pass || r.PerUser.OrdersOverLimit != r.Orders-r.PerUser.Buyers {
 				t.Errorf("none: %d orders, %+v, check %+v; want more than 50 orders and the check failed by the extra ones", r.Orders, *r.PerUser, inv)
 			}

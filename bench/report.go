@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/seckill-lab/seckill/bench/chart"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // tableHeader are the columns of the comparison table.
@@ -132,7 +132,7 @@ var outcomeColours = []string{"#2ca02c", "#9a9a9a", "#ff7f0e", "#9467bd", "#8c56
 var evidenceInvariants = []string{InvLinearizable, InvMutualExclusion, InvReleaseAfterCommit, InvNoLostUpdate,
 	InvStockNonNegative, InvOKHasOrder, InvNoPhantomOrder, InvNoDoubleSale, InvNoOrderFor4xx, InvSoldOutAllSold, InvNotAllFailed}
 
-// glossary explains the Chinese terms of the seeds the lab's reports and
+// glossary explains the Chinese terms of the source articles the lab's reports and
 // README use.
 var glossary = [][2]string{
 	{"秒杀 (miǎoshā)", "flash sale: a stock of a few units sold in seconds to a crowd"},
@@ -140,7 +140,7 @@ var glossary = [][2]string{
 	{"库存 (kùcún)", "stock, inventory"},
 	{"分布式锁 (fēnbùshì suǒ)", "distributed lock: one holder across processes and machines"},
 	{"看门狗 (kānméngǒu)", "watchdog: renews a held lock's TTL while its holder works (Redisson)"},
-	{"脑裂 (nǎoliè)", "split brain: two sides each believe they hold the lock (a failover; seed 003 also uses it for Redlock's split votes)"},
+	{"脑裂 (nǎoliè)", "split brain: two sides each believe they hold the lock (a failover; Chapter 1 also uses it for Redlock's split votes)"},
 	{"分票 (fēnpiào)", "split votes: Redlock contenders each win some masters and none a majority, so all retry"},
 	{"羊群效应 (yángqún xiàoyìng)", "herd effect: every waiter wakes when one lock is released (waiters watching the parent node, not their predecessor)"},
 	{"可重入 (kě chóngrù)", "reentrant: the holder may take its own lock again"},
@@ -170,7 +170,7 @@ func reportCharts(rep *Report) []chartSVG {
 		over = append(over, chart.Bar{Label: s.Name, Value: s.Oversold.Median, Flawed: flawed, Link: link})
 		lost = append(lost, chart.Bar{Label: s.Name, Value: max(0, s.LostUpdates.Median), Flawed: flawed, Link: link})
 		okps = append(okps, chart.Bar{Label: s.Name, Value: s.OKPerSec.Median, Flawed: flawed, Link: link})
-		if s.Strategy == stock.SQLAtomic && s.Variant == "" && refLabel == "" {
+		if s.Strategy == catalog.SQLAtomic && s.Variant == "" && refLabel == "" {
 			refLabel, refValue = fmt.Sprintf("%s %.0f/s", s.Name, s.OKPerSec.Median), s.OKPerSec.Median
 		}
 	}

@@ -6,34 +6,37 @@ import (
 	"strings"
 
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Strategies lists, in report order, the strategies the service implements
 // (the names of PUT /admin/strategy), from the stock package's registry: the
 // one place that knows them.
-func Strategies() []string { return stock.StrategyNames() }
+func Strategies() []string { return catalog.StrategyNames() }
 
 // Renewing lists the strategies whose lock renews itself while held and
 // can be told not to (Options.Config.NoWatchdog).
-func Renewing() []string { return stock.Names(func(s stock.Strategy) bool { return s.Renews }) }
+func Renewing() []string { return catalog.Names(func(s catalog.Strategy) bool { return s.Renews }) }
 
 // Pausing lists the strategies whose release is two commands with
 // Options.Config.ReleasePause between them.
-func Pausing() []string { return stock.Names(func(s stock.Strategy) bool { return s.ReleasePause }) }
+func Pausing() []string {
+	return catalog.Names(func(s catalog.Strategy) bool { return s.ReleasePause })
+}
 
 // MaxBatch is the largest Options.Config.Batch.
 const MaxBatch = stock.MaxBatch
 
 // Batching lists the strategies a lock holder of which can sell a batch of
 // purchases (Options.Config.Batch).
-func Batching() []string { return stock.Names(stock.Strategy.Batches) }
+func Batching() []string { return catalog.Names(catalog.Strategy.Batches) }
 
 // ExpectedCorrect reports whether strategy s is expected never to oversell
 // on a fleet of instances under c, as its registry entry says
-// (stock.Strategy.ExpectedCorrect). An unknown name is not.
+// (stock.ExpectedCorrect). An unknown name is not.
 func ExpectedCorrect(s string, instances int, c stock.Config) bool {
-	info, ok := stock.Lookup(s)
-	return ok && info.ExpectedCorrect(instances, c)
+	info, ok := catalog.Lookup(s)
+	return ok && stock.ExpectedCorrect(info, instances, c)
 }
 
 // ParseStrategies turns a strategies list ("all" or a comma-separated
@@ -55,7 +58,7 @@ func ParseStrategies(v string) ([]string, error) { // groups: see strategyGroups
 		if p == "all" {
 			return nil, fmt.Errorf("strategies: \"all\" cannot be combined with other names")
 		}
-		if _, ok := stock.Lookup(p); !ok { // the registry's, or an exercise's (stock.Extend)
+		if _, ok := catalog.Lookup(p); !ok { // the registry's, or an exercise's (catalog.Extend)
 			return nil, fmt.Errorf("unknown strategy %q; valid: all, correct, flawed, or %s", p, strings.Join(Strategies(), ", "))
 		}
 		if !slices.Contains(out, p) {
@@ -69,22 +72,22 @@ func ParseStrategies(v string) ([]string, error) { // groups: see strategyGroups
 }
 
 // Queued lists the strategies the service's local queue applies to
-// (Options.CompareQueue): stock.Strategy.Queued, the locks held at a
+// (Options.CompareQueue): catalog.Strategy.Queued, the locks held at a
 // server and mysql-optimistic.
 func Queued() []string {
-	return stock.Names(stock.Strategy.Queued)
+	return catalog.Names(catalog.Strategy.Queued)
 }
 
 // Locker reports whether s protects its read-modify-write with a lock
-// (stock.KindLocker), the strategies a sweep gives a scaling ratio.
+// (catalog.KindLocker), the strategies a sweep gives a scaling ratio.
 func Locker(s string) bool {
-	info, ok := stock.Lookup(s)
-	return ok && info.Kind == stock.KindLocker
+	info, ok := catalog.Lookup(s)
+	return ok && info.Kind == catalog.KindLocker
 }
 
 // strategyGroups are the names --strategies takes for a group: "correct"
 // (every strategy that is not deliberately flawed) and "flawed".
 var strategyGroups = map[string]func() []string{
-	"correct": func() []string { return stock.Names(func(s stock.Strategy) bool { return !s.Flawed }) },
-	"flawed":  func() []string { return stock.Names(func(s stock.Strategy) bool { return s.Flawed }) },
+	"correct": func() []string { return catalog.Names(func(s catalog.Strategy) bool { return !s.Flawed }) },
+	"flawed":  func() []string { return catalog.Names(func(s catalog.Strategy) bool { return s.Flawed }) },
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Stat is the median and range of one figure over a strategy's repeats.
@@ -125,7 +125,7 @@ func Summarize(runs []RunResult) []Summary {
 	}
 	base := map[int]float64{}
 	for _, s := range out {
-		if s.Strategy == stock.SQLAtomic && s.Variant == "" {
+		if s.Strategy == catalog.SQLAtomic && s.Variant == "" {
 			base[s.Concurrency] = s.ThroughputRPS.Median
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 func TestRoundOrder(t *testing.T) {
@@ -72,9 +73,9 @@ func TestUnits(t *testing.T) {
 		want    []string
 		noQueue int
 	}{
-		{"plain", Options{Strategies: []string{stock.Redis, stock.SQLAtomic}}, []string{stock.Redis, stock.SQLAtomic}, 0},
-		{"compare queue", Options{Strategies: []string{stock.Mutex, stock.Redis, stock.SQLAtomic, stock.Etcd}, CompareQueue: true},
-			[]string{stock.Mutex, stock.Redis, stock.Redis + " (no queue)", stock.SQLAtomic, stock.Etcd, stock.Etcd + " (no queue)"}, 2},
+		{"plain", Options{Strategies: []string{catalog.Redis, catalog.SQLAtomic}}, []string{catalog.Redis, catalog.SQLAtomic}, 0},
+		{"compare queue", Options{Strategies: []string{catalog.Mutex, catalog.Redis, catalog.SQLAtomic, catalog.Etcd}, CompareQueue: true},
+			[]string{catalog.Mutex, catalog.Redis, catalog.Redis + " (no queue)", catalog.SQLAtomic, catalog.Etcd, catalog.Etcd + " (no queue)"}, 2},
 	}
 	for _, tt := range tests {
 		var got []string
@@ -90,12 +91,12 @@ func TestUnits(t *testing.T) {
 		}
 	}
 	for _, s := range Queued() {
-		info, _ := stock.Lookup(s)
-		if (info.Kind != stock.KindLocker || info.Server == stock.ServerProcess) && s != stock.MySQLOptimistic {
+		info, _ := catalog.Lookup(s)
+		if (info.Kind != catalog.KindLocker || info.Server == catalog.ServerProcess) && s != catalog.MySQLOptimistic {
 			t.Errorf("Queued() holds %s (kind %s, server %q): the local queue does not apply to it", s, info.Kind, info.Server)
 		}
 	}
-	if !slices.Contains(Queued(), stock.MySQLOptimistic) || slices.Contains(Queued(), stock.Mutex) || slices.Contains(Queued(), stock.SQLAtomic) {
+	if !slices.Contains(Queued(), catalog.MySQLOptimistic) || slices.Contains(Queued(), catalog.Mutex) || slices.Contains(Queued(), catalog.SQLAtomic) {
 		t.Errorf("Queued() = %v: want mysql-optimistic in, the in-process and lock-free strategies out", Queued())
 	}
 }
@@ -121,7 +122,7 @@ func TestSweepOptions(t *testing.T) {
 		{"with a rate", func(o *Options) { o.Sweep, o.Rate = []int{1, 10}, 100 }, false, nil, 0, "drop Rate"},
 	}
 	for _, tt := range tests {
-		o := Options{Strategies: []string{stock.Redis}}
+		o := Options{Strategies: []string{catalog.Redis}}
 		tt.mod(&o)
 		got, err := o.withDefaults()
 		if (err == nil) != tt.ok {
@@ -147,11 +148,11 @@ func TestQueueAndWarmupOptions(t *testing.T) {
 		ok         bool
 		wantWarmup int
 	}{
-		{"warm-up default", Options{Strategies: []string{stock.Redis}}, true, DefaultWarmup},
-		{"no warm-up", Options{Strategies: []string{stock.Redis}, Warmup: -1}, true, -1},
-		{"compare queue", Options{Strategies: []string{stock.Redis, stock.SQLAtomic}, CompareQueue: true}, true, DefaultWarmup},
-		{"compare queue and no local queue", Options{Strategies: []string{stock.Redis}, CompareQueue: true, Config: stock.Config{NoLocalQueue: true}}, false, 0},
-		{"compare queue without a queued strategy", Options{Strategies: []string{stock.SQLAtomic, stock.Mutex}, CompareQueue: true}, false, 0},
+		{"warm-up default", Options{Strategies: []string{catalog.Redis}}, true, DefaultWarmup},
+		{"no warm-up", Options{Strategies: []string{catalog.Redis}, Warmup: -1}, true, -1},
+		{"compare queue", Options{Strategies: []string{catalog.Redis, catalog.SQLAtomic}, CompareQueue: true}, true, DefaultWarmup},
+		{"compare queue and no local queue", Options{Strategies: []string{catalog.Redis}, CompareQueue: true, Config: stock.Config{NoLocalQueue: true}}, false, 0},
+		{"compare queue without a queued strategy", Options{Strategies: []string{catalog.SQLAtomic, catalog.Mutex}, CompareQueue: true}, false, 0},
 	}
 	for _, tt := range tests {
 		got, err := tt.o.withDefaults()
@@ -196,13 +197,13 @@ func TestParseSweep(t *testing.T) {
 // sql-atomic takes no lock (no ratio).
 func sweepReport() *Report {
 	okps := map[string][]float64{ // ok/s at 1, 10, 100 clients
-		stock.Redis: {200, 190, 180}, stock.Redis + "/" + VariantNoQueue: {200, 150, 100}, stock.SQLAtomic: {400, 600, 700},
+		catalog.Redis: {200, 190, 180}, catalog.Redis + "/" + VariantNoQueue: {200, 150, 100}, catalog.SQLAtomic: {400, 600, 700},
 	}
 	var runs []RunResult
 	var order [][]string
 	for round := 1; round <= 2; round++ {
 		var labels []string
-		for _, u := range []unit{{Strategy: stock.Redis}, {Strategy: stock.Redis, NoQueue: true}, {Strategy: stock.SQLAtomic}} {
+		for _, u := range []unit{{Strategy: catalog.Redis}, {Strategy: catalog.Redis, NoQueue: true}, {Strategy: catalog.SQLAtomic}} {
 			labels = append(labels, labelOf(u.Strategy, u.variant()))
 			key := u.Strategy
 			if u.NoQueue {
@@ -242,9 +243,9 @@ func TestSweepSummary(t *testing.T) {
 		repeats  int
 		p99At100 float64
 	}{
-		{stock.Redis, 185.0 / 205.0, true, 195, 2, 101.5},
-		{stock.Redis + " (no queue)", 105.0 / 205.0, false, 155, 2, 101.5},
-		{stock.SQLAtomic, 0, false, 605, 2, 101.5},
+		{catalog.Redis, 185.0 / 205.0, true, 195, 2, 101.5},
+		{catalog.Redis + " (no queue)", 105.0 / 205.0, false, 155, 2, 101.5},
+		{catalog.SQLAtomic, 0, false, 605, 2, 101.5},
 	}
 	if len(rep.Sweep.Series) != len(tests) {
 		t.Fatalf("sweep has %d series, want %d", len(rep.Sweep.Series), len(tests))
@@ -269,7 +270,7 @@ func TestSweepSummary(t *testing.T) {
 	}
 	// The ratio to sql-atomic compares the same concurrency.
 	for _, s := range rep.Summary {
-		if s.Strategy == stock.SQLAtomic && (s.ThroughputRatioSQLAtomic == nil || *s.ThroughputRatioSQLAtomic != 1) {
+		if s.Strategy == catalog.SQLAtomic && (s.ThroughputRatioSQLAtomic == nil || *s.ThroughputRatioSQLAtomic != 1) {
 			t.Errorf("%s: ratio to sql-atomic %v, want 1 at its own concurrency", s.Name, s.ThroughputRatioSQLAtomic)
 		}
 	}

@@ -7,14 +7,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/seckill-lab/seckill/lockimpl"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/lockwire"
 )
 
 // Prefix is where e's lock keeps its keys in the lab: Redis keys
 // "seckill:ex:NAME:KEY", etcd keys under "/seckill/ex/NAME/KEY".
 func (e Exercise) Prefix() string {
-	if e.Server == stock.ServerEtcd {
+	if e.Server == catalog.ServerEtcd {
 		return "/seckill/ex/" + e.Name + "/"
 	}
 	return "seckill:ex:" + e.Name + ":"
@@ -39,7 +39,7 @@ func (b backend) NewLocker(_ context.Context, opts lockimpl.Options) (lockimpl.L
 
 // Ping asks the lock's server.
 func (b backend) Ping(ctx context.Context) error {
-	if b.e.Server == stock.ServerEtcd {
+	if b.e.Server == catalog.ServerEtcd {
 		if _, err := b.c.Etcd.Get(ctx, "health-check"); err != nil {
 			return fmt.Errorf("exercise %s: etcd: %w", b.e.Name, err)
 		}
@@ -55,7 +55,7 @@ func (b backend) Ping(ctx context.Context) error {
 func (b backend) Clear(ctx context.Context, key string) error {
 	full := b.e.Prefix() + key
 	var err error
-	if b.e.Server == stock.ServerEtcd {
+	if b.e.Server == catalog.ServerEtcd {
 		_, err = b.c.Etcd.Delete(ctx, full, clientv3.WithPrefix())
 	} else {
 		err = b.c.Redis.Del(ctx, full).Err()

@@ -9,7 +9,7 @@ import (
 	"github.com/seckill-lab/seckill/exercises"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/lockwire"
 )
 
@@ -54,12 +54,12 @@ func TestConformance(t *testing.T) {
 }
 
 // clientsFor connects to the test stack's server s.
-func clientsFor(t *testing.T, s stock.Server) lockwire.Clients {
+func clientsFor(t *testing.T, s catalog.Server) lockwire.Clients {
 	t.Helper()
 	switch s {
-	case stock.ServerRedis:
+	case catalog.ServerRedis:
 		return lockwire.Clients{Redis: locktest.RedisClient(t)}
-	case stock.ServerEtcd:
+	case catalog.ServerEtcd:
 		return lockwire.Clients{Etcd: locktest.EtcdClient(t)}
 	}
 	t.Fatalf("no client for server %q", s)

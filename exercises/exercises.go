@@ -5,7 +5,7 @@
 // grade it, and the lesson and hint for every check. `seckill grade`
 // (internal/grade) reads this table; nothing here runs a check.
 //
-// The students' locks join the lab through stock.Extend (Register), not
+// The students' locks join the lab through catalog.Extend (Register), not
 // the registry: they resolve by name in the service, the bench and the
 // scenarios, while the lab's own tables, reports and tests stay as they
 // are.
@@ -29,6 +29,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	rl "github.com/seckill-lab/seckill/lockimpl/redislock"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/lockwire"
 )
 
@@ -86,7 +87,7 @@ type Exercise struct {
 	// answer key's strategy and KeyPath where its code is.
 	Strategy, Key, KeyPath string
 	// Server is what the lock needs.
-	Server stock.Server
+	Server catalog.Server
 	// Lesson explains the exercise; Seed names the source passage.
 	Lesson int
 	Seed   string
@@ -104,8 +105,8 @@ func All() []Exercise {
 		{
 			N: 1, Name: "redislock",
 			Title:    Text{ZH: "Redis 锁：SET NX PX + 归属 + 安全释放", EN: "A Redis lock: SET NX PX, an owner, a safe release"},
-			Strategy: "ex-redislock", Key: stock.Redis, KeyPath: "lockimpl/redislock/redislock.go",
-			Server: stock.ServerRedis, Lesson: 9, Seed: "Chapter 1 steps 1-3 (SETNX, 过期时间, 锁误删, Lua)",
+			Strategy: "ex-redislock", Key: catalog.Redis, KeyPath: "lockimpl/redislock/redislock.go",
+			Server: catalog.ServerRedis, Lesson: 9, Seed: "Chapter 1 steps 1-3 (SETNX, 过期时间, 锁误删, Lua)",
 			Required: Required{NoRenew: true},
 			Load:     Load{Stock: 100, Requests: 200, Concurrency: 30},
 			Faults:   []Fault{{Scenario: "instance-crash", Protections: []string{"unprotected"}}},
@@ -114,8 +115,8 @@ func All() []Exercise {
 		{
 			N: 2, Name: "watchdog",
 			Title:    Text{ZH: "看门狗：持锁期间续期", EN: "The watchdog: renew while held"},
-			Strategy: "ex-watchdog", Key: stock.Redis, KeyPath: "lockimpl/redislock/redislock.go (newHold, renewScript)",
-			Server: stock.ServerRedis, Lesson: 10, Seed: "Chapter 1 锁续期 (Redisson watchdog)",
+			Strategy: "ex-watchdog", Key: catalog.Redis, KeyPath: "lockimpl/redislock/redislock.go (newHold, renewScript)",
+			Server: catalog.ServerRedis, Lesson: 10, Seed: "Chapter 1 锁续期 (Redisson watchdog)",
 			Required: Required{Watchdog: true, LostLease: true, NoRenew: true},
 			Load:     Load{Stock: 10, Requests: 20, Concurrency: 10, WorkDelay: 400 * time.Millisecond, LockTTL: 300 * time.Millisecond, NoLeaseCheck: true},
 			Faults:   []Fault{{Scenario: "instance-crash", Protections: []string{"unprotected"}}},
@@ -124,8 +125,8 @@ func All() []Exercise {
 		{
 			N: 3, Name: "fencing",
 			Title:    Text{ZH: "Fencing token：etcd 锁 + 存储端校验", EN: "Fencing tokens: an etcd lock the store checks"},
-			Strategy: "ex-fencing", Key: stock.Etcd, KeyPath: "lockimpl/etcdlock/etcdlock.go (mutex: the create revision)",
-			Server: stock.ServerEtcd, Lesson: 22, Seed: "Chapter 1 Fencing token (Kleppmann); Overview, etcd article etcd revision",
+			Strategy: "ex-fencing", Key: catalog.Etcd, KeyPath: "lockimpl/etcdlock/etcdlock.go (mutex: the create revision)",
+			Server: catalog.ServerEtcd, Lesson: 22, Seed: "Chapter 1 Fencing token (Kleppmann); Overview, etcd article etcd revision",
 			Required: Required{Tokens: true},
 			Load:     Load{Stock: 60, Requests: 120, Concurrency: 20, Fencing: true},
 			Faults:   []Fault{{Scenario: "etcd-lease", Protections: []string{"fencing"}}},
@@ -136,8 +137,8 @@ func All() []Exercise {
 
 // keyLockers are the answer keys' lockers, by strategy.
 var keyLockers = map[string]func(c lockwire.Clients, opts lockimpl.Options) (lockimpl.Locker, error){
-	stock.Redis: onRedis(func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return rl.New(c, o) }),
-	stock.Etcd:  onEtcd(func(c *clientv3.Client, o lockimpl.Options) lockimpl.Locker { return etcdlock.New(c, o) }),
+	catalog.Redis: onRedis(func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return rl.New(c, o) }),
+	catalog.Etcd:  onEtcd(func(c *clientv3.Client, o lockimpl.Options) lockimpl.Locker { return etcdlock.New(c, o) }),
 }
 
 // Locker builds the student's lock, or with key the answer key's.
@@ -169,12 +170,12 @@ func Names() []string {
 // AsStrategy is e's lock as a strategy: a locker the exercise requires to be
 // correct (never flawed), with the tokens and renewal the exercise
 // requires; its backend (opened by open) builds the student's Locker.
-func (e Exercise) AsStrategy() stock.Strategy {
-	return stock.Strategy{
-		Name: e.Strategy, Kind: stock.KindLocker, Breaks: stock.BreaksNever,
+func (e Exercise) AsStrategy() catalog.Strategy {
+	return catalog.Strategy{
+		Name: e.Strategy, Kind: catalog.KindLocker, Breaks: catalog.BreaksNever,
 		Tokens: e.Required.Tokens, Renews: e.Required.Watchdog, Server: e.Server,
 		Summary: fmt.Sprintf("workshop exercise %d (exercises/%s): %s", e.N, e.Name, e.Title.EN),
-		Seed:    e.Seed,
+		Source:  e.Seed,
 	}
 }
 
@@ -202,7 +203,7 @@ func Register() error { return registerOnce() }
 func onRedis(build func(redis.UniversalClient, lockimpl.Options) lockimpl.Locker) func(lockwire.Clients, lockimpl.Options) (lockimpl.Locker, error) {
 	return func(c lockwire.Clients, o lockimpl.Options) (lockimpl.Locker, error) {
 		if c.Redis == nil {
-			return nil, fmt.Errorf("%s: %w", stock.ServerRedis, stock.ErrNotConfigured)
+			return nil, fmt.Errorf("%s: %w", catalog.ServerRedis, stock.ErrNotConfigured)
 		}
 		return build(c.Redis, o), nil
 	}
@@ -211,7 +212,7 @@ func onRedis(build func(redis.UniversalClient, lockimpl.Options) lockimpl.Locker
 func onEtcd(build func(*clientv3.Client, lockimpl.Options) lockimpl.Locker) func(lockwire.Clients, lockimpl.Options) (lockimpl.Locker, error) {
 	return func(c lockwire.Clients, o lockimpl.Options) (lockimpl.Locker, error) {
 		if c.Etcd == nil {
-			return nil, fmt.Errorf("%s: %w", stock.ServerEtcd, stock.ErrNotConfigured)
+			return nil, fmt.Errorf("%s: %w", catalog.ServerEtcd, stock.ErrNotConfigured)
 		}
 		return build(c.Etcd, o), nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
 	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
@@ -114,9 +115,9 @@ func TestBatchPurchases(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			events := NewEvents(10_000)
-			cfg := Config{Name: Redis}
+			cfg := Config{Name: catalog.Redis}
 			cfg.Batch = tc.batch
-			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{Redis: backend}, Events: events, Initial: cfg})
+			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{catalog.Redis: backend}, Events: events, Initial: cfg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,9 +245,9 @@ func TestBatchConcurrent(t *testing.T) {
 	}{{2, 40, 25}, {16, 120, 100}, {256, 60, 60}}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("B=%d", tc.batch), func(t *testing.T) {
-			cfg := Config{Name: Redis}
+			cfg := Config{Name: catalog.Redis}
 			cfg.Batch = tc.batch
-			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{Redis: backend}, Initial: cfg})
+			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{catalog.Redis: backend}, Initial: cfg})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/counterstore"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
@@ -26,14 +27,14 @@ func TestLockAloneGoods(t *testing.T) {
 	rdb := locktest.RedisClient(t)
 	ctx := context.Background()
 	st := sqltest.Store(t)
-	mutex := map[string]LockBackend{Mutex: mutexlock.NewBackend(mutexlock.New(lockimpl.Options{}))}
+	mutex := map[string]LockBackend{catalog.Mutex: mutexlock.NewBackend(mutexlock.New(lockimpl.Options{}))}
 	tests := []struct {
 		strategy    string
 		stock, buys int
 		correct     bool
 	}{
-		{Mutex, 40, 60, true},
-		{None, 40, 60, false},
+		{catalog.Mutex, 40, 60, true},
+		{catalog.None, 40, 60, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.strategy, func(t *testing.T) {
@@ -77,7 +78,7 @@ func TestLockAloneGoods(t *testing.T) {
 			}
 		})
 	}
-	for _, name := range []string{SQLAtomic, MySQLForUpdate, MySQLOptimistic} {
+	for _, name := range []string{catalog.SQLAtomic, catalog.MySQLForUpdate, catalog.MySQLOptimistic} {
 		svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Counter: counterstore.New(rdb), Initial: Config{Name: name}})
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +92,7 @@ func TestLockAloneGoods(t *testing.T) {
 		}
 		svc.Close()
 	}
-	svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Backends: mutex, Initial: Config{Name: Mutex}})
+	svc, err := NewService(ServiceOptions{Instance: "t", Store: st, Backends: mutex, Initial: Config{Name: catalog.Mutex}})
 	if err != nil {
 		t.Fatal(err)
 	}

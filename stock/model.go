@@ -6,7 +6,7 @@
 // database, orderstream the Redis stock and order queue, counterstore the
 // lock-alone counter.
 //
-// The unit of work every strategy protects is the seeds' reductStock: read
+// The unit of work every strategy protects is Chapter 1's reductStock: read
 // the stock, check it covers qty, do the (simulated) business work, write
 // stock-qty and insert the order. "Oversold" means more units were sold
 // than the initial stock; "lost updates" means the stock dropped by less

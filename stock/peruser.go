@@ -3,7 +3,7 @@ package stock
 // "One order per user" (一人一单), or more generally at most Limit orders
 // per user and goods, is the rule a flash sale adds once the stock is
 // safe: a user who clicks ten times, or runs a script, must not take ten
-// units. The seeds do not cover it; it comes from practice (the
+// units. The source articles do not cover it; it comes from practice (the
 // hm-dianping Redis course's 一人一单). It is a second race of the same
 // shape as the stock's: read the user's orders, check, insert.
 //

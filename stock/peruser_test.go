@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/orderstream"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
@@ -22,20 +23,20 @@ func TestPerUserLimit(t *testing.T) {
 	st := sqltest.Store(t)
 	rdb := locktest.RedisClient(t)
 	ctx := context.Background()
-	backends := map[string]LockBackend{Redis: redisBackend(t)}
+	backends := map[string]LockBackend{catalog.Redis: redisBackend(t)}
 	for _, tc := range []struct {
 		name  string
 		limit int
 		batch int
 	}{
-		{SQLAtomic, 1, 0},
-		{SQLAtomic, 3, 0},
-		{MySQLForUpdate, 2, 0},
-		{MySQLOptimistic, 1, 0},
-		{RedisAtomic, 1, 0},
-		{RedisAtomic, 2, 0},
-		{Redis, 1, 0},
-		{Redis, 2, 8},
+		{catalog.SQLAtomic, 1, 0},
+		{catalog.SQLAtomic, 3, 0},
+		{catalog.MySQLForUpdate, 2, 0},
+		{catalog.MySQLOptimistic, 1, 0},
+		{catalog.RedisAtomic, 1, 0},
+		{catalog.RedisAtomic, 2, 0},
+		{catalog.Redis, 1, 0},
+		{catalog.Redis, 2, 8},
 	} {
 		t.Run(fmt.Sprintf("%s/limit-%d/batch-%d", tc.name, tc.limit, tc.batch), func(t *testing.T) {
 			cfg := Config{Name: tc.name}

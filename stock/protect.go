@@ -33,7 +33,7 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 		return res, err
 	}
 	if a.info.ReleaseBeforeCommit {
-		// Deliberately flawed (seed 003 "transaction mode"): the lock is
+		// Deliberately flawed (Chapter 1's "transaction mode"): the lock is
 		// taken inside the transaction and released after the stock write
 		// but before the order insert and COMMIT, so the next holder can
 		// read the stock before this write is visible.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // TestRegistryNames pins the names users type: a rename is a breaking
@@ -23,7 +24,7 @@ func TestRegistryNames(t *testing.T) {
 	want := []string{"none", "mutex", "mutex-tx", "mutex-prototype", "redis-spin", "redis-ttl", "redis-owner", "redis", "redlock",
 		"zookeeper", "zookeeper-herd", "etcd", "consul", "consul-nodelay",
 		"mysql-unique", "mysql-forupdate", "mysql-optimistic", "sql-atomic", "redis-atomic", "redis-stream"}
-	if got := StrategyNames(); !slices.Equal(got, want) {
+	if got := catalog.StrategyNames(); !slices.Equal(got, want) {
 		t.Fatalf("StrategyNames() = %v, want %v", got, want)
 	}
 }
@@ -31,28 +32,28 @@ func TestRegistryNames(t *testing.T) {
 // TestRegistryConsistent checks what each entry claims against its kind.
 func TestRegistryConsistent(t *testing.T) {
 	seen := map[string]bool{}
-	for _, s := range Strategies() {
+	for _, s := range catalog.Strategies() {
 		t.Run(s.Name, func(t *testing.T) {
 			if seen[s.Name] {
 				t.Fatal("duplicate name")
 			}
 			seen[s.Name] = true
-			if s.Summary == "" || s.Seed == "" {
-				t.Error("summary and seed passage are required")
+			if s.Summary == "" || s.Source == "" {
+				t.Error("summary and source passage are required")
 			}
-			if (s.Tokens || s.Renews || s.ReleaseBeforeCommit || s.ReleasePause) && s.Kind != KindLocker {
+			if (s.Tokens || s.Renews || s.ReleaseBeforeCommit || s.ReleasePause) && s.Kind != catalog.KindLocker {
 				t.Errorf("tokens, renewal or lock placement on a %s strategy", s.Kind)
 			}
-			if !s.Flawed && s.Breaks != BreaksNever {
+			if !s.Flawed && s.Breaks != catalog.BreaksNever {
 				t.Errorf("a correct strategy that breaks (%v)", s.Breaks)
 			}
-			got, ok := Lookup(s.Name)
+			got, ok := catalog.Lookup(s.Name)
 			if !ok || got.Name != s.Name {
 				t.Errorf("Lookup(%q) = %v, %v", s.Name, got.Name, ok)
 			}
 		})
 	}
-	if _, ok := Lookup("magic"); ok {
+	if _, ok := catalog.Lookup("magic"); ok {
 		t.Error("Lookup of an unknown name succeeded")
 	}
 }
@@ -75,30 +76,30 @@ func TestExpectedCorrect(t *testing.T) {
 		st   setting
 		want bool
 	}{
-		{None, one, false},
-		{MutexTx, one, false},
-		{Mutex, one, true},
-		{Mutex, three, false},
-		{MutexPrototype, one, false}, // a new mutex per request
-		{RedisOwner, three, true},
-		{RedisOwner, setting{3, Config{WorkDelay: 20 * time.Millisecond, LockTTL: 100 * time.Millisecond, ReleasePause: 90 * time.Millisecond}}, false}, // work + release pause >= TTL
-		{ZooKeeperHerd, stale, true}, // slow, not unsafe
-		{RedisTTL, three, true},
-		{RedisTTL, setting{3, outlasts}, false},
-		{RedisSpin, setting{3, outlasts}, true},
-		{Redis, setting{3, outlasts}, true}, // the watchdog renews
-		{Redis, stale, false},
-		{Redis, staleFenced, true},
-		{MySQLUnique, staleFenced, true},
-		{Redlock, stale, false},
-		{Redlock, staleFenced, false}, // no tokens to fence with
-		{Etcd, stale, true},           // keeps its session alive on its own
-		{SQLAtomic, three, true},
-		{RedisAtomic, three, true},
+		{catalog.None, one, false},
+		{catalog.MutexTx, one, false},
+		{catalog.Mutex, one, true},
+		{catalog.Mutex, three, false},
+		{catalog.MutexPrototype, one, false}, // a new mutex per request
+		{catalog.RedisOwner, three, true},
+		{catalog.RedisOwner, setting{3, Config{WorkDelay: 20 * time.Millisecond, LockTTL: 100 * time.Millisecond, ReleasePause: 90 * time.Millisecond}}, false}, // work + release pause >= TTL
+		{catalog.ZooKeeperHerd, stale, true}, // slow, not unsafe
+		{catalog.RedisTTL, three, true},
+		{catalog.RedisTTL, setting{3, outlasts}, false},
+		{catalog.RedisSpin, setting{3, outlasts}, true},
+		{catalog.Redis, setting{3, outlasts}, true}, // the watchdog renews
+		{catalog.Redis, stale, false},
+		{catalog.Redis, staleFenced, true},
+		{catalog.MySQLUnique, staleFenced, true},
+		{catalog.Redlock, stale, false},
+		{catalog.Redlock, staleFenced, false}, // no tokens to fence with
+		{catalog.Etcd, stale, true},           // keeps its session alive on its own
+		{catalog.SQLAtomic, three, true},
+		{catalog.RedisAtomic, three, true},
 	}
 	for _, tc := range cases {
-		s, _ := Lookup(tc.name)
-		if got := s.ExpectedCorrect(tc.st.instances, tc.st.c); got != tc.want {
+		s, _ := catalog.Lookup(tc.name)
+		if got := ExpectedCorrect(s, tc.st.instances, tc.st.c); got != tc.want {
 			t.Errorf("%s under %+v: ExpectedCorrect = %v, want %v", tc.name, tc.st, got, tc.want)
 		}
 	}
@@ -118,8 +119,8 @@ func TestREADMETable(t *testing.T) {
 		t.Fatal("docs/strategies.md has no <!-- strategies:begin ... --> / <!-- strategies:end --> section")
 	}
 	got := s[strings.Index(s[begin:], "\n")+begin+1 : end]
-	if got != MarkdownTable() {
-		t.Fatalf("docs/strategies.md's strategy table differs from the registry; regenerate it with `bin/seckill strategies --markdown`.\nREADME:\n%s\nregistry:\n%s", got, MarkdownTable())
+	if got != catalog.MarkdownTable() {
+		t.Fatalf("docs/strategies.md's strategy table differs from the registry; regenerate it with `bin/seckill strategies --markdown`.\nREADME:\n%s\nregistry:\n%s", got, catalog.MarkdownTable())
 	}
 }
 
@@ -130,14 +131,14 @@ func TestREADMETable(t *testing.T) {
 // processes and links after the servers.
 func TestNoStrategyLiterals(t *testing.T) {
 	servers := map[string]bool{}
-	for _, s := range []Server{ServerProcess, ServerRedis, ServerRedlock, ServerZooKeeper, ServerEtcd, ServerMySQL} {
+	for _, s := range []catalog.Server{catalog.ServerProcess, catalog.ServerRedis, catalog.ServerRedlock, catalog.ServerZooKeeper, catalog.ServerEtcd, catalog.ServerMySQL} {
 		servers[string(s)] = true
 	}
 	for _, l := range server.LinkNames(true) {
 		servers[l] = true
 	}
 	names := map[string]bool{}
-	for _, n := range StrategyNames() {
+	for _, n := range catalog.StrategyNames() {
 		if !servers[n] {
 			names[n] = true
 		}
@@ -150,7 +151,7 @@ func TestNoStrategyLiterals(t *testing.T) {
 		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "testdata") {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Base(path) == "registry.go" {
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.ToSlash(path) == "../stock/catalog/catalog.go" {
 			return nil
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
@@ -168,7 +169,7 @@ func TestNoStrategyLiterals(t *testing.T) {
 				return true
 			}
 			if v, err := strconv.Unquote(lit.Value); err == nil && names[v] {
-				t.Errorf("%s: strategy name %s as a literal; use the stock constant or the registry", path, lit.Value)
+				t.Errorf("%s: strategy name %s as a literal; use the catalog constant or the registry", path, lit.Value)
 			}
 			return true
 		})
@@ -183,7 +184,7 @@ func TestNoStrategyLiterals(t *testing.T) {
 // Config, and through InstanceConfig, GET's answer), and "instance", which
 // a GET answers with, is not a field a PUT takes.
 func TestConfigWire(t *testing.T) {
-	for _, name := range StrategyNames() {
+	for _, name := range catalog.StrategyNames() {
 		c := Config{Name: name}
 		c.LockWait, c.LockTTL = 1500*time.Millisecond, 3*time.Second
 		c.NoLocalQueue = !c.NoLocalQueue
@@ -218,14 +219,14 @@ func TestConfigWire(t *testing.T) {
 // (KindStore, KindLockFree) are exactly those with an ownDeduction; every
 // other one runs the read-modify-write (unprotected or under a lock).
 func TestOwnDeductions(t *testing.T) {
-	for _, st := range Strategies() {
+	for _, st := range catalog.Strategies() {
 		own := ownDeduction[st.Name] != nil
-		if want := st.Kind == KindStore || st.Kind == KindLockFree; own != want {
+		if want := st.Kind == catalog.KindStore || st.Kind == catalog.KindLockFree; own != want {
 			t.Errorf("%s (kind %s): has an own deduction = %v, want %v", st.Name, st.Kind, own, want)
 		}
 	}
 	for name := range ownDeduction {
-		if _, ok := Lookup(name); !ok {
+		if _, ok := catalog.Lookup(name); !ok {
 			t.Errorf("ownDeduction names %q, which is not a registered strategy", name)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // SkippedBackend is a lock backend Reset could not clear: it did not
@@ -66,10 +68,10 @@ func (s *Service) Reset(ctx context.Context, goodsID, stock int64) (ResetReport,
 		clears = append(clears, clear{name, func(ctx context.Context) error { return b.Clear(ctx, key) }})
 	}
 	if m := s.opts.Mirror; m != nil {
-		clears = append(clears, clear{RedisAtomic, func(ctx context.Context) error { return m.Set(ctx, goodsID, stock) }})
+		clears = append(clears, clear{catalog.RedisAtomic, func(ctx context.Context) error { return m.Set(ctx, goodsID, stock) }})
 	}
 	if q := s.opts.Stream; q != nil {
-		clears = append(clears, clear{RedisStream, func(ctx context.Context) error { return q.Reset(ctx, goodsID) }})
+		clears = append(clears, clear{catalog.RedisStream, func(ctx context.Context) error { return q.Reset(ctx, goodsID) }})
 	}
 	errs := make([]error, len(clears))
 	var wg sync.WaitGroup
@@ -89,7 +91,7 @@ func (s *Service) Reset(ctx context.Context, goodsID, stock int64) (ResetReport,
 		if errs[i] == nil {
 			continue
 		}
-		info, _ := Lookup(c.strategy)
+		info, _ := catalog.Lookup(c.strategy)
 		reason := "the server refused or failed (the instance log has the error)"
 		if errors.Is(errs[i], context.DeadlineExceeded) {
 			reason = fmt.Sprintf("the server did not answer within %s", resetClearTimeout)

@@ -14,6 +14,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
 	"github.com/seckill-lab/seckill/lockimpl/redisnaive"
 	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/orderstream"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
@@ -43,16 +44,16 @@ func TestResetSkipsDeadBackends(t *testing.T) {
 		wantSkipped []string
 	}{
 		{"every backend answers", live, nil},
-		{"redis is down", dead, []string{Redis, RedisAtomic, RedisSpin, RedisTTL}},
+		{"redis is down", dead, []string{catalog.Redis, catalog.RedisAtomic, catalog.RedisSpin, catalog.RedisTTL}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			unique, err := mysqllock.NewBackend(ctx, sqlHandle)
 			if err != nil {
-				t.Fatalf("open %s: %v", MySQLUnique, err)
+				t.Fatalf("open %s: %v", catalog.MySQLUnique, err)
 			}
-			backends := map[string]LockBackend{Redis: redislock.NewBackend(tc.redis), RedisSpin: redisnaive.NewSpinBackend(tc.redis),
-				RedisTTL: redisnaive.NewTTLBackend(tc.redis), MySQLUnique: unique}
+			backends := map[string]LockBackend{catalog.Redis: redislock.NewBackend(tc.redis), catalog.RedisSpin: redisnaive.NewSpinBackend(tc.redis),
+				catalog.RedisTTL: redisnaive.NewTTLBackend(tc.redis), catalog.MySQLUnique: unique}
 			svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: backends, Mirror: orderstream.NewMirror(tc.redis)})
 			if err != nil {
 				t.Fatal(err)
@@ -66,14 +67,14 @@ func TestResetSkipsDeadBackends(t *testing.T) {
 			var got []string
 			for _, sk := range rep.Skipped {
 				got = append(got, sk.Strategy)
-				if sk.Server != string(ServerRedis) || sk.Reason == "" {
+				if sk.Server != string(catalog.ServerRedis) || sk.Reason == "" {
 					t.Errorf("skip %+v: want server redis and a reason", sk)
 				}
 			}
 			if !slices.Equal(got, tc.wantSkipped) {
 				t.Errorf("skipped %v, want %v", got, tc.wantSkipped)
 			}
-			if slices.ContainsFunc(rep.Skipped, func(sk SkippedBackend) bool { return sk.Strategy == MySQLUnique }) {
+			if slices.ContainsFunc(rep.Skipped, func(sk SkippedBackend) bool { return sk.Strategy == catalog.MySQLUnique }) {
 				t.Error("mysql-unique skipped, but MySQL answers")
 			}
 			g, err := st.Goods(ctx, goods)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // locker is what the service needs of a lock.
@@ -99,7 +100,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		opts.OptimisticRetries = 100
 	}
 	if opts.Initial.Name == "" {
-		opts.Initial = Config{Name: None}
+		opts.Initial = Config{Name: catalog.None}
 	}
 	s := &Service{opts: opts, lockers: map[lockerKey]*sharedLocker{}}
 	if err := s.SetConfig(context.Background(), opts.Initial); err != nil {
@@ -232,14 +233,14 @@ func (s *Service) deduct(ctx context.Context, r PurchaseRequest) (Result, error)
 // compare-and-swap, or one atomic step. Every other strategy runs the
 // read-modify-write, unprotected or under a lock.
 var ownDeduction = map[string]func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error){
-	MySQLForUpdate: func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error) {
+	catalog.MySQLForUpdate: func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error) {
 		db, err := s.database(d.Order.GoodsID)
 		if err != nil {
 			return Result{}, err
 		}
 		return db.ForUpdate(ctx, d, cfg.LockWait)
 	},
-	MySQLOptimistic: func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error) {
+	catalog.MySQLOptimistic: func(s *Service, ctx context.Context, cfg Config, d Deduction) (Result, error) {
 		if !cfg.NoLocalQueue {
 			return s.optimisticQueued(ctx, d, cfg.LockWait)
 		}
@@ -249,17 +250,17 @@ var ownDeduction = map[string]func(s *Service, ctx context.Context, cfg Config, 
 		}
 		return db.Optimistic(ctx, d, s.opts.OptimisticRetries, cfg.LockWait)
 	},
-	SQLAtomic: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
+	catalog.SQLAtomic: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
 		db, err := s.database(d.Order.GoodsID)
 		if err != nil {
 			return Result{}, err
 		}
 		return db.Atomic(ctx, d)
 	},
-	RedisAtomic: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
+	catalog.RedisAtomic: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
 		return s.redisAtomic(ctx, d)
 	},
-	RedisStream: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
+	catalog.RedisStream: func(s *Service, ctx context.Context, _ Config, d Deduction) (Result, error) {
 		return s.redisStream(ctx, d)
 	},
 }

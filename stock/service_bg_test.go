@@ -13,6 +13,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
@@ -63,13 +64,13 @@ func (s slowUnlock) Lock(ctx context.Context, key string) (*lockimpl.Lease, erro
 func TestSetConfigOpensTheLockOutsideTheMutex(t *testing.T) {
 	st := sqltest.Store(t)
 	g := &gatedBackend{entered: make(chan struct{}), build: make(chan struct{})}
-	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{Mutex: g}})
+	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{catalog.Mutex: g}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
 	set := make(chan error, 1)
-	go func() { set <- svc.SetConfig(context.Background(), Config{Name: Mutex}) }()
+	go func() { set <- svc.SetConfig(context.Background(), Config{Name: catalog.Mutex}) }()
 	<-g.entered
 	got := make(chan int, 1)
 	go func() { got <- svc.Lockers() }()
@@ -97,7 +98,7 @@ func TestSetConfigOpensTheLockOutsideTheMutex(t *testing.T) {
 func TestCloseWaitsForReleases(t *testing.T) {
 	st := sqltest.Store(t)
 	g := &gatedBackend{unlockDelay: 300 * time.Millisecond}
-	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{Mutex: g}, Events: NewEvents(100), Initial: Config{Name: Mutex}})
+	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Backends: map[string]LockBackend{catalog.Mutex: g}, Events: NewEvents(100), Initial: Config{Name: catalog.Mutex}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	. "github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/orderstream"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
@@ -19,7 +20,7 @@ func TestRedisAtomicReturnsUnitOnFailure(t *testing.T) {
 	rdb := locktest.RedisClient(t)
 	ctx := context.Background()
 	mirror := orderstream.NewMirror(rdb)
-	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Mirror: mirror, Initial: Config{Name: RedisAtomic}})
+	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Mirror: mirror, Initial: Config{Name: catalog.RedisAtomic}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // active is the current setting with the Locker it runs under (nil for
@@ -19,7 +20,7 @@ import (
 // go.
 type active struct {
 	cfg     Config
-	info    Strategy
+	info    catalog.Strategy
 	backend LockBackend
 	locker  *sharedLocker
 
@@ -63,12 +64,12 @@ func (s *Service) SetConfig(ctx context.Context, c Config) error {
 		return err
 	}
 	c = c.WithDefaults()
-	info, _ := Lookup(c.Name)
+	info, _ := catalog.Lookup(c.Name)
 	a := &active{cfg: c, info: info}
-	if c.Name == RedisAtomic && s.opts.Mirror == nil || c.Name == RedisStream && (s.opts.Stream == nil || s.opts.Mirror == nil) {
+	if c.Name == catalog.RedisAtomic && s.opts.Mirror == nil || c.Name == catalog.RedisStream && (s.opts.Stream == nil || s.opts.Mirror == nil) {
 		return fmt.Errorf("strategy %s needs Redis: %w", c.Name, ErrBackendUnavailable)
 	}
-	if info.Kind == KindLocker {
+	if info.Kind == catalog.KindLocker {
 		b, ok := s.opts.Backends[c.Name]
 		if !ok {
 			return fmt.Errorf("strategy %s needs %s: %w", c.Name, info.Server, ErrNotConfigured)

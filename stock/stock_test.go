@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 func TestNewAudit(t *testing.T) {
@@ -35,9 +37,9 @@ func TestConfigJSONAndValidate(t *testing.T) {
 		wantErr string
 		want    Config
 	}{
-		{`{"name":"redis"}`, "", Config{Name: Redis}},
-		{`{"name":"etcd","work_delay":"250ms","lock_ttl":"2s","lock_wait":"1s","fencing":true}`, "", Config{Name: Etcd, WorkDelay: 250 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: time.Second, Fencing: true}},
-		{`{"name":"mysql-unique","watchdog":false,"fencing":true}`, "", Config{Name: MySQLUnique, Fencing: true, NoWatchdog: true}},
+		{`{"name":"redis"}`, "", Config{Name: catalog.Redis}},
+		{`{"name":"etcd","work_delay":"250ms","lock_ttl":"2s","lock_wait":"1s","fencing":true}`, "", Config{Name: catalog.Etcd, WorkDelay: 250 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: time.Second, Fencing: true}},
+		{`{"name":"mysql-unique","watchdog":false,"fencing":true}`, "", Config{Name: catalog.MySQLUnique, Fencing: true, NoWatchdog: true}},
 		{`{"name":"etcd","watchdog":false}`, "watchdog can be turned off only", Config{}},
 		{`{"name":"redis-ttl","watchdog":false}`, "watchdog can be turned off only", Config{}},
 		{`{"name":"magic"}`, "unknown strategy", Config{}},
@@ -46,13 +48,13 @@ func TestConfigJSONAndValidate(t *testing.T) {
 		{`{"name":"redis","work_delay":"-1s"}`, "work_delay", Config{}},
 		{`{"name":"redlock","fencing":true}`, "fencing", Config{}},
 		{`{"name":"redis","lock_ttl":"ten"}`, "not a Go duration", Config{}},
-		{`{"name":"redis-owner","release_pause":"300ms","lock_ttl":"100ms"}`, "", Config{Name: RedisOwner, LockTTL: 100 * time.Millisecond, ReleasePause: 300 * time.Millisecond}},
+		{`{"name":"redis-owner","release_pause":"300ms","lock_ttl":"100ms"}`, "", Config{Name: catalog.RedisOwner, LockTTL: 100 * time.Millisecond, ReleasePause: 300 * time.Millisecond}},
 		{`{"name":"redis","release_pause":"300ms"}`, "release_pause applies only to redis-owner", Config{}},
 		{`{"name":"redis-owner","release_pause":"5s"}`, "release_pause 5s out of range", Config{}},
 		{`{"name":"redis-owner","release_pause":"-1ms"}`, "release_pause -1ms out of range", Config{}},
 		{`{"name":"redis-owner","release_pause":"soon"}`, "release_pause: \"soon\" is not a Go duration", Config{}},
-		{`{"name":"redis","batch":16}`, "", Config{Name: Redis, Batch: 16}},
-		{`{"name":"sql-atomic","batch":1}`, "", Config{Name: SQLAtomic, Batch: 1}},
+		{`{"name":"redis","batch":16}`, "", Config{Name: catalog.Redis, Batch: 16}},
+		{`{"name":"sql-atomic","batch":1}`, "", Config{Name: catalog.SQLAtomic, Batch: 1}},
 		{`{"name":"sql-atomic","batch":4}`, "batch applies only to", Config{}},
 		{`{"name":"mutex-tx","batch":2}`, "batch applies only to", Config{}},
 		{`{"name":"redis","batch":257}`, "batch 257 out of range", Config{}},
@@ -83,8 +85,8 @@ func TestConfigJSONAndValidate(t *testing.T) {
 		})
 	}
 	// The 18 of STRATEGIES.md that run, consul-nodelay (the consul lock
-	// with lock-delay 0) and redis-stream (the async orders of issue 24).
-	if len(StrategyNames()) != 20 {
-		t.Fatalf("catalogue has %d strategies, want 20", len(StrategyNames()))
+	// with lock-delay 0) and redis-stream (the asynchronous orders of lesson 28).
+	if len(catalog.StrategyNames()) != 20 {
+		t.Fatalf("catalogue has %d strategies, want 20", len(catalog.StrategyNames()))
 	}
 }

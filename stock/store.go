@@ -22,7 +22,7 @@ type Store interface {
 	RequestIDs(ctx context.Context, id int64) ([]string, error)
 	// OrderByRequest returns the order of a request id, if any.
 	OrderByRequest(ctx context.Context, requestID string) (Order, bool, error)
-	// ReadModifyWrite is the seeds' reductStock, correct only when the
+	// ReadModifyWrite is Chapter 1's reductStock, correct only when the
 	// caller serialises it (a lock); inside runs within its transaction.
 	ReadModifyWrite(ctx context.Context, d Deduction, inside func(context.Context) (release func(), err error)) (Result, error)
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Defaults and bounds of Config: each default is defined here once.
@@ -115,14 +117,14 @@ func (c Config) Equal(o Config) bool { return c.WithDefaults() == o.WithDefaults
 
 // Validate checks c (its defaults filled in) and names the first problem.
 func (c Config) Validate() error {
-	info, ok := Lookup(c.Name)
+	info, ok := catalog.Lookup(c.Name)
 	if !ok {
-		return fmt.Errorf("%w %q: valid names are %s", ErrUnknownStrategy, c.Name, strings.Join(StrategyNames(), ", "))
+		return fmt.Errorf("%w %q: valid names are %s", catalog.ErrUnknownStrategy, c.Name, strings.Join(catalog.StrategyNames(), ", "))
 	}
 	c = c.WithDefaults()
-	tokens := func(s Strategy) bool { return s.Tokens }
-	renews := func(s Strategy) bool { return s.Renews }
-	pauses := func(s Strategy) bool { return s.ReleasePause }
+	tokens := func(s catalog.Strategy) bool { return s.Tokens }
+	renews := func(s catalog.Strategy) bool { return s.Renews }
+	pauses := func(s catalog.Strategy) bool { return s.ReleasePause }
 	switch {
 	case c.WorkDelay < 0 || c.WorkDelay > MaxWorkDelay:
 		return fmt.Errorf("work_delay %s out of range [0, %s]", c.WorkDelay, MaxWorkDelay)
@@ -131,19 +133,19 @@ func (c Config) Validate() error {
 	case c.LockWait <= 0 || c.LockWait > MaxLockWait:
 		return fmt.Errorf("lock_wait %s out of range (0, %s]", c.LockWait, MaxLockWait)
 	case c.Fencing && !info.Tokens:
-		return fmt.Errorf("fencing needs a lock that supplies tokens; %s does not (use %s)", c.Name, strings.Join(Names(tokens), ", "))
+		return fmt.Errorf("fencing needs a lock that supplies tokens; %s does not (use %s)", c.Name, strings.Join(catalog.Names(tokens), ", "))
 	case c.NoWatchdog && !info.Renews:
-		return fmt.Errorf("watchdog can be turned off only for %s; %s has none to turn off or keeps its session alive on its own", strings.Join(Names(renews), ", "), c.Name)
+		return fmt.Errorf("watchdog can be turned off only for %s; %s has none to turn off or keeps its session alive on its own", strings.Join(catalog.Names(renews), ", "), c.Name)
 	case c.ReleasePause < 0 || c.ReleasePause > MaxReleasePause:
 		return fmt.Errorf("release_pause %s out of range [0, %s]", c.ReleasePause, MaxReleasePause)
 	case c.ReleasePause > 0 && !info.ReleasePause:
-		return fmt.Errorf("release_pause applies only to %s (a release in two commands); %s releases in one step", strings.Join(Names(pauses), ", "), c.Name)
+		return fmt.Errorf("release_pause applies only to %s (a release in two commands); %s releases in one step", strings.Join(catalog.Names(pauses), ", "), c.Name)
 	case c.Batch < 0 || c.Batch > MaxBatch:
 		return fmt.Errorf("batch %d out of range [0, %d] (0 or 1 = off)", c.Batch, MaxBatch)
 	case c.PerUserLimit < 0 || c.PerUserLimit > MaxPerUserLimit:
 		return fmt.Errorf("per_user_limit %d out of range [0, %d] (0 = no limit)", c.PerUserLimit, MaxPerUserLimit)
 	case c.Batch > 1 && !info.Batches():
-		return fmt.Errorf("batch applies only to %s; %s has no lock holder to drain a queue (use batch 0)", strings.Join(Names(Strategy.Batches), ", "), c.Name)
+		return fmt.Errorf("batch applies only to %s; %s has no lock holder to drain a queue (use batch 0)", strings.Join(catalog.Names(catalog.Strategy.Batches), ", "), c.Name)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // The demo commands (buy, strategy, reset, events): flags map to package
@@ -94,7 +95,7 @@ func runStrategy(ctx context.Context, args []string) error {
 	noLeaseCheck := fs.Bool("no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
 	usage := "usage: seckill strategy [NAME [--work-delay D] [--lock-ttl D] [--lock-wait D] [--fencing] [--no-watchdog] [--no-local-queue] [--no-lease-check]]\n\n" +
 		"Without NAME: each instance's current setting. With NAME: switch every instance to it, then check they all run it.\n" +
-		"NAME: " + strings.Join(stock.StrategyNames(), ", ")
+		"NAME: " + strings.Join(catalog.StrategyNames(), ", ")
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), usage); fs.PrintDefaults() }
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {

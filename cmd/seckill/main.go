@@ -69,7 +69,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	// The workshop's exercises join the lab under names of their own
-	// (stock.Extend): every instance and every command knows them.
+	// (catalog.Extend): every instance and every command knows them.
 	if err := exercises.Register(); err != nil {
 		return fmt.Errorf("register the workshop exercises: %w", err)
 	}

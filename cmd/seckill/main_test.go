@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // TestFlagUsages runs every command's -h and checks that no flag takes its
@@ -95,10 +95,10 @@ func TestUsageErrors(t *testing.T) {
 		{"up --instances 0", []string{"up", "--dir", dir, "--instances", "0"}, []string{"--instances 0", "want 1..50"}},
 		{"up --instances 51", []string{"up", "--dir", dir, "--instances", "51"}, []string{"want 1..50"}},
 		{"up --base-port 0", []string{"up", "--dir", dir, "--base-port", "0"}, []string{"--base-port 0", "want 1024.."}},
-		{"up unknown strategy", []string{"up", "--dir", dir, "--strategy", "nope"}, []string{"nope", stock.SQLAtomic}},
+		{"up unknown strategy", []string{"up", "--dir", dir, "--strategy", "nope"}, []string{"nope", catalog.SQLAtomic}},
 		{"up --strategies alias, unknown", []string{"up", "--dir", dir, "--strategies", "nope"}, []string{"nope"}},
-		{"up a list", []string{"up", "--dir", dir, "--strategies", stock.Redis + "," + stock.Etcd}, []string{"valid names"}},
-		{"up both spellings", []string{"up", "--dir", dir, "--strategy", stock.Redis, "--strategies", stock.Etcd}, []string{"give it once"}},
+		{"up a list", []string{"up", "--dir", dir, "--strategies", catalog.Redis + "," + catalog.Etcd}, []string{"valid names"}},
+		{"up both spellings", []string{"up", "--dir", dir, "--strategy", catalog.Redis, "--strategies", catalog.Etcd}, []string{"give it once"}},
 		{"lesson --repeat 101", []string{"lesson", "1", "--dir", dir, "--repeat", "101"}, []string{"--repeat 101"}},
 		{"lesson --repeat 0", []string{"lesson", "1", "--dir", dir, "--repeat", "0"}, []string{"--repeat 0"}},
 		{"dashboard --allow-host with a scheme", []string{"dashboard", "--dir", dir, "--allow-host", "http://projector.lan"}, []string{"--allow-host \"http://projector.lan\"", "without scheme or port"}},
@@ -126,9 +126,9 @@ func TestUsageErrors(t *testing.T) {
 		{"bench --lock-wait 0", []string{"bench", "--dir", dir, "--lock-wait", "0"}, []string{"--lock-wait 0s"}},
 		{"bench --timeout 0", []string{"bench", "--dir", dir, "--timeout", "0"}, []string{"--timeout 0s"}},
 		{"bench --strategy alias, unknown", []string{"bench", "--dir", dir, "--strategy", "nope"}, []string{"unknown strategy \"nope\""}},
-		{"bench both spellings", []string{"bench", "--dir", dir, "--strategy", stock.Redis, "--strategies", stock.Etcd}, []string{"give it once"}},
-		{"bench fencing without tokens", append([]string{"bench", "--strategy", stock.Redlock, "--fencing"}, fleet...), []string{"fencing needs a lock that supplies tokens"}},
-		{"bench no watchdog without one", append([]string{"bench", "--strategies", stock.Etcd, "--no-watchdog"}, fleet...), []string{"NoWatchdog"}},
+		{"bench both spellings", []string{"bench", "--dir", dir, "--strategy", catalog.Redis, "--strategies", catalog.Etcd}, []string{"give it once"}},
+		{"bench fencing without tokens", append([]string{"bench", "--strategy", catalog.Redlock, "--fencing"}, fleet...), []string{"fencing needs a lock that supplies tokens"}},
+		{"bench no watchdog without one", append([]string{"bench", "--strategies", catalog.Etcd, "--no-watchdog"}, fleet...), []string{"NoWatchdog"}},
 		{"up --topology bogus", []string{"up", "--dir", dir, "--topology", "bogus"}, []string{`--topology "bogus"`, "single or ha"}},
 		{"scenario run --repeat 0", []string{"scenario", "run", "pause-holder", "--dir", dir, "--repeat", "0"}, []string{"--repeat 0", "1..100"}},
 		{"scenario run --repeat -1", []string{"scenario", "run", "pause-holder", "--dir", dir, "--repeat", "-1"}, []string{"--repeat -1"}},

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // The local stack commands: flags map to internal/stack; the logic lives
@@ -48,7 +49,7 @@ func runUp(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("up")
 	instances := fs.Int("instances", stack.DefaultInstances, "number of 'seckill serve' instances behind nginx, 1.."+strconv.Itoa(stack.MaxInstances)+
 		"; a running stack is re-scaled to it (without the flag: back to the default)")
-	strategy := newAliasFlag(fs, "strategy", "strategies", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+"), one of "+strings.Join(stock.StrategyNames(), ", "))
+	strategy := newAliasFlag(fs, "strategy", "strategies", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+"), one of "+strings.Join(catalog.StrategyNames(), ", "))
 	proxy := fs.Bool("proxy", false, "put the fault proxy (Toxiproxy) between the instances and the servers, for 'seckill fault partition|latency'")
 	rtt := fs.String("rtt", "loopback", "network round trip added on every link (instances to servers; in ha also the members' links to one another), through the fault proxy (turns --proxy on): "+
 		"a profile (loopback: none, zone: 0.2ms, cross-zone: 2ms, region: 30ms) or a duration such as 0.5ms; seckill status prints it as measured; on a running stack with the proxy it changes the round trip")

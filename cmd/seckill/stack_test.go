@@ -13,6 +13,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // These tests use the package's own stack (TestMain); they re-scale it and
@@ -34,15 +35,15 @@ func TestStatusShowsCurrentStrategy(t *testing.T) {
 	dir, f := testStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	t.Cleanup(func() { _, _ = f.SetStrategy(context.Background(), stock.Config{Name: stock.None}) })
-	fenced := stock.Config{Name: stock.Redis}
+	t.Cleanup(func() { _, _ = f.SetStrategy(context.Background(), stock.Config{Name: catalog.None}) })
+	fenced := stock.Config{Name: catalog.Redis}
 	fenced.Fencing = true
 	tests := []struct {
 		cfg  stock.Config
 		want string
 	}{
-		{stock.Config{Name: stock.SQLAtomic}, stock.SQLAtomic},
-		{fenced, stock.Redis + " (fencing)"},
+		{stock.Config{Name: catalog.SQLAtomic}, catalog.SQLAtomic},
+		{fenced, catalog.Redis + " (fencing)"},
 	}
 	for _, tt := range tests {
 		if _, err := f.SetStrategy(ctx, tt.cfg); err != nil {

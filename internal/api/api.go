@@ -29,6 +29,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Check is one backend health probe for /healthz.
@@ -376,8 +377,8 @@ func (h *handler) putStrategy(c *gin.Context) {
 	}
 	if err := h.Service.SetConfig(c.Request.Context(), cfg); err != nil {
 		switch {
-		case errors.Is(err, stock.ErrUnknownStrategy):
-			c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": "unknown_strategy", "detail": err.Error(), "valid": stock.StrategyNames()})
+		case errors.Is(err, catalog.ErrUnknownStrategy):
+			c.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": "unknown_strategy", "detail": err.Error(), "valid": catalog.StrategyNames()})
 		case errors.Is(err, stock.ErrBackendUnavailable):
 			h.writeErr(c, stock.OutcomeOf(stock.ErrBackendUnavailable), err)
 		case errors.Is(err, stock.ErrNotConfigured):

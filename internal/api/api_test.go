@@ -17,6 +17,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
@@ -35,7 +36,7 @@ func newHandlerEvents(t *testing.T, adminToken string, events *stock.Events) (ht
 	gin.SetMode(gin.TestMode)
 	st := sqltest.Store(t)
 	svc, err := stock.NewService(stock.ServiceOptions{Instance: "api-test", Store: st,
-		Backends: map[string]stock.LockBackend{stock.Mutex: mutexlock.NewBackend(mutexlock.New(lockimpl.Options{}))}})
+		Backends: map[string]stock.LockBackend{catalog.Mutex: mutexlock.NewBackend(mutexlock.New(lockimpl.Options{}))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestBadInput(t *testing.T) {
 			if code == "" || tc.code != "" && code != tc.code {
 				t.Errorf("error code %q, want %q (body %v)", code, tc.code, a.body)
 			}
-			if got := svc.Config().Name; got != stock.None {
+			if got := svc.Config().Name; got != catalog.None {
 				t.Errorf("strategy %s after a refused request, want none", got)
 			}
 		})
@@ -132,14 +133,14 @@ func TestAdminDisabled(t *testing.T) {
 func TestStrategyRoundTrip(t *testing.T) {
 	h, svc := newHandler(t, token)
 	a := call(t, h, http.MethodPut, "/admin/strategy", "application/json", `{"name":"mutex","lock_wait":"2s"}`, "Bearer "+token)
-	if a.status != http.StatusOK || a.body["name"] != stock.Mutex {
+	if a.status != http.StatusOK || a.body["name"] != catalog.Mutex {
 		t.Fatalf("PUT: %d %v", a.status, a.body)
 	}
-	if svc.Config().Name != stock.Mutex {
+	if svc.Config().Name != catalog.Mutex {
 		t.Errorf("service strategy %s, want mutex", svc.Config().Name)
 	}
 	g := call(t, h, http.MethodGet, "/admin/strategy", "", "", "Bearer "+token)
-	if g.status != http.StatusOK || g.body["name"] != stock.Mutex || g.body["lock_wait"] != "2s" || g.body["instance"] != "api-test" {
+	if g.status != http.StatusOK || g.body["name"] != catalog.Mutex || g.body["lock_wait"] != "2s" || g.body["instance"] != "api-test" {
 		t.Errorf("GET: %d %v", g.status, g.body)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/counterstore"
 	"github.com/seckill-lab/seckill/stock/orderstream"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
@@ -91,7 +92,7 @@ type Instance struct {
 // the other backends connect lazily and are reported by /healthz.
 func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*Instance, error) {
 	if cfg.Strategy == "" {
-		cfg.Strategy = stock.None
+		cfg.Strategy = catalog.None
 	}
 	initial := stock.Config{Name: cfg.Strategy}
 	if cfg.Setting != "" {
@@ -155,7 +156,7 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 		}
 		// redis-stream's work_delay is the work of writing the orders.
 		work := func() time.Duration {
-			if c := svc.Config(); c.Name == stock.RedisStream {
+			if c := svc.Config(); c.Name == catalog.RedisStream {
 				return c.WorkDelay
 			}
 			return 0

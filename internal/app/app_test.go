@@ -17,6 +17,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 const token = "test-admin-token"
@@ -37,7 +38,7 @@ func fleet(t *testing.T, n int, mutate func(*config.Config)) []instance {
 		ZKServers:     testenv.List(t, testenv.ZKServers),
 		ConsulAddrs:   testenv.List(t, config.EnvConsulAddrs),
 		AdminToken:    token,
-		Strategy:      stock.None,
+		Strategy:      catalog.None,
 		MaxQty:        100,
 	}
 	out := make([]instance, n)
@@ -182,21 +183,21 @@ func TestCorrectStrategiesSellExactlyTheStock(t *testing.T) {
 		workDelay string
 		batch     int // Config.Batch; 0 = off
 	}{
-		{stock.Redis, "2ms", 0},
-		{stock.Redlock, "2ms", 0},
-		{stock.ZooKeeper, "2ms", 0},
-		{stock.Etcd, "2ms", 0},
-		{stock.MySQLUnique, "2ms", 0},
-		{stock.MySQLForUpdate, "2ms", 0},
-		{stock.MySQLOptimistic, "0s", 0},
-		{stock.SQLAtomic, "2ms", 0},
-		{stock.RedisAtomic, "2ms", 0},
-		{stock.RedisSpin, "2ms", 0},
-		{stock.RedisTTL, "2ms", 0},
-		{stock.RedisOwner, "2ms", 0},    // no release pause: correct
-		{stock.ZooKeeperHerd, "2ms", 0}, // wasteful, not unsafe
-		{name: stock.Redis, workDelay: "2ms", batch: 8},
-		{name: stock.Etcd, workDelay: "2ms", batch: 4},
+		{catalog.Redis, "2ms", 0},
+		{catalog.Redlock, "2ms", 0},
+		{catalog.ZooKeeper, "2ms", 0},
+		{catalog.Etcd, "2ms", 0},
+		{catalog.MySQLUnique, "2ms", 0},
+		{catalog.MySQLForUpdate, "2ms", 0},
+		{catalog.MySQLOptimistic, "0s", 0},
+		{catalog.SQLAtomic, "2ms", 0},
+		{catalog.RedisAtomic, "2ms", 0},
+		{catalog.RedisSpin, "2ms", 0},
+		{catalog.RedisTTL, "2ms", 0},
+		{catalog.RedisOwner, "2ms", 0},    // no release pause: correct
+		{catalog.ZooKeeperHerd, "2ms", 0}, // wasteful, not unsafe
+		{name: catalog.Redis, workDelay: "2ms", batch: 8},
+		{name: catalog.Etcd, workDelay: "2ms", batch: 4},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s batch %d", tc.name, tc.batch), func(t *testing.T) {
@@ -221,7 +222,7 @@ func TestCorrectStrategiesSellExactlyTheStock(t *testing.T) {
 func TestMutexCorrectWithOneInstance(t *testing.T) {
 	ins := fleet(t, 1, nil)
 	goods := goodsID()
-	setStrategy(t, ins, map[string]any{"name": stock.Mutex, "work_delay": "2ms"})
+	setStrategy(t, ins, map[string]any{"name": catalog.Mutex, "work_delay": "2ms"})
 	reset(t, ins[0], goods, 20)
 	tl := storm(t, ins, goods, 40, 12)
 	a := audit(t, ins[0], goods)
@@ -242,12 +243,12 @@ func TestFlawedStrategiesOversell(t *testing.T) {
 		workDelay string
 		extra     map[string]any
 	}{
-		{stock.None, two, "5ms", nil},
-		{stock.MutexTx, two[:1], "1ms", nil},
-		{stock.MutexPrototype, two[:1], "1ms", nil},
+		{catalog.None, two, "5ms", nil},
+		{catalog.MutexTx, two[:1], "1ms", nil},
+		{catalog.MutexPrototype, two[:1], "1ms", nil},
 		// A's key expires in the pause between its GET and its DEL, B
 		// takes the lock, A's DEL removes B's key, C gets in while B works.
-		{stock.RedisOwner, two[:1], "80ms", map[string]any{"lock_ttl": "100ms", "release_pause": "300ms"}},
+		{catalog.RedisOwner, two[:1], "80ms", map[string]any{"lock_ttl": "100ms", "release_pause": "300ms"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -275,7 +276,7 @@ func TestFlawedStrategiesOversell(t *testing.T) {
 func TestIdempotencyKey(t *testing.T) {
 	ins := fleet(t, 2, nil)
 	goods := goodsID()
-	setStrategy(t, ins, map[string]any{"name": stock.SQLAtomic})
+	setStrategy(t, ins, map[string]any{"name": catalog.SQLAtomic})
 	reset(t, ins[0], goods, 5)
 	body := jsonBody(map[string]any{"goods_id": goods, "qty": 2, "user_id": "u1"})
 	key := map[string]string{"Idempotency-Key": fmt.Sprintf("idem-%d", goods)}
@@ -345,8 +346,8 @@ func TestBadInput(t *testing.T) {
 				t.Error("no X-Instance header")
 			}
 			if tc.code == "unknown_strategy" {
-				if v, _ := r.body["valid"].([]any); len(v) != len(stock.StrategyNames()) {
-					t.Errorf("unknown strategy error lists %v, want all %d names", r.body["valid"], len(stock.StrategyNames()))
+				if v, _ := r.body["valid"].([]any); len(v) != len(catalog.StrategyNames()) {
+					t.Errorf("unknown strategy error lists %v, want all %d names", r.body["valid"], len(catalog.StrategyNames()))
 				}
 			}
 		})
@@ -364,7 +365,7 @@ func TestBadInput(t *testing.T) {
 func TestLockTimeout(t *testing.T) {
 	ins := fleet(t, 2, nil)
 	goods := goodsID()
-	setStrategy(t, ins, map[string]any{"name": stock.Redis, "work_delay": "300ms", "lock_wait": "50ms"})
+	setStrategy(t, ins, map[string]any{"name": catalog.Redis, "work_delay": "300ms", "lock_wait": "50ms"})
 	reset(t, ins[0], goods, 10)
 	tl := storm(t, ins, goods, 6, 6)
 	if tl.others["503 lock_timeout"] == 0 {
@@ -401,15 +402,15 @@ func TestBackendUnavailable(t *testing.T) {
 			skipped[fmt.Sprint(m["strategy"])] = true
 		}
 	}
-	for _, name := range []string{stock.Redis, stock.RedisAtomic, stock.Redlock} {
+	for _, name := range []string{catalog.Redis, catalog.RedisAtomic, catalog.Redlock} {
 		if !skipped[name] {
 			t.Errorf("reset with its server down did not list %s as skipped: %v", name, r.body["skipped"])
 		}
 	}
-	if skipped[stock.SQLAtomic] || skipped[stock.MySQLUnique] {
+	if skipped[catalog.SQLAtomic] || skipped[catalog.MySQLUnique] {
 		t.Errorf("reset listed a MySQL strategy as skipped: %v", r.body["skipped"])
 	}
-	for _, name := range []string{stock.Redis, stock.RedisAtomic, stock.Redlock, stock.Etcd, stock.ZooKeeper} {
+	for _, name := range []string{catalog.Redis, catalog.RedisAtomic, catalog.Redlock, catalog.Etcd, catalog.ZooKeeper} {
 		t.Run(name, func(t *testing.T) {
 			setStrategy(t, ins, map[string]any{"name": name, "lock_wait": "1s"})
 			start := time.Now()
@@ -440,7 +441,7 @@ func TestBackendUnavailable(t *testing.T) {
 // increasing tokens and the goods row keeps the last accepted one.
 func TestFencingStoresTokens(t *testing.T) {
 	ins := fleet(t, 2, nil)
-	for _, name := range []string{stock.Redis, stock.Etcd, stock.ZooKeeper, stock.MySQLUnique} {
+	for _, name := range []string{catalog.Redis, catalog.Etcd, catalog.ZooKeeper, catalog.MySQLUnique} {
 		t.Run(name, func(t *testing.T) {
 			goods := goodsID()
 			setStrategy(t, ins, map[string]any{"name": name, "fencing": true})
@@ -465,7 +466,7 @@ func TestFencingStoresTokens(t *testing.T) {
 // nothing is oversold.
 func TestStaleHolderAndFencing(t *testing.T) {
 	ins := fleet(t, 2, nil)
-	for _, name := range []string{stock.Redis, stock.MySQLUnique} {
+	for _, name := range []string{catalog.Redis, catalog.MySQLUnique} {
 		t.Run(name+"/no protection oversells", func(t *testing.T) {
 			var last stock.Audit
 			for attempt := 0; attempt < 4; attempt++ {
@@ -520,7 +521,7 @@ func TestHealthAndGoods(t *testing.T) {
 		t.Fatalf("healthz: %d %v", h.status, h.body)
 	}
 	goods := goodsID()
-	setStrategy(t, ins, map[string]any{"name": stock.Redis})
+	setStrategy(t, ins, map[string]any{"name": catalog.Redis})
 	reset(t, ins[0], goods, 4)
 	storm(t, ins, goods, 3, 1)
 	g := do(t, http.MethodGet, fmt.Sprintf("%s/api/v1/goods/%d", ins[0].url, goods), "", nil, nil)

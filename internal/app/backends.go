@@ -19,6 +19,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/lockwire"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
 )
@@ -109,8 +110,8 @@ func (b *backends) checks(store *sqlstore.Store) []api.Check {
 	}
 	// The lock servers with no client of their own here: the first lock
 	// backend on each probes it.
-	seen := map[stock.Server]bool{stock.ServerNone: true, stock.ServerProcess: true, stock.ServerMySQL: true, stock.ServerRedis: true, stock.ServerRedlock: true}
-	for _, s := range stock.Extended() {
+	seen := map[catalog.Server]bool{catalog.ServerNone: true, catalog.ServerProcess: true, catalog.ServerMySQL: true, catalog.ServerRedis: true, catalog.ServerRedlock: true}
+	for _, s := range catalog.Extended() {
 		if lb, ok := b.locks[s.Name]; ok && !seen[s.Server] {
 			seen[s.Server] = true
 			out = append(out, api.Check{Name: string(s.Server), Ping: lb.Ping})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/api"
 	"github.com/seckill-lab/seckill/internal/cost"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // costOf reads the instance's request counts (GET /admin/cost).
@@ -52,16 +52,16 @@ func TestPurchasePhases(t *testing.T) {
 		lock     cost.Server // the lock server ("" for none)
 		want     []want
 	}{
-		{stock.Redis, cost.Redis, append(rmw, want{cost.Redis, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}}, want{cost.Redis, cost.AcquireLast, cost.Counts{RoundTrips: 1, Writes: 1}})},
-		{stock.Etcd, cost.Etcd, append(rmw, want{cost.Etcd, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}})},
-		{stock.ZooKeeper, cost.ZooKeeper, append(rmw, want{cost.ZooKeeper, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}})},
-		{stock.Consul, cost.Consul, rmw},
-		{stock.MySQLUnique, cost.MySQL, []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 2, Writes: 1}}}},
+		{catalog.Redis, cost.Redis, append(rmw, want{cost.Redis, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}}, want{cost.Redis, cost.AcquireLast, cost.Counts{RoundTrips: 1, Writes: 1}})},
+		{catalog.Etcd, cost.Etcd, append(rmw, want{cost.Etcd, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}})},
+		{catalog.ZooKeeper, cost.ZooKeeper, append(rmw, want{cost.ZooKeeper, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}})},
+		{catalog.Consul, cost.Consul, rmw},
+		{catalog.MySQLUnique, cost.MySQL, []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 2, Writes: 1}}}},
 		// BEGIN; UPDATE (locks the row); INSERT; COMMIT in one batch
 		// (sqlstore.SQLPurchase): one round trip, no row lock across one.
-		{stock.SQLAtomic, "", []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 1, Writes: 1}}, {cost.MySQL, cost.RowLocked, cost.Counts{}}}},
+		{catalog.SQLAtomic, "", []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 1, Writes: 1}}, {cost.MySQL, cost.RowLocked, cost.Counts{}}}},
 		// BEGIN, SELECT ... FOR UPDATE (locks the row), UPDATE, INSERT, COMMIT.
-		{stock.MySQLForUpdate, "", []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 5, Writes: 1}}, {cost.MySQL, cost.RowLocked, cost.Counts{RoundTrips: 3, Writes: 1}}}},
+		{catalog.MySQLForUpdate, "", []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 5, Writes: 1}}, {cost.MySQL, cost.RowLocked, cost.Counts{RoundTrips: 3, Writes: 1}}}},
 	}
 	in := fleet(t, 1, nil)[0]
 	for _, tc := range cases {

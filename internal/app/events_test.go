@@ -14,6 +14,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // subscribe opens url's /admin/events stream and returns its events on a
@@ -63,8 +64,8 @@ func TestEventStream(t *testing.T) {
 	ins := []instance{{name: "f1", url: url}}
 	events := subscribe(t, url)
 	normal := []stock.EventKind{stock.EventRequested, stock.EventAcquired, stock.EventRead, stock.EventWritten, stock.EventCommitted, stock.EventReleased}
-	for _, s := range stock.Strategies() {
-		if s.Kind != stock.KindLocker {
+	for _, s := range catalog.Strategies() {
+		if s.Kind != catalog.KindLocker {
 			continue
 		}
 		t.Run(s.Name, func(t *testing.T) {
@@ -145,7 +146,7 @@ func TestEventStreamOutlivesWriteTimeout(t *testing.T) {
 	url := "http://" + <-addrc
 	ins := []instance{{name: "f1", url: url}}
 	events := subscribe(t, url)
-	setStrategy(t, ins, map[string]any{"name": stock.Mutex})
+	setStrategy(t, ins, map[string]any{"name": catalog.Mutex})
 	// Past the write timeout: the stream was opened more than four
 	// timeouts ago when the purchase below is made.
 	time.Sleep(4 * writeTimeout)

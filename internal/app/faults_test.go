@@ -22,7 +22,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/netfault"
 	"github.com/seckill-lab/seckill/internal/testenv"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // start runs one in-process instance over cfg and returns it with its URL.
@@ -42,7 +42,7 @@ func start(t *testing.T, cfg config.Config) (*app.Instance, string) {
 
 // single is the config of one instance "f1" with the test's admin token.
 func single(cfg config.Config) config.Config {
-	cfg.Instance, cfg.AdminToken, cfg.MaxQty, cfg.Strategy = "f1", token, 100, stock.None
+	cfg.Instance, cfg.AdminToken, cfg.MaxQty, cfg.Strategy = "f1", token, 100, catalog.None
 	return cfg
 }
 
@@ -74,7 +74,7 @@ func TestStalledBackendAnswersWithinLockWait(t *testing.T) {
 	cases := []struct {
 		name  string
 		proxy *netfault.Proxy
-	}{{stock.Etcd, etcdP}, {stock.ZooKeeper, zkP}}
+	}{{catalog.Etcd, etcdP}, {catalog.ZooKeeper, zkP}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			goods := goodsID()
@@ -112,7 +112,7 @@ func TestStalledBackendAnswersWithinLockWait(t *testing.T) {
 			// stalled server; no caller sees it, /metrics counts it.
 			// (ZooKeeper's creates never completed, so there is nothing
 			// to delete.)
-			if tc.name == stock.Etcd && !eventually(10*time.Second, func() bool { return cleanupErrors(t, url, tc.name) > 0 }) {
+			if tc.name == catalog.Etcd && !eventually(10*time.Second, func() bool { return cleanupErrors(t, url, tc.name) > 0 }) {
 				t.Errorf("no %s clean-up error counted in /metrics while the link was stalled", tc.name)
 			}
 			if err := tc.proxy.Heal(context.Background()); err != nil {
@@ -176,7 +176,7 @@ func TestNoLockerLeakAcrossSettings(t *testing.T) {
 	// One round: each locker strategy at one TTL, with a purchase, so every
 	// locker really opened its sessions and subscriptions.
 	round := func(i int) {
-		for _, name := range []string{stock.Redis, stock.Etcd, stock.ZooKeeper} {
+		for _, name := range []string{catalog.Redis, catalog.Etcd, catalog.ZooKeeper} {
 			setStrategy(t, ins, map[string]any{"name": name, "lock_ttl": fmt.Sprintf("%dms", 2000+i*10)})
 			r := do(t, http.MethodPost, url+"/api/v1/purchase", "application/json", jsonBody(map[string]any{"goods_id": goods, "qty": 1, "user_id": "u"}), nil)
 			if r.status != http.StatusOK {
@@ -185,7 +185,7 @@ func TestNoLockerLeakAcrossSettings(t *testing.T) {
 		}
 	}
 	settle := func() (int, int) {
-		setStrategy(t, ins, map[string]any{"name": stock.SQLAtomic})
+		setStrategy(t, ins, map[string]any{"name": catalog.SQLAtomic})
 		deadline := time.Now().Add(10 * time.Second)
 		for inst.Service.Lockers() > 0 && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
@@ -233,7 +233,7 @@ func TestFencedSalesAfterRedisRestart(t *testing.T) {
 	ins := []instance{{name: "f1", url: url}}
 	goods := goodsID()
 	reset(t, ins[0], goods, 100)
-	setStrategy(t, ins, map[string]any{"name": stock.Redis, "fencing": true})
+	setStrategy(t, ins, map[string]any{"name": catalog.Redis, "fencing": true})
 	buy := func() reply {
 		return do(t, http.MethodPost, url+"/api/v1/purchase", "application/json", jsonBody(map[string]any{"goods_id": goods, "qty": 1, "user_id": "u"}), nil)
 	}
@@ -313,7 +313,7 @@ func TestUnknownStartingStrategy(t *testing.T) {
 		in.Close()
 		t.Fatal("app.New accepted an unknown strategy")
 	}
-	if !errors.Is(err, stock.ErrUnknownStrategy) || !strings.Contains(err.Error(), stock.SQLAtomic) {
+	if !errors.Is(err, catalog.ErrUnknownStrategy) || !strings.Contains(err.Error(), catalog.SQLAtomic) {
 		t.Fatalf("err = %v, want ErrUnknownStrategy listing the valid names", err)
 	}
 }

@@ -27,7 +27,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Label keys of every object.
@@ -286,7 +286,7 @@ func instanceEnv() []corev1.EnvVar {
 		podEnv(config.EnvInstance, "metadata.name"),
 		{Name: config.EnvAdminToken, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: AdminSecret}, Key: config.EnvAdminToken}}},
-		{Name: config.EnvStrategy, Value: stock.None},
+		{Name: config.EnvStrategy, Value: catalog.None},
 		{Name: config.EnvMaxQty, Value: strconv.Itoa(config.DefaultMaxQty)},
 		{Name: config.EnvDBInflight, Value: strconv.Itoa(config.DefaultDBInflight)},
 		{Name: config.EnvStreamGather, Value: config.DefaultStreamGather.String()},

@@ -151,7 +151,7 @@ type Config struct {
 }
 
 // Addrs are the addresses of the lock servers whose backends open their
-// own clients, by server group (stock.Server): what the instance passes to
+// own clients, by server group (catalog.Server): what the instance passes to
 // the strategy registry without naming each server.
 func (c Config) Addrs() map[string][]string {
 	return map[string][]string{"consul": c.ConsulAddrs}

@@ -77,7 +77,7 @@
 // purchases per second, where round trips and fsyncs are those of its
 // critical path per purchase (CriticalPath):
 //
-//   - a lock (stock.KindLocker): what happens while the lock is held, plus
+//   - a lock (catalog.KindLocker): what happens while the lock is held, plus
 //     the release, plus the next holder's final acquire round trip
 //     (AcquireLast), all servers together;
 //   - no lock of its own (mysql-forupdate, mysql-optimistic, sql-atomic,

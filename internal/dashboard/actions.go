@@ -19,6 +19,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/fault"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // adminTimeout bounds one admin call a button makes.
@@ -89,8 +90,8 @@ func (s *Server) handleStrategy(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	if err := cfg.Validate(); err != nil {
-		if errors.Is(err, stock.ErrUnknownStrategy) {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unknown_strategy", "detail": err.Error(), "valid": stock.StrategyNames()})
+		if errors.Is(err, catalog.ErrUnknownStrategy) {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unknown_strategy", "detail": err.Error(), "valid": catalog.StrategyNames()})
 			return
 		}
 		fail(w, http.StatusBadRequest, "invalid_strategy_config", err.Error())
@@ -181,8 +182,8 @@ func (s *Server) handleDefaults(w http.ResponseWriter, r *http.Request, body []b
 			return
 		}
 	}
-	if _, ok := stock.Lookup(name); !ok {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unknown_strategy", "detail": fmt.Sprintf("no strategy %q", name), "valid": stock.StrategyNames()})
+	if _, ok := catalog.Lookup(name); !ok {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unknown_strategy", "detail": fmt.Sprintf("no strategy %q", name), "valid": catalog.StrategyNames()})
 		return
 	}
 	s.apply(w, r.Context(), st, stock.Config{Name: name})

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/net/websocket"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/stock/catalog"
 
 	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/internal/testenv"
@@ -66,7 +67,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.SetStrategy(ctx, stock.Config{Name: stock.Redis}); err != nil {
+	if _, err := f.SetStrategy(ctx, stock.Config{Name: catalog.Redis}); err != nil {
 		t.Fatal(err)
 	}
 	b := startBrowser(t, ctx, bin, tmp)
@@ -107,7 +108,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// A burst goes on when the page that started it is reloaded: 120
 	// purchases of 20 ms each under one lock last over two seconds.
-	slow := stock.Config{Name: stock.Redis}
+	slow := stock.Config{Name: catalog.Redis}
 	slow.WorkDelay = 20 * time.Millisecond
 	if _, err := f.SetStrategy(ctx, slow); err != nil {
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// The class's story: an earlier lesson left the fleet slow (300 ms of
 	// work, a 100 ms TTL). "Fleet to defaults" on mutex, then a burst on
 	// the 3 instances: the race and a red oversold figure, on screen.
-	left := stock.Config{Name: stock.Redis}
+	left := stock.Config{Name: catalog.Redis}
 	left.WorkDelay, left.LockTTL = 300*time.Millisecond, 100*time.Millisecond
 	if _, err := f.SetStrategy(ctx, left); err != nil {
 		t.Fatal(err)

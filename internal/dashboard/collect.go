@@ -12,6 +12,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // The collector: what a snapshot holds (the views the page draws) and Run,
@@ -78,7 +79,7 @@ type StrategyInfo struct {
 }
 
 // linkOf names the server group of a strategy's lock for a link fault.
-func linkOf(s stock.Strategy) string { return server.LinkOfServer(string(s.Server)) }
+func linkOf(s catalog.Strategy) string { return server.LinkOfServer(string(s.Server)) }
 
 // LockView are lock wait and hold figures in milliseconds: percentiles
 // from the lock events of the last Window, averages from the /metrics
@@ -180,7 +181,7 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 // strategies, the stack's directory, nginx and proxy, its conditions, the
 // components a fault can target and the faults active now.
 func describeStack(snap *Snapshot, st *stack.State) {
-	for _, info := range stock.Strategies() {
+	for _, info := range catalog.Strategies() {
 		snap.Strategies = append(snap.Strategies, StrategyInfo{info.Name, info.Flawed, info.Tokens, info.Renews, info.Summary, linkOf(info)})
 	}
 	snap.Stack, snap.Nginx, snap.Proxy = st.Dir, st.NginxURL(), st.Proxy

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // deadStack writes the run directory of a stack whose every component
@@ -85,11 +86,11 @@ func TestHandlers(t *testing.T) {
 		{"reset, stack down", "POST", "/api/reset", "application/json; charset=utf-8", "", `{"stock":5}`, 502, "reset_failed"},
 		{"strategy without name", "POST", "/api/strategy", "application/json", "", `{"fencing":true}`, 400, "missing_field"},
 		{"unknown strategy", "POST", "/api/strategy", "application/json", "", `{"name":"nope"}`, 400, "unknown_strategy"},
-		{"fencing without tokens", "POST", "/api/strategy", "application/json", "", `{"name":"` + stock.None + `","fencing":true}`, 400, "invalid_strategy_config"},
-		{"bad duration", "POST", "/api/strategy", "application/json", "", `{"name":"` + stock.Redis + `","work_delay":"soon"}`, 400, "invalid_field"},
-		{"work delay out of range", "POST", "/api/strategy", "application/json", "", `{"name":"` + stock.Redis + `","work_delay":"-1s"}`, 400, "invalid_strategy_config"},
-		{"unknown knob", "POST", "/api/strategy", "application/json", "", `{"name":"` + stock.Redis + `","speed":1}`, 400, "invalid_field"},
-		{"strategy, stack down", "POST", "/api/strategy", "application/json", "", `{"name":"` + stock.Redis + `","fencing":true}`, 502, "not_applied"},
+		{"fencing without tokens", "POST", "/api/strategy", "application/json", "", `{"name":"` + catalog.None + `","fencing":true}`, 400, "invalid_strategy_config"},
+		{"bad duration", "POST", "/api/strategy", "application/json", "", `{"name":"` + catalog.Redis + `","work_delay":"soon"}`, 400, "invalid_field"},
+		{"work delay out of range", "POST", "/api/strategy", "application/json", "", `{"name":"` + catalog.Redis + `","work_delay":"-1s"}`, 400, "invalid_strategy_config"},
+		{"unknown knob", "POST", "/api/strategy", "application/json", "", `{"name":"` + catalog.Redis + `","speed":1}`, 400, "invalid_field"},
+		{"strategy, stack down", "POST", "/api/strategy", "application/json", "", `{"name":"` + catalog.Redis + `","fencing":true}`, 502, "not_applied"},
 		{"burst without requests", "POST", "/api/burst", "application/json", "", `{"concurrency":5}`, 400, "missing_field"},
 		{"burst of zero", "POST", "/api/burst", "application/json", "", `{"requests":0}`, 400, "invalid_field"},
 		{"burst too large", "POST", "/api/burst", "application/json", "", `{"requests":5001}`, 400, "invalid_field"},
@@ -193,8 +194,8 @@ func TestSnapshotStackDown(t *testing.T) {
 	if snap.Audit != nil || len(snap.Errors) == 0 || len(snap.Instances) != 2 || snap.Instances[0].Up {
 		t.Errorf("snapshot of a dead stack: audit %v, errors %q, instances %+v", snap.Audit, snap.Errors, snap.Instances)
 	}
-	if len(snap.Strategies) != len(stock.StrategyNames()) {
-		t.Errorf("%d strategies, want the registry's %d", len(snap.Strategies), len(stock.StrategyNames()))
+	if len(snap.Strategies) != len(catalog.StrategyNames()) {
+		t.Errorf("%d strategies, want the registry's %d", len(snap.Strategies), len(catalog.StrategyNames()))
 	}
 }
 

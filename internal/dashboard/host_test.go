@@ -15,6 +15,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // rebindGoods is the DNS-rebinding test's goods (the browser test uses
@@ -35,7 +36,7 @@ var routes = []route{
 	{"GET", "/favicon.ico", ""},
 	{"GET", "/events", ""},
 	{"GET", "/api/snapshot", ""},
-	{"POST", "/api/strategy", `{"name":"` + stock.None + `"}`},
+	{"POST", "/api/strategy", `{"name":"` + catalog.None + `"}`},
 	{"POST", "/api/reset", `{"stock":7}`},
 	{"POST", "/api/burst", `{"requests":3,"concurrency":1}`},
 	{"POST", "/api/fault", `{"kind":"pause","target":"inst-1","for":"100ms"}`},
@@ -61,7 +62,7 @@ func TestDNSRebinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.SetStrategy(ctx, stock.Config{Name: stock.Redis}); err != nil {
+	if _, err := f.SetStrategy(ctx, stock.Config{Name: catalog.Redis}); err != nil {
 		t.Fatal(err)
 	}
 	before, _, err := f.Reset(ctx, rebindGoods, 50)
@@ -124,8 +125,8 @@ func TestDNSRebinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range got {
-		if x.Config.Name != stock.Redis {
-			t.Errorf("%s runs %s, want %s (as before the requests)", x.Instance, x.Config.Name, stock.Redis)
+		if x.Config.Name != catalog.Redis {
+			t.Errorf("%s runs %s, want %s (as before the requests)", x.Instance, x.Config.Name, catalog.Redis)
 		}
 	}
 	s.mu.Lock()

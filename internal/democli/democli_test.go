@@ -12,11 +12,12 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // The tests run against the stack of SECKILL_STACK_DIR (source its
 // env.sh). They use goods ids of their own and put the instances back on
-// stock.None.
+// catalog.None.
 
 // testFleet returns the fleet of the test stack, its strategy restored
 // at cleanup.
@@ -29,7 +30,7 @@ func testFleet(t *testing.T) Fleet {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := f.SetStrategy(ctx, stock.Config{Name: stock.None}); err != nil {
+		if _, err := f.SetStrategy(ctx, stock.Config{Name: catalog.None}); err != nil {
 			t.Errorf("restore the strategy: %v", err)
 		}
 	})
@@ -45,7 +46,7 @@ func TestBuyAndReset(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const goods = 71
-	if _, err := f.SetStrategy(ctx, stock.Config{Name: stock.SQLAtomic}); err != nil {
+	if _, err := f.SetStrategy(ctx, stock.Config{Name: catalog.SQLAtomic}); err != nil {
 		t.Fatal(err)
 	}
 	a, _, err := f.Reset(ctx, goods, 2)
@@ -86,7 +87,7 @@ func TestBuyAndReset(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if r.Remaining != tt.remaining || r.Replayed != tt.replayed || r.Strategy != stock.SQLAtomic || r.Instance == "" || r.OrderID == 0 {
+			if r.Remaining != tt.remaining || r.Replayed != tt.replayed || r.Strategy != catalog.SQLAtomic || r.Instance == "" || r.OrderID == 0 {
 				t.Errorf("receipt %+v, want remaining %d, replayed %v", r, tt.remaining, tt.replayed)
 			}
 			var b bytes.Buffer
@@ -118,13 +119,13 @@ func TestSetStrategy(t *testing.T) {
 	f := testFleet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	fenced := stock.Config{Name: stock.Redis}
+	fenced := stock.Config{Name: catalog.Redis}
 	fenced.Fencing, fenced.LockTTL, fenced.WorkDelay = true, 2*time.Second, time.Millisecond
-	noWatchdog := stock.Config{Name: stock.Redlock}
+	noWatchdog := stock.Config{Name: catalog.Redlock}
 	noWatchdog.NoWatchdog, noWatchdog.NoLocalQueue = true, true
-	badFencing := stock.Config{Name: stock.Mutex}
+	badFencing := stock.Config{Name: catalog.Mutex}
 	badFencing.Fencing = true
-	badTTL := stock.Config{Name: stock.Redis}
+	badTTL := stock.Config{Name: catalog.Redis}
 	badTTL.LockTTL = stock.MinLockTTL - 1 // 0 is the default
 	tests := []struct {
 		name string
@@ -193,7 +194,7 @@ func TestEvents(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const goods, other = 72, 73
-	if _, err := f.SetStrategy(ctx, stock.Config{Name: stock.Redis}); err != nil {
+	if _, err := f.SetStrategy(ctx, stock.Config{Name: catalog.Redis}); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range []int64{goods, other} {
@@ -290,7 +291,7 @@ func TestUnreachable(t *testing.T) {
 	}{
 		{"buy", func() error { _, err := f.Buy(ctx, BuyOptions{GoodsID: 1, Qty: 1, User: "u"}); return err }},
 		{"strategies", func() error { _, err := f.Strategies(ctx); return err }},
-		{"set strategy", func() error { _, err := f.SetStrategy(ctx, stock.Config{Name: stock.None}); return err }},
+		{"set strategy", func() error { _, err := f.SetStrategy(ctx, stock.Config{Name: catalog.None}); return err }},
 		{"reset", func() error { _, _, err := f.Reset(ctx, 1, 1); return err }},
 		{"events", func() error { return f.Events(ctx, &bytes.Buffer{}, EventsOptions{}) }},
 	}

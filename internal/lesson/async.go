@@ -24,11 +24,12 @@ import (
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // asyncStrategies are lesson 28's: the database alone, Redis with the
 // order written in the purchase, Redis with the order queued.
-var asyncStrategies = []string{stock.SQLAtomic, stock.RedisAtomic, stock.RedisStream}
+var asyncStrategies = []string{catalog.SQLAtomic, catalog.RedisAtomic, catalog.RedisStream}
 
 // asyncTarget is the lesson's bar: redis-stream's ok/s at least this many
 // times sql-atomic's.
@@ -82,7 +83,7 @@ func asyncOrders(ctx context.Context, r *runner) (Outcome, error) {
 	// The kill: redis-stream at a fixed rate, inst-2 killed (SIGKILL) and
 	// started again while its consumer holds a batch it has not
 	// acknowledged.
-	ko := bench.Options{Strategies: []string{stock.RedisStream}, Requests: k.requests, Stock: k.requests, Rate: k.rate, Concurrency: l.concurrency,
+	ko := bench.Options{Strategies: []string{catalog.RedisStream}, Requests: k.requests, Stock: k.requests, Rate: k.rate, Concurrency: l.concurrency,
 		Config: stock.Config{WorkDelay: k.work}, Faults: []fleet.Fault{{Kind: fault.Kill, Component: asyncKillTarget, Start: k.start, Duration: k.dur}}, Instances: 3}
 	if err := asyncConsumerKill(ctx, r, ko, k, &out); err != nil {
 		return Outcome{}, err
@@ -118,13 +119,13 @@ func asyncThroughput(ctx context.Context, r *runner, l load) (Outcome, error) {
 		}
 		okps.Bars = append(okps.Bars, FigureBar{Label: name, Value: s.OKPerSec.Median})
 		switch name {
-		case stock.SQLAtomic:
+		case catalog.SQLAtomic:
 			sql = s
-		case stock.RedisStream:
+		case catalog.RedisStream:
 			stream = s
 		}
 	}
-	q := queueOf(rep, stock.RedisStream)
+	q := queueOf(rep, catalog.RedisStream)
 	if q == nil {
 		return Outcome{}, fmt.Errorf("the redis-stream run has no order queue")
 	}
@@ -230,7 +231,7 @@ func asyncFsyncStack(ctx context.Context, r *runner) (*stack.State, error) {
 		root = filepath.Join(r.st.Dir, "lesson-28")
 	}
 	st, err := stack.Up(ctx, stack.Options{Dir: filepath.Join(root, "lesson-28-stack-fsync"), BasePort: stack.SideBase(r.st.BasePort, 0), Instances: 3,
-		Durability: server.DurabilityFsync, Binary: r.st.Binary, Out: io.Discard, Backends: stack.BackendsFor(stock.RedisStream)})
+		Durability: server.DurabilityFsync, Binary: r.st.Binary, Out: io.Discard, Backends: stack.BackendsFor(catalog.RedisStream)})
 	if err != nil {
 		return nil, fmt.Errorf("a stack at durability %s: %w", server.DurabilityFsync, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // The sources' short names (docs/sources.md), for the passages.
@@ -92,7 +93,7 @@ func oversells(strategy string, instances int, set func(*bench.Options), sourceF
 // spin: the SETNX attempts per acquisition (lockimpl.Attempt), each a
 // command to Redis, are the figure.
 func spins(ctx context.Context, r *runner) (Outcome, error) {
-	out, err := holds([]string{stock.RedisSpin}, 3, nil)(ctx, r)
+	out, err := holds([]string{catalog.RedisSpin}, 3, nil)(ctx, r)
 	if err != nil || out.Verdict != Reproduced {
 		return out, err
 	}
@@ -106,7 +107,7 @@ func spins(ctx context.Context, r *runner) (Outcome, error) {
 		return out, nil
 	}
 	per := attempts / acquired
-	r.figure(Figure{Title: "redis-spin: SETNX commands per acquisition", Unit: "commands", Bars: []FigureBar{{Label: stock.RedisSpin, Value: per}},
+	r.figure(Figure{Title: "redis-spin: SETNX commands per acquisition", Unit: "commands", Bars: []FigureBar{{Label: catalog.RedisSpin, Value: per}},
 		Ref: 1, RefLabel: "1: a lock that waits without retrying"})
 	out.Ours += fmt.Sprintf("; %.0f SETNX attempts for %.0f acquisitions: %.1f commands to Redis per acquisition", attempts, acquired, per)
 	if per < 2 {
@@ -120,7 +121,7 @@ func spins(ctx context.Context, r *runner) (Outcome, error) {
 // it earlier and was still waiting (out of order: 0 for a FIFO lock),
 // from the lock events of each run.
 func fairness(ctx context.Context, r *runner) (Outcome, error) {
-	names := []string{stock.ZooKeeper, stock.Redis}
+	names := []string{catalog.ZooKeeper, catalog.Redis}
 	out, err := holds(names, 3, nil)(ctx, r)
 	if err != nil || out.Verdict != Reproduced {
 		return out, err
@@ -143,9 +144,9 @@ func fairness(ctx context.Context, r *runner) (Outcome, error) {
 		return out, nil
 	}
 	r.figure(Figure{Title: "Acquired before an earlier waiter (out of order)", Unit: "% of waiting pairs", Bars: []FigureBar{
-		{Label: stock.ZooKeeper, Value: 100 * share[stock.ZooKeeper]}, {Label: stock.Redis, Value: 100 * share[stock.Redis]}}})
-	out.Ours += fmt.Sprintf("; acquired out of order (before an earlier waiter): zookeeper %.1f%%, redis %.1f%%", 100*share[stock.ZooKeeper], 100*share[stock.Redis])
-	if share[stock.ZooKeeper] >= share[stock.Redis] {
+		{Label: catalog.ZooKeeper, Value: 100 * share[catalog.ZooKeeper]}, {Label: catalog.Redis, Value: 100 * share[catalog.Redis]}}})
+	out.Ours += fmt.Sprintf("; acquired out of order (before an earlier waiter): zookeeper %.1f%%, redis %.1f%%", 100*share[catalog.ZooKeeper], 100*share[catalog.Redis])
+	if share[catalog.ZooKeeper] >= share[catalog.Redis] {
 		out.Verdict, out.Why = NotReproduced, "zookeeper was no fairer than redis on this run"
 	}
 	return out, nil
@@ -213,7 +214,7 @@ func outOfOrder(path string) (float64, error) {
 // the watch events per acquisition stay near 1 for the recipe and grow
 // with the waiters for the herd, which is the claim.
 func herd(ctx context.Context, r *runner) (Outcome, error) {
-	names := []string{stock.ZooKeeper, stock.ZooKeeperHerd}
+	names := []string{catalog.ZooKeeper, catalog.ZooKeeperHerd}
 	l := r.pick(small, tiny)
 	waiters := []int{l.concurrency / 5, l.concurrency}
 	per := map[string][]float64{}
@@ -238,7 +239,7 @@ func herd(ctx context.Context, r *runner) (Outcome, error) {
 			per[n] = append(per[n], v)
 		}
 	}
-	rec, hd := per[stock.ZooKeeper], per[stock.ZooKeeperHerd]
+	rec, hd := per[catalog.ZooKeeper], per[catalog.ZooKeeperHerd]
 	f := Figure{Title: "Watch events per acquisition, by waiters", Unit: "events", Ref: 1, RefLabel: "1: one wake-up per acquisition"}
 	for _, n := range names {
 		for i, c := range waiters {
@@ -263,7 +264,7 @@ func herd(ctx context.Context, r *runner) (Outcome, error) {
 // lock, which the lab counts (lockimpl.DeletedAnother). The verdict rests
 // on that count.
 func deletesAnother(ctx context.Context, r *runner) (Outcome, error) {
-	names := []string{stock.RedisTTL, stock.RedisOwner}
+	names := []string{catalog.RedisTTL, catalog.RedisOwner}
 	o := bench.Options{Strategies: names, Config: stock.Config{WorkDelay: 300 * time.Millisecond, LockTTL: 100 * time.Millisecond}, Stock: 20, Requests: 60, Concurrency: 20, Instances: 3}
 	rep, err := r.bench(ctx, o, benchCmd(o))
 	if err != nil {
@@ -284,12 +285,12 @@ func deletesAnother(ctx context.Context, r *runner) (Outcome, error) {
 		ours = append(ours, fmt.Sprintf("%s: releases that deleted another's lock %.0f, oversold %.0f", name, deleted[name], s.Oversold.Median))
 	}
 	r.figure(Figure{Title: "Releases that deleted another holder's lock", Unit: "releases", Bars: []FigureBar{
-		{Label: stock.RedisTTL, Value: deleted[stock.RedisTTL], Flawed: true}, {Label: stock.RedisOwner, Value: deleted[stock.RedisOwner], Flawed: true}}})
+		{Label: catalog.RedisTTL, Value: deleted[catalog.RedisTTL], Flawed: true}, {Label: catalog.RedisOwner, Value: deleted[catalog.RedisOwner], Flawed: true}}})
 	out := Outcome{Ours: strings.Join(ours, "; "), Verdict: Reproduced}
 	switch {
-	case deleted[stock.RedisTTL] == 0:
+	case deleted[catalog.RedisTTL] == 0:
 		out.Verdict, out.Why = NotReproduced, "redis-ttl's releases deleted no other holder's lock on this run: the race needs contention; rerun"
-	case deleted[stock.RedisOwner] > 0:
+	case deleted[catalog.RedisOwner] > 0:
 		out.Why = "redis-owner deleted another's lock too: its check and its DEL are two commands (lesson 9)"
 	default:
 		out.Why = "the late holder's DEL removed the next one's lock; the owner check stops exactly that"
@@ -302,19 +303,19 @@ func deletesAnother(ctx context.Context, r *runner) (Outcome, error) {
 // keeps selling the stock it believes it has: a small stock sold until it
 // reads 0, and more sold than there was (the oversell the title names).
 func noLock(ctx context.Context, r *runner) (Outcome, error) {
-	first, err := oversells(stock.None, 3, nil, "4000+ of 5000 left", 0.8)(ctx, r)
+	first, err := oversells(catalog.None, 3, nil, "4000+ of 5000 left", 0.8)(ctx, r)
 	if err != nil {
 		return Outcome{}, err
 	}
 	// Enough requests to sell a stock whose every sale barely lowers it
 	// down to 0: the surplus are answered sold_out.
 	l := r.pick(load{requests: 3000, stock: 100, concurrency: 50}, load{requests: 600, stock: 30, concurrency: 20})
-	o := bench.Options{Strategies: []string{stock.None}, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, Instances: 3}
+	o := bench.Options{Strategies: []string{catalog.None}, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, Instances: 3}
 	rep, err := r.bench(ctx, o, benchCmd(o))
 	if err != nil {
 		return Outcome{}, err
 	}
-	s, err := summary(rep, stock.None)
+	s, err := summary(rep, catalog.None)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -400,7 +401,7 @@ func storyFigure(rows []scenario.Row) Figure {
 
 // flawed reports whether strategy is flawed by design.
 func flawed(strategy string) bool {
-	info, _ := stock.Lookup(strategy)
+	info, _ := catalog.Lookup(strategy)
 	return info.Flawed
 }
 
@@ -515,7 +516,7 @@ func ratioLesson(rb ratioBench, sourceRatio float64, judge func(ratio float64) (
 		}
 		v, why := judge(ratio)
 		for _, s := range []bench.Summary{sa, sb} {
-			if info, _ := stock.Lookup(s.Strategy); !info.Flawed && s.Oversold.Max > 0 {
+			if info, _ := catalog.Lookup(s.Strategy); !info.Flawed && s.Oversold.Max > 0 {
 				v, why = NotReproduced, s.Strategy+" oversold: a defect, see its report"
 			}
 		}
@@ -526,7 +527,7 @@ func ratioLesson(rb ratioBench, sourceRatio float64, judge func(ratio float64) (
 
 // rankingStrategies are Chapter 1's four lock services (lesson 26), as our
 // strategies: the database, Redis, ZooKeeper, etcd.
-var rankingStrategies = []string{stock.MySQLUnique, stock.Redis, stock.ZooKeeper, stock.Etcd}
+var rankingStrategies = []string{catalog.MySQLUnique, catalog.Redis, catalog.ZooKeeper, catalog.Etcd}
 
 var course = []Lesson{
 	{N: 1, Slug: "no-lock", TitleZH: "无锁：超卖", TitleEN: "No lock: oversold",
@@ -544,7 +545,7 @@ var course = []Lesson{
 		Look: inBench(1, "Invariants per strategy",
 			"mutex's row says pass in every cell, and the Comparison table has oversold 0 and ok equal to the stock: one process, one lock around the whole deduction, and the stock is right.",
 			"mutex 那一行每一格都是 pass；Comparison 表里 oversold 为 0，ok 正好等于库存：一个进程、一把锁包住整个扣减，库存就对了。"),
-		Estimate: 10 * time.Second, run: holds([]string{stock.Mutex}, 1, nil)},
+		Estimate: 10 * time.Second, run: holds([]string{catalog.Mutex}, 1, nil)},
 	{N: 3, Slug: "lock-cost", TitleZH: "加锁的代价：吞吐量下降", TitleEN: "What the lock costs: throughput",
 		ShowsZH: "同一台机器、同样的负载，加锁前后的吞吐量。原文里 JMeter 的吞吐量从三千多降到一千多。",
 		ShowsEN: "The same machine and load, with and without the lock. The source's JMeter throughput fell from 3000+ to 1000+ req/s.",
@@ -552,7 +553,7 @@ var course = []Lesson{
 		Look: inBench(1, "Charts: Successful purchases per second",
 			"mutex's bar beside none's: the gap is what the lock costs on this machine (the source's fell to a third). The Comparison table gives the same in req/s and p99 ms.",
 			"图表 Successful purchases per second：mutex 的柱子和 none 的并排，差出来的就是这台机器上锁的代价（原文里降到三分之一）。Comparison 表的 req/s 和 p99 ms 是同样的对比。"),
-		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(ratioBench{a: stock.None, b: stock.Mutex, instances: 1, l: chapter1Load, short: load{300, 300, 20}}, 1.0/3,
+		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(ratioBench{a: catalog.None, b: catalog.Mutex, instances: 1, l: chapter1Load, short: load{300, 300, 20}}, 1.0/3,
 			func(r float64) (Verdict, string) {
 				switch {
 				case r < 0.5:
@@ -569,7 +570,7 @@ var course = []Lesson{
 		Look: inBench(1, "Comparison",
 			"mutex-prototype sold every request, yet final stock keeps most of the stock and lost is large; the chart Lost updates shows the same bar. A new lock per request excludes nobody.",
 			"mutex-prototype 每个请求都卖出了，final stock 却还剩大半，lost 很大；图表 Lost updates 是同一个数。每个请求一把新锁，谁也挡不住谁。"),
-		Estimate: 15 * time.Second, run: oversells(stock.MutexPrototype, 1, nil, "3800+ of 5000 left", 0.76)},
+		Estimate: 15 * time.Second, run: oversells(catalog.MutexPrototype, 1, nil, "3800+ of 5000 left", 0.76)},
 	{N: 5, Slug: "transaction", TitleZH: "锁失效二：事务", TitleEN: "Lock failure 2: unlocked before COMMIT",
 		ShowsZH: "锁在事务里面：方法返回就解锁，事务还没提交，下一个人读到旧库存。",
 		ShowsEN: "The lock lives inside the transaction: it is released when the method returns, before COMMIT, so the next holder reads the old stock.",
@@ -577,7 +578,7 @@ var course = []Lesson{
 		Look: inBench(1, "Invariants per strategy",
 			"release after commit says FAIL for mutex-tx: the lock was released before its COMMIT. Under “The race: mutex-tx” the next purchase's bar starts before the previous one's commit tick, in red.",
 			"mutex-tx 的 release after commit 一格是 FAIL：锁在 COMMIT 之前就放了。“The race: mutex-tx” 里，下一个请求的红条在上一个请求的提交刻度之前就开始了。"),
-		Estimate: 10 * time.Second, run: oversells(stock.MutexTx, 1, nil, "oversold on one instance")},
+		Estimate: 10 * time.Second, run: oversells(catalog.MutexTx, 1, nil, "oversold on one instance")},
 	{N: 6, Slug: "cluster", TitleZH: "锁失效三：集群", TitleEN: "Lock failure 3: several instances",
 		ShowsZH: "三个实例在 nginx 后面，每个进程一把自己的锁：跨进程没有互斥，超卖。",
 		ShowsEN: "Three instances behind nginx, each with its own in-process lock: nothing excludes across processes, and it oversells.",
@@ -585,7 +586,7 @@ var course = []Lesson{
 		Look: inBench(1, "The race: mutex",
 			"Red bars on the lanes of different instances overlap: each instance's lock excludes only its own purchases. mutual exclusion says FAIL in Invariants per strategy, and the Comparison table has oversold or lost above 0.",
 			"不同实例那几行的红条互相重叠：每个实例的锁只挡住自己进程里的请求。Invariants per strategy 里 mutual exclusion 是 FAIL，Comparison 表里 oversold 或 lost 大于 0。"),
-		Estimate: 10 * time.Second, run: oversells(stock.Mutex, 3, nil, "oversold with a cluster")},
+		Estimate: 10 * time.Second, run: oversells(catalog.Mutex, 3, nil, "oversold with a cluster")},
 	{N: 7, Slug: "setnx", TitleZH: "Redis SETNX：能用但空转", TitleEN: "Redis SETNX: correct, but it spins",
 		ShowsZH: "SETNX 抢锁、DEL 放锁，失败就重试：不超卖，但等锁的请求一直在空转重试。",
 		ShowsEN: "SETNX to take, DEL to release, retry on failure: no oversell, but the waiters spin.",
@@ -609,7 +610,7 @@ var course = []Lesson{
 		Look: inBench(1, "The race: redis-owner",
 			"Red bars overlap: between the GET that said “mine” and the DEL, the lock expired and went to another holder, whose lock the DEL then removed. mutual exclusion says FAIL and oversold is above 0 in the Comparison table.",
 			"红条互相重叠：GET 说“是我的”之后、DEL 之前，锁过期并给了别人，DEL 删掉的就是别人的锁。mutual exclusion 是 FAIL，Comparison 表里 oversold 大于 0。"),
-		Estimate: 15 * time.Second, run: oversells(stock.RedisOwner, 3, func(o *bench.Options) {
+		Estimate: 15 * time.Second, run: oversells(catalog.RedisOwner, 3, func(o *bench.Options) {
 			o.Config.WorkDelay, o.Config.LockTTL, o.Config.ReleasePause, o.Stock, o.Requests, o.Concurrency = 80*time.Millisecond, 100*time.Millisecond, 300*time.Millisecond, 20, 60, 20
 		}, "the next holder's lock deleted")},
 	{N: 10, Slug: "lua-watchdog", TitleZH: "Lua 原子释放 + 看门狗续期", TitleEN: "Lua release and the watchdog",
@@ -619,7 +620,7 @@ var course = []Lesson{
 		Look: inBench(1, "Invariants per strategy",
 			"redis passes every check although each purchase works 400 ms under a 200 ms TTL: the watchdog renewed the lock. The Comparison table has oversold 0 and a long lock wait.",
 			"每个请求在锁里干 400 毫秒，TTL 只有 200 毫秒，redis 仍然通过每一项检查：看门狗一直在续期。Comparison 表里 oversold 为 0，lock wait 很长。"),
-		Estimate: 20 * time.Second, run: holds([]string{stock.Redis}, 3, func(o *bench.Options) {
+		Estimate: 20 * time.Second, run: holds([]string{catalog.Redis}, 3, func(o *bench.Options) {
 			// A 200 ms TTL, renewed every 67 ms: a 100 ms one (every 33 ms)
 			// lost a renewal to a starved CPU at a load average of 5.
 			o.Config.WorkDelay, o.Config.LockTTL, o.Stock, o.Requests, o.Concurrency = 400*time.Millisecond, 200*time.Millisecond, 20, 60, 20
@@ -631,7 +632,7 @@ var course = []Lesson{
 		Look: inBench(1, "The race: redis",
 			"Bars about 250 ms long, longer than the 100 ms TTL, overlap in red on different lanes: the lock expired under its holder and the next one took it. mutual exclusion says FAIL.",
 			"大约 250 毫秒长的条，比 100 毫秒的 TTL 长，在不同的行上红色重叠：锁在持有者手里过期，下一个人拿到了锁。mutual exclusion 是 FAIL。"),
-		Estimate: 15 * time.Second, run: oversells(stock.Redis, 3, func(o *bench.Options) {
+		Estimate: 15 * time.Second, run: oversells(catalog.Redis, 3, func(o *bench.Options) {
 			o.Config.NoWatchdog, o.Config.NoLeaseCheck = true, true
 			o.Config.WorkDelay, o.Config.LockTTL, o.Stock, o.Requests, o.Concurrency = 250*time.Millisecond, 100*time.Millisecond, 20, 60, 20
 		}, "two holders")},
@@ -642,7 +643,7 @@ var course = []Lesson{
 		Look: inBench(1, "Charts: Successful purchases per second",
 			"redis (pub/sub) beside redis-spin: the sales per second, and in the Latency CDF chart how long the waiters waited. Both sell exactly the stock (Invariants per strategy).",
 			"图表 Successful purchases per second：redis（发布订阅）和 redis-spin 并排；Latency CDF 图里看等锁的请求等了多久。两者都正好卖完库存（Invariants per strategy）。"),
-		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(ratioBench{a: stock.RedisSpin, b: stock.Redis, instances: 3, l: load{600, 600, 50}, short: load{120, 120, 20}}, 0,
+		Estimate: 20 * time.Second, Speed: true, run: ratioLesson(ratioBench{a: catalog.RedisSpin, b: catalog.Redis, instances: 3, l: load{600, 600, 50}, short: load{120, 120, 20}}, 0,
 			func(r float64) (Verdict, string) {
 				if r >= 1 {
 					return Reproduced, "the pub/sub lock sells at least as fast as the spinning one"
@@ -658,12 +659,12 @@ var course = []Lesson{
 			"failed quorum (split) 大于 0：这些轮次里几个竞争者各拿到 5 个主节点中的几票，谁也没拿到 3 票，这就是分票；split per sale 是每卖出一件平均分票几轮。Invariants per strategy 里每项检查都通过。"),
 		Estimate: 20 * time.Second, run: func(ctx context.Context, r *runner) (Outcome, error) {
 			l := r.pick(small, tiny)
-			o := bench.Options{Strategies: []string{stock.Redlock}, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, Config: stock.Config{NoLocalQueue: true}}
+			o := bench.Options{Strategies: []string{catalog.Redlock}, Requests: l.requests, Stock: l.stock, Concurrency: l.concurrency, Config: stock.Config{NoLocalQueue: true}}
 			rep, err := r.bench(ctx, o, benchCmd(o))
 			if err != nil {
 				return Outcome{}, err
 			}
-			s, err := summary(rep, stock.Redlock)
+			s, err := summary(rep, catalog.Redlock)
 			if err != nil {
 				return Outcome{}, err
 			}
@@ -720,7 +721,7 @@ var course = []Lesson{
 		Look: inBench(1, "Invariants per strategy",
 			"etcd passes every check, and the Comparison table has oversold 0 and ok equal to the stock.",
 			"etcd 通过每一项检查；Comparison 表里 oversold 为 0，ok 正好等于库存。"),
-		Estimate: 15 * time.Second, run: holds([]string{stock.Etcd}, 3, nil)},
+		Estimate: 15 * time.Second, run: holds([]string{catalog.Etcd}, 3, nil)},
 	{N: 19, Slug: "etcd-lease", TitleZH: "etcd 租约过期", TitleEN: "etcd: the lease expires in a pause",
 		ShowsZH: "持有者停顿超过租约，锁给了下一个人。revision 是天然的 fencing token。",
 		ShowsEN: "The holder pauses past its lease and the lock goes to the next. The revision is a natural fencing token.",
@@ -737,7 +738,7 @@ var course = []Lesson{
 		Look: inBench(1, "Charts: Successful purchases per second",
 			"Three bars, three speeds; Invariants per strategy: all three pass every check.",
 			"三根柱子，三种速度；Invariants per strategy 里三者每一项检查都通过。"),
-		Estimate: 20 * time.Second, run: holds([]string{stock.MySQLForUpdate, stock.MySQLOptimistic, stock.MySQLUnique}, 3, nil)},
+		Estimate: 20 * time.Second, run: holds([]string{catalog.MySQLForUpdate, catalog.MySQLOptimistic, catalog.MySQLUnique}, 3, nil)},
 	{N: 21, Slug: "lock-free", TitleZH: "不用锁：一条原子 SQL / 一段 Lua", TitleEN: "No lock at all: one atomic statement",
 		ShowsZH: "UPDATE ... SET stock = stock - 1 WHERE stock >= 1，或 Redis 里一段 Lua 检查并扣减：不需要分布式锁，也最快。",
 		ShowsEN: "UPDATE ... SET stock = stock - 1 WHERE stock >= 1, or one Lua check-and-decrement in Redis: no distributed lock, and the fastest.",
@@ -745,7 +746,7 @@ var course = []Lesson{
 		Look: inBench(1, "Charts: Successful purchases per second",
 			"sql-atomic and redis-atomic, the tallest bars of the course; Invariants per strategy: every check passes, and release after commit is n/a: there is no lock.",
 			"sql-atomic 和 redis-atomic，整个课程里最高的柱子；Invariants per strategy 里每项检查都通过，release after commit 是 n/a：根本没有锁。"),
-		Estimate: 15 * time.Second, run: holds([]string{stock.SQLAtomic, stock.RedisAtomic}, 3, nil)},
+		Estimate: 15 * time.Second, run: holds([]string{catalog.SQLAtomic, catalog.RedisAtomic}, 3, nil)},
 	{N: 22, Slug: "fencing", TitleZH: "Fencing token：挡住过期的持有者", TitleEN: "Fencing tokens: the stale holder is refused",
 		ShowsZH: "锁发一个单调递增的号码，资源只接受不比见过的号码小的写：停顿醒来的旧持有者被拒绝，库存正确。",
 		ShowsEN: "The lock hands out an increasing number and the resource accepts no write with a smaller one than it has seen: the holder that wakes from a pause is refused, and the stock stays right.",

@@ -23,6 +23,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Verdict sets our figure against the source's.
@@ -274,7 +275,7 @@ type fleetState struct {
 
 // capture reads the fleet of the stack in dir, which has n instances.
 func capture(ctx context.Context, dir string, n int) fleetState {
-	fs := fleetState{instances: n, cfg: stock.Config{Name: stock.None}}
+	fs := fleetState{instances: n, cfg: stock.Config{Name: catalog.None}}
 	if f, err := democli.FromStack(dir); err == nil {
 		if settings, err := f.Strategies(ctx); err == nil && len(settings) > 0 {
 			fs.cfg = settings[0].Config

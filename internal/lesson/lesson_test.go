@@ -20,6 +20,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/stack/stacktest"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // TestMain gives the course a stack of its own (every server, base port
@@ -185,7 +186,7 @@ func TestLessonsShort(t *testing.T) {
 			}
 		})
 	}
-	fleetState{instances: stack.DefaultInstances, cfg: stock.Config{Name: stock.None}}.restore(dir)
+	fleetState{instances: stack.DefaultInstances, cfg: stock.Config{Name: catalog.None}}.restore(dir)
 	if err := Write(filepath.Join(out, "course"), Course{Date: time.Now(), Short: true, Outcomes: outs}); err != nil {
 		t.Fatal(err)
 	}
@@ -268,12 +269,12 @@ func TestLessonRestoresFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := stock.Config{Name: stock.Redis}
+	want := stock.Config{Name: catalog.Redis}
 	want.Fencing, want.LockTTL = true, 7*time.Second
 	if _, err := f.SetStrategy(ctx, want); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _, _ = f.SetStrategy(context.Background(), stock.Config{Name: stock.None}) }()
+	defer func() { _, _ = f.SetStrategy(context.Background(), stock.Config{Name: catalog.None}) }()
 	l, err := Find("no-watchdog")
 	if err != nil {
 		t.Fatal(err)

@@ -17,11 +17,12 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // perUserStrategies are lesson 27's: the naive check, the key, the Lua
 // check.
-var perUserStrategies = []string{stock.None, stock.SQLAtomic, stock.RedisAtomic}
+var perUserStrategies = []string{catalog.None, catalog.SQLAtomic, catalog.RedisAtomic}
 
 // perUserLoad is lesson 27's load: more requests than users, so every
 // user asks several times, and a stock that covers them all, so the limit

@@ -22,7 +22,7 @@ import (
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // rankingCondition is one condition the ranking is measured under.
@@ -41,7 +41,7 @@ var rankingConditions = []rankingCondition{
 // sourceOrderHolds reports whether a ranking (fastest first) has the source's
 // ends: Redis first and the database last.
 func sourceOrderHolds(order []string) bool {
-	return len(order) > 1 && order[0] == stock.Redis && order[len(order)-1] == stock.MySQLUnique
+	return len(order) > 1 && order[0] == catalog.Redis && order[len(order)-1] == catalog.MySQLUnique
 }
 
 // ranking is lesson 26's experiment: per condition, a bench of the four

@@ -6,6 +6,7 @@ import (
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/fault"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // All lists the scenarios, in the sources' order.
@@ -20,10 +21,10 @@ func All() []Scenario {
 			// zookeeper and etcd keep a session that outlives a 1.6 s pause
 			// (their minimum session and lease are 4 s and 2 s here): see
 			// zk-session and etcd-lease for their stories.
-			Strategies: []string{stock.Redis, stock.MySQLUnique},
+			Strategies: []string{catalog.Redis, catalog.MySQLUnique},
 			Load:       Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 200 * time.Millisecond, LockTTL: time.Second, LockWait: 10 * time.Second},
 			Short:      Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 200 * time.Millisecond, LockTTL: time.Second, LockWait: 10 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: 300 * time.Millisecond, strike: pauseHolder(dir, 1600*time.Millisecond)}
 			},
 		},
@@ -33,13 +34,13 @@ func All() []Scenario {
 			Story:      "right after an instance takes the Redlock lock, one of the nodes that granted it is restarted (empty: no persistence); a second client can now gather a majority while the first still works",
 			Predicts:   "two holders; Redlock has no fencing token to refuse the stale one (AOF appendfsync always plus a restart delay longer than the TTL is the source's fix)",
 			Topology:   "single",
-			Strategies: []string{stock.Redlock},
+			Strategies: []string{catalog.Redlock},
 			// The work (1.5 s) outlasts the restarts (0.2-1.3 s measured
 			// for one to three nodes), so the holder still works when the
 			// second client gathers its majority.
 			Load:  Load{Stock: 10, Requests: 20, Concurrency: 8, WorkDelay: 1500 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 20 * time.Second},
 			Short: Load{Stock: 6, Requests: 12, Concurrency: 6, WorkDelay: 1500 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 20 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: 500 * time.Millisecond, strike: restartGrantingNodes(dir, stock.LockKey(goods)), max: 5}
 			},
 		},
@@ -49,10 +50,10 @@ func All() []Scenario {
 			Story:      "as redlock-restart, with Chapter 1's fix: every node writes its AOF with appendfsync always, and the granting nodes are killed (a crash) and started again only after the lock's TTL plus 1 s",
 			Predicts:   "while the nodes are down nobody gathers a majority: purchases fail fast with 503 backend_unavailable, not a second holder; the nodes come back after the TTL: oversold 0 without any token, paid for in availability",
 			Topology:   "single",
-			Strategies: []string{stock.Redlock},
+			Strategies: []string{catalog.Redlock},
 			Load:       Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 400 * time.Millisecond, LockTTL: 3 * time.Second, LockWait: 10 * time.Second},
 			Short:      Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 400 * time.Millisecond, LockTTL: 3 * time.Second, LockWait: 10 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: 500 * time.Millisecond, max: 3,
 					strike: crashGrantingNodes(dir, stock.LockKey(goods), 4*time.Second), setup: persistAll(dir)}
 			},
@@ -63,10 +64,10 @@ func All() []Scenario {
 			Story:      "the instance that just took the ZooKeeper lock is SIGSTOPped for 8 s, past its session timeout (4 s: ZooKeeper's minimum, 2 x tickTime); the server deletes its node and the next waiter takes the lock",
 			Predicts:   "two holders; fencing by the node's czxid refuses the stale one",
 			Topology:   "single",
-			Strategies: []string{stock.ZooKeeper},
+			Strategies: []string{catalog.ZooKeeper},
 			Load:       Load{Stock: 40, Requests: 60, Concurrency: 12, WorkDelay: 200 * time.Millisecond, LockTTL: 4 * time.Second, LockWait: 15 * time.Second},
 			Short:      Load{Stock: 20, Requests: 30, Concurrency: 8, WorkDelay: 200 * time.Millisecond, LockTTL: 4 * time.Second, LockWait: 15 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: pauseHolder(dir, 8*time.Second), max: 2}
 			},
 		},
@@ -76,10 +77,10 @@ func All() []Scenario {
 			Story:      "the instance that just took the etcd lock is SIGSTOPped for 5 s, past its 2 s lease; the lease expires, its key goes, and the next waiter takes the lock",
 			Predicts:   "two holders; fencing by the key's create revision refuses the stale one",
 			Topology:   "single",
-			Strategies: []string{stock.Etcd},
+			Strategies: []string{catalog.Etcd},
 			Load:       Load{Stock: 40, Requests: 60, Concurrency: 12, WorkDelay: 200 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: 15 * time.Second},
 			Short:      Load{Stock: 20, Requests: 30, Concurrency: 8, WorkDelay: 200 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: 15 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: pauseHolder(dir, 5*time.Second), max: 2}
 			},
 		},
@@ -92,13 +93,13 @@ func All() []Scenario {
 				"which covers a pause that ends within it, not a longer one; fencing by the key's index refuses the stale holder: oversold 0. " +
 				"Over 60 s: Consul's 10 s minimum session TTL sets the pause",
 			Topology:   "single",
-			Strategies: []string{stock.ConsulNoDelay, stock.Consul},
+			Strategies: []string{catalog.ConsulNoDelay, catalog.Consul},
 			// The lock wait (25 s) stays under the bench's 30 s client
 			// timeout: with the default lock-delay, waiters that need the
 			// key before invalidation + 15 s get lock_timeout, the price.
 			Load:  Load{Stock: 20, Requests: 30, Concurrency: 8, WorkDelay: 200 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 25 * time.Second},
 			Short: Load{Stock: 8, Requests: 12, Concurrency: 6, WorkDelay: 200 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 25 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				// Struck once it has read the stock: what it writes when it
 				// wakes is stale, whatever the timing of the acquisition.
 				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: pauseHolder(dir, 24*time.Second), max: 1, on: stock.EventRead}
@@ -110,10 +111,10 @@ func All() []Scenario {
 			Story:      "while purchases run, the leader of the 3-server Consul cluster is killed (SIGKILL) just after an instance took the lock, and started again 3 s later; the two others elect a new leader",
 			Predicts:   "nothing oversells and no 2xx is lost; acquisitions wait (or fail with 503) during the election and resume; held sessions survive it",
 			Topology:   "ha",
-			Strategies: []string{stock.Consul},
+			Strategies: []string{catalog.Consul},
 			Load:       Load{Stock: 100, Requests: 80, Concurrency: 8, WorkDelay: 50 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 10 * time.Second},
 			Short:      Load{Stock: 100, Requests: 40, Concurrency: 8, WorkDelay: 50 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 10 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: killLeader(dir, "consul", 3*time.Second), max: 1, after: 2 * time.Second}
 			},
 		},
@@ -123,10 +124,10 @@ func All() []Scenario {
 			Story:      "while purchases run, the etcd cluster's leader is killed (SIGKILL) just after an instance took the lock, and started again 3 s later; the two others elect a new leader",
 			Predicts:   "nothing oversells and no 2xx is lost; sales dip while the cluster elects (about an election timeout) and resume",
 			Topology:   "ha",
-			Strategies: []string{stock.Etcd},
+			Strategies: []string{catalog.Etcd},
 			Load:       Load{Stock: 100, Requests: 120, Concurrency: 8, WorkDelay: 50 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 5 * time.Second},
 			Short:      Load{Stock: 100, Requests: 60, Concurrency: 8, WorkDelay: 50 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 5 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: killLeader(dir, "etcd", 3*time.Second), max: 1, after: 2 * time.Second}
 			},
 		},
@@ -136,13 +137,13 @@ func All() []Scenario {
 			Story:      "right after an instance takes the redis lock (through Sentinel), the primary fails over while the key is on it only (the replication lag is emulated: the replica's copy is deleted first); the new primary has no lock, and a second client takes it",
 			Predicts:   "two holders; fencing (each token is at least the server's clock in µs, so the new primary's tokens are newer) refuses the stale one",
 			Topology:   "ha",
-			Strategies: []string{stock.Redis},
+			Strategies: []string{catalog.Redis},
 			// The work (1 s) outlasts the failover (0.5-1 s here), so the
 			// holder is still working when the new primary grants the lock.
 			Load:    Load{Stock: 10, Requests: 20, Concurrency: 8, WorkDelay: time.Second, LockTTL: 5 * time.Second, LockWait: 15 * time.Second},
 			Short:   Load{Stock: 6, Requests: 12, Concurrency: 6, WorkDelay: time.Second, LockTTL: 5 * time.Second, LockWait: 15 * time.Second},
 			Prepare: waitGoodReplica,
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: 2 * time.Second, strike: failoverBeforeReplication(dir, stock.LockKey(goods)), max: 1}
 			},
 		},
@@ -153,10 +154,10 @@ func All() []Scenario {
 			Predicts:   "unfenced, two holders commit: oversold; the lease check cannot reach Redis and aborts (lease_lost); fencing refuses the stale holder: oversold 0",
 			Topology:   "single",
 			Proxy:      true,
-			Strategies: []string{stock.Redis},
+			Strategies: []string{catalog.Redis},
 			Load:       Load{Stock: 8, Requests: 16, Concurrency: 8, WorkDelay: 1500 * time.Millisecond, LockTTL: time.Second, LockWait: 30 * time.Second},
 			Short:      Load{Stock: 5, Requests: 10, Concurrency: 6, WorkDelay: 1500 * time.Millisecond, LockTTL: time.Second, LockWait: 30 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: 3 * time.Second, strike: linkHolder(dir, fault.Partition, "redis", 0, 2500*time.Millisecond), max: 2}
 			},
 		},
@@ -167,10 +168,10 @@ func All() []Scenario {
 			Predicts:   "unfenced: two holders, oversold; the lease check sees the expiry and aborts (lease_lost); fencing: oversold 0",
 			Topology:   "single",
 			Proxy:      true,
-			Strategies: []string{stock.Redis},
+			Strategies: []string{catalog.Redis},
 			Load:       Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 200 * time.Millisecond, LockTTL: time.Second, LockWait: 10 * time.Second, NoWatchdog: true},
 			Short:      Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 200 * time.Millisecond, LockTTL: time.Second, LockWait: 10 * time.Second, NoWatchdog: true},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: 3 * time.Second, strike: linkHolder(dir, fault.Latency, "mysql", 500*time.Millisecond, 3*time.Second), max: 2}
 			},
 		},
@@ -180,12 +181,12 @@ func All() []Scenario {
 			Story:      "while purchases run, 2 of the 3 etcd members (or ZooKeeper nodes) are stopped for 4 s",
 			Predicts:   "the lock is unavailable (503 backend_unavailable or lock_timeout) while the quorum is gone, nothing oversells, and sales resume after",
 			Topology:   "ha",
-			Strategies: []string{stock.Etcd, stock.ZooKeeper},
+			Strategies: []string{catalog.Etcd, catalog.ZooKeeper},
 			Load:       Load{Stock: 100, Requests: 80, Concurrency: 8, WorkDelay: 100 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 2 * time.Second},
 			Short:      Load{Stock: 100, Requests: 40, Concurrency: 8, WorkDelay: 100 * time.Millisecond, LockTTL: 10 * time.Second, LockWait: 2 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				prefix := "etcd"
-				if s.Name == stock.ZooKeeper {
+				if s.Name == catalog.ZooKeeper {
 					prefix = "zookeeper"
 				}
 				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: stopMajority(dir, prefix, 4*time.Second), max: 1}
@@ -197,10 +198,10 @@ func All() []Scenario {
 			Story:      "right after an instance takes the Redlock lock, the clocks of granting nodes jump forward past the TTL (emulated: the key's TTL on those nodes is cut to 1 ms, as a jump would expire it; the lab never changes a clock) until the holder keeps a minority",
 			Predicts:   "the key expires early; a second client gathers a majority: two holders, and no token to refuse the stale one",
 			Topology:   "single",
-			Strategies: []string{stock.Redlock},
+			Strategies: []string{catalog.Redlock},
 			Load:       Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 400 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 10 * time.Second},
 			Short:      Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 400 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 10 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: 500 * time.Millisecond, strike: jumpClocks(dir, stock.LockKey(goods)), max: 5}
 			},
 		},
@@ -214,10 +215,10 @@ func All() []Scenario {
 			// not on redis-1: the restart would not touch it.
 			ExactTopology: true,
 			NotOn:         "there the redis lock lives on the Sentinel-managed primary, and this story restarts redis-1",
-			Strategies:    []string{stock.Redis},
+			Strategies:    []string{catalog.Redis},
 			Load:          Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 300 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 10 * time.Second},
 			Short:         Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 300 * time.Millisecond, LockTTL: 5 * time.Second, LockWait: 10 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: time.Second, strike: restartComponent(dir, "redis-1"), max: 2}
 			},
 		},
@@ -227,10 +228,10 @@ func All() []Scenario {
 			Story:      "the instance that just took the lock is killed with SIGKILL mid-critical-section and started again 1 s later",
 			Predicts:   "the lock frees at its TTL (or its session's end), the others go on selling, no 2xx is lost and nothing oversells",
 			Topology:   "single",
-			Strategies: []string{stock.Redis, stock.Redlock, stock.ZooKeeper, stock.Etcd, stock.MySQLUnique},
+			Strategies: []string{catalog.Redis, catalog.Redlock, catalog.ZooKeeper, catalog.Etcd, catalog.MySQLUnique},
 			Load:       Load{Stock: 40, Requests: 80, Concurrency: 12, WorkDelay: 100 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: 10 * time.Second},
 			Short:      Load{Stock: 20, Requests: 40, Concurrency: 8, WorkDelay: 100 * time.Millisecond, LockTTL: 2 * time.Second, LockWait: 10 * time.Second},
-			Strike: func(dir string, s stock.Strategy, goods int64) bench.Striker {
+			Strike: func(dir string, s catalog.Strategy, goods int64) bench.Striker {
 				return holderStriker{key: stock.LockKey(goods), gap: 500 * time.Millisecond, strike: killHolder(dir, time.Second), max: 1}
 			},
 		},

@@ -17,6 +17,7 @@ import (
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Options of Run. Zero values take the defaults given.
@@ -118,8 +119,8 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 		Load: fmt.Sprintf("%d purchases of a stock of %d, %d at a time, work %s, lock TTL %s, lock wait %s",
 			load.Requests, load.Stock, load.Concurrency, load.WorkDelay, load.LockTTL, load.LockWait)}
 	for _, name := range o.Strategies {
-		info, ok := stock.Lookup(name)
-		if !ok || info.Kind != stock.KindLocker {
+		info, ok := catalog.Lookup(name)
+		if !ok || info.Kind != catalog.KindLocker {
 			return nil, fmt.Errorf("strategy %q: a scenario runs lockers only", name)
 		}
 		for _, p := range o.Protections {

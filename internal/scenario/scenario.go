@@ -17,7 +17,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/stack"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Protection is what stands between a stale holder and the stock.
@@ -57,7 +57,7 @@ type Load struct {
 }
 
 // Striker builds the strike of one run. dir is the stack's run directory.
-type Striker func(dir string, s stock.Strategy, goods int64) bench.Striker
+type Striker func(dir string, s catalog.Strategy, goods int64) bench.Striker
 
 // Scenario is one failure story.
 type Scenario struct {

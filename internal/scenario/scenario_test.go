@@ -15,7 +15,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // basePort is this package's own stack: scenarios pause and kill
@@ -81,34 +81,34 @@ func TestScenariosShort(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{stock.Redis},
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{catalog.Redis},
 			Protections: []Protection{ProtectNone, ProtectFencing}, Repeat: 3, Seed: 7, Short: true})
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
 		}
-		if r := row(t, res, stock.Redis, ProtectFencing); r.Oversold != 0 || r.StaleRefused == 0 || r.Strikes == 0 {
+		if r := row(t, res, catalog.Redis, ProtectFencing); r.Oversold != 0 || r.StaleRefused == 0 || r.Strikes == 0 {
 			t.Errorf("fenced redis: %+v, want oversold 0 and stale holders refused", r)
 		}
-		if r := row(t, res, stock.Redis, ProtectNone); r.RunsOversold == 0 || r.Strikes == 0 {
+		if r := row(t, res, catalog.Redis, ProtectNone); r.RunsOversold == 0 || r.Strikes == 0 {
 			t.Errorf("unfenced redis never oversold in %d runs with %d pauses: %+v", r.Runs, r.Strikes, r)
 		}
 	})
 	// Consul's session invalidated in a pause, with lock-delay 0: two
 	// holders unfenced, none fenced (the key's ModifyIndex as the token).
 	t.Run("consul-session", func(t *testing.T) {
-		if _, ok := st.Component(string(stock.ServerConsul)); !ok {
+		if _, ok := st.Component(string(catalog.ServerConsul)); !ok {
 			testenv.Unavailable(t, "consul", errors.New("the stack runs without it: `make deps` builds bin/consul"))
 		}
 		sc, _ := Find("consul-session")
-		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{stock.ConsulNoDelay},
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{catalog.ConsulNoDelay},
 			Protections: []Protection{ProtectNone, ProtectFencing}, Repeat: 1, Seed: 7, Short: true})
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
 		}
-		if r := row(t, res, stock.ConsulNoDelay, ProtectFencing); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes == 0 {
+		if r := row(t, res, catalog.ConsulNoDelay, ProtectFencing); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes == 0 {
 			t.Errorf("fenced consul-nodelay: %+v, want a strike, oversold 0 and every 2xx with its order", r)
 		}
-		if r := row(t, res, stock.ConsulNoDelay, ProtectNone); r.LostUpdates == 0 && r.RunsOversold == 0 || r.Strikes == 0 {
+		if r := row(t, res, catalog.ConsulNoDelay, ProtectNone); r.LostUpdates == 0 && r.RunsOversold == 0 || r.Strikes == 0 {
 			t.Errorf("unfenced consul-nodelay: %+v, want the stale holder's write to show (a lost update or an oversell)", r)
 		}
 	})
@@ -121,19 +121,19 @@ func TestScenariosShort(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v (rows %+v)", err, res)
 			}
-			if r := row(t, res, stock.Redis, ProtectFencing); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes == 0 || r.Errors[bench.OutcomeError] != 0 {
+			if r := row(t, res, catalog.Redis, ProtectFencing); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes == 0 || r.Errors[bench.OutcomeError] != 0 {
 				t.Errorf("fenced redis, %s: %+v, want strikes, oversold 0 and no errors", name, r)
 			}
 		})
 	}
 	t.Run("instance-crash", func(t *testing.T) {
 		sc, _ := Find("instance-crash")
-		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{stock.Redis},
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{catalog.Redis},
 			Protections: []Protection{ProtectLeaseCheck}, Repeat: 1, Seed: 7, Short: true})
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
 		}
-		if r := row(t, res, stock.Redis, ProtectLeaseCheck); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes != 1 {
+		if r := row(t, res, catalog.Redis, ProtectLeaseCheck); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes != 1 {
 			t.Errorf("instance-crash: %+v, want 1 crash, no oversell, no 2xx lost", r)
 		}
 	})
@@ -220,7 +220,7 @@ func TestFindAndParse(t *testing.T) {
 			t.Errorf("scenario %s is incomplete", s.Name)
 		}
 		for _, n := range s.Strategies {
-			if info, ok := stock.Lookup(n); !ok || info.Kind != stock.KindLocker {
+			if info, ok := catalog.Lookup(n); !ok || info.Kind != catalog.KindLocker {
 				t.Errorf("scenario %s: %s is not a locker strategy", s.Name, n)
 			}
 		}
@@ -269,18 +269,18 @@ func TestHAScenariosShort(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
 		}
-		if r := row(t, res, stock.Redis, ProtectFencing); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes != 1 {
+		if r := row(t, res, catalog.Redis, ProtectFencing); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes != 1 {
 			t.Errorf("fenced redis through a failover: %+v, want 1 failover and oversold 0", r)
 		}
 	})
 	t.Run("majority-loss", func(t *testing.T) {
 		sc, _ := Find("majority-loss")
-		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{stock.Etcd},
+		res, err := Run(ctx, sc, Options{Dir: st.Dir, Fleet: fl, Strategies: []string{catalog.Etcd},
 			Protections: []Protection{ProtectNone}, Repeat: 1, Seed: 7, Short: true})
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
 		}
-		r := row(t, res, stock.Etcd, ProtectNone)
+		r := row(t, res, catalog.Etcd, ProtectNone)
 		if r.Oversold != 0 || r.OKWithout != 0 || r.Strikes != 1 {
 			t.Errorf("etcd without a quorum: %+v, want oversold 0", r)
 		}
@@ -298,7 +298,7 @@ func TestHAScenariosShort(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v (rows %+v)", err, res)
 		}
-		if r := row(t, res, stock.Consul, ProtectNone); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes != 1 {
+		if r := row(t, res, catalog.Consul, ProtectNone); r.Oversold != 0 || r.OKWithout != 0 || r.Strikes != 1 {
 			t.Errorf("consul through a leader kill: %+v, want 1 kill, oversold 0, every 2xx with its order", r)
 		}
 	})

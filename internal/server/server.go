@@ -175,7 +175,7 @@ type Spec struct {
 	// Links are the link groups of the fault proxy.
 	Links func(ha bool) []Link
 	// Serves are the names the strategy registry gives this server
-	// (stock.Server), each with the link group that carries it.
+	// (catalog.Server), each with the link group that carries it.
 	Serves map[string]string
 	// Durability says what reaches the disk at each level of `up
 	// --durability` (DurabilityDefault, DurabilityFsync, DurabilityNone).

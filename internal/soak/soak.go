@@ -35,7 +35,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/supervise"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Options of Run. Zero values take the defaults given.
@@ -71,7 +71,7 @@ func (o *Options) defaults() error {
 		o.Rate = 40
 	}
 	if o.Strategy == "" {
-		o.Strategy = stock.Redis
+		o.Strategy = catalog.Redis
 	}
 	if o.Every == 0 {
 		o.Every = min(10*time.Second, o.For/20)

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/stock/catalog"
 
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
-	"github.com/seckill-lab/seckill/stock"
 )
 
 // backendsTestBasePort is the base port of TestUpBackendsSubset:
@@ -48,8 +48,8 @@ func TestOptionsBackends(t *testing.T) {
 		{"subset", Options{Backends: []Backend{BackendMySQL, BackendRedis}}, "", "redis,mysql"},
 		{"mysql left out", Options{Backends: []Backend{BackendRedis}}, "mysql is always needed", ""},
 		{"unknown", Options{Backends: []Backend{"mongo", BackendMySQL}}, `unknown backend "mongo"`, ""},
-		{"strategy needs a backend left out", Options{Strategy: stock.Etcd, Backends: []Backend{BackendMySQL}}, "--strategy etcd needs the etcd backend", ""},
-		{"redlock needs redis", Options{Strategy: stock.Redlock, Backends: []Backend{BackendMySQL, Backend("etcd")}}, "needs the redis backend", ""},
+		{"strategy needs a backend left out", Options{Strategy: catalog.Etcd, Backends: []Backend{BackendMySQL}}, "--strategy etcd needs the etcd backend", ""},
+		{"redlock needs redis", Options{Strategy: catalog.Redlock, Backends: []Backend{BackendMySQL, Backend("etcd")}}, "needs the redis backend", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,10 +119,10 @@ func TestUpBackendsSubset(t *testing.T) {
 		status   int
 		body     string
 	}{
-		{stock.Etcd, http.StatusServiceUnavailable, "backend_unavailable"},
-		{stock.ZooKeeper, http.StatusServiceUnavailable, "zookeeper"},
-		{stock.Redis, http.StatusOK, stock.Redis},
-		{stock.SQLAtomic, http.StatusOK, stock.SQLAtomic},
+		{catalog.Etcd, http.StatusServiceUnavailable, "backend_unavailable"},
+		{catalog.ZooKeeper, http.StatusServiceUnavailable, "zookeeper"},
+		{catalog.Redis, http.StatusOK, catalog.Redis},
+		{catalog.SQLAtomic, http.StatusOK, catalog.SQLAtomic},
 	}
 	for _, tc := range tests {
 		if code, body := put(tc.strategy); code != tc.status || !strings.Contains(body, tc.body) {
@@ -140,7 +140,7 @@ func TestUpBackendsSubset(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&h)
 	resp.Body.Close()
-	if err != nil || h.Status != "ok" || h.Backends[string(stock.ServerEtcd)] != "" || h.Backends["mysql"] != "ok" {
+	if err != nil || h.Status != "ok" || h.Backends[string(catalog.ServerEtcd)] != "" || h.Backends["mysql"] != "ok" {
 		t.Errorf("healthz: %+v, %v; want ok without etcd", h, err)
 	}
 

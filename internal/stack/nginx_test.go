@@ -14,6 +14,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // answer is one purchase sent through nginx, as the client saw it.
@@ -225,7 +226,7 @@ func TestNginxRoutesAroundDeadInstances(t *testing.T) {
 	b := &nginxBuyer{st: st, client: &http.Client{Timeout: time.Minute}, prefix: "nginx-" + fmt.Sprint(time.Now().UnixNano())}
 
 	t.Run("kill-and-heal", func(t *testing.T) {
-		setFleet(t, ctx, st, map[string]any{"name": stock.None}, 1000)
+		setFleet(t, ctx, st, map[string]any{"name": catalog.None}, 1000)
 		var answers []answer
 		for _, inst := range st.InstanceNames() {
 			if err := Signal(dir, inst, syscall.SIGKILL); err != nil {
@@ -254,7 +255,7 @@ func TestNginxRoutesAroundDeadInstances(t *testing.T) {
 
 	// The purchases below stay 2 s in their critical section, so the kill
 	// finds one in flight.
-	slow := map[string]any{"name": stock.None, "work_delay": "2s"}
+	slow := map[string]any{"name": catalog.None, "work_delay": "2s"}
 	for _, tc := range []struct {
 		name  string
 		keyed bool

@@ -86,7 +86,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/server"
-	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Defaults of Options.
@@ -94,7 +94,7 @@ const (
 	DefaultDir       = ".seckill"
 	DefaultBasePort  = 17000
 	DefaultInstances = 3
-	DefaultStrategy  = stock.None
+	DefaultStrategy  = catalog.None
 	// MaxInstances bounds --instances (their ports are B+101..B+100+N).
 	MaxInstances = 50
 	// MinBasePort and MaxBasePort bound --base-port (every port must fit

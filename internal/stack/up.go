@@ -23,6 +23,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/supervise"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Options configure Up.
@@ -264,7 +265,7 @@ func BackendsFor(strategies ...string) []Backend {
 // strategyBackend is the backend strategy name needs besides MySQL ("" for
 // none or an unknown name, which the instances reject themselves).
 func strategyBackend(name string) Backend {
-	s, _ := stock.Lookup(name)
+	s, _ := catalog.Lookup(name)
 	return server.GroupOfServer(string(s.Server))
 }
 

@@ -145,7 +145,7 @@ func (c *Store) OrderByRequest(ctx context.Context, requestID string) (stock.Ord
 	return o, true, nil
 }
 
-// ReadModifyWrite is the seeds' reductStock on the counter: GET, check,
+// ReadModifyWrite is Chapter 1's reductStock on the counter: GET, check,
 // work, SET stock-qty, record the order; correct only under a lock. inside
 // (the locks released before COMMIT) is acquired first and released after
 // the stock write, before the order is recorded.
@@ -210,7 +210,7 @@ func (c *Store) ReadModifyWrite(ctx context.Context, d stock.Deduction, inside f
 		return stock.Result{}, fmt.Errorf("lock-alone goods %d: write the stock: %w", id, err)
 	}
 	d.Note(stock.EventWritten, remaining)
-	if release != nil { // released before the order is recorded, as seed 003's "transaction mode"
+	if release != nil { // released before the order is recorded, as Chapter 1's "transaction mode"
 		release()
 		release = nil
 	}

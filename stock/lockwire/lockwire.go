@@ -27,6 +27,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl/redlock"
 	"github.com/seckill-lab/seckill/lockimpl/zklock"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Clients are one instance's connections, from which each locker
@@ -70,44 +71,44 @@ func (c Clients) zkOptions() []zklock.BackendOption {
 type Opener func(ctx context.Context, c Clients) (stock.LockBackend, error)
 
 // openers are the registry's locker strategies' openers: every
-// stock.KindLocker strategy has one, no other strategy does.
+// catalog.KindLocker strategy has one, no other strategy does.
 var openers = map[string]Opener{
-	stock.Mutex:          openMutex,
-	stock.MutexTx:        openMutex,
-	stock.MutexPrototype: func(context.Context, Clients) (stock.LockBackend, error) { return mutexlock.NewPrototypeBackend(), nil },
-	stock.RedisSpin:      onRedis(func(c redis.UniversalClient) stock.LockBackend { return redisnaive.NewSpinBackend(c) }),
-	stock.RedisTTL:       onRedis(func(c redis.UniversalClient) stock.LockBackend { return redisnaive.NewTTLBackend(c) }),
-	stock.RedisOwner:     onRedis(func(c redis.UniversalClient) stock.LockBackend { return redisnaive.NewOwnerBackend(c) }),
-	stock.Redis:          onRedis(func(c redis.UniversalClient) stock.LockBackend { return redislock.NewBackend(c) }),
-	stock.Redlock: func(_ context.Context, c Clients) (stock.LockBackend, error) {
+	catalog.Mutex:          openMutex,
+	catalog.MutexTx:        openMutex,
+	catalog.MutexPrototype: func(context.Context, Clients) (stock.LockBackend, error) { return mutexlock.NewPrototypeBackend(), nil },
+	catalog.RedisSpin:      onRedis(func(c redis.UniversalClient) stock.LockBackend { return redisnaive.NewSpinBackend(c) }),
+	catalog.RedisTTL:       onRedis(func(c redis.UniversalClient) stock.LockBackend { return redisnaive.NewTTLBackend(c) }),
+	catalog.RedisOwner:     onRedis(func(c redis.UniversalClient) stock.LockBackend { return redisnaive.NewOwnerBackend(c) }),
+	catalog.Redis:          onRedis(func(c redis.UniversalClient) stock.LockBackend { return redislock.NewBackend(c) }),
+	catalog.Redlock: func(_ context.Context, c Clients) (stock.LockBackend, error) {
 		if len(c.Redlock) < 3 {
 			return nil, fmt.Errorf("redlock needs at least 3 Redis servers (5 recommended), has %d: %w", len(c.Redlock), stock.ErrNotConfigured)
 		}
 		return redlock.NewBackend(c.Redlock), nil
 	},
-	stock.ZooKeeper: func(_ context.Context, c Clients) (stock.LockBackend, error) {
+	catalog.ZooKeeper: func(_ context.Context, c Clients) (stock.LockBackend, error) {
 		if len(c.ZooKeeper) == 0 {
-			return nil, notConfigured(stock.ServerZooKeeper)
+			return nil, notConfigured(catalog.ServerZooKeeper)
 		}
 		return zklock.NewBackend(c.ZooKeeper, c.zkOptions()...), nil
 	},
-	stock.ZooKeeperHerd: func(_ context.Context, c Clients) (stock.LockBackend, error) {
+	catalog.ZooKeeperHerd: func(_ context.Context, c Clients) (stock.LockBackend, error) {
 		if len(c.ZooKeeper) == 0 {
-			return nil, notConfigured(stock.ServerZooKeeper)
+			return nil, notConfigured(catalog.ServerZooKeeper)
 		}
 		return zklock.NewHerdBackend(c.ZooKeeper, c.zkOptions()...), nil
 	},
-	stock.Etcd: func(_ context.Context, c Clients) (stock.LockBackend, error) {
+	catalog.Etcd: func(_ context.Context, c Clients) (stock.LockBackend, error) {
 		if c.Etcd == nil {
-			return nil, notConfigured(stock.ServerEtcd)
+			return nil, notConfigured(catalog.ServerEtcd)
 		}
 		return etcdlock.NewBackend(c.Etcd), nil
 	},
-	stock.Consul:        onConsul(consullock.Config{}),
-	stock.ConsulNoDelay: onConsul(consullock.Config{LockDelay: consullock.NoLockDelay}),
-	stock.MySQLUnique: func(ctx context.Context, c Clients) (stock.LockBackend, error) {
+	catalog.Consul:        onConsul(consullock.Config{}),
+	catalog.ConsulNoDelay: onConsul(consullock.Config{LockDelay: consullock.NoLockDelay}),
+	catalog.MySQLUnique: func(ctx context.Context, c Clients) (stock.LockBackend, error) {
 		if c.MySQL == nil {
-			return nil, notConfigured(stock.ServerMySQL)
+			return nil, notConfigured(catalog.ServerMySQL)
 		}
 		return mysqllock.NewBackend(ctx, c.MySQL)
 	},
@@ -119,15 +120,15 @@ var (
 	extensions = map[string]Opener{}
 )
 
-// Extend adds strategy s beside the registry (stock.Extend) with open, the
+// Extend adds strategy s beside the registry (catalog.Extend) with open, the
 // opener of its lock backend; a locker needs one.
-func Extend(s stock.Strategy, open Opener) error {
-	if s.Kind == stock.KindLocker && open == nil {
+func Extend(s catalog.Strategy, open Opener) error {
+	if s.Kind == catalog.KindLocker && open == nil {
 		return fmt.Errorf("extend %q: a locker strategy needs an opener", s.Name)
 	}
 	extMu.Lock()
 	defer extMu.Unlock()
-	if err := stock.Extend(s); err != nil {
+	if err := catalog.Extend(s); err != nil {
 		return err
 	}
 	if open != nil {
@@ -148,13 +149,13 @@ func OpenerOf(name string) (Opener, bool) {
 	return o, ok
 }
 
-// Open opens the lock backend of every strategy (stock.Extended) that has
+// Open opens the lock backend of every strategy (catalog.Extended) that has
 // an opener and whose server c configures; the others are left out (they
 // are unavailable on this instance). On an error, the backends opened so
 // far are closed.
 func Open(ctx context.Context, c Clients) (map[string]stock.LockBackend, error) {
 	out := map[string]stock.LockBackend{}
-	for _, s := range stock.Extended() {
+	for _, s := range catalog.Extended() {
 		open, ok := OpenerOf(s.Name)
 		if !ok {
 			continue
@@ -177,9 +178,9 @@ func Open(ctx context.Context, c Clients) (map[string]stock.LockBackend, error) 
 // onConsul opens a backend of the Consul agents with cfg.
 func onConsul(cfg consullock.Config) Opener {
 	return func(_ context.Context, c Clients) (stock.LockBackend, error) {
-		addrs := c.Addrs[string(stock.ServerConsul)]
+		addrs := c.Addrs[string(catalog.ServerConsul)]
 		if len(addrs) == 0 {
-			return nil, notConfigured(stock.ServerConsul)
+			return nil, notConfigured(catalog.ServerConsul)
 		}
 		var wrap []func(http.RoundTripper) http.RoundTripper
 		if c.Cost != nil {
@@ -193,7 +194,7 @@ func onConsul(cfg consullock.Config) Opener {
 	}
 }
 
-func notConfigured(s stock.Server) error {
+func notConfigured(s catalog.Server) error {
 	return fmt.Errorf("%s: %w", s, stock.ErrNotConfigured)
 }
 
@@ -201,7 +202,7 @@ func notConfigured(s stock.Server) error {
 func onRedis(build func(redis.UniversalClient) stock.LockBackend) Opener {
 	return func(_ context.Context, c Clients) (stock.LockBackend, error) {
 		if c.Redis == nil {
-			return nil, notConfigured(stock.ServerRedis)
+			return nil, notConfigured(catalog.ServerRedis)
 		}
 		return build(c.Redis), nil
 	}
@@ -209,7 +210,7 @@ func onRedis(build func(redis.UniversalClient) stock.LockBackend) Opener {
 
 func openMutex(_ context.Context, c Clients) (stock.LockBackend, error) {
 	if c.Mutex == nil {
-		return nil, notConfigured(stock.ServerProcess)
+		return nil, notConfigured(catalog.ServerProcess)
 	}
 	return mutexlock.NewBackend(c.Mutex), nil
 }

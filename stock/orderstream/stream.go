@@ -42,6 +42,7 @@ import (
 
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
 )
 
@@ -244,7 +245,7 @@ func parseEntry(m redis.XMessage) (streamEntry, error) {
 	}
 	e.at = time.Unix(0, at)
 	e.order = stock.Order{ID: oid, GoodsID: goods, Qty: qty, UserID: str("user"), RequestID: str("req"), Instance: str("inst"),
-		Strategy: stock.RedisStream, CreatedAt: e.at}
+		Strategy: catalog.RedisStream, CreatedAt: e.at}
 	return e, nil
 }
 

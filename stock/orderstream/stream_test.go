@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
@@ -34,7 +35,7 @@ func newStreamFixture(t *testing.T, inStock int64, limit int) streamFixture {
 	ctx := context.Background()
 	q := &Stream{rdb: rdb, key: fmt.Sprintf("test:orders:%d", rand.Int64())}
 	t.Cleanup(func() { rdb.Del(context.Background(), q.key) })
-	cfg := stock.Config{Name: stock.RedisStream}
+	cfg := stock.Config{Name: catalog.RedisStream}
 	cfg.PerUserLimit = limit
 	svc, err := stock.NewService(stock.ServiceOptions{Instance: "test", Store: st, Mirror: NewMirror(rdb), Stream: q, Initial: cfg})
 	if err != nil {

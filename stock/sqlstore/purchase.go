@@ -46,7 +46,7 @@ const (
 	sqlGoodsExists     = "SELECT COUNT(*) FROM goods WHERE id = ?"
 )
 
-// ReadModifyWrite runs the seeds' reductStock in one transaction: a plain
+// ReadModifyWrite runs Chapter 1's reductStock in one transaction: a plain
 // read of the stock, the check, the work, an unconditional write of
 // stock-qty and the order insert. It is correct only when the caller
 // serialises it.
@@ -63,7 +63,7 @@ const (
 //
 // inside, when not nil, runs after BEGIN and before the read; its release
 // runs right after the stock write, before the order insert and COMMIT.
-// That is the deliberately flawed mutex-tx ordering of seed 003's
+// That is the deliberately flawed mutex-tx ordering of Chapter 1's
 // "transaction mode": a @Transactional service whose synchronized stock
 // method returns (unlocks) while the transaction, and the order insert that
 // follows in it, have not committed yet.

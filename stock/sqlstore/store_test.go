@@ -19,12 +19,13 @@ import (
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 func order(goods int64, rid string) stock.Order {
-	return stock.Order{GoodsID: goods, Qty: 1, UserID: "u", RequestID: rid, Instance: "test", Strategy: stock.Redis}
+	return stock.Order{GoodsID: goods, Qty: 1, UserID: "u", RequestID: rid, Instance: "test", Strategy: catalog.Redis}
 }
 
 // TestFencingRejectsStaleHolder: a write carrying an older token than the
@@ -110,10 +111,10 @@ func TestStorePathsRemaining(t *testing.T) {
 		name string
 		run  func(stock.Deduction) (stock.Result, error)
 	}{
-		{stock.SQLAtomic, func(d stock.Deduction) (stock.Result, error) { return st.Atomic(ctx, d) }},
-		{stock.MySQLForUpdate, func(d stock.Deduction) (stock.Result, error) { return st.ForUpdate(ctx, d, time.Second) }},
-		{stock.MySQLOptimistic, func(d stock.Deduction) (stock.Result, error) { return st.Optimistic(ctx, d, 3, time.Second) }},
-		{stock.None, func(d stock.Deduction) (stock.Result, error) { return st.ReadModifyWrite(ctx, d, nil) }},
+		{catalog.SQLAtomic, func(d stock.Deduction) (stock.Result, error) { return st.Atomic(ctx, d) }},
+		{catalog.MySQLForUpdate, func(d stock.Deduction) (stock.Result, error) { return st.ForUpdate(ctx, d, time.Second) }},
+		{catalog.MySQLOptimistic, func(d stock.Deduction) (stock.Result, error) { return st.Optimistic(ctx, d, 3, time.Second) }},
+		{catalog.None, func(d stock.Deduction) (stock.Result, error) { return st.ReadModifyWrite(ctx, d, nil) }},
 	}
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
