@@ -1,5 +1,5 @@
 // Package api is the stock service's HTTP layer (Gin): the purchase API,
-// the admin API, /healthz and /metrics. Every response carries X-Instance;
+// the admin API, /healthz, /readyz, /livez and /metrics. Every response carries X-Instance;
 // every error is a status code plus a JSON body {"error": ...}.
 package api
 
@@ -36,6 +36,11 @@ import (
 type Check struct {
 	Name string
 	Ping func(ctx context.Context) error
+	// Ready marks a backend the instance cannot take any request without
+	// (MySQL): /readyz probes these only. Optional, defaults to false: a
+	// lock server that is down fails its own strategy's purchases (503
+	// backend_unavailable), not the instance's readiness.
+	Ready bool
 }
 
 // Options configure the handler.
@@ -91,6 +96,8 @@ func New(opts Options) http.Handler {
 	})
 
 	r.GET("/healthz", h.healthz)
+	r.GET("/readyz", h.readyz)
+	r.GET("/livez", h.livez)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{})))
 	v1 := r.Group("/api/v1")
 	v1.POST("/purchase", h.purchase)
@@ -297,19 +304,54 @@ func (h *handler) goods(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"id": id, "stock": a.Stock, "sold": a.SoldQty})
 }
 
+// healthz answers every configured backend's state, for people: 200 when
+// all answer, else 503 "degraded". Probes that decide whether the instance
+// gets traffic or is restarted are /readyz and /livez.
 func (h *handler) healthz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	results, healthy := h.probe(c.Request.Context(), func(Check) bool { return true })
+	code, status := http.StatusOK, "ok"
+	if !healthy {
+		code, status = http.StatusServiceUnavailable, "degraded"
+	}
+	c.JSON(code, gin.H{"status": status, "instance": h.Service.Instance(), "strategy": h.Service.Config().Name, "backends": results})
+}
+
+// readyz says whether the instance can take requests: its HTTP server
+// answers and the backends it cannot work without (Check.Ready: MySQL) do.
+// A lock server that is down never makes it 503, so a fault on one lock
+// server does not take every instance out of its Service.
+func (h *handler) readyz(c *gin.Context) {
+	results, ready := h.probe(c.Request.Context(), func(chk Check) bool { return chk.Ready })
+	code, status := http.StatusOK, "ready"
+	if !ready {
+		code, status = http.StatusServiceUnavailable, "not_ready"
+	}
+	c.JSON(code, gin.H{"status": status, "instance": h.Service.Instance(), "backends": results})
+}
+
+// livez says the process answers; it probes nothing.
+func (h *handler) livez(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "alive", "instance": h.Service.Instance()})
+}
+
+// probe pings the checks that keep selects, at once, within 2 s, and
+// reports each one's state and whether all answered.
+func (h *handler) probe(ctx context.Context, keep func(Check) bool) (map[string]string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	results := make(map[string]string, len(h.Checks))
+	results := map[string]string{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	healthy := true
 	for _, chk := range h.Checks {
+		if !keep(chk) {
+			continue
+		}
 		wg.Go(func() {
 			status := "ok"
 			if err := chk.Ping(ctx); err != nil {
 				status = "error: does not answer"
-				h.Log.Printf("healthz: %s: %v", chk.Name, err)
+				h.Log.Printf("health: %s: %v", chk.Name, err)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -320,11 +362,7 @@ func (h *handler) healthz(c *gin.Context) {
 		})
 	}
 	wg.Wait()
-	code, status := http.StatusOK, "ok"
-	if !healthy {
-		code, status = http.StatusServiceUnavailable, "degraded"
-	}
-	c.JSON(code, gin.H{"status": status, "instance": h.Service.Instance(), "strategy": h.Service.Config().Name, "backends": results})
+	return results, healthy
 }
 
 type resetBody struct {

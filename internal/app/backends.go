@@ -98,10 +98,11 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB, meter *cos
 	return b, nil
 }
 
-// checks are the /healthz probes of the configured servers. The ZooKeeper
-// probe is the lock backend's, which waits for a session.
+// checks are the /healthz probes of the configured servers; MySQL, without
+// which no purchase runs, is also /readyz's. The ZooKeeper probe is the lock
+// backend's, which waits for a session.
 func (b *backends) checks(store *sqlstore.Store) []api.Check {
-	out := []api.Check{{Name: "mysql", Ping: store.Ping}}
+	out := []api.Check{{Name: "mysql", Ping: store.Ping, Ready: true}}
 	for i, c := range b.redis {
 		out = append(out, api.Check{Name: fmt.Sprintf("redis-%d", i+1), Ping: func(ctx context.Context) error { return c.Ping(ctx).Err() }})
 	}

@@ -180,8 +180,11 @@ func ptr[T any](v T) *T { return &v }
 func instances() []any {
 	labels := labelsOf(InstanceApp, RoleInstance, "")
 	sel := map[string]string{LabelName: InstanceApp}
-	probe := func(threshold int32) *corev1.Probe {
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(InstancePort)}},
+	// Readiness is /readyz (the HTTP server and MySQL, never a lock
+	// server: a chaos experiment on one lock server must not empty the
+	// Service); liveness is /livez (the process answers).
+	probe := func(path string, threshold int32) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(InstancePort)}},
 			PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: threshold}
 	}
 	c := corev1.Container{Name: InstanceApp, Image: InstanceImage, Args: []string{"serve"},
@@ -189,10 +192,10 @@ func instances() []any {
 		Env:   instanceEnv(),
 		EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: ServersConfig}}}},
-		ReadinessProbe: probe(2),
+		ReadinessProbe: probe("/readyz", 2),
 		// A paused instance (pause-holder, up to 24 s in consul-session)
 		// must not be restarted by its liveness probe: 60 s.
-		LivenessProbe: probe(12),
+		LivenessProbe: probe("/livez", 12),
 		Resources:     resources([2]string{"100m", "1"}, [2]string{"64Mi", "256Mi"})}
 	// The pauser shares the pod's process namespace: `kill -STOP` from it
 	// is the cluster's process pause (deploy/chaos/pause-holder.yaml).
@@ -228,7 +231,9 @@ func nginx() []any {
 			{Name: "conf", MountPath: "/etc/nginx/nginx.conf", SubPath: "nginx.conf", ReadOnly: true},
 			{Name: "templates", MountPath: "/etc/nginx/templates", ReadOnly: true},
 			{Name: "includes", MountPath: "/etc/nginx/seckill.d"}},
-		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(NginxPort)}},
+		// nginx's own /livez: its readiness does not go through to the
+		// instances.
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/livez", Port: intstr.FromInt32(NginxPort)}},
 			PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: 3},
 		LivenessProbe: tcpProbe(NginxPort, 5),
 		Resources:     resources([2]string{"50m", "1"}, [2]string{"32Mi", "128Mi"})}

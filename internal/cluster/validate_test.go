@@ -364,8 +364,13 @@ func crossCheck(o *objects, topology, d string) error {
 				}
 			}
 		}
-		if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/healthz" {
-			fail("instances: no readiness on /healthz")
+		// Readiness and liveness never probe a lock server (/healthz
+		// does): a fault on one must not take every instance out.
+		if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+			fail("instances: no readiness on /readyz")
+		}
+		if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/livez" {
+			fail("instances: no liveness on /livez")
 		}
 		hl, ok := o.services[InstancesHL]
 		if !ok || hl.Spec.ClusterIP != corev1.ClusterIPNone {

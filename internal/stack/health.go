@@ -27,36 +27,38 @@ var httpClient = &http.Client{
 	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
 }
 
-// healthz GETs base+/healthz and returns the X-Instance header.
-func healthz(ctx context.Context, base string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+// readyz GETs base+/readyz, the instance's readiness (its HTTP server and
+// MySQL; never a lock server, so one lock server's fault does not fail an
+// instance), and returns the X-Instance header.
+func readyz(ctx context.Context, base string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
 	if err != nil {
-		return "", fmt.Errorf("healthz: %w", err)
+		return "", fmt.Errorf("readyz: %w", err)
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("GET %s/healthz: %w", base, err)
+		return "", fmt.Errorf("GET %s/readyz: %w", base, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s/healthz: %s: %s", base, resp.Status, firstLine(string(body)))
+		return "", fmt.Errorf("GET %s/readyz: %s: %s", base, resp.Status, firstLine(string(body)))
 	}
 	return resp.Header.Get("X-Instance"), nil
 }
 
 func checkInstance(ctx context.Context, c Component) error {
-	name, err := healthz(ctx, c.URL())
+	name, err := readyz(ctx, c.URL())
 	if err != nil {
 		return err
 	}
 	if name != c.Name {
-		return fmt.Errorf("GET %s/healthz: X-Instance %q, want %q", c.URL(), name, c.Name)
+		return fmt.Errorf("GET %s/readyz: X-Instance %q, want %q", c.URL(), name, c.Name)
 	}
 	return nil
 }
 
-// checkNginx GETs /healthz through nginx until every name in want answered
+// checkNginx GETs /readyz through nginx until every name in want answered
 // (and no other), making at most 4*len(want)+4 requests.
 func checkNginx(ctx context.Context, base string, want []string) error {
 	wantSet := map[string]bool{}
@@ -65,7 +67,7 @@ func checkNginx(ctx context.Context, base string, want []string) error {
 	}
 	seen := map[string]bool{}
 	for i := 0; i < 4*len(want)+4; i++ {
-		name, err := healthz(ctx, base)
+		name, err := readyz(ctx, base)
 		if err != nil {
 			return fmt.Errorf("through nginx: %w", err)
 		}
