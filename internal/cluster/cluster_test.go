@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/server"
 )
@@ -158,6 +160,30 @@ func TestBenchJob(t *testing.T) {
 	}
 	if job.Spec.Template.Labels[LabelRole] != RoleBench {
 		t.Error("the bench's pods do not carry the role the instances' NetworkPolicy admits")
+	}
+	// The Job ends with the bench: the only regular container is the
+	// bench (its exit status is the Job's, no retry); the report printer is
+	// a native sidecar (an init container that restarts Always), which
+	// Kubernetes stops once the bench ends; the finished Job is deleted
+	// after BenchTTL.
+	spec := job.Spec.Template.Spec
+	if len(spec.Containers) != 1 || spec.Containers[0].Name != "bench" {
+		t.Errorf("containers %d: the bench must be the Job's only regular container", len(spec.Containers))
+	}
+	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 {
+		t.Error("the bench is retried: its exit status is not the Job's")
+	}
+	if job.Spec.TTLSecondsAfterFinished == nil || *job.Spec.TTLSecondsAfterFinished != BenchTTL {
+		t.Errorf("ttlSecondsAfterFinished %v, want %d", job.Spec.TTLSecondsAfterFinished, BenchTTL)
+	}
+	if len(spec.InitContainers) != 1 || spec.InitContainers[0].Name != "report" ||
+		spec.InitContainers[0].RestartPolicy == nil || *spec.InitContainers[0].RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Error("the report printer is not a native sidecar (init container, restartPolicy Always)")
+	}
+	for _, c := range append(spec.InitContainers, spec.Containers...) {
+		if cmd := strings.Join(append(c.Command, c.Args...), " "); strings.Contains(cmd, "sleep 3600") {
+			t.Errorf("container %s sleeps an hour: %q", c.Name, cmd)
+		}
 	}
 }
 

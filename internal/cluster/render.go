@@ -313,10 +313,13 @@ func networkPolicies() []any {
 var BenchArgs = []string{"bench", "--target", "http://nginx", "--instances-dns", InstancesHL + ":" + strconv.Itoa(InstancePort), "--out", "/results/report"}
 
 // benchJob is the bench as a Job, with a ServiceAccount that may list the
-// namespace's pods (the report records their nodes). The report is in the
-// log of container bench (the tables) and of container report
-// (report.json), and stays an hour in /results of container report for
-// `kubectl cp`.
+// namespace's pods (the report records their nodes). The Job ends with the
+// bench: its status is the bench's exit status (no retry). The report is in
+// the log of container bench (the tables) and of container report, a
+// native sidecar that prints report.json once it is written and is stopped
+// when the bench ends (a bench that dies first leaves nothing waiting).
+// Kubernetes deletes the finished Job, its pod and their logs after
+// BenchTTL; a rerun before that needs `kubectl delete job seckill-bench`.
 func benchJob() []any {
 	const name = "seckill-bench"
 	labels := labelsOf(name, RoleBench, "")
@@ -334,19 +337,24 @@ func benchJob() []any {
 			podEnv(EnvNodeName, "spec.nodeName"), podEnv(EnvPodName, "metadata.name"), podEnv(EnvPodNamespace, "metadata.namespace")},
 		VolumeMounts: results,
 		Resources:    resources([2]string{"500m", "2"}, [2]string{"128Mi", "1Gi"})}
-	report := corev1.Container{Name: "report", Image: BusyboxImage,
+	report := corev1.Container{Name: "report", Image: BusyboxImage, RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
 		Command: []string{"sh", "-c", "until [ -f /results/report/report.json ]; do sleep 2; done; sleep 2; cat /results/report/report.json; " +
-			"echo; echo \"kubectl cp $(hostname):/results/report ./report -c report  # for the next hour\" >&2; sleep 3600"},
+			"echo; exec tail -f /dev/null"},
 		VolumeMounts: results,
 		Resources:    resources([2]string{"5m", "50m"}, [2]string{"8Mi", "32Mi"})}
 	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: meta(name, labels),
-		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0)), ActiveDeadlineSeconds: ptr(int64(3 * 3600)),
+		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0)), ActiveDeadlineSeconds: ptr(int64(3 * 3600)), TTLSecondsAfterFinished: ptr(BenchTTL),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{ServiceAccountName: name, RestartPolicy: corev1.RestartPolicyNever,
-					Containers: []corev1.Container{bench, report},
-					Volumes:    []corev1.Volume{{Name: "results", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}}}
+					InitContainers: []corev1.Container{report},
+					Containers:     []corev1.Container{bench},
+					Volumes:        []corev1.Volume{{Name: "results", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}}}
 	return []any{sa, role, rb, job}
 }
+
+// BenchTTL is how long a finished bench Job (its pod and their logs, the
+// report among them) stays before Kubernetes deletes it: an hour.
+const BenchTTL int32 = 3600
 
 // The downward-API variables the bench Job passes to `seckill bench`
 // (fleet.ClusterFromEnv reads them).
