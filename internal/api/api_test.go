@@ -18,6 +18,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
+	"github.com/seckill-lab/seckill/stock/sqlstore"
 	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
@@ -33,15 +34,24 @@ func newHandler(t *testing.T, adminToken string) (http.Handler, *stock.Service) 
 // newHandlerEvents is newHandler recording into events.
 func newHandlerEvents(t *testing.T, adminToken string, events *stock.Events) (http.Handler, *stock.Service) {
 	t.Helper()
+	svc, _ := newService(t, "api-test")
+	return api.New(api.Options{Service: svc, AdminToken: adminToken, Events: events, Log: log.New(io.Discard, "", 0)}), svc
+}
+
+// newService is a real Service named instance over the test stack's
+// MariaDB (the store is returned too), with the in-process mutex as its
+// only lock backend; it is closed at the test's end.
+func newService(t *testing.T, instance string) (*stock.Service, *sqlstore.Store) {
+	t.Helper()
 	gin.SetMode(gin.TestMode)
 	st := sqltest.Store(t)
-	svc, err := stock.NewService(stock.ServiceOptions{Instance: "api-test", Store: st,
+	svc, err := stock.NewService(stock.ServiceOptions{Instance: instance, Store: st,
 		Backends: map[string]stock.LockBackend{catalog.Mutex: mutexlock.NewBackend(mutexlock.New(lockimpl.Options{}))}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	return api.New(api.Options{Service: svc, AdminToken: adminToken, Events: events, Log: log.New(io.Discard, "", 0)}), svc
+	return svc, st
 }
 
 type answer struct {

@@ -8,14 +8,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/gin-gonic/gin"
-
 	"github.com/seckill-lab/seckill/internal/api"
-	"github.com/seckill-lab/seckill/lockimpl"
-	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
-	"github.com/seckill-lab/seckill/stock"
-	"github.com/seckill-lab/seckill/stock/catalog"
-	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // downAddr is a loopback address nothing listens on: a server that is
@@ -47,14 +40,7 @@ func dial(addr string) func(context.Context) error {
 // service; the database the instance cannot work without (Check.Ready)
 // does make it not ready.
 func TestHealthDoesNotCascade(t *testing.T) {
-	gin.SetMode(gin.TestMode)
-	st := sqltest.Store(t)
-	svc, err := stock.NewService(stock.ServiceOptions{Instance: "health-test", Store: st,
-		Backends: map[string]stock.LockBackend{catalog.Mutex: mutexlock.NewBackend(mutexlock.New(lockimpl.Options{}))}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close() })
+	svc, st := newService(t, "health-test")
 	etcdDown := api.Check{Name: "etcd", Ping: dial(downAddr(t))}
 	mysql := api.Check{Name: "mysql", Ping: st.Ping, Ready: true}
 	mysqlDown := api.Check{Name: "mysql", Ping: dial(downAddr(t)), Ready: true}
