@@ -39,15 +39,6 @@ func Main(m *testing.M, o stack.Options) int {
 	}
 	defer os.RemoveAll(dir)
 	o.Dir, o.Binary = dir, bin
-	if o.Finder == nil {
-		// The servers a test stack runs are this machine's, without the
-		// bin/ of the checkout the test runs in: a package's own stack
-		// runs without the optional servers make deps builds there
-		// (Consul), and its tests say so, whether or not make deps ran.
-		f := stack.SystemFinder()
-		f.Checkout = ""
-		o.Finder = &f
-	}
 	o.BasePort = testenv.Port(o.BasePort)
 	if o.Out == nil {
 		o.Out = io.Discard
