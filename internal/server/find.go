@@ -31,45 +31,16 @@ type Finder struct {
 	// Lab is the lab's own bin/ directory, searched after PATH: `make deps`
 	// builds the servers no distribution packages there. "" for none.
 	Lab string
-	// Checkout is the bin/ of the lab checkout the command runs in,
-	// searched after Lab: `go run ./cmd/seckill` and `go install` put the
-	// running seckill elsewhere, but `make deps` built the servers there.
-	// "" for none.
-	Checkout string
 }
 
 // SystemFinder searches this machine: $PATH, the directory of the running
-// seckill (the lab's bin/), the bin/ of the checkout the working directory
-// is in (CheckoutBin), then the well-known places.
+// seckill (the lab's bin/), then the well-known places.
 func SystemFinder() Finder {
 	f := Finder{Path: os.Getenv("PATH"), Getenv: os.Getenv}
 	if exe, err := os.Executable(); err == nil {
 		f.Lab = filepath.Dir(exe)
 	}
-	if wd, err := os.Getwd(); err == nil {
-		f.Checkout = CheckoutBin(wd)
-	}
 	return f
-}
-
-// labModule is the module line of the lab's go.mod.
-const labModule = "module github.com/seckill-lab/seckill"
-
-// CheckoutBin returns the bin/ directory of the lab checkout that holds
-// dir: the nearest directory at or above dir whose go.mod declares the
-// lab's module. "" when dir is in none.
-func CheckoutBin(dir string) string {
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
-			first, _, _ := strings.Cut(string(b), "\n")
-			if strings.TrimSpace(first) == labModule {
-				return filepath.Join(d, "bin")
-			}
-		}
-		if filepath.Dir(d) == d {
-			return ""
-		}
-	}
 }
 
 func (f Finder) at(p string) string { return filepath.Join(f.rootDir(), p) }
@@ -108,10 +79,8 @@ func (f Finder) searchDirs(extra ...string) []string {
 			dirs = append(dirs, d)
 		}
 	}
-	for _, d := range []string{f.Lab, f.Checkout} {
-		if d != "" && !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
-		}
+	if f.Lab != "" {
+		dirs = append(dirs, f.Lab)
 	}
 	dirs = append(dirs, extra...)
 	for _, d := range wellKnownDirs {

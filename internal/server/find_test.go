@@ -217,35 +217,3 @@ func TestFinderLab(t *testing.T) {
 		t.Fatalf("without the lab's bin/: %v, want a hint at make deps", err)
 	}
 }
-
-// TestCheckoutBin: under `go run` the running seckill is in a temporary
-// directory, so the bin/ of the checkout the command runs in is searched
-// too: found from the checkout and from below it, never from a module
-// that is not the lab's.
-func TestCheckoutBin(t *testing.T) {
-	root := t.TempDir()
-	testenv.Tree(t, root, "x usr/bin/nginx", "x lab/bin/consul", "lab/cmd/seckill/", "other/sub/")
-	lab := filepath.Join(root, "lab")
-	if err := os.WriteFile(filepath.Join(lab, "go.mod"), []byte("module github.com/seckill-lab/seckill\n\ngo 1.26.0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "other", "go.mod"), []byte("module example.com/other\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct{ dir, want string }{
-		{lab, filepath.Join(lab, "bin")},
-		{filepath.Join(lab, "cmd", "seckill"), filepath.Join(lab, "bin")},
-		{filepath.Join(root, "other", "sub"), ""},
-		{root, ""},
-	}
-	for _, tt := range tests {
-		if got := CheckoutBin(tt.dir); got != tt.want {
-			t.Errorf("CheckoutBin(%s) = %q, want %q", tt.dir, got, tt.want)
-		}
-	}
-	f := Finder{Root: root, Path: filepath.Join(root, "usr/bin"), Lab: filepath.Join(root, "tmp/go-build"), Checkout: CheckoutBin(lab)}
-	got, err := f.Find([]Group{"consul"})
-	if err != nil || got.Bin["consul"] != filepath.Join(lab, "bin/consul") {
-		t.Fatalf("Find consul from the checkout: %v, %v", got.Bin, err)
-	}
-}
