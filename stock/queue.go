@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// keyQueue is the instance's local queue (Config.LocalQueue): one turn per
+// keyQueue is the instance's local queue (unless Config.NoLocalQueue): one turn per
 // key at a time, waited for in arrival order. The zero value is ready.
 type keyQueue struct {
 	mu    sync.Mutex
