@@ -63,6 +63,7 @@ func runUp(ctx context.Context, args []string) error {
 	backendList := fs.String("backends", "", "comma-separated servers to start: "+stack.BackendNames()+" (mysql always; default all);\n"+
 		"the strategies of the others answer 503 backend_unavailable")
 	dashboard := fs.Bool("dashboard", true, "start the live dashboard (component \"dashboard\", http://127.0.0.1:B+88; --dashboard=false: none)")
+	etcd := fs.String("etcd", "", "the etcd server to run (default: etcd "+server.EtcdVersion+" in the lab's bin/, which make deps builds, else the first on PATH); e.g. /usr/bin/etcd for a distribution's older one, to compare")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -107,6 +108,11 @@ func runUp(ctx context.Context, args []string) error {
 	}
 	if setFlags(fs)["instances"] {
 		o.Instances = *instances
+	}
+	if *etcd != "" {
+		f := stack.SystemFinder()
+		f.Pin = map[string]string{"etcd": *etcd}
+		o.Finder = &f
 	}
 	if setFlags(fs)["rtt"] {
 		o.RTTProfile = rttProfile // loopback too: the links through the proxy, its cost measured

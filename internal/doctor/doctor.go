@@ -48,6 +48,9 @@ type Item struct {
 	Install string `json:"install,omitempty"`
 	// Note says what else was looked for, or how else to provide it.
 	Note string `json:"note,omitempty"`
+	// Also names the other copies found of a tool `up` can be told to run
+	// instead (Tool.PinFlag), with their versions.
+	Also string `json:"also,omitempty"`
 }
 
 // Found reports whether the item was found.
@@ -134,9 +137,9 @@ func (l lookup) item(ctx context.Context, sp *server.Spec, tool server.Tool, nee
 		it.Note = tool.Hint + " (" + err.Error() + ")"
 		return it
 	}
-	p, err := f.Command(tool.Names...)
+	p, err := f.Program(tool)
 	if err != nil {
-		it.Note = "looked for " + strings.Join(tool.Names, ", ") + " on PATH, in the lab's bin/ and in /usr/sbin, /usr/libexec, Homebrew's bin, sbin and opt/*/bin"
+		it.Note = "looked for " + strings.Join(tool.Names, ", ") + " in the lab's bin/, on PATH and in /usr/sbin, /usr/libexec, Homebrew's bin, sbin and opt/*/bin"
 		if pkg := tool.Package(pm); pkg != "" {
 			it.Install = server.InstallLine(pm, []string{pkg})
 		} else {
@@ -151,7 +154,36 @@ func (l lookup) item(ctx context.Context, sp *server.Spec, tool server.Tool, nee
 	if tool.Version != nil && !l.noVersions {
 		it.Version = toolVersion(ctx, p, tool.Version)
 	}
+	it.Also = l.others(ctx, tool, p)
 	return it
+}
+
+// others names the copies of tool found besides the one used (p), with
+// their versions and the flag that runs one: "" when there are none, or
+// when tool has no such flag.
+func (l lookup) others(ctx context.Context, tool server.Tool, p string) string {
+	if tool.PinFlag == "" {
+		return ""
+	}
+	var also, seen []string
+	for _, o := range l.f.All(tool.Names...) {
+		real, err := filepath.EvalSymlinks(o)
+		if err != nil {
+			real = o
+		}
+		if o == p || slices.Contains(seen, real) {
+			continue
+		}
+		seen = append(seen, real)
+		if tool.Version != nil && !l.noVersions {
+			o += " (" + toolVersion(ctx, o, tool.Version) + ")"
+		}
+		also = append(also, o)
+	}
+	if len(also) == 0 {
+		return ""
+	}
+	return "also " + strings.Join(also, ", ") + "; `seckill up " + tool.PinFlag + " PATH` runs another"
 }
 
 // dirState describes the run directory: a stack in it, or whether one can
@@ -237,8 +269,11 @@ func (r Report) Write(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "\nrun directory:   %s: %s\n", r.Dir, r.DirState)
 	for _, it := range r.Items {
-		if !it.Found() {
+		switch {
+		case !it.Found():
 			fmt.Fprintf(w, "%s: %s\n", it.Name, it.Note)
+		case it.Also != "":
+			fmt.Fprintf(w, "%s: %s\n", it.Name, it.Also)
 		}
 	}
 	if len(lines) > 0 {

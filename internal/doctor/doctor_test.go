@@ -21,16 +21,20 @@ func TestDoctorFake(t *testing.T) {
 		ok       bool
 		missing  string
 		install  string
+		also     string // a line of the output naming the other etcd
 	}{
 		{"all there (debian)", []string{"x usr/bin/apt-get", "x usr/bin/redis-server", "x usr/bin/etcd", "x usr/bin/java",
-			"x usr/sbin/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx", "usr/share/java/zookeeper.jar", "x lab/bin/consul"}, nil, true, "", ""},
+			"x usr/sbin/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx", "usr/share/java/zookeeper.jar", "x lab/bin/consul"}, nil, true, "", "", ""},
+		{"the lab's etcd and the distribution's", []string{"x usr/bin/apt-get", "x usr/bin/redis-server", "x usr/bin/etcd", "x lab/bin/etcd", "x usr/bin/java",
+			"x usr/sbin/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx", "usr/share/java/zookeeper.jar"}, nil, true, "", "",
+			"etcd: also ROOT/usr/bin/etcd; `seckill up --etcd PATH` runs another"},
 		{"etcd missing (fedora)", []string{"x usr/bin/dnf", "x usr/bin/redis-server", "x usr/bin/java",
 			"x usr/libexec/mariadbd", "x usr/bin/mariadb-install-db", "x usr/sbin/nginx",
-			"x opt/zookeeper/bin/zkServer.sh", "opt/zookeeper/lib/zookeeper-3.8.4.jar"}, nil, false, "etcd", "sudo dnf install etcd"},
+			"x opt/zookeeper/bin/zkServer.sh", "opt/zookeeper/lib/zookeeper-3.8.4.jar"}, nil, false, "etcd", "sudo dnf install etcd", ""},
 		{"etcd missing but not needed (brew)", []string{"x opt/homebrew/bin/brew", "x opt/homebrew/bin/redis-server", "x opt/homebrew/opt/openjdk/bin/java",
 			"x opt/homebrew/opt/mariadb/bin/mariadbd", "x opt/homebrew/opt/mariadb/bin/mariadb-install-db", "x opt/homebrew/bin/nginx",
 			"x opt/homebrew/opt/zookeeper/libexec/bin/zkServer.sh", "opt/homebrew/opt/zookeeper/libexec/lib/zookeeper-3.9.2.jar"},
-			[]stack.Backend{stack.BackendRedis, stack.Backend("zookeeper"), stack.BackendMySQL}, true, "etcd", "brew install etcd"},
+			[]stack.Backend{stack.BackendRedis, stack.Backend("zookeeper"), stack.BackendMySQL}, true, "etcd", "brew install etcd", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,6 +69,9 @@ func TestDoctorFake(t *testing.T) {
 			}
 			if tc.install != "" && !strings.Contains(b.String(), tc.install) {
 				t.Errorf("doctor output lacks %q:\n%s", tc.install, b.String())
+			}
+			if also := strings.ReplaceAll(tc.also, "ROOT", root); also != "" && !strings.Contains(b.String(), also) {
+				t.Errorf("doctor output lacks %q:\n%s", also, b.String())
 			}
 			if !strings.Contains(b.String(), "no stack") {
 				t.Errorf("doctor output does not describe the run directory:\n%s", b.String())

@@ -27,7 +27,10 @@ import (
 // 27200, its lessons' side stacks above it: stack.SideBase): the lessons
 // re-scale the fleet and switch its strategy.
 func TestMain(m *testing.M) {
-	os.Exit(stacktest.Main(m, stack.Options{BasePort: 27200}))
+	// The packaged servers only: the lessons of the optional ones
+	// (Consul) run on internal/scenario's stack, and here say what they
+	// need.
+	os.Exit(stacktest.Main(m, stack.Options{BasePort: 27200, Backends: []stack.Backend{stack.BackendRedis, "etcd", "zookeeper", stack.BackendMySQL}}))
 }
 
 func TestCourseOrder(t *testing.T) {

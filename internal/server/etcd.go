@@ -7,8 +7,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/config"
@@ -45,14 +48,16 @@ func wipePrepare(name, dir string) func(context.Context) error {
 	}
 }
 
-// Etcd is the etcd description. Its data is wiped at each `up`; a
+// Etcd is the etcd description: EtcdVersion, which `make deps` builds
+// into the lab's bin/ (searched before PATH). Its data is wiped at each `up`; a
 // restart reuses the data directory, where the --initial-* flags are
 // ignored: the member rejoins its cluster.
 var Etcd = Spec{
 	Position: 2,
 	Group:    "etcd",
-	Tools: []Tool{{Key: "etcd", Names: []string{"etcd"}, Version: []string{"--version"},
-		Pkgs: map[string]string{pmApt: "etcd-server", pmDnf: "etcd", pmBrew: "etcd"}}},
+	Tools: []Tool{{Key: "etcd", Names: []string{"etcd"}, Version: []string{"--version"}, PinFlag: "--etcd",
+		Pkgs: map[string]string{pmApt: "etcd-server", pmDnf: "etcd", pmBrew: "etcd"},
+		Hint: "etcd " + EtcdVersion + ": `make deps` builds it from the Go module proxy into bin/ (distributions package older releases)"}},
 	Image: "gcr.io/etcd-development/etcd:v3.4.23",
 	Kinds: []KindSpec{
 		{Kind: KindEtcd, Rank: 3, Check: checkEtcd, Role: etcdRole, DropEnv: "ETCD_"},
@@ -76,12 +81,12 @@ var Etcd = Spec{
 		bin := l.Tools.Bin["etcd"]
 		if !l.HA {
 			client, peer := Addr(l.Base+offEtcdClient), Addr(l.Base+offEtcdPeer)
-			dir := l.DataDir(filepath.Join(l.Dir, "etcd"))
+			dir, noFsync := etcdData(l, bin, "etcd")
 			return []Node{{Name: "etcd", Kind: KindEtcd, Port: l.Base + offEtcdClient, Bin: bin, Prepare: wipePrepare("etcd", dir),
-				Args: []string{"--name", "seckill", "--data-dir", dir,
+				Args: append([]string{"--name", "seckill", "--data-dir", dir,
 					"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
 					"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
-					"--initial-cluster", "seckill=http://" + peer}}}
+					"--initial-cluster", "seckill=http://" + peer}, noFsync...)}}
 		}
 		var cluster []string
 		for _, m := range members() {
@@ -92,13 +97,13 @@ var Etcd = Spec{
 			name := etcdMemberName(k)
 			client, peer := Addr(etcdMemberClient(l.Base, k)), Addr(etcdMemberPeer(l.Base, k))
 			advertised := Addr(l.Peer(etcdMemberPeer(l.Base, k)))
-			dir := l.DataDir(filepath.Join(l.Dir, name))
+			dir, noFsync := etcdData(l, bin, name)
 			ns = append(ns, Node{Name: name, Kind: KindEtcdMember, Port: etcdMemberClient(l.Base, k), Bin: bin, Prepare: wipePrepare(name, dir),
 				Args: append([]string{"--name", name, "--data-dir", dir,
 					"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
 					"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + advertised,
 					"--initial-cluster", strings.Join(cluster, ","), "--initial-cluster-state", "new",
-					"--initial-cluster-token", "seckill-" + itoa(l.Base)}, etcdlock.ServerFlags()...)})
+					"--initial-cluster-token", "seckill-" + itoa(l.Base)}, append(etcdlock.ServerFlags(), noFsync...)...)})
 		}
 		return ns
 	},
@@ -117,9 +122,76 @@ var Etcd = Spec{
 	Durability: map[string]string{
 		DurabilityDefault: "its write-ahead log fsynced on every write (as shipped)",
 		DurabilityFsync:   "its write-ahead log fsynced on every write (as shipped)",
-		DurabilityNone:    "data directory on tmpfs (" + Tmpfs + "), where an fsync costs nothing: etcd 3.4 has no --unsafe-no-fsync",
+		DurabilityNone:    "--unsafe-no-fsync (an etcd before 3.5, which has no such switch: its data directory on tmpfs, " + Tmpfs + ")",
 	},
 	Fsyncs: map[string]bool{DurabilityDefault: true, DurabilityFsync: true, DurabilityNone: false},
+}
+
+// EtcdVersion is the etcd the lab builds and runs (tools/etcd pins it;
+// `make deps` builds it into bin/): the newest release the Go module proxy
+// serves. Distributions package 3.4, past its end of life; `up --etcd
+// PATH` runs another.
+const EtcdVersion = "3.7.3"
+
+// etcdData is member name's data directory under layout l, and the flags
+// that turn its fsync off at DurabilityNone: --unsafe-no-fsync (etcd 3.5
+// and later), or, for an older bin, none and the directory on tmpfs.
+func etcdData(l Layout, bin, name string) (string, []string) {
+	dir := filepath.Join(l.Dir, name)
+	if l.Durability != DurabilityNone {
+		return dir, nil
+	}
+	if v, ok := etcdMajorMinor(bin); ok && v[0] == 3 && v[1] < 5 {
+		return l.DataDir(dir), nil
+	}
+	return dir, []string{"--unsafe-no-fsync"}
+}
+
+// etcdVersions caches etcdMajorMinor by binary path.
+var etcdVersions sync.Map
+
+// etcdMajorMinor runs `bin --version` once per path and returns the major
+// and minor of its "etcd Version: X.Y.Z" line; false when it cannot tell.
+func etcdMajorMinor(bin string) ([2]int, bool) {
+	if v, ok := etcdVersions.Load(bin); ok {
+		return v.([2]int), true
+	}
+	if bin == "" {
+		return [2]int{}, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return [2]int{}, false
+	}
+	v, ok := parseEtcdVersion(string(out))
+	if ok {
+		etcdVersions.Store(bin, v)
+	}
+	return v, ok
+}
+
+// parseEtcdVersion reads the major and minor of `etcd --version`'s
+// "etcd Version: X.Y.Z" line.
+func parseEtcdVersion(out string) ([2]int, bool) {
+	for _, line := range strings.Split(out, "\n") {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), "etcd Version: ")
+		if !ok {
+			continue
+		}
+		parts := strings.SplitN(v, ".", 3)
+		if len(parts) < 2 {
+			return [2]int{}, false
+		}
+		maj, err1 := strconv.Atoi(parts[0])
+		min, err2 := strconv.Atoi(parts[1])
+		if err1 != nil || err2 != nil {
+			return [2]int{}, false
+		}
+		return [2]int{maj, min}, true
+	}
+	return [2]int{}, false
 }
 
 // httpClient is for the servers' HTTP health and status endpoints.

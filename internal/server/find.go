@@ -28,19 +28,52 @@ type Finder struct {
 	// Getenv reads the variables that point at an install (JAVA_HOME, and
 	// the *_HOME a description reads); nil reads none.
 	Getenv func(string) string
-	// Lab is the lab's own bin/ directory, searched after PATH: `make deps`
-	// builds the servers no distribution packages there. "" for none.
+	// Lab is the lab's own bin/ directory, searched first: `make deps`
+	// builds there the servers no distribution packages (Consul) or
+	// packages only past their end of life (etcd). "" for none.
 	Lab string
+	// Checkout is the bin/ of the lab checkout the command runs in,
+	// searched after Lab: `go run ./cmd/seckill` and `go install` put the
+	// running seckill elsewhere, but `make deps` built the servers there.
+	// "" for none.
+	Checkout string
+	// Pin maps a tool key (Tool.Key) to the path to run instead of
+	// searching (`up --etcd PATH`). Default nil: every tool is searched.
+	Pin map[string]string
 }
 
-// SystemFinder searches this machine: $PATH, the directory of the running
-// seckill (the lab's bin/), then the well-known places.
+// SystemFinder searches this machine: the directory of the running
+// seckill (the lab's bin/), the bin/ of the checkout the working directory
+// is in (CheckoutBin), $PATH, then the well-known places.
 func SystemFinder() Finder {
 	f := Finder{Path: os.Getenv("PATH"), Getenv: os.Getenv}
 	if exe, err := os.Executable(); err == nil {
 		f.Lab = filepath.Dir(exe)
 	}
+	if wd, err := os.Getwd(); err == nil {
+		f.Checkout = CheckoutBin(wd)
+	}
 	return f
+}
+
+// labModule is the module line of the lab's go.mod.
+const labModule = "module github.com/seckill-lab/seckill"
+
+// CheckoutBin returns the bin/ directory of the lab checkout that holds
+// dir: the nearest directory at or above dir whose go.mod declares the
+// lab's module. "" when dir is in none.
+func CheckoutBin(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			first, _, _ := strings.Cut(string(b), "\n")
+			if strings.TrimSpace(first) == labModule {
+				return filepath.Join(d, "bin")
+			}
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
 }
 
 func (f Finder) at(p string) string { return filepath.Join(f.rootDir(), p) }
@@ -70,17 +103,14 @@ var wellKnownDirs = []string{
 	"usr/local/opt/*/bin", "usr/local/opt/*/sbin", "usr/local/opt/*/libexec/bin",
 }
 
-// searchDirs returns PATH's directories then the well-known ones (globs
-// expanded, sorted).
+// searchDirs returns the lab's bin/ directories, PATH's directories, extra,
+// then the well-known ones (globs expanded, sorted).
 func (f Finder) searchDirs(extra ...string) []string {
 	var dirs []string
-	for _, d := range filepath.SplitList(f.Path) {
-		if d != "" {
+	for _, d := range append([]string{f.Lab, f.Checkout}, filepath.SplitList(f.Path)...) {
+		if d != "" && !slices.Contains(dirs, d) {
 			dirs = append(dirs, d)
 		}
-	}
-	if f.Lab != "" {
-		dirs = append(dirs, f.Lab)
 	}
 	dirs = append(dirs, extra...)
 	for _, d := range wellKnownDirs {
@@ -121,9 +151,36 @@ func (f Finder) Command(names ...string) (string, error) {
 	return "", fmt.Errorf("%s: %w", strings.Join(names, " or "), fs.ErrNotExist)
 }
 
+// Program finds tool's program: its Pin when set (an error when that is
+// not an executable), else the first of its Names.
+func (f Finder) Program(tool Tool) (string, error) {
+	p := f.Pin[tool.Key]
+	if p == "" {
+		return f.Command(tool.Names...)
+	}
+	if !isExecutable(p) {
+		return "", fmt.Errorf("%s %s: not an executable file: %w", tool.Key, p, fs.ErrNotExist)
+	}
+	return p, nil
+}
+
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// All lists every executable called one of names in the search
+// directories, in the order Command prefers them.
+func (f Finder) All(names ...string) []string {
+	var all []string
+	for _, n := range names {
+		for _, d := range f.searchDirs() {
+			if p := filepath.Join(d, n); isExecutable(p) && !slices.Contains(all, p) {
+				all = append(all, p)
+			}
+		}
+	}
+	return all
 }
 
 // PackageManager returns the first of apt-get, dnf and brew the finder
@@ -228,7 +285,10 @@ func (f Finder) Find(groups []Group) (Tools, error) {
 			in, err = tool.Locate(f)
 			t.Java[tool.Key] = in
 		} else {
-			t.Bin[tool.Key], err = f.Command(tool.Names...)
+			t.Bin[tool.Key], err = f.Program(tool)
+		}
+		if err != nil && f.Pin[tool.Key] != "" {
+			return t, fmt.Errorf("%w (the path given for %s)", err, tool.Key)
 		}
 		if err != nil {
 			missing = append(missing, tool.Label())

@@ -202,18 +202,73 @@ func packaged() []Group {
 	return out
 }
 
-// TestFinderLab: a tool no package provides is found in the lab's bin/
-// (where make deps builds it), after PATH.
+// TestFinderLab: the servers make deps builds are found in the lab's bin/
+// (next to seckill, else the bin/ of the checkout the command runs in),
+// before a distribution's copy on PATH; Pin runs another.
 func TestFinderLab(t *testing.T) {
 	root := t.TempDir()
-	testenv.Tree(t, root, "x usr/bin/nginx", "x lab/bin/consul")
-	f := Finder{Root: root, Path: filepath.Join(root, "usr/bin"), Lab: filepath.Join(root, "lab/bin")}
-	got, err := f.Find([]Group{"consul"})
-	if err != nil || got.Bin["consul"] != filepath.Join(root, "lab/bin/consul") {
-		t.Fatalf("Find consul: %v, %v", got.Bin, err)
+	testenv.Tree(t, root, "x usr/bin/nginx", "x usr/bin/etcd", "x lab/bin/consul", "x lab/bin/etcd",
+		"checkout/go.mod", "x checkout/bin/consul", "checkout/cmd/seckill/")
+	if err := os.WriteFile(filepath.Join(root, "checkout/go.mod"), []byte(labModule+"\n\ngo 1.26.0\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	f.Lab = ""
-	if _, err := f.Find([]Group{"consul"}); err == nil || !strings.Contains(err.Error(), "make deps") {
-		t.Fatalf("without the lab's bin/: %v, want a hint at make deps", err)
+	at := func(p string) string { return filepath.Join(root, p) }
+	tests := []struct {
+		name   string
+		f      Finder
+		group  Group
+		want   string // the path found, "" for an error
+		errHas string
+	}{
+		{"lab bin/ before PATH", Finder{Root: root, Path: at("usr/bin"), Lab: at("lab/bin")}, "etcd", at("lab/bin/etcd"), ""},
+		{"PATH without a lab bin/", Finder{Root: root, Path: at("usr/bin")}, "etcd", at("usr/bin/etcd"), ""},
+		{"consul in the lab's bin/", Finder{Root: root, Path: at("usr/bin"), Lab: at("lab/bin")}, "consul", at("lab/bin/consul"), ""},
+		{"consul in the checkout's bin/ (go run)", Finder{Root: root, Path: at("usr/bin"), Lab: at("tmp/go-build"), Checkout: CheckoutBin(at("checkout/cmd/seckill"))}, "consul", at("checkout/bin/consul"), ""},
+		{"consul nowhere", Finder{Root: root, Path: at("usr/bin")}, "consul", "", "make deps"},
+		{"pinned", Finder{Root: root, Path: at("usr/bin"), Lab: at("lab/bin"), Pin: map[string]string{"etcd": at("usr/bin/etcd")}}, "etcd", at("usr/bin/etcd"), ""},
+		{"pinned to nothing", Finder{Root: root, Path: at("usr/bin"), Lab: at("lab/bin"), Pin: map[string]string{"etcd": at("nowhere/etcd")}}, "etcd", "", "not an executable"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.f.Find([]Group{tc.group})
+			if tc.want == "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+					t.Fatalf("Find %s: %v, %v; want an error containing %q", tc.group, got.Bin, err, tc.errHas)
+				}
+				return
+			}
+			if err != nil || got.Bin[string(tc.group)] != tc.want {
+				t.Fatalf("Find %s: %v, %v; want %s", tc.group, got.Bin, err, tc.want)
+			}
+		})
+	}
+	if all := (Finder{Root: root, Path: at("usr/bin"), Lab: at("lab/bin")}).All("etcd"); !slices.Equal(all, []string{at("lab/bin/etcd"), at("usr/bin/etcd")}) {
+		t.Errorf("All etcd: %v, want the lab's then PATH's", all)
+	}
+}
+
+// TestCheckoutBin: the bin/ of the nearest directory whose go.mod is the
+// lab's, from the root or below it; none outside, or under another module.
+func TestCheckoutBin(t *testing.T) {
+	root := t.TempDir()
+	testenv.Tree(t, root, "lab/cmd/seckill/", "other/sub/", "lab/go.mod", "other/go.mod")
+	for p, mod := range map[string]string{"lab/go.mod": labModule + "\n", "other/go.mod": "module example.com/other\n"} {
+		if err := os.WriteFile(filepath.Join(root, p), []byte(mod), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ dir, want string }{
+		{"lab", "lab/bin"},
+		{"lab/cmd/seckill", "lab/bin"},
+		{"other/sub", ""},
+		{".", ""},
+	} {
+		want := tc.want
+		if want != "" {
+			want = filepath.Join(root, want)
+		}
+		if got := CheckoutBin(filepath.Join(root, tc.dir)); got != want {
+			t.Errorf("CheckoutBin(%s) = %q, want %q", tc.dir, got, want)
+		}
 	}
 }

@@ -48,6 +48,9 @@ type Tool struct {
 	// jars); Hint says how else to provide it.
 	Locate func(f Finder) (JavaInstall, error)
 	Hint   string
+	// PinFlag is the `seckill up` flag that runs another copy of the tool
+	// (Finder.Pin), "" for none.
+	PinFlag string
 }
 
 // Label is the tool's name in messages: its names joined with "/".

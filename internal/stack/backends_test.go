@@ -38,13 +38,19 @@ func backendsTestBasePort(t *testing.T) int {
 
 // TestOptionsBackends checks what up refuses before starting anything.
 func TestOptionsBackends(t *testing.T) {
+	// The default: every packaged server, and Consul where make deps
+	// built it (the checkout's bin/).
+	defaultAll := "redis,etcd,zookeeper,mysql"
+	if _, err := SystemFinder().Find([]Backend{"consul"}); err == nil {
+		defaultAll += ",consul"
+	}
 	tests := []struct {
 		name     string
 		opts     Options
 		wantErr  string
 		backends string
 	}{
-		{"default is all", Options{}, "", "redis,etcd,zookeeper,mysql"},
+		{"default is all", Options{}, "", defaultAll},
 		{"subset", Options{Backends: []Backend{BackendMySQL, BackendRedis}}, "", "redis,mysql"},
 		{"mysql left out", Options{Backends: []Backend{BackendRedis}}, "mysql is always needed", ""},
 		{"unknown", Options{Backends: []Backend{"mongo", BackendMySQL}}, `unknown backend "mongo"`, ""},

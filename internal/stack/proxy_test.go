@@ -52,7 +52,7 @@ func TestProxy(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	st, err := Up(ctx, Options{Dir: dir, BasePort: base, Instances: 2, Proxy: true, Binary: seckillBin, Out: io.Discard})
+	st, err := Up(ctx, Options{Dir: dir, BasePort: base, Instances: 2, Proxy: true, Binary: seckillBin, Backends: packagedBackends(), Out: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}

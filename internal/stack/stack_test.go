@@ -631,7 +631,7 @@ func TestUpCancelled(t *testing.T) {
 		}
 		cancel()
 	}()
-	_, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin, Out: &progress})
+	_, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin, Backends: packagedBackends(), Out: &progress})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -653,7 +653,7 @@ func TestLifecycle(t *testing.T) {
 	t.Setenv("SECKILL_ADMIN_TOKEN", "") // let up generate one
 
 	var progress bytes.Buffer
-	st, err := Up(ctx, Options{Dir: dir, BasePort: base, Instances: 3, Binary: seckillBin, Out: &progress})
+	st, err := Up(ctx, Options{Dir: dir, BasePort: base, Instances: 3, Binary: seckillBin, Backends: packagedBackends(), Out: &progress})
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, progress.String())
 	}
@@ -728,7 +728,7 @@ func TestLifecycle(t *testing.T) {
 	purchaseThroughNginx(t, ctx, loaded)
 
 	// A second up changes nothing.
-	again, err := Up(ctx, Options{Dir: dir, BasePort: base, Instances: 5, Binary: seckillBin})
+	again, err := Up(ctx, Options{Dir: dir, BasePort: base, Instances: 5, Binary: seckillBin, Backends: packagedBackends()})
 	if !errors.Is(err, ErrAlreadyRunning) {
 		t.Fatalf("second up: %v, want ErrAlreadyRunning", err)
 	}
@@ -816,7 +816,7 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	var upOut bytes.Buffer
-	after, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin, Out: &upOut})
+	after, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin, Backends: packagedBackends(), Out: &upOut})
 	if err != nil {
 		t.Fatalf("up over a partly running stack: %v", err)
 	}
@@ -1064,7 +1064,7 @@ func TestLifecycleHA(t *testing.T) {
 
 	var progress bytes.Buffer
 	t0 := time.Now()
-	st, err := Up(ctx, Options{Dir: dir, BasePort: base, Topology: TopologyHA, Instances: instances, Binary: seckillBin, Out: &progress})
+	st, err := Up(ctx, Options{Dir: dir, BasePort: base, Topology: TopologyHA, Instances: instances, Binary: seckillBin, Backends: packagedBackends(), Out: &progress})
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, progress.String())
 	}
@@ -1190,7 +1190,7 @@ func TestLifecycleHA(t *testing.T) {
 	if err := Signal(dir, "sentinel-3", syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin}); err != nil {
+	if _, err := Up(ctx, Options{Dir: dir, BasePort: base, Binary: seckillBin, Backends: packagedBackends()}); err != nil {
 		t.Fatalf("up with sentinel-3 down: %v", err)
 	}
 	_, cs, err = Status(ctx, dir)
@@ -1257,7 +1257,7 @@ func TestFaults(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := Up(ctx, Options{Dir: dir, BasePort: base, Instances: 1, Binary: seckillBin, Out: io.Discard}); err != nil {
+	if _, err := Up(ctx, Options{Dir: dir, BasePort: base, Instances: 1, Binary: seckillBin, Backends: packagedBackends(), Out: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = Down(context.Background(), dir, io.Discard) }()

@@ -113,10 +113,14 @@ func FreePort(tb testing.TB) int {
 	return 0
 }
 
-// Binary returns the path of a server binary the test starts itself (on
-// PATH or in /usr/sbin). A missing one fails (CI) or skips the test.
+// Binary returns the path of a server binary the test starts itself: in
+// the checkout's bin/ (where make deps builds etcd), on PATH or in
+// /usr/sbin, the order `seckill up` searches. A missing one fails (CI) or skips the test.
 func Binary(tb testing.TB, name string) string {
 	tb.Helper()
+	if p := filepath.Join(LabBin(), name); LabBin() != "" && fileExists(p) {
+		return p
+	}
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
