@@ -376,3 +376,56 @@ func TestTableImages(t *testing.T) {
 		}
 	}
 }
+
+// TestEtcdDurability: at every level etcd keeps its data on its PVC (a
+// replaced member comes back with it and rejoins); at none it runs with
+// --unsafe-no-fsync, appended to its own topology's arguments (the ha
+// overlay keeps its three-member --initial-cluster).
+func TestEtcdDurability(t *testing.T) {
+	files, err := committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		topology, d string
+		members     int
+		noFsync     bool
+	}{
+		{"single", server.DurabilityDefault, 1, false},
+		{"single", server.DurabilityFsync, 1, false},
+		{"single", server.DurabilityNone, 1, true},
+		{"ha", server.DurabilityDefault, 3, false},
+		{"ha", server.DurabilityFsync, 3, false},
+		{"ha", server.DurabilityNone, 3, true},
+	} {
+		t.Run(tc.topology+"/"+tc.d, func(t *testing.T) {
+			dir, extra := overlay(tc.topology, tc.d)
+			docs, err := build(files, dir, extra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := decodeStrict(docs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sts, ok := o.statefulSets["etcd"]
+			if !ok {
+				t.Fatal("no StatefulSet etcd")
+			}
+			if len(sts.Spec.VolumeClaimTemplates) != 1 || len(sts.Spec.Template.Spec.Volumes) != 0 {
+				t.Errorf("etcd: %d PVCs and volumes %v, want its data on its PVC", len(sts.Spec.VolumeClaimTemplates), sts.Spec.Template.Spec.Volumes)
+			}
+			args := sts.Spec.Template.Spec.Containers[0].Args
+			if n := slices.Index(args, etcdNoFsync); (n >= 0) != tc.noFsync || (n >= 0 && n != len(args)-1) {
+				t.Errorf("etcd args %v: want %s last: %v", args, etcdNoFsync, tc.noFsync)
+			}
+			var urls []string
+			for i := range tc.members {
+				urls = append(urls, fmt.Sprintf("etcd-%d=http://etcd-%d.etcd:2380", i, i))
+			}
+			if want := "--initial-cluster=" + strings.Join(urls, ","); !slices.Contains(args, want) {
+				t.Errorf("etcd args %v: want %s", args, want)
+			}
+		})
+	}
+}

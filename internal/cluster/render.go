@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -567,8 +568,9 @@ configMapGenerator:
 
 // durabilityComponents writes a kustomize Component per durability level
 // other than the default: for each StatefulSet whose container differs at
-// that level, a patch of its container, and for a server without a switch
-// for its fsync its data on tmpfs.
+// that level, a patch of its container (arguments the level appends are
+// appended, so one patch serves every topology), and for a server without
+// a switch for its fsync its data on tmpfs.
 func durabilityComponents(files map[string][]byte, setsOf map[string][]set) error {
 	for _, d := range server.Durabilities() {
 		if d == server.DurabilityDefault {
@@ -576,47 +578,53 @@ func durabilityComponents(files map[string][]byte, setsOf map[string][]set) erro
 		}
 		seen := map[string]bool{}
 		var patches []string
+		addPatch := func(name, f string, body []byte) {
+			files[path.Join("durability", d, f)] = append([]byte(header), body...)
+			patches = append(patches, "- path: "+f+"\n  target:\n    kind: StatefulSet\n    name: "+name)
+		}
 		for _, t := range Topologies {
 			for _, s := range setsOf[t] {
 				if seen[s.name] {
 					continue
 				}
 				seen[s.name] = true
-				base, at := s.w.container(s, server.DurabilityDefault), s.w.container(s, d)
-				if !slices.Equal(base.Args, at.Args) || !slices.Equal(base.Command, at.Command) || !slices.EqualFunc(base.Env, at.Env, envEqual) {
-					if t != Topologies[0] && !sameAcross(s, setsOf) {
-						// A set whose container differs between the
-						// topologies (etcd's initial cluster) is patched
-						// by its env and args only when they do not
-						// depend on the topology; none does today.
-						return fmt.Errorf("durability %s: %s differs between the topologies", d, s.name)
-					}
+				appended, merge, err := durabilityPatch(s.name, setsOf, d)
+				if err != nil {
+					return fmt.Errorf("durability %s: %w", d, err)
+				}
+				if merge != nil {
 					p := map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": map[string]any{"name": s.name},
-						"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
-							containerPatch(base, at)}}}}}
+						"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{merge}}}}}
 					y, err := yaml.Marshal(p)
 					if err != nil {
-						return err
+						return fmt.Errorf("durability %s: %s patch: %w", d, s.name, err)
 					}
-					f := s.name + ".yaml"
-					files[path.Join("durability", d, f)] = append([]byte(header), y...)
-					patches = append(patches, "- path: "+f+"\n  target:\n    kind: StatefulSet\n    name: "+s.name)
+					addPatch(s.name, s.name+".yaml", y)
+				}
+				if len(appended) > 0 {
+					var ops []map[string]any
+					for _, a := range appended {
+						ops = append(ops, map[string]any{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": a})
+					}
+					y, err := yaml.Marshal(ops)
+					if err != nil {
+						return fmt.Errorf("durability %s: %s args patch: %w", d, s.name, err)
+					}
+					addPatch(s.name, s.name+"-args.yaml", append([]byte("# "+s.name+" at durability "+d+": these arguments after its own, in every topology.\n"), y...))
 				}
 				if slices.Contains(s.w.tmpfsAt, d) {
-					f := s.name + "-tmpfs.yaml"
-					files[path.Join("durability", d, f)] = []byte(header + `# ` + s.name + ` has no switch for its fsync: its data goes to tmpfs (a
+					addPatch(s.name, s.name+"-tmpfs.yaml", []byte(`# `+s.name+` has no switch for its fsync: its data goes to tmpfs (a
 # memory-backed emptyDir), where an fsync costs nothing.
 - op: remove
   path: /spec/volumeClaimTemplates
 - op: add
   path: /spec/template/spec/volumes
   value:
-  - name: ` + dataVolume + `
+  - name: `+dataVolume+`
     emptyDir:
       medium: Memory
       sizeLimit: 256Mi
-`)
-					patches = append(patches, "- path: "+f+"\n  target:\n    kind: StatefulSet\n    name: "+s.name)
+`))
 				}
 			}
 		}
@@ -631,31 +639,50 @@ patches:
 	return nil
 }
 
-// sameAcross: set s's container at every level is the same in every
-// topology that runs it.
-func sameAcross(s set, setsOf map[string][]set) bool {
+// durabilityPatch is how StatefulSet name's container at level d differs
+// from the default, the same in every topology that runs it: the
+// arguments d appends to the default's, and a strategic-merge patch of the
+// rest (nil when nothing else differs). A difference that depends on the
+// topology is an error: one component serves every overlay.
+func durabilityPatch(name string, setsOf map[string][]set, d string) (appended []string, merge map[string]any, err error) {
+	first := true
 	for _, t := range Topologies {
-		for _, o := range setsOf[t] {
-			if o.name != s.name {
+		for _, s := range setsOf[t] {
+			if s.name != name {
 				continue
 			}
-			for _, d := range server.Durabilities() {
-				a, b := s.w.container(s, d), o.w.container(o, d)
-				if !slices.Equal(a.Args, b.Args) || !slices.EqualFunc(a.Env, b.Env, envEqual) {
-					return false
-				}
+			base, at := s.w.container(s, server.DurabilityDefault), s.w.container(s, d)
+			var a []string
+			if len(at.Args) > len(base.Args) && slices.Equal(at.Args[:len(base.Args)], base.Args) {
+				a = at.Args[len(base.Args):]
+				at.Args = base.Args
+			}
+			m := containerPatch(base, at)
+			if len(m) == 1 { // its name only
+				m = nil
+			}
+			if first {
+				appended, merge, first = a, m, false
+				continue
+			}
+			if !slices.Equal(a, appended) || !reflect.DeepEqual(m, merge) {
+				return nil, nil, fmt.Errorf("%s differs between the topologies at %s", name, d)
 			}
 		}
 	}
-	return true
+	return appended, merge, nil
 }
 
 func envEqual(a, b corev1.EnvVar) bool { return a.Name == b.Name && a.Value == b.Value }
 
-// containerPatch is a strategic-merge patch of container at: its args
-// when they differ from base's, and its variables that differ.
+// containerPatch is a strategic-merge patch of container at: its name,
+// its command and args when they differ from base's, and its variables
+// that differ.
 func containerPatch(base, at corev1.Container) map[string]any {
 	p := map[string]any{"name": at.Name}
+	if !slices.Equal(base.Command, at.Command) {
+		p["command"] = at.Command
+	}
 	if !slices.Equal(base.Args, at.Args) {
 		p["args"] = at.Args
 	}

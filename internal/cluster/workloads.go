@@ -199,9 +199,13 @@ var workloads = []*workload{
 		}, cpu: [2]string{"200m", "2"}, mem: [2]string{"256Mi", "1Gi"}},
 }
 
+// etcdNoFsync is etcd's switch for its fsync (etcd 3.5 and later; the
+// image is 3.7).
+const etcdNoFsync = "--unsafe-no-fsync"
+
 func etcdWorkload(k server.Kind) *workload {
 	return &workload{kind: k, set: named("etcd"), port: 2379, ports: []corev1.ContainerPort{tcp("client", 2379), tcp("peer", 2380)},
-		mount: "/var/lib/etcd", tmpfsAt: []string{server.DurabilityNone}, quorum: true,
+		mount: "/var/lib/etcd", quorum: true,
 		container: func(s set, d string) corev1.Container {
 			args := []string{"--name=$(POD_NAME)", "--data-dir=/var/lib/etcd/data",
 				"--listen-client-urls=http://0.0.0.0:2379", "--advertise-client-urls=http://$(POD_NAME).etcd:2379",
@@ -209,6 +213,15 @@ func etcdWorkload(k server.Kind) *workload {
 				"--initial-cluster=" + memberURLs(s, 2380), "--initial-cluster-state=new", "--initial-cluster-token=seckill"}
 			if k == server.KindEtcdMember {
 				args = append(args, etcdlock.ServerFlags()...)
+			}
+			// Durability none keeps the data on the PVC and turns etcd's
+			// fsync off (etcd 3.5 and later): a member whose pod is
+			// replaced comes back with its data and rejoins, where
+			// --initial-cluster-state is ignored. The flag comes last, so
+			// the durability component appends it to either topology's
+			// arguments.
+			if d == server.DurabilityNone {
+				args = append(args, etcdNoFsync)
 			}
 			return corev1.Container{Name: "etcd", Image: server.Etcd.Image, Command: []string{"/usr/local/bin/etcd"}, Args: args,
 				Env:            []corev1.EnvVar{podEnv("POD_NAME", "metadata.name")},

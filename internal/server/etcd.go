@@ -53,7 +53,7 @@ var Etcd = Spec{
 	Group:    "etcd",
 	Tools: []Tool{{Key: "etcd", Names: []string{"etcd"}, Version: []string{"--version"},
 		Pkgs: map[string]string{pmApt: "etcd-server", pmDnf: "etcd", pmBrew: "etcd"}}},
-	Image: "gcr.io/etcd-development/etcd:v3.4.23",
+	Image: "gcr.io/etcd-development/etcd:v3.7.3",
 	Kinds: []KindSpec{
 		{Kind: KindEtcd, Rank: 3, Check: checkEtcd, Role: etcdRole, DropEnv: "ETCD_"},
 		// A stopping leader first hands its leadership over to a connected
