@@ -143,7 +143,7 @@ func TestBenchJob(t *testing.T) {
 	if !strings.HasPrefix(args, "bench --target http://nginx ") || !strings.Contains(args, "--instances-dns "+InstancesHL+":8080") {
 		t.Errorf("bench args %q", args)
 	}
-	if svc, ok := o.services["nginx"]; !ok || svc.Spec.Ports[0].Port != NginxPort {
+	if svc, ok := o.services["nginx"]; !ok || svc.Spec.Ports[0].Port != NginxServicePort {
 		t.Error("no Service nginx on port 80")
 	}
 	if _, ok := o.services[InstancesHL]; !ok {

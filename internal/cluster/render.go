@@ -125,17 +125,21 @@ func labelsOf(name, role string, kind server.Kind) map[string]string {
 }
 
 // spread prefers one pod of app per node: one node still runs them all.
-func spread(app string) *corev1.Affinity {
+func spread(app string) *corev1.Affinity { return spreadBy(map[string]string{LabelName: app}) }
+
+// spreadBy prefers one pod that matches labels per node (preferred
+// anti-affinity, not required: one node still runs them all).
+func spreadBy(labels map[string]string) *corev1.Affinity {
 	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
 			PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname",
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelName: app}}}}}}}
+				LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}}}}}
 }
 
 // volumeSize is each server's PVC.
 var volumeSize = resource.MustParse("1Gi")
 
-// statefulSet renders set s at durability d: its headless Service, the
+// objects renders set s at durability d: its headless Service, the
 // StatefulSet and, for a quorum of 3 or more, its PodDisruptionBudget.
 func (s set) objects(d string) []any {
 	labels := labelsOf(s.name, RoleServer, s.kind)
@@ -154,13 +158,16 @@ func (s set) objects(d string) []any {
 			// Members find one another by DNS before they are ready.
 			PublishNotReadyAddresses: true}}
 	pod := corev1.PodSpec{Containers: []corev1.Container{c}, TerminationGracePeriodSeconds: ptr(int64(10))}
-	if replicas > 1 {
+	switch {
+	case s.w.spreadKind:
+		pod.Affinity = spreadBy(map[string]string{LabelKind: string(s.kind)})
+	case replicas > 1:
 		pod.Affinity = spread(s.name)
 	}
 	sts := &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}, ObjectMeta: meta(s.name, labels),
 		Spec: appsv1.StatefulSetSpec{ServiceName: s.name, Replicas: &replicas, PodManagementPolicy: appsv1.ParallelPodManagement,
 			Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
+			Template: podTemplate(labels, pod, s.w.sec),
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: dataVolume},
 				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: volumeSize}}}}}}}
@@ -172,6 +179,16 @@ func (s set) objects(d string) []any {
 				Selector: &metav1.LabelSelector{MatchLabels: sel}}})
 	}
 	return out
+}
+
+// pod is the pod spec of set s's StatefulSet at the default durability.
+func (s set) pod() corev1.PodSpec {
+	for _, o := range s.objects(server.DurabilityDefault) {
+		if sts, ok := o.(*appsv1.StatefulSet); ok {
+			return sts.Spec.Template.Spec
+		}
+	}
+	return corev1.PodSpec{}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -199,16 +216,17 @@ func instances() []any {
 		LivenessProbe: probe("/livez", 12),
 		Resources:     resources([2]string{"100m", "1"}, [2]string{"64Mi", "256Mi"})}
 	// The pauser shares the pod's process namespace: `kill -STOP` from it
-	// is the cluster's process pause (deploy/chaos/pause-holder.yaml).
+	// is the cluster's process pause (deploy/chaos/pause-holder.yaml). It
+	// runs as the instance's user (the pod's), which may signal the
+	// instance without any capability.
 	pauser := corev1.Container{Name: "pauser", Image: BusyboxImage,
 		Command:   []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"},
 		Resources: resources([2]string{"5m", "50m"}, [2]string{"8Mi", "16Mi"})}
 	replicas := int32(Instances)
 	dep := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta(InstanceApp, labels),
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{c, pauser}, ShareProcessNamespace: ptr(true),
-					Affinity: spread(InstanceApp), TerminationGracePeriodSeconds: ptr(int64(10))}}}}
+			Template: podTemplate(labels, corev1.PodSpec{Containers: []corev1.Container{c, pauser}, ShareProcessNamespace: ptr(true),
+				Affinity: spread(InstanceApp), TerminationGracePeriodSeconds: ptr(int64(10))}, seckillSecurity)}}
 	svc := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: meta(InstancesHL, labels),
 		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: sel,
 			Ports: []corev1.ServicePort{{Name: "http", Port: InstancePort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")}}}}
@@ -219,12 +237,20 @@ func instances() []any {
 // base/nginx/.
 const nginxConfigMap = "nginx"
 
+// NginxImage is nginx on a cluster: nginx-unprivileged (uid 101, no port
+// below 1024) at the version of the table's nginx (server.Nginx.Image).
+func NginxImage() string {
+	_, tag, _ := strings.Cut(server.Nginx.Image, ":")
+	return "nginxinc/nginx-unprivileged:" + tag
+}
+
 // nginx is the load balancer: the lab's nginx.conf verbatim, its two
-// includes rendered from templates by the image's envsubst at start.
+// includes rendered from templates by the image's envsubst at start, its
+// pid file in /tmp (the temporary files' paths are in http.conf).
 func nginx() []any {
 	labels := labelsOf("nginx", RoleNginx, "")
 	sel := map[string]string{LabelName: "nginx"}
-	c := corev1.Container{Name: "nginx", Image: server.Nginx.Image,
+	c := corev1.Container{Name: "nginx", Image: NginxImage(), Args: []string{"nginx", "-g", "daemon off; pid /tmp/nginx.pid;"},
 		Ports: []corev1.ContainerPort{tcp("http", NginxPort)},
 		Env: []corev1.EnvVar{podEnv("POD_NAMESPACE", "metadata.namespace"),
 			{Name: "NGINX_ENVSUBST_OUTPUT_DIR", Value: "/etc/nginx/seckill.d"}},
@@ -248,14 +274,13 @@ func nginx() []any {
 	replicas := int32(1)
 	dep := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta("nginx", labels),
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: []corev1.Volume{
-					{Name: "conf", VolumeSource: cm("nginx.conf")},
-					{Name: "templates", VolumeSource: cm(nginxTemplates...)},
-					{Name: "includes", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}}}
+			Template: podTemplate(labels, corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: []corev1.Volume{
+				{Name: "conf", VolumeSource: cm("nginx.conf")},
+				{Name: "templates", VolumeSource: cm(nginxTemplates...)},
+				{Name: "includes", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}, nginxSecurity)}}
 	svc := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: meta("nginx", labels),
 		Spec: corev1.ServiceSpec{Selector: sel,
-			Ports: []corev1.ServicePort{{Name: "http", Port: NginxPort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")}}}}
+			Ports: []corev1.ServicePort{{Name: "http", Port: NginxServicePort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")}}}}
 	return []any{dep, svc}
 }
 
@@ -276,6 +301,12 @@ upstream seckill {
     keepalive 128;
 }
 access_log /dev/stdout seckill;
+# The root filesystem is read-only: the temporary files go to /tmp.
+client_body_temp_path /tmp/client_temp;
+proxy_temp_path /tmp/proxy_temp;
+fastcgi_temp_path /tmp/fastcgi_temp;
+uwsgi_temp_path /tmp/uwsgi_temp;
+scgi_temp_path /tmp/scgi_temp;
 `
 }
 
@@ -345,12 +376,21 @@ func benchJob() []any {
 		Resources:    resources([2]string{"5m", "50m"}, [2]string{"8Mi", "32Mi"})}
 	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: meta(name, labels),
 		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0)), ActiveDeadlineSeconds: ptr(int64(3 * 3600)), TTLSecondsAfterFinished: ptr(BenchTTL),
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{ServiceAccountName: name, RestartPolicy: corev1.RestartPolicyNever,
-					InitContainers: []corev1.Container{report},
-					Containers:     []corev1.Container{bench},
-					Volumes:        []corev1.Volume{{Name: "results", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}}}
+			Template: benchPodTemplate(name, labels, corev1.PodSpec{
+				InitContainers: []corev1.Container{report},
+				Containers:     []corev1.Container{bench},
+				Volumes:        []corev1.Volume{{Name: "results", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}})}}
 	return []any{sa, role, rb, job}
+}
+
+// benchPodTemplate is the pod template of a Job of the lab's image (the
+// bench): spec run once (restartPolicy Never) under ServiceAccount sa, as
+// the lab's image's user with the security contexts of every pod
+// (restricted).
+func benchPodTemplate(sa string, labels map[string]string, spec corev1.PodSpec) corev1.PodTemplateSpec {
+	spec.ServiceAccountName = sa
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	return podTemplate(labels, spec, seckillSecurity)
 }
 
 // BenchTTL is how long a finished bench Job (its pod and their logs, the
@@ -613,14 +653,17 @@ func durabilityComponents(files map[string][]byte, setsOf map[string][]set) erro
 					addPatch(s.name, s.name+"-args.yaml", append([]byte("# "+s.name+" at durability "+d+": these arguments after its own, in every topology.\n"), y...))
 				}
 				if slices.Contains(s.w.tmpfsAt, d) {
+					// The data volume joins the pod's volumes, or is its only one.
+					add := "/spec/template/spec/volumes\n  value:\n  -"
+					if len(s.pod().Volumes) > 0 {
+						add = "/spec/template/spec/volumes/-\n  value:\n   "
+					}
 					addPatch(s.name, s.name+"-tmpfs.yaml", []byte(`# `+s.name+` has no switch for its fsync: its data goes to tmpfs (a
 # memory-backed emptyDir), where an fsync costs nothing.
 - op: remove
   path: /spec/volumeClaimTemplates
 - op: add
-  path: /spec/template/spec/volumes
-  value:
-  - name: `+dataVolume+`
+  path: `+add+` name: `+dataVolume+`
     emptyDir:
       medium: Memory
       sizeLimit: 256Mi
