@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/server"
@@ -428,4 +430,55 @@ func TestEtcdDurability(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRedisHAApart: in the ha overlay, redis-primary and redis-replica
+// each have a podAntiAffinity term (preferred: a one-node cluster still
+// runs both) that selects the other's pods, per node.
+func TestRedisHAApart(t *testing.T) {
+	files, err := committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := build(files, "ha", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeStrict(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, other string }{
+		{server.RedisPrimary, server.RedisReplica},
+		{server.RedisReplica, server.RedisPrimary},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sts, other := o.statefulSets[tc.name], o.statefulSets[tc.other]
+			if sts == nil || other == nil {
+				t.Fatalf("no StatefulSet %s or %s", tc.name, tc.other)
+			}
+			if !avoids(sts.Spec.Template.Spec.Affinity, other.Spec.Template.Labels) {
+				t.Errorf("%s has no podAntiAffinity per node selecting %s's pods %v", tc.name, tc.other, other.Spec.Template.Labels)
+			}
+		})
+	}
+}
+
+// avoids: affinity has a podAntiAffinity term, required or preferred, per
+// node (kubernetes.io/hostname), whose selector matches labels.
+func avoids(a *corev1.Affinity, labels map[string]string) bool {
+	if a == nil || a.PodAntiAffinity == nil {
+		return false
+	}
+	terms := a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		terms = append(terms, w.PodAffinityTerm)
+	}
+	for _, term := range terms {
+		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err == nil && term.TopologyKey == "kubernetes.io/hostname" && !sel.Empty() && sel.Matches(k8slabels.Set(labels)) {
+			return true
+		}
+	}
+	return false
 }

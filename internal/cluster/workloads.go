@@ -181,7 +181,9 @@ func memberURLs(s set, port int) string {
 var workloads = []*workload{
 	{kind: server.KindRedis, set: named("redis"), port: 6379, ports: []corev1.ContainerPort{tcp("redis", 6379)}, mount: "/data", quorum: true,
 		container: redisServer(), cpu: [2]string{"50m", "500m"}, mem: [2]string{"64Mi", "256Mi"}, sec: redisSecurity},
-	{kind: server.KindRedisHA, set: self, port: 6379, ports: []corev1.ContainerPort{tcp("redis", 6379)}, mount: "/data", sec: redisSecurity,
+	// The primary and its replica prefer different nodes (preferred, not
+	// required: a one-node cluster still runs both).
+	{kind: server.KindRedisHA, set: self, port: 6379, ports: []corev1.ContainerPort{tcp("redis", 6379)}, mount: "/data", spreadKind: true, sec: redisSecurity,
 		container: func(s set, d string) corev1.Container {
 			extra := []string{"--replica-announce-ip", s.name + "-0." + s.name}
 			if s.name == server.RedisReplica {
