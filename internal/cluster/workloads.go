@@ -6,13 +6,17 @@
 // server the local stack starts in a topology becomes the pods of a
 // StatefulSet, every SECKILL_* variable an instance reads gets its value
 // from the same Spec.Env, with each local address mapped to the pod that
-// plays that component, and the images are the table's (Spec.Image).
+// plays that component, and the images are the table's (Spec.Image;
+// nginx's unprivileged build at the same version).
+// Every pod is built by one function (podTemplate), which makes it pass
+// Pod Security "restricted" as its image's own non-root user.
 //
 // `go generate ./internal/cluster` (or `make manifests`) writes the tree;
 // the tests check that the committed files are exactly what Render
 // produces, build every overlay with kustomize in Go, decode each object
 // strictly into its Kubernetes type and cross-check the result against the
-// table. The package is not linked into the seckill binary.
+// table, and evaluate every pod with the upstream Pod Security library.
+// The package is not linked into the seckill binary.
 package cluster
 
 import (
