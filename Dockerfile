@@ -11,6 +11,7 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/seckill ./cmd/seck
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/seckill /usr/local/bin/seckill
 EXPOSE 8080
-USER nonroot:nonroot
+# Numeric, distroless's nonroot: Kubernetes checks runAsNonRoot against it.
+USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/seckill"]
 CMD ["serve", "--listen", ":8080"]

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/server"
@@ -143,7 +145,7 @@ func TestBenchJob(t *testing.T) {
 	if !strings.HasPrefix(args, "bench --target http://nginx ") || !strings.Contains(args, "--instances-dns "+InstancesHL+":8080") {
 		t.Errorf("bench args %q", args)
 	}
-	if svc, ok := o.services["nginx"]; !ok || svc.Spec.Ports[0].Port != NginxPort {
+	if svc, ok := o.services["nginx"]; !ok || svc.Spec.Ports[0].Port != NginxServicePort {
 		t.Error("no Service nginx on port 80")
 	}
 	if _, ok := o.services[InstancesHL]; !ok {
@@ -375,4 +377,108 @@ func TestTableImages(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// TestEtcdDurability: at every level etcd keeps its data on its PVC (a
+// replaced member comes back with it and rejoins); at none it runs with
+// --unsafe-no-fsync, appended to its own topology's arguments (the ha
+// overlay keeps its three-member --initial-cluster).
+func TestEtcdDurability(t *testing.T) {
+	files, err := committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		topology, d string
+		members     int
+		noFsync     bool
+	}{
+		{"single", server.DurabilityDefault, 1, false},
+		{"single", server.DurabilityFsync, 1, false},
+		{"single", server.DurabilityNone, 1, true},
+		{"ha", server.DurabilityDefault, 3, false},
+		{"ha", server.DurabilityFsync, 3, false},
+		{"ha", server.DurabilityNone, 3, true},
+	} {
+		t.Run(tc.topology+"/"+tc.d, func(t *testing.T) {
+			dir, extra := overlay(tc.topology, tc.d)
+			docs, err := build(files, dir, extra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := decodeStrict(docs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sts, ok := o.statefulSets["etcd"]
+			if !ok {
+				t.Fatal("no StatefulSet etcd")
+			}
+			if len(sts.Spec.VolumeClaimTemplates) != 1 || len(sts.Spec.Template.Spec.Volumes) != 0 {
+				t.Errorf("etcd: %d PVCs and volumes %v, want its data on its PVC", len(sts.Spec.VolumeClaimTemplates), sts.Spec.Template.Spec.Volumes)
+			}
+			args := sts.Spec.Template.Spec.Containers[0].Args
+			if n := slices.Index(args, etcdNoFsync); (n >= 0) != tc.noFsync || (n >= 0 && n != len(args)-1) {
+				t.Errorf("etcd args %v: want %s last: %v", args, etcdNoFsync, tc.noFsync)
+			}
+			var urls []string
+			for i := range tc.members {
+				urls = append(urls, fmt.Sprintf("etcd-%d=http://etcd-%d.etcd:2380", i, i))
+			}
+			if want := "--initial-cluster=" + strings.Join(urls, ","); !slices.Contains(args, want) {
+				t.Errorf("etcd args %v: want %s", args, want)
+			}
+		})
+	}
+}
+
+// TestRedisHAApart: in the ha overlay, redis-primary and redis-replica
+// each have a podAntiAffinity term (preferred: a one-node cluster still
+// runs both) that selects the other's pods, per node.
+func TestRedisHAApart(t *testing.T) {
+	files, err := committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := build(files, "ha", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := decodeStrict(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, other string }{
+		{server.RedisPrimary, server.RedisReplica},
+		{server.RedisReplica, server.RedisPrimary},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sts, other := o.statefulSets[tc.name], o.statefulSets[tc.other]
+			if sts == nil || other == nil {
+				t.Fatalf("no StatefulSet %s or %s", tc.name, tc.other)
+			}
+			if !avoids(sts.Spec.Template.Spec.Affinity, other.Spec.Template.Labels) {
+				t.Errorf("%s has no podAntiAffinity per node selecting %s's pods %v", tc.name, tc.other, other.Spec.Template.Labels)
+			}
+		})
+	}
+}
+
+// avoids: affinity has a podAntiAffinity term, required or preferred, per
+// node (kubernetes.io/hostname), whose selector matches labels.
+func avoids(a *corev1.Affinity, labels map[string]string) bool {
+	if a == nil || a.PodAntiAffinity == nil {
+		return false
+	}
+	terms := a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		terms = append(terms, w.PodAffinityTerm)
+	}
+	for _, term := range terms {
+		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err == nil && term.TopologyKey == "kubernetes.io/hostname" && !sel.Empty() && sel.Matches(k8slabels.Set(labels)) {
+			return true
+		}
+	}
+	return false
 }

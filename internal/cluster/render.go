@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -124,17 +125,21 @@ func labelsOf(name, role string, kind server.Kind) map[string]string {
 }
 
 // spread prefers one pod of app per node: one node still runs them all.
-func spread(app string) *corev1.Affinity {
+func spread(app string) *corev1.Affinity { return spreadBy(map[string]string{LabelName: app}) }
+
+// spreadBy prefers one pod that matches labels per node (preferred
+// anti-affinity, not required: one node still runs them all).
+func spreadBy(labels map[string]string) *corev1.Affinity {
 	return &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100,
 			PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname",
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelName: app}}}}}}}
+				LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}}}}}
 }
 
 // volumeSize is each server's PVC.
 var volumeSize = resource.MustParse("1Gi")
 
-// statefulSet renders set s at durability d: its headless Service, the
+// objects renders set s at durability d: its headless Service, the
 // StatefulSet and, for a quorum of 3 or more, its PodDisruptionBudget.
 func (s set) objects(d string) []any {
 	labels := labelsOf(s.name, RoleServer, s.kind)
@@ -153,13 +158,16 @@ func (s set) objects(d string) []any {
 			// Members find one another by DNS before they are ready.
 			PublishNotReadyAddresses: true}}
 	pod := corev1.PodSpec{Containers: []corev1.Container{c}, TerminationGracePeriodSeconds: ptr(int64(10))}
-	if replicas > 1 {
+	switch {
+	case s.w.spreadKind:
+		pod.Affinity = spreadBy(map[string]string{LabelKind: string(s.kind)})
+	case replicas > 1:
 		pod.Affinity = spread(s.name)
 	}
 	sts := &appsv1.StatefulSet{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"}, ObjectMeta: meta(s.name, labels),
 		Spec: appsv1.StatefulSetSpec{ServiceName: s.name, Replicas: &replicas, PodManagementPolicy: appsv1.ParallelPodManagement,
 			Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod},
+			Template: podTemplate(labels, pod, s.w.sec),
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: dataVolume},
 				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: volumeSize}}}}}}}
@@ -171,6 +179,16 @@ func (s set) objects(d string) []any {
 				Selector: &metav1.LabelSelector{MatchLabels: sel}}})
 	}
 	return out
+}
+
+// pod is the pod spec of set s's StatefulSet at the default durability.
+func (s set) pod() corev1.PodSpec {
+	for _, o := range s.objects(server.DurabilityDefault) {
+		if sts, ok := o.(*appsv1.StatefulSet); ok {
+			return sts.Spec.Template.Spec
+		}
+	}
+	return corev1.PodSpec{}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -198,16 +216,17 @@ func instances() []any {
 		LivenessProbe: probe("/livez", 12),
 		Resources:     resources([2]string{"100m", "1"}, [2]string{"64Mi", "256Mi"})}
 	// The pauser shares the pod's process namespace: `kill -STOP` from it
-	// is the cluster's process pause (deploy/chaos/pause-holder.yaml).
+	// is the cluster's process pause (deploy/chaos/pause-holder.yaml). It
+	// runs as the instance's user (the pod's), which may signal the
+	// instance without any capability.
 	pauser := corev1.Container{Name: "pauser", Image: BusyboxImage,
 		Command:   []string{"sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"},
 		Resources: resources([2]string{"5m", "50m"}, [2]string{"8Mi", "16Mi"})}
 	replicas := int32(Instances)
 	dep := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta(InstanceApp, labels),
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{c, pauser}, ShareProcessNamespace: ptr(true),
-					Affinity: spread(InstanceApp), TerminationGracePeriodSeconds: ptr(int64(10))}}}}
+			Template: podTemplate(labels, corev1.PodSpec{Containers: []corev1.Container{c, pauser}, ShareProcessNamespace: ptr(true),
+				Affinity: spread(InstanceApp), TerminationGracePeriodSeconds: ptr(int64(10))}, seckillSecurity)}}
 	svc := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: meta(InstancesHL, labels),
 		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: sel,
 			Ports: []corev1.ServicePort{{Name: "http", Port: InstancePort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")}}}}
@@ -218,12 +237,20 @@ func instances() []any {
 // base/nginx/.
 const nginxConfigMap = "nginx"
 
+// NginxImage is nginx on a cluster: nginx-unprivileged (uid 101, no port
+// below 1024) at the version of the table's nginx (server.Nginx.Image).
+func NginxImage() string {
+	_, tag, _ := strings.Cut(server.Nginx.Image, ":")
+	return "nginxinc/nginx-unprivileged:" + tag
+}
+
 // nginx is the load balancer: the lab's nginx.conf verbatim, its two
-// includes rendered from templates by the image's envsubst at start.
+// includes rendered from templates by the image's envsubst at start, its
+// pid file in /tmp (the temporary files' paths are in http.conf).
 func nginx() []any {
 	labels := labelsOf("nginx", RoleNginx, "")
 	sel := map[string]string{LabelName: "nginx"}
-	c := corev1.Container{Name: "nginx", Image: server.Nginx.Image,
+	c := corev1.Container{Name: "nginx", Image: NginxImage(), Args: []string{"nginx", "-g", "daemon off; pid /tmp/nginx.pid;"},
 		Ports: []corev1.ContainerPort{tcp("http", NginxPort)},
 		Env: []corev1.EnvVar{podEnv("POD_NAMESPACE", "metadata.namespace"),
 			{Name: "NGINX_ENVSUBST_OUTPUT_DIR", Value: "/etc/nginx/seckill.d"}},
@@ -247,14 +274,13 @@ func nginx() []any {
 	replicas := int32(1)
 	dep := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: meta("nginx", labels),
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: []corev1.Volume{
-					{Name: "conf", VolumeSource: cm("nginx.conf")},
-					{Name: "templates", VolumeSource: cm(nginxTemplates...)},
-					{Name: "includes", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}}}
+			Template: podTemplate(labels, corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: []corev1.Volume{
+				{Name: "conf", VolumeSource: cm("nginx.conf")},
+				{Name: "templates", VolumeSource: cm(nginxTemplates...)},
+				{Name: "includes", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}, nginxSecurity)}}
 	svc := &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}, ObjectMeta: meta("nginx", labels),
 		Spec: corev1.ServiceSpec{Selector: sel,
-			Ports: []corev1.ServicePort{{Name: "http", Port: NginxPort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")}}}}
+			Ports: []corev1.ServicePort{{Name: "http", Port: NginxServicePort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")}}}}
 	return []any{dep, svc}
 }
 
@@ -275,6 +301,12 @@ upstream seckill {
     keepalive 128;
 }
 access_log /dev/stdout seckill;
+# The root filesystem is read-only: the temporary files go to /tmp.
+client_body_temp_path /tmp/client_temp;
+proxy_temp_path /tmp/proxy_temp;
+fastcgi_temp_path /tmp/fastcgi_temp;
+uwsgi_temp_path /tmp/uwsgi_temp;
+scgi_temp_path /tmp/scgi_temp;
 `
 }
 
@@ -344,12 +376,21 @@ func benchJob() []any {
 		Resources:    resources([2]string{"5m", "50m"}, [2]string{"8Mi", "32Mi"})}
 	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: meta(name, labels),
 		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0)), ActiveDeadlineSeconds: ptr(int64(3 * 3600)), TTLSecondsAfterFinished: ptr(BenchTTL),
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{ServiceAccountName: name, RestartPolicy: corev1.RestartPolicyNever,
-					InitContainers: []corev1.Container{report},
-					Containers:     []corev1.Container{bench},
-					Volumes:        []corev1.Volume{{Name: "results", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}}}
+			Template: benchPodTemplate(name, labels, corev1.PodSpec{
+				InitContainers: []corev1.Container{report},
+				Containers:     []corev1.Container{bench},
+				Volumes:        []corev1.Volume{{Name: "results", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}})}}
 	return []any{sa, role, rb, job}
+}
+
+// benchPodTemplate is the pod template of a Job of the lab's image (the
+// bench): spec run once (restartPolicy Never) under ServiceAccount sa, as
+// the lab's image's user with the security contexts of every pod
+// (restricted).
+func benchPodTemplate(sa string, labels map[string]string, spec corev1.PodSpec) corev1.PodTemplateSpec {
+	spec.ServiceAccountName = sa
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	return podTemplate(labels, spec, seckillSecurity)
 }
 
 // BenchTTL is how long a finished bench Job (its pod and their logs, the
@@ -567,8 +608,9 @@ configMapGenerator:
 
 // durabilityComponents writes a kustomize Component per durability level
 // other than the default: for each StatefulSet whose container differs at
-// that level, a patch of its container, and for a server without a switch
-// for its fsync its data on tmpfs.
+// that level, a patch of its container (arguments the level appends are
+// appended, so one patch serves every topology), and for a server without
+// a switch for its fsync its data on tmpfs.
 func durabilityComponents(files map[string][]byte, setsOf map[string][]set) error {
 	for _, d := range server.Durabilities() {
 		if d == server.DurabilityDefault {
@@ -576,47 +618,56 @@ func durabilityComponents(files map[string][]byte, setsOf map[string][]set) erro
 		}
 		seen := map[string]bool{}
 		var patches []string
+		addPatch := func(name, f string, body []byte) {
+			files[path.Join("durability", d, f)] = append([]byte(header), body...)
+			patches = append(patches, "- path: "+f+"\n  target:\n    kind: StatefulSet\n    name: "+name)
+		}
 		for _, t := range Topologies {
 			for _, s := range setsOf[t] {
 				if seen[s.name] {
 					continue
 				}
 				seen[s.name] = true
-				base, at := s.w.container(s, server.DurabilityDefault), s.w.container(s, d)
-				if !slices.Equal(base.Args, at.Args) || !slices.Equal(base.Command, at.Command) || !slices.EqualFunc(base.Env, at.Env, envEqual) {
-					if t != Topologies[0] && !sameAcross(s, setsOf) {
-						// A set whose container differs between the
-						// topologies (etcd's initial cluster) is patched
-						// by its env and args only when they do not
-						// depend on the topology; none does today.
-						return fmt.Errorf("durability %s: %s differs between the topologies", d, s.name)
-					}
+				appended, merge, err := durabilityPatch(s.name, setsOf, d)
+				if err != nil {
+					return fmt.Errorf("durability %s: %w", d, err)
+				}
+				if merge != nil {
 					p := map[string]any{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": map[string]any{"name": s.name},
-						"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
-							containerPatch(base, at)}}}}}
+						"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{merge}}}}}
 					y, err := yaml.Marshal(p)
 					if err != nil {
-						return err
+						return fmt.Errorf("durability %s: %s patch: %w", d, s.name, err)
 					}
-					f := s.name + ".yaml"
-					files[path.Join("durability", d, f)] = append([]byte(header), y...)
-					patches = append(patches, "- path: "+f+"\n  target:\n    kind: StatefulSet\n    name: "+s.name)
+					addPatch(s.name, s.name+".yaml", y)
+				}
+				if len(appended) > 0 {
+					var ops []map[string]any
+					for _, a := range appended {
+						ops = append(ops, map[string]any{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": a})
+					}
+					y, err := yaml.Marshal(ops)
+					if err != nil {
+						return fmt.Errorf("durability %s: %s args patch: %w", d, s.name, err)
+					}
+					addPatch(s.name, s.name+"-args.yaml", append([]byte("# "+s.name+" at durability "+d+": these arguments after its own, in every topology.\n"), y...))
 				}
 				if slices.Contains(s.w.tmpfsAt, d) {
-					f := s.name + "-tmpfs.yaml"
-					files[path.Join("durability", d, f)] = []byte(header + `# ` + s.name + ` has no switch for its fsync: its data goes to tmpfs (a
+					// The data volume joins the pod's volumes, or is its only one.
+					add := "/spec/template/spec/volumes\n  value:\n  -"
+					if len(s.pod().Volumes) > 0 {
+						add = "/spec/template/spec/volumes/-\n  value:\n   "
+					}
+					addPatch(s.name, s.name+"-tmpfs.yaml", []byte(`# `+s.name+` has no switch for its fsync: its data goes to tmpfs (a
 # memory-backed emptyDir), where an fsync costs nothing.
 - op: remove
   path: /spec/volumeClaimTemplates
 - op: add
-  path: /spec/template/spec/volumes
-  value:
-  - name: ` + dataVolume + `
+  path: `+add+` name: `+dataVolume+`
     emptyDir:
       medium: Memory
       sizeLimit: 256Mi
-`)
-					patches = append(patches, "- path: "+f+"\n  target:\n    kind: StatefulSet\n    name: "+s.name)
+`))
 				}
 			}
 		}
@@ -631,31 +682,50 @@ patches:
 	return nil
 }
 
-// sameAcross: set s's container at every level is the same in every
-// topology that runs it.
-func sameAcross(s set, setsOf map[string][]set) bool {
+// durabilityPatch is how StatefulSet name's container at level d differs
+// from the default, the same in every topology that runs it: the
+// arguments d appends to the default's, and a strategic-merge patch of the
+// rest (nil when nothing else differs). A difference that depends on the
+// topology is an error: one component serves every overlay.
+func durabilityPatch(name string, setsOf map[string][]set, d string) (appended []string, merge map[string]any, err error) {
+	first := true
 	for _, t := range Topologies {
-		for _, o := range setsOf[t] {
-			if o.name != s.name {
+		for _, s := range setsOf[t] {
+			if s.name != name {
 				continue
 			}
-			for _, d := range server.Durabilities() {
-				a, b := s.w.container(s, d), o.w.container(o, d)
-				if !slices.Equal(a.Args, b.Args) || !slices.EqualFunc(a.Env, b.Env, envEqual) {
-					return false
-				}
+			base, at := s.w.container(s, server.DurabilityDefault), s.w.container(s, d)
+			var a []string
+			if len(at.Args) > len(base.Args) && slices.Equal(at.Args[:len(base.Args)], base.Args) {
+				a = at.Args[len(base.Args):]
+				at.Args = base.Args
+			}
+			m := containerPatch(base, at)
+			if len(m) == 1 { // its name only
+				m = nil
+			}
+			if first {
+				appended, merge, first = a, m, false
+				continue
+			}
+			if !slices.Equal(a, appended) || !reflect.DeepEqual(m, merge) {
+				return nil, nil, fmt.Errorf("%s differs between the topologies at %s", name, d)
 			}
 		}
 	}
-	return true
+	return appended, merge, nil
 }
 
 func envEqual(a, b corev1.EnvVar) bool { return a.Name == b.Name && a.Value == b.Value }
 
-// containerPatch is a strategic-merge patch of container at: its args
-// when they differ from base's, and its variables that differ.
+// containerPatch is a strategic-merge patch of container at: its name,
+// its command and args when they differ from base's, and its variables
+// that differ.
 func containerPatch(base, at corev1.Container) map[string]any {
 	p := map[string]any{"name": at.Name}
+	if !slices.Equal(base.Command, at.Command) {
+		p["command"] = at.Command
+	}
 	if !slices.Equal(base.Args, at.Args) {
 		p["args"] = at.Args
 	}

@@ -6,13 +6,17 @@
 // server the local stack starts in a topology becomes the pods of a
 // StatefulSet, every SECKILL_* variable an instance reads gets its value
 // from the same Spec.Env, with each local address mapped to the pod that
-// plays that component, and the images are the table's (Spec.Image).
+// plays that component, and the images are the table's (Spec.Image;
+// nginx's unprivileged build at the same version).
+// Every pod is built by one function (podTemplate), which makes it pass
+// Pod Security "restricted" as its image's own non-root user.
 //
 // `go generate ./internal/cluster` (or `make manifests`) writes the tree;
 // the tests check that the committed files are exactly what Render
 // produces, build every overlay with kustomize in Go, decode each object
 // strictly into its Kubernetes type and cross-check the result against the
-// table. The package is not linked into the seckill binary.
+// table, and evaluate every pod with the upstream Pod Security library.
+// The package is not linked into the seckill binary.
 package cluster
 
 import (
@@ -32,25 +36,29 @@ import (
 
 // Label keys of every object.
 const (
-	LabelPartOf    = "app.kubernetes.io/part-of"
-	LabelName      = "app.kubernetes.io/name"
-	LabelRole      = "seckill.lab/role"
-	LabelKind      = "seckill.lab/kind"
-	PartOf         = "seckill-lab"
-	RoleServer     = "server"
-	RoleInstance   = "instance"
-	RoleNginx      = "nginx"
-	RoleBench      = "bench"
-	InstanceApp    = "seckill"
-	InstancesHL    = "seckill-instances"
-	InstancePort   = 8080
-	NginxPort      = 80
-	AdminSecret    = "seckill-admin"
-	ServersConfig  = "seckill-servers"
-	InstanceImage  = "seckill-lab/seckill:dev"
-	BusyboxImage   = "busybox:1.36.1"
-	dataVolume     = "data"
-	defaultReplica = 3
+	LabelPartOf  = "app.kubernetes.io/part-of"
+	LabelName    = "app.kubernetes.io/name"
+	LabelRole    = "seckill.lab/role"
+	LabelKind    = "seckill.lab/kind"
+	PartOf       = "seckill-lab"
+	RoleServer   = "server"
+	RoleInstance = "instance"
+	RoleNginx    = "nginx"
+	RoleBench    = "bench"
+	InstanceApp  = "seckill"
+	InstancesHL  = "seckill-instances"
+	InstancePort = 8080
+	// NginxPort is nginx's container port (nginx-unprivileged binds no
+	// port below 1024), NginxServicePort its Service's: the bench's
+	// http://nginx.
+	NginxPort        = 8080
+	NginxServicePort = 80
+	AdminSecret      = "seckill-admin"
+	ServersConfig    = "seckill-servers"
+	InstanceImage    = "seckill-lab/seckill:dev"
+	BusyboxImage     = "busybox:1.36.1"
+	dataVolume       = "data"
+	defaultReplica   = 3
 )
 
 // Instances is the instances' Deployment's replicas: the local stack's
@@ -94,6 +102,12 @@ type workload struct {
 	// container is the container of set s at durability d.
 	container func(s set, d string) corev1.Container
 	cpu, mem  [2]string // requests, limits
+	// sec is who its pods run as (restricted).
+	sec podSecurity
+	// spreadKind: its pods prefer nodes apart from every other pod of
+	// the kind, whatever their set (redis-primary and redis-replica);
+	// otherwise the pods of a set of 2 or more prefer nodes apart.
+	spreadKind bool
 }
 
 func named(n string) func(string) string { return func(string) string { return n } }
@@ -170,8 +184,10 @@ func memberURLs(s set, port int) string {
 
 var workloads = []*workload{
 	{kind: server.KindRedis, set: named("redis"), port: 6379, ports: []corev1.ContainerPort{tcp("redis", 6379)}, mount: "/data", quorum: true,
-		container: redisServer(), cpu: [2]string{"50m", "500m"}, mem: [2]string{"64Mi", "256Mi"}},
-	{kind: server.KindRedisHA, set: self, port: 6379, ports: []corev1.ContainerPort{tcp("redis", 6379)}, mount: "/data",
+		container: redisServer(), cpu: [2]string{"50m", "500m"}, mem: [2]string{"64Mi", "256Mi"}, sec: redisSecurity},
+	// The primary and its replica prefer different nodes (preferred, not
+	// required: a one-node cluster still runs both).
+	{kind: server.KindRedisHA, set: self, port: 6379, ports: []corev1.ContainerPort{tcp("redis", 6379)}, mount: "/data", spreadKind: true, sec: redisSecurity,
 		container: func(s set, d string) corev1.Container {
 			extra := []string{"--replica-announce-ip", s.name + "-0." + s.name}
 			if s.name == server.RedisReplica {
@@ -186,7 +202,7 @@ var workloads = []*workload{
 			return corev1.Container{Name: "sentinel", Image: server.Redis.Image, Command: []string{"sh", "-c", sentinelConf()},
 				ReadinessProbe: execProbe(5, "sh", "-c", "redis-cli -p 26379 sentinel ckquorum "+server.SentinelMaster+" | grep -q '^OK'"),
 				LivenessProbe:  tcpProbe(26379, 10)}
-		}, cpu: [2]string{"20m", "200m"}, mem: [2]string{"32Mi", "128Mi"}},
+		}, cpu: [2]string{"20m", "200m"}, mem: [2]string{"32Mi", "128Mi"}, sec: redisSecurity},
 	etcdWorkload(server.KindEtcd), etcdWorkload(server.KindEtcdMember),
 	zkWorkload(server.KindZooKeeper), zkWorkload(server.KindZKMember),
 	consulWorkload(server.KindConsul), consulWorkload(server.KindConsulMember),
@@ -196,12 +212,16 @@ var workloads = []*workload{
 				Env:            []corev1.EnvVar{{Name: "MARIADB_ALLOW_EMPTY_ROOT_PASSWORD", Value: "1"}, {Name: "MARIADB_DATABASE", Value: server.DatabaseName}},
 				ReadinessProbe: execProbe(5, "healthcheck.sh", "--connect", "--innodb_initialized"),
 				LivenessProbe:  tcpProbe(3306, 30)}
-		}, cpu: [2]string{"200m", "2"}, mem: [2]string{"256Mi", "1Gi"}},
+		}, cpu: [2]string{"200m", "2"}, mem: [2]string{"256Mi", "1Gi"}, sec: mariadbSecurity},
 }
+
+// etcdNoFsync is etcd's switch for its fsync (etcd 3.5 and later; the
+// image is 3.7).
+const etcdNoFsync = "--unsafe-no-fsync"
 
 func etcdWorkload(k server.Kind) *workload {
 	return &workload{kind: k, set: named("etcd"), port: 2379, ports: []corev1.ContainerPort{tcp("client", 2379), tcp("peer", 2380)},
-		mount: "/var/lib/etcd", tmpfsAt: []string{server.DurabilityNone}, quorum: true,
+		mount: "/var/lib/etcd", quorum: true,
 		container: func(s set, d string) corev1.Container {
 			args := []string{"--name=$(POD_NAME)", "--data-dir=/var/lib/etcd/data",
 				"--listen-client-urls=http://0.0.0.0:2379", "--advertise-client-urls=http://$(POD_NAME).etcd:2379",
@@ -210,11 +230,20 @@ func etcdWorkload(k server.Kind) *workload {
 			if k == server.KindEtcdMember {
 				args = append(args, etcdlock.ServerFlags()...)
 			}
+			// Durability none keeps the data on the PVC and turns etcd's
+			// fsync off (etcd 3.5 and later): a member whose pod is
+			// replaced comes back with its data and rejoins, where
+			// --initial-cluster-state is ignored. The flag comes last, so
+			// the durability component appends it to either topology's
+			// arguments.
+			if d == server.DurabilityNone {
+				args = append(args, etcdNoFsync)
+			}
 			return corev1.Container{Name: "etcd", Image: server.Etcd.Image, Command: []string{"/usr/local/bin/etcd"}, Args: args,
 				Env:            []corev1.EnvVar{podEnv("POD_NAME", "metadata.name")},
 				ReadinessProbe: execProbe(5, "/usr/local/bin/etcdctl", "--endpoints=http://127.0.0.1:2379", "endpoint", "health"),
 				LivenessProbe:  tcpProbe(2379, 10)}
-		}, cpu: [2]string{"100m", "1"}, mem: [2]string{"128Mi", "512Mi"}}
+		}, cpu: [2]string{"100m", "1"}, mem: [2]string{"128Mi", "512Mi"}, sec: etcdSecurity}
 }
 
 func zkWorkload(k server.Kind) *workload {
@@ -229,6 +258,9 @@ func zkWorkload(k server.Kind) *workload {
 				{Name: "ZOO_ADMINSERVER_ENABLED", Value: "false"}, {Name: "ZOO_MAX_CLIENT_CNXNS", Value: "0"},
 				{Name: "ZOO_CFG_EXTRA", Value: "forceSync=" + server.ZKForceSync(d) + " quorumListenOnAllIPs=true"},
 				{Name: "JVMFLAGS", Value: "-Xmx256m"},
+				// The entrypoint writes zoo.cfg there, zkServer.sh (the
+				// probe's too) reads it there.
+				{Name: "ZOO_CONF_DIR", Value: zkConfDir}, {Name: "ZOOCFGDIR", Value: zkConfDir},
 			}
 			if k == server.KindZKMember {
 				var servers []string
@@ -238,13 +270,19 @@ func zkWorkload(k server.Kind) *workload {
 				env = append(env, corev1.EnvVar{Name: "ZOO_SERVERS", Value: strings.Join(servers, " ")})
 			}
 			return corev1.Container{Name: "zookeeper", Image: server.ZooKeeper.Image,
-				// myid is the pod's ordinal plus one.
-				Command:        []string{"sh", "-c", "export ZOO_MY_ID=$((${HOSTNAME##*-}+1)) && exec /docker-entrypoint.sh zkServer.sh start-foreground"},
+				// The image's configuration (logback.xml) is copied to the
+				// writable zkConfDir; myid is the pod's ordinal plus one.
+				Command: []string{"sh", "-c", "cp /conf/* " + zkConfDir + "/ && export ZOO_MY_ID=$((${HOSTNAME##*-}+1)) && " +
+					"exec /docker-entrypoint.sh zkServer.sh start-foreground"},
 				Env:            env,
 				ReadinessProbe: execProbe(10, "zkServer.sh", "status"),
 				LivenessProbe:  tcpProbe(2181, 20)}
-		}, cpu: [2]string{"100m", "1"}, mem: [2]string{"384Mi", "512Mi"}}
+		}, cpu: [2]string{"100m", "1"}, mem: [2]string{"384Mi", "512Mi"}, sec: zookeeperSecurity}
 }
+
+// zkConfDir is ZooKeeper's configuration directory on a cluster: an
+// emptyDir (the image's /conf is on the read-only root filesystem).
+const zkConfDir = "/zk-conf"
 
 func consulWorkload(k server.Kind) *workload {
 	return &workload{kind: k, set: named("consul"), port: 8500,
@@ -260,11 +298,13 @@ func consulWorkload(k server.Kind) *workload {
 					args = append(args, fmt.Sprintf("-retry-join=%s-%d.%s", s.name, i, s.name))
 				}
 			}
-			return corev1.Container{Name: "consul", Image: server.Consul.Image, Args: args,
+			// `consul agent` itself: the image's entrypoint chowns the data
+			// directory and su-execs, which a non-root container cannot.
+			return corev1.Container{Name: "consul", Image: server.Consul.Image, Command: []string{"consul"}, Args: args,
 				Env:            []corev1.EnvVar{podEnv("POD_NAME", "metadata.name"), podEnv("POD_IP", "status.podIP")},
 				ReadinessProbe: execProbe(5, "consul", "operator", "raft", "list-peers"),
 				LivenessProbe:  tcpProbe(8500, 10)}
-		}, cpu: [2]string{"100m", "1"}, mem: [2]string{"128Mi", "512Mi"}}
+		}, cpu: [2]string{"100m", "1"}, mem: [2]string{"128Mi", "512Mi"}, sec: consulSecurity}
 }
 
 // workloadOf returns the workload of kind k.

@@ -58,7 +58,7 @@ var Etcd = Spec{
 	Tools: []Tool{{Key: "etcd", Names: []string{"etcd"}, Version: []string{"--version"}, PinFlag: "--etcd",
 		Pkgs: map[string]string{pmApt: "etcd-server", pmDnf: "etcd", pmBrew: "etcd"},
 		Hint: "etcd " + EtcdVersion + ": `make deps` builds it from the Go module proxy into bin/ (distributions package older releases)"}},
-	Image: "gcr.io/etcd-development/etcd:v3.4.23",
+	Image: "gcr.io/etcd-development/etcd:v" + EtcdVersion,
 	Kinds: []KindSpec{
 		{Kind: KindEtcd, Rank: 3, Check: checkEtcd, Role: etcdRole, DropEnv: "ETCD_"},
 		// A stopping leader first hands its leadership over to a connected
