@@ -139,7 +139,7 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 				bo := bench.Options{
 					Strategies: []string{name}, Stock: load.Stock, Requests: load.Requests, Concurrency: load.Concurrency,
 					Config: load.config(p),
-					Seed: o.Seed + int64(r), GoodsID: goods, Fleet: o.Fleet, CalibrateRequests: -1,
+					Seed:   o.Seed + int64(r), GoodsID: goods, Fleet: o.Fleet, CalibrateRequests: -1,
 					// A scenario measures correctness under a strike, not speed: no warm-up.
 					Warmup:  -1,
 					Striker: sc.Strike(o.Dir, info, goods), Progress: o.Progress,
