@@ -133,6 +133,10 @@ type RunResult struct {
 	Faults  []string `json:"faults,omitempty"`
 	Strikes []Strike `json:"strikes,omitempty"`
 	Windows []Window `json:"windows,omitempty"`
+	// ObservedFault is, with Options.Experiment, the span in which the
+	// run's answers went wrong (nil when none did); without faults or
+	// strikes of the bench's own, Windows split the run by it.
+	ObservedFault *ObservedFault `json:"observed_fault_window,omitempty"`
 	// LongestGapS is, in a run with faults, the longest time between two
 	// consecutive sales as the clients saw them answered: the outage a
 	// buyer saw.
@@ -209,7 +213,10 @@ type Report struct {
 	// DBCeiling is the database's own limit for the purchase transaction
 	// (Options.DatabaseDSN; nil when not measured).
 	DBCeiling *DBCeiling `json:"db_ceiling,omitempty"`
-	WallS     float64    `json:"wall_s"`
+	// Experiment is the fault applied from outside (Options.Experiment);
+	// nil without one.
+	Experiment *Experiment `json:"experiment,omitempty"`
+	WallS      float64     `json:"wall_s"`
 	// Order is, per round, the order its runs went in (run labels, see
 	// RunResult.Label): round 1 as given, later rounds shuffled from the
 	// seed, so every strategy runs early and late.
@@ -331,6 +338,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		Date:        began.UTC(),
 		CommandLine: strings.Join(o.CommandLine, " "),
 		Environment: environment(fl, o.Mode),
+	}
+	if o.Experiment != "" {
+		rep.Experiment = &Experiment{Name: o.Experiment, DurationS: o.ExperimentDuration.Seconds(), Note: experimentNote}
 	}
 	costCond := measureCostConditions(ctx, fl)
 	if err := calibrate(ctx, o, rep); err != nil {

@@ -116,6 +116,12 @@ type Options struct {
 	// e.g. pausing whichever instance just took the lock. What it returns
 	// (the strikes it made) is recorded in the run. Default none.
 	Striker Striker
+	// Experiment names a fault applied to the fleet from outside the
+	// bench (a Chaos Mesh experiment) and its declared duration; when
+	// Experiment is set every run records its ObservedFault window.
+	// Default none.
+	Experiment         string
+	ExperimentDuration time.Duration
 
 	Fleet  fleet.Fleet
 	Scaler Scaler // nil: the fleet cannot be re-scaled

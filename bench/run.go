@@ -285,7 +285,14 @@ func (r *runner) settle(ctx context.Context, run *RunResult, l *loadOutcome, bef
 		}
 	}
 	run.Strikes = l.strikes
-	run.Windows = faultWindows(l.responses, l.t0, append(slices.Clone(r.o.Faults), strikeFaults(l.strikes)...), l.res.Wall)
+	faults := append(slices.Clone(r.o.Faults), strikeFaults(l.strikes)...)
+	if r.o.Experiment != "" {
+		run.ObservedFault = observeFault(l.responses, l.t0)
+		if run.ObservedFault != nil && len(faults) == 0 {
+			faults = []fleet.Fault{run.ObservedFault.fault()}
+		}
+	}
+	run.Windows = faultWindows(l.responses, l.t0, faults, l.res.Wall)
 	if run.Windows != nil {
 		run.LongestGapS = longestGap(l.responses).Seconds()
 	}

@@ -75,7 +75,8 @@ type benchFlags struct {
 	compareQueue, noLeaseCheck, calibrate               bool
 	mode, sweepRTT, sweepBatch, sweep, preset           string
 	dir, target, instanceURLs, instancesDNS, adminToken string
-	out, dbDSN                                          string
+	out, dbDSN, experiment                              string
+	experimentDuration                                  time.Duration
 	faults                                              faultFlags
 
 	// Read by Validate.
@@ -132,6 +133,8 @@ func newBenchFlags() *benchFlags {
 	fs.IntVar(&f.calRequests, "calibrate-requests", bench.DefaultCalibrateRequests, "requests of the calibration (also run, short, before every bench; <0 skips it there)")
 	fs.DurationVar(&f.reqTimeout, "timeout", bench.DefaultRequestTimeout, "per-request timeout")
 	fs.DurationVar(&f.runTimeout, "run-timeout", bench.DefaultRunTimeout, "timeout of one run (one strategy, one repeat)")
+	fs.StringVar(&f.experiment, "experiment", "", "name of a fault applied from outside the bench during the run (a Chaos Mesh experiment): each run's report records its observed fault window, the first and last second with errors, timeouts or refused stale holders")
+	fs.DurationVar(&f.experimentDuration, "experiment-duration", 0, "the --experiment's declared duration, for the report (0: a one-shot fault such as a pod kill)")
 	return f
 }
 
@@ -165,8 +168,12 @@ func (f *benchFlags) Validate() error {
 		bound{name: "lock-wait", min: time.Millisecond, max: stock.MaxLockWait, omit: "the service default"},
 		bound{name: "timeout", min: time.Millisecond, omit: bench.DefaultRequestTimeout.String()},
 		bound{name: "run-timeout", min: time.Second, omit: bench.DefaultRunTimeout.String()},
+		bound{name: "experiment-duration", min: time.Duration(0)},
 	); err != nil {
 		return err
+	}
+	if f.experimentDuration != 0 && f.experiment == "" {
+		return exitError{code: 2, msg: "bench: --experiment-duration describes an --experiment: name it"}
 	}
 	if f.calibrate {
 		if f.calRequests <= 0 {
@@ -288,7 +295,7 @@ func (f *benchFlags) options(args []string) bench.Options {
 		Rate: f.rate, Repeat: f.repeat, Seed: f.seed, GoodsID: f.goods, Instances: f.instances,
 		Config: stock.Config{WorkDelay: f.workDelay, LockTTL: f.lockTTL, LockWait: f.lockWait, Fencing: f.fencing, NoWatchdog: f.noWatchdog,
 			NoLocalQueue: f.noQueue, NoLeaseCheck: f.noLeaseCheck, ReleasePause: f.releasePause, Batch: f.batch, PerUserLimit: f.perUserLimit},
-		NoEvents: f.noEvents, Faults: f.faults, Users: f.users,
+		NoEvents: f.noEvents, Faults: f.faults, Users: f.users, Experiment: f.experiment, ExperimentDuration: f.experimentDuration,
 		RequestTimeout: f.reqTimeout, RunTimeout: f.runTimeout, CalibrateRequests: f.calRequests,
 		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),
 	}

@@ -134,6 +134,7 @@ func TestUsageErrors(t *testing.T) {
 		{"scenario run --repeat -1", []string{"scenario", "run", "pause-holder", "--dir", dir, "--repeat", "-1"}, []string{"--repeat -1"}},
 		{"scenario run --repeat 1000", []string{"scenario", "run", "pause-holder", "--dir", dir, "--repeat", "1000"}, []string{"--repeat 1000"}},
 		{"scenario chaos without a cluster form", []string{"scenario", "chaos", "etcd-lease"}, []string{"etcd-lease has no cluster form", "slow-db"}},
+		{"bench --experiment-duration alone", []string{"bench", "--dir", dir, "--experiment-duration", "4s"}, []string{"--experiment-duration", "--experiment"}},
 		{"scenario chaos unknown", []string{"scenario", "chaos", "nope"}, []string{"nope"}},
 		{"scenario chaos two names", []string{"scenario", "chaos", "slow-db", "zk-session"}, []string{"unexpected argument \"zk-session\""}},
 		{"fault failover bogus", []string{"fault", "--dir", dir, "failover", "bogus"}, []string{"failover takes no TARGET", `"bogus"`}},

@@ -179,7 +179,9 @@ func runScenarioRun(ctx context.Context, args []string) error {
 }
 
 // printChaos prints the Chaos Mesh experiment of a scenario (deploy/chaos,
-// embedded), or with no name lists the scenarios that have one.
+// embedded) followed, as YAML comments (the output still applies), by the
+// runbook of its bench Jobs unfenced and fenced (scenario.ClusterCommands,
+// namespace lab-1); with no name it lists the scenarios that have one.
 func printChaos(args []string) error {
 	if len(args) == 0 {
 		for _, name := range seckill.ChaosExperiments() {
@@ -190,13 +192,28 @@ func printChaos(args []string) error {
 	if len(args) > 1 {
 		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q; usage: seckill scenario chaos [NAME]", args[1])}
 	}
-	if _, err := scenario.Find(args[0]); err != nil {
+	sc, err := scenario.Find(args[0])
+	if err != nil {
 		return exitError{code: 2, msg: err.Error()}
 	}
 	b, ok := seckill.ChaosExperiment(args[0])
 	if !ok {
 		return exitError{code: 2, msg: fmt.Sprintf("scenario %s has no cluster form; these do: %s", args[0], strings.Join(seckill.ChaosExperiments(), ", "))}
 	}
-	_, err := os.Stdout.Write(b)
+	cmds, err := sc.ClusterCommands(chaosNamespace)
+	if err != nil {
+		return fmt.Errorf("scenario chaos %s: %w", sc.Name, err)
+	}
+	var out strings.Builder
+	out.Write(b)
+	fmt.Fprintf(&out, "# The bench Jobs of %s, unfenced then fenced, on a lab of the %s topology (deploy/k8s/%s) in namespace %s:\n",
+		sc.Name, sc.Topology, sc.Topology, chaosNamespace)
+	for _, c := range cmds {
+		out.WriteString("#   " + c + "\n")
+	}
+	_, err = os.Stdout.WriteString(out.String())
 	return err
 }
+
+// chaosNamespace is the namespace the printed runbook uses (docs/kubernetes.md's).
+const chaosNamespace = "lab-1"

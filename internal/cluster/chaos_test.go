@@ -287,3 +287,83 @@ func TestChaosValidationCatches(t *testing.T) {
 		t.Fatalf("the unmutated copy: %v", err)
 	}
 }
+
+// TestChaosJobs: every scenario with a cluster form has its bench Jobs
+// (scenario.ClusterRuns) under deploy/k8s/chaos, and each builds with
+// kustomize over the overlay of the scenario's topology, decodes strictly,
+// is a bench Job as seckill-bench is (checkBenchJob) and runs `seckill
+// bench` with BenchArgs and the run's flags: the scenario's strategy only,
+// fencing on in the fenced Job only, the experiment named.
+func TestChaosJobs(t *testing.T) {
+	files, err := committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := 0
+	for _, e := range experiments(t) {
+		sc, err := scenario.Find(e.scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs, err := sc.ClusterRuns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) == 0 {
+			t.Errorf("%s: no bench Job", sc.Name)
+		}
+		for _, r := range runs {
+			t.Run(sc.Name+"/"+string(r.Protection), func(t *testing.T) {
+				dir := strings.TrimPrefix(r.Dir, "deploy/k8s/")
+				if _, ok := files[dir+"/kustomization.yaml"]; !ok {
+					t.Fatalf("no %s/kustomization.yaml", r.Dir)
+				}
+				dirs++
+				docs, err := build(files, "test-chaos", map[string]string{"test-chaos/kustomization.yaml": "resources:\n- ../" + sc.Topology + "\n- ../" + dir + "\n"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				o, err := decodeStrict(docs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := checkBenchJob(o, r.Job); err != nil {
+					t.Fatal(err)
+				}
+				args := o.jobs[r.Job].Spec.Template.Spec.Containers[0].Args
+				if want := append(slices.Clone(BenchArgs), r.Args...); !slices.Equal(args, want) {
+					t.Errorf("args %q, want %q", args, want)
+				}
+				if i := slices.Index(args, "--strategies"); i < 0 || args[i+1] != sc.Strategies[0] {
+					t.Errorf("the Job does not run %s alone: %q", sc.Strategies[0], args)
+				}
+				if slices.Contains(args, "--fencing") != (r.Protection == scenario.ProtectFencing) {
+					t.Errorf("%s: --fencing %v", r.Protection, slices.Contains(args, "--fencing"))
+				}
+				if i := slices.Index(args, "--experiment"); i < 0 || args[i+1] != sc.Name {
+					t.Errorf("the experiment is not named: %q", args)
+				}
+				// The chaos experiments select the lab's pods, not the bench's.
+				for _, d := range e.docs {
+					if sp, ok := d["spec"].(map[string]any); ok {
+						if sel, ok := sp["selector"].(map[string]any); ok {
+							labels, _ := sel["labelSelectors"].(map[string]any)
+							if labels[LabelName] == o.jobs[r.Job].Spec.Template.Labels[LabelName] {
+								t.Errorf("the experiment selects the bench's pod")
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+	var rendered []string
+	for p := range files {
+		if strings.HasPrefix(p, "chaos/") && strings.HasSuffix(p, "/kustomization.yaml") {
+			rendered = append(rendered, p)
+		}
+	}
+	if len(rendered) != dirs {
+		t.Errorf("%d kustomizations under deploy/k8s/chaos, %d bench Jobs", len(rendered), dirs)
+	}
+}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -136,57 +137,73 @@ func TestBenchJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job, ok := o.jobs["seckill-bench"]
-	if !ok {
-		t.Fatal("no Job seckill-bench")
+	if err := checkBenchJob(o, "seckill-bench"); err != nil {
+		t.Error(err)
 	}
-	c := job.Spec.Template.Spec.Containers[0]
+}
+
+// checkBenchJob checks Job name of build o as a bench Job: the bench
+// against the in-cluster nginx and the instances' headless Service, with
+// the admin token and the downward-API variables, in a pod the instances'
+// NetworkPolicy admits; the bench the Job's only regular container (its
+// exit status is the Job's, no retry); the report printer a native sidecar
+// (an init container that restarts Always), which Kubernetes stops once
+// the bench ends; the finished Job deleted after BenchTTL.
+func checkBenchJob(o *objects, name string) error {
+	job, ok := o.jobs[name]
+	if !ok {
+		return fmt.Errorf("no Job %s", name)
+	}
+	var errs []error
+	spec := job.Spec.Template.Spec
+	if len(spec.Containers) != 1 || spec.Containers[0].Name != "bench" {
+		return fmt.Errorf("%s: containers %d: the bench must be the Job's only regular container", name, len(spec.Containers))
+	}
+	c := spec.Containers[0]
 	args := strings.Join(c.Args, " ")
 	if !strings.HasPrefix(args, "bench --target http://nginx ") || !strings.Contains(args, "--instances-dns "+InstancesHL+":8080") {
-		t.Errorf("bench args %q", args)
+		errs = append(errs, fmt.Errorf("bench args %q", args))
 	}
 	if svc, ok := o.services["nginx"]; !ok || svc.Spec.Ports[0].Port != NginxServicePort {
-		t.Error("no Service nginx on port 80")
+		errs = append(errs, errors.New("no Service nginx on port 80"))
 	}
 	if _, ok := o.services[InstancesHL]; !ok {
-		t.Errorf("no Service %s", InstancesHL)
+		errs = append(errs, fmt.Errorf("no Service %s", InstancesHL))
 	}
 	env, err := envOf(o, c)
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	for _, k := range []string{config.EnvAdminToken, EnvNodeName, EnvPodName, EnvPodNamespace} {
 		if _, ok := env[k]; !ok {
-			t.Errorf("bench: no %s", k)
+			errs = append(errs, fmt.Errorf("bench: no %s", k))
 		}
 	}
 	if job.Spec.Template.Labels[LabelRole] != RoleBench {
-		t.Error("the bench's pods do not carry the role the instances' NetworkPolicy admits")
-	}
-	// The Job ends with the bench: the only regular container is the
-	// bench (its exit status is the Job's, no retry); the report printer is
-	// a native sidecar (an init container that restarts Always), which
-	// Kubernetes stops once the bench ends; the finished Job is deleted
-	// after BenchTTL.
-	spec := job.Spec.Template.Spec
-	if len(spec.Containers) != 1 || spec.Containers[0].Name != "bench" {
-		t.Errorf("containers %d: the bench must be the Job's only regular container", len(spec.Containers))
+		errs = append(errs, errors.New("the bench's pods do not carry the role the instances' NetworkPolicy admits"))
 	}
 	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit != 0 {
-		t.Error("the bench is retried: its exit status is not the Job's")
+		errs = append(errs, errors.New("the bench is retried: its exit status is not the Job's"))
 	}
 	if job.Spec.TTLSecondsAfterFinished == nil || *job.Spec.TTLSecondsAfterFinished != BenchTTL {
-		t.Errorf("ttlSecondsAfterFinished %v, want %d", job.Spec.TTLSecondsAfterFinished, BenchTTL)
+		errs = append(errs, fmt.Errorf("ttlSecondsAfterFinished %v, want %d", job.Spec.TTLSecondsAfterFinished, BenchTTL))
 	}
 	if len(spec.InitContainers) != 1 || spec.InitContainers[0].Name != "report" ||
 		spec.InitContainers[0].RestartPolicy == nil || *spec.InitContainers[0].RestartPolicy != corev1.ContainerRestartPolicyAlways {
-		t.Error("the report printer is not a native sidecar (init container, restartPolicy Always)")
+		errs = append(errs, errors.New("the report printer is not a native sidecar (init container, restartPolicy Always)"))
 	}
 	for _, c := range append(spec.InitContainers, spec.Containers...) {
 		if cmd := strings.Join(append(c.Command, c.Args...), " "); strings.Contains(cmd, "sleep 3600") {
-			t.Errorf("container %s sleeps an hour: %q", c.Name, cmd)
+			errs = append(errs, fmt.Errorf("container %s sleeps an hour: %q", c.Name, cmd))
 		}
 	}
+	if sa := spec.ServiceAccountName; sa != name || o.serviceAccounts[sa] == nil {
+		errs = append(errs, fmt.Errorf("service account %q is not the Job's own", sa))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
 }
 
 // clone deep-copies docs.

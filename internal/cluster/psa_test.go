@@ -64,7 +64,7 @@ func restrictedViolations(o *objects) (int, error) {
 }
 
 // TestPodSecurityRestricted: every workload of every overlay at every
-// durability level, and of the bench kustomization, passes Pod Security
+// durability level, of the bench kustomization and of every chaos Job, passes Pod Security
 // "restricted".
 func TestPodSecurityRestricted(t *testing.T) {
 	files, err := committed()
@@ -83,6 +83,11 @@ func TestPodSecurityRestricted(t *testing.T) {
 		}
 	}
 	builds = append(builds, target{"bench", "bench", nil})
+	for p := range files {
+		if dir, ok := strings.CutSuffix(p, "/kustomization.yaml"); ok && strings.HasPrefix(dir, "chaos/") {
+			builds = append(builds, target{dir, dir, nil})
+		}
+	}
 	for _, b := range builds {
 		t.Run(b.name, func(t *testing.T) {
 			o := buildObjects(t, files, b.dir, b.extra)

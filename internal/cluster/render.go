@@ -24,6 +24,7 @@ import (
 
 	seckill "github.com/seckill-lab/seckill"
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 )
@@ -344,16 +345,20 @@ func networkPolicies() []any {
 // instances found by their headless Service's DNS.
 var BenchArgs = []string{"bench", "--target", "http://nginx", "--instances-dns", InstancesHL + ":" + strconv.Itoa(InstancePort), "--out", "/results/report"}
 
-// benchJob is the bench as a Job, with a ServiceAccount that may list the
-// namespace's pods (the report records their nodes). The Job ends with the
-// bench: its status is the bench's exit status (no retry). The report is in
-// the log of container bench (the tables) and of container report, a
-// native sidecar that prints report.json once it is written and is stopped
-// when the bench ends (a bench that dies first leaves nothing waiting).
-// Kubernetes deletes the finished Job, its pod and their logs after
-// BenchTTL; a rerun before that needs `kubectl delete job seckill-bench`.
-func benchJob() []any {
-	const name = "seckill-bench"
+// benchJob is the bench as a Job (benchObjects, with BenchArgs): every
+// strategy, fencing off.
+func benchJob() []any { return benchObjects(benchJobName, BenchArgs) }
+
+// benchJobName is the bench Job's, and its ServiceAccount's, name.
+const benchJobName = "seckill-bench"
+
+// benchObjects is `seckill bench ARGS...` as Job name, with a
+// ServiceAccount that may list the namespace's pods (the report records
+// their nodes). The Job ends with the bench: its status is the bench's exit
+// status (no retry). Kubernetes deletes the finished Job, its pod and their
+// logs after BenchTTL; a rerun before that needs `kubectl delete job NAME`.
+// Its pod is benchPod's.
+func benchObjects(name string, args []string) []any {
 	labels := labelsOf(name, RoleBench, "")
 	sa := &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(name, labels)}
 	role := &rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"}, ObjectMeta: meta(name, labels),
@@ -361,8 +366,21 @@ func benchJob() []any {
 	rb := &rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"}, ObjectMeta: meta(name, labels),
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name}}}
+	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: meta(name, labels),
+		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0)), ActiveDeadlineSeconds: ptr(int64(3 * 3600)), TTLSecondsAfterFinished: ptr(BenchTTL),
+			Template: benchPod(name, labels, args)}}
+	return []any{sa, role, rb, job}
+}
+
+// benchPod is the pod of a bench Job: `seckill bench ARGS...` in container
+// bench, run as ServiceAccount name, with the admin token and the
+// downward-API variables. The report is in the log of container bench (the
+// tables) and of container report, a native sidecar that prints
+// report.json once it is written and is stopped when the bench ends (a
+// bench that dies first leaves nothing waiting).
+func benchPod(name string, labels map[string]string, args []string) corev1.PodTemplateSpec {
 	results := []corev1.VolumeMount{{Name: "results", MountPath: "/results"}}
-	bench := corev1.Container{Name: "bench", Image: InstanceImage, Args: BenchArgs,
+	bench := corev1.Container{Name: "bench", Image: InstanceImage, Args: args,
 		Env: []corev1.EnvVar{
 			{Name: config.EnvAdminToken, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: AdminSecret}, Key: config.EnvAdminToken}}},
@@ -374,13 +392,46 @@ func benchJob() []any {
 			"echo; exec tail -f /dev/null"},
 		VolumeMounts: results,
 		Resources:    resources([2]string{"5m", "50m"}, [2]string{"8Mi", "32Mi"})}
-	job := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"}, ObjectMeta: meta(name, labels),
-		Spec: batchv1.JobSpec{BackoffLimit: ptr(int32(0)), ActiveDeadlineSeconds: ptr(int64(3 * 3600)), TTLSecondsAfterFinished: ptr(BenchTTL),
-			Template: benchPodTemplate(name, labels, corev1.PodSpec{
-				InitContainers: []corev1.Container{report},
-				Containers:     []corev1.Container{bench},
-				Volumes:        []corev1.Volume{{Name: "results", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}})}}
-	return []any{sa, role, rb, job}
+	return benchPodTemplate(name, labels, corev1.PodSpec{
+		InitContainers: []corev1.Container{report},
+		Containers:     []corev1.Container{bench},
+		Volumes:        []corev1.Volume{{Name: "results", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}})
+}
+
+// chaosJobs adds to files, for each scenario with a cluster form, the
+// kustomization of each of its bench Jobs (scenario.ClusterRuns: its
+// strategy unfenced and fenced, under chaos/NAME/unfenced and
+// chaos/NAME/fenced): benchObjects with BenchArgs and the run's flags. The
+// experiment is applied apart (deploy/chaos/NAME.yaml), once the bench
+// runs: scenario.ClusterCommands is the runbook.
+func chaosJobs(files map[string][]byte) error {
+	for _, sc := range scenario.All() {
+		if _, ok := seckill.ChaosExperiment(sc.Name); !ok {
+			continue
+		}
+		runs, err := sc.ClusterRuns()
+		if err != nil {
+			return fmt.Errorf("chaos jobs: %w", err)
+		}
+		for _, r := range runs {
+			dir, ok := strings.CutPrefix(r.Dir, "deploy/k8s/")
+			if !ok {
+				return fmt.Errorf("chaos jobs: %s is not under deploy/k8s", r.Dir)
+			}
+			if err := put(files, dir+"/job.yaml", benchObjects(r.Job, append(slices.Clone(BenchArgs), r.Args...))); err != nil {
+				return err
+			}
+			files[dir+"/kustomization.yaml"] = []byte(header + `# The bench of scenario ` + sc.Name + ` on a cluster: ` + r.Strategy + `, ` + string(r.Protection) + `, while
+# deploy/chaos/` + sc.Name + `.yaml is applied (a lab of the ` + sc.Topology + ` topology). The runbook:
+#   seckill scenario chaos ` + sc.Name + `
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- job.yaml
+`)
+		}
+	}
+	return nil
 }
 
 // benchPodTemplate is the pod template of a Job of the lab's image (the
@@ -464,6 +515,9 @@ kind: Kustomization
 resources:
 - job.yaml
 `)
+	if err := chaosJobs(files); err != nil {
+		return nil, err
+	}
 	return files, nil
 }
 

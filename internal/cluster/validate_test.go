@@ -115,7 +115,9 @@ type objects struct {
 	jobs         map[string]*batchv1.Job
 	pdbs         map[string]*policyv1.PodDisruptionBudget
 	policies     map[string]*networkingv1.NetworkPolicy
-	other        int
+	// serviceAccounts are the ServiceAccounts bound to a Role, by name.
+	serviceAccounts map[string]*rbacv1.Role
+	other           int
 }
 
 // decodeStrict decodes every object strictly into its Kubernetes type: an
@@ -123,8 +125,11 @@ type objects struct {
 func decodeStrict(docs []doc) (*objects, error) {
 	o := &objects{deployments: map[string]*appsv1.Deployment{}, statefulSets: map[string]*appsv1.StatefulSet{},
 		services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
-		jobs: map[string]*batchv1.Job{}, pdbs: map[string]*policyv1.PodDisruptionBudget{}, policies: map[string]*networkingv1.NetworkPolicy{}}
+		jobs: map[string]*batchv1.Job{}, pdbs: map[string]*policyv1.PodDisruptionBudget{}, policies: map[string]*networkingv1.NetworkPolicy{},
+		serviceAccounts: map[string]*rbacv1.Role{}}
 	var errs []error
+	sas, roles := map[string]bool{}, map[string]*rbacv1.Role{}
+	var bindings []*rbacv1.RoleBinding
 	for _, d := range docs {
 		b, err := yaml.Marshal(d)
 		if err != nil {
@@ -163,17 +168,27 @@ func decodeStrict(docs []doc) (*objects, error) {
 			v := &networkingv1.NetworkPolicy{}
 			o.policies[name], into = v, v
 		case "v1 ServiceAccount":
-			into, o.other = &corev1.ServiceAccount{}, o.other+1
+			into, o.other, sas[name] = &corev1.ServiceAccount{}, o.other+1, true
 		case "rbac.authorization.k8s.io/v1 Role":
-			into, o.other = &rbacv1.Role{}, o.other+1
+			v := &rbacv1.Role{}
+			into, o.other, roles[name] = v, o.other+1, v
 		case "rbac.authorization.k8s.io/v1 RoleBinding":
-			into, o.other = &rbacv1.RoleBinding{}, o.other+1
+			v := &rbacv1.RoleBinding{}
+			into, o.other = v, o.other+1
+			bindings = append(bindings, v)
 		default:
 			errs = append(errs, fmt.Errorf("%s %s %s: no Kubernetes type known here", api, kind, name))
 			continue
 		}
 		if err := yaml.UnmarshalStrict(b, into); err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", kind, name, err))
+		}
+	}
+	for _, b := range bindings {
+		for _, sub := range b.Subjects {
+			if sub.Kind == "ServiceAccount" && sas[sub.Name] && roles[b.RoleRef.Name] != nil {
+				o.serviceAccounts[sub.Name] = roles[b.RoleRef.Name]
+			}
 		}
 	}
 	return o, errors.Join(errs...)

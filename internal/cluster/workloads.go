@@ -1,6 +1,7 @@
 // Package cluster renders the lab for a Kubernetes cluster: the kustomize
 // tree under deploy/k8s (a base, the overlays single and ha, a component
-// per durability level and the bench Job), from the lab's own description
+// per durability level, the bench Job, and the bench Jobs of each
+// scenario with a cluster form, unfenced and fenced), from the lab's own description
 // of its servers (internal/server's table All) and of an instance's
 // settings (internal/config). Nothing here is written by hand twice: every
 // server the local stack starts in a topology becomes the pods of a

@@ -46,6 +46,12 @@ type Options struct {
 	MustNotOversell []Protection
 }
 
+// config is the service's setting for load under protection p.
+func (l Load) config(p Protection) stock.Config {
+	return stock.Config{WorkDelay: l.WorkDelay, LockTTL: l.LockTTL, LockWait: l.LockWait, NoWatchdog: l.NoWatchdog,
+		Fencing: p == ProtectFencing, NoLeaseCheck: p != ProtectLeaseCheck}
+}
+
 // Row is one strategy under one protection, over the repeats.
 type Row struct {
 	Strategy   string     `json:"strategy"`
@@ -132,9 +138,8 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 				goods := goodsBase(sc.Name) + int64(r)
 				bo := bench.Options{
 					Strategies: []string{name}, Stock: load.Stock, Requests: load.Requests, Concurrency: load.Concurrency,
-					Config: stock.Config{WorkDelay: load.WorkDelay, LockTTL: load.LockTTL, LockWait: load.LockWait, NoWatchdog: load.NoWatchdog,
-						Fencing: p == ProtectFencing, NoLeaseCheck: p != ProtectLeaseCheck},
-					Seed: o.Seed + int64(r), GoodsID: goods, Fleet: o.Fleet, CalibrateRequests: -1,
+					Config: load.config(p),
+					Seed:   o.Seed + int64(r), GoodsID: goods, Fleet: o.Fleet, CalibrateRequests: -1,
 					// A scenario measures correctness under a strike, not speed: no warm-up.
 					Warmup:  -1,
 					Striker: sc.Strike(o.Dir, info, goods), Progress: o.Progress,
