@@ -20,10 +20,10 @@ import (
 )
 
 // examplesDir holds the user overlays the docs show (not generated).
-var examplesDir = filepath.Join(repoRoot, "examples")
+var examplesDir = filepath.Join(repoRoot, "deploy", "examples")
 
 // buildRepo runs kustomize on an in-memory copy of the checkout's
-// deploy/k8s (files, as committed) and examples/, with a test admin
+// deploy/k8s (files, as committed) and deploy/examples/, with a test admin
 // token, at dir (from the module's root); extra files (path from the
 // root: content) are added first.
 func buildRepo(files map[string][]byte, dir string, extra map[string]string) ([]doc, error) {
@@ -90,7 +90,7 @@ func images(o *objects) map[string]string {
 	return out
 }
 
-// exampleImage is the images: entry of examples/my-bench, which every
+// exampleImage is the images: entry of deploy/examples/my-bench, which every
 // example overlay shares.
 func exampleImage(t *testing.T) (entry string, image string) {
 	t.Helper()
@@ -107,13 +107,13 @@ func exampleImage(t *testing.T) (entry string, image string) {
 		t.Fatal(err)
 	}
 	if len(k.Images) != 1 || k.Images[0].Name != strings.Split(InstanceImage, ":")[0] {
-		t.Fatalf("examples/my-bench: images %+v, want one entry for %s", k.Images, InstanceImage)
+		t.Fatalf("deploy/examples/my-bench: images %+v, want one entry for %s", k.Images, InstanceImage)
 	}
 	i := k.Images[0]
 	return fmt.Sprintf("images:\n- name: %s\n  newName: %s\n  newTag: %q\n", i.Name, i.NewName, i.NewTag), i.NewName + ":" + i.NewTag
 }
 
-// TestExampleOverlays: the user overlays of examples/ (and the same
+// TestExampleOverlays: the user overlays of deploy/examples/ (and the same
 // images: entry over every chaos Job) build, decode strictly and give
 // every container that runs the lab's image the overlay's image, and
 // leave the others as they were.
@@ -124,8 +124,8 @@ func TestExampleOverlays(t *testing.T) {
 	}
 	entry, want := exampleImage(t)
 	cases := []struct{ overlay, base string }{
-		{"examples/my-lab", "deploy/k8s/single"},
-		{"examples/my-bench", "deploy/k8s/bench"},
+		{"deploy/examples/my-lab", "deploy/k8s/single"},
+		{"deploy/examples/my-bench", "deploy/k8s/bench"},
 	}
 	for p := range files {
 		if d, ok := strings.CutSuffix(p, "/kustomization.yaml"); ok && strings.HasPrefix(d, "chaos/") {
@@ -332,7 +332,7 @@ func TestRunbook(t *testing.T) {
 			}
 		})
 	}
-	// The overlay the page shows is examples/my-lab's.
+	// The overlay the page shows is deploy/examples/my-lab's.
 	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "kubernetes.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +342,7 @@ func TestRunbook(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, body, _ := strings.Cut(string(ex), "resources:"); !strings.Contains(string(doc), "```yaml\nresources:"+body+"```") {
-		t.Errorf("docs/kubernetes.md does not show examples/my-lab from resources: on")
+		t.Errorf("docs/kubernetes.md does not show deploy/examples/my-lab from resources: on")
 	}
 	for _, c := range pair {
 		if !slices.Contains(cmds, c) {
