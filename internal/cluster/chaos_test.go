@@ -319,14 +319,7 @@ func TestChaosJobs(t *testing.T) {
 					t.Fatalf("no %s/kustomization.yaml", r.Dir)
 				}
 				dirs++
-				docs, err := build(files, "test-chaos", map[string]string{"test-chaos/kustomization.yaml": "resources:\n- ../" + sc.Topology + "\n- ../" + dir + "\n"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				o, err := decodeStrict(docs)
-				if err != nil {
-					t.Fatal(err)
-				}
+				o := buildObjects(t, files, "test-chaos", map[string]string{"test-chaos/kustomization.yaml": "resources:\n- ../" + sc.Topology + "\n- ../" + dir + "\n"})
 				if err := checkBenchJob(o, r.Job); err != nil {
 					t.Fatal(err)
 				}

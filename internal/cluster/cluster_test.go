@@ -64,14 +64,7 @@ func TestOverlays(t *testing.T) {
 		for _, d := range server.Durabilities() {
 			t.Run(topology+"/"+d, func(t *testing.T) {
 				dir, extra := overlay(topology, d)
-				docs, err := build(files, dir, extra)
-				if err != nil {
-					t.Fatal(err)
-				}
-				o, err := decodeStrict(docs)
-				if err != nil {
-					t.Fatal(err)
-				}
+				o := buildObjects(t, files, dir, extra)
 				if err := crossCheck(o, topology, d); err != nil {
 					t.Fatal(err)
 				}
@@ -86,14 +79,7 @@ func TestHAOverlay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := build(files, "ha", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := decodeStrict(docs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := buildObjects(t, files, "ha", nil)
 	for name, want := range map[string]int32{"etcd": 3, "zookeeper": 3, "consul": 3, "redis": 5, "sentinel": 3, "redis-primary": 1, "redis-replica": 1, "mariadb": 1} {
 		sts, ok := o.statefulSets[name]
 		if !ok || *sts.Spec.Replicas != want {
@@ -129,14 +115,7 @@ func TestBenchJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := build(files, "test-bench", map[string]string{"test-bench/kustomization.yaml": "resources:\n- ../single\n- ../bench\n"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := decodeStrict(docs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := buildObjects(t, files, "test-bench", map[string]string{"test-bench/kustomization.yaml": "resources:\n- ../single\n- ../bench\n"})
 	if err := checkBenchJob(o, "seckill-bench"); err != nil {
 		t.Error(err)
 	}
@@ -419,14 +398,7 @@ func TestEtcdDurability(t *testing.T) {
 	} {
 		t.Run(tc.topology+"/"+tc.d, func(t *testing.T) {
 			dir, extra := overlay(tc.topology, tc.d)
-			docs, err := build(files, dir, extra)
-			if err != nil {
-				t.Fatal(err)
-			}
-			o, err := decodeStrict(docs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := buildObjects(t, files, dir, extra)
 			sts, ok := o.statefulSets["etcd"]
 			if !ok {
 				t.Fatal("no StatefulSet etcd")
@@ -457,14 +429,7 @@ func TestRedisHAApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := build(files, "ha", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := decodeStrict(docs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := buildObjects(t, files, "ha", nil)
 	for _, tc := range []struct{ name, other string }{
 		{server.RedisPrimary, server.RedisReplica},
 		{server.RedisReplica, server.RedisPrimary},

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/kube-openapi/pkg/validation/spec"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
@@ -58,15 +57,7 @@ func buildRepo(files map[string][]byte, dir string, extra map[string]string) ([]
 			return nil, err
 		}
 	}
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, path.Join("/repo", dir))
-	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
-	}
-	y, err := rm.AsYaml()
-	if err != nil {
-		return nil, err
-	}
-	return splitDocs(y)
+	return kustomize(mem, path.Join("/repo", dir))
 }
 
 // images maps each container of the built workloads

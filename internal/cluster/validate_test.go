@@ -54,13 +54,18 @@ func build(files map[string][]byte, dir string, extra map[string]string) ([]doc,
 			return nil, err
 		}
 	}
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, path.Join("/k8s", dir))
+	return kustomize(mem, path.Join("/k8s", dir))
+}
+
+// kustomize builds dir of fsys and splits the output into its objects.
+func kustomize(fsys filesys.FileSystem, dir string) ([]doc, error) {
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
 	}
 	y, err := rm.AsYaml()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
 	}
 	return splitDocs(y)
 }
