@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -195,11 +196,14 @@ type Conditions struct {
 	// measured over.
 	Probes     ServerTimes
 	ProbeRTTMS float64
+	// ProbeFsyncMS is the fsync latency measured with the probes, taken
+	// off a write's probe where the server fsyncs; FsyncMS when 0.
+	ProbeFsyncMS float64
 }
 
 // ServerMS is the server's own time for op in ms, of a read or (write) a
 // write: its probe less the probe's round trip and, for a write where s
-// fsyncs, one fsync (those are priced as the wire and the disk), and
+// fsyncs, one fsync (ProbeFsyncMS; those are priced as the wire and the disk), and
 // never below 0. ok is false when op of s was not probed.
 func (c Conditions) ServerMS(s Server, op Op, write bool) (ms float64, ok bool) {
 	raw, ok := c.Probes[s][op]
@@ -208,7 +212,7 @@ func (c Conditions) ServerMS(s Server, op Op, write bool) (ms float64, ok bool) 
 	}
 	ms = raw - c.ProbeRTTMS
 	if write && c.Fsyncs[s] {
-		ms -= c.FsyncMS
+		ms -= cmp.Or(c.ProbeFsyncMS, c.FsyncMS)
 	}
 	return max(ms, 0), true
 }

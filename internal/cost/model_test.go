@@ -226,6 +226,16 @@ func TestServerTime(t *testing.T) {
 			unprobed: []string{"zookeeper delete_watched", "zookeeper get_children"},
 		},
 		{
+			name: "the fsync measured with the probes is the one taken off a write's probe",
+			per:  cost.PerPurchase{cost.MySQL: mysqlTx},
+			cond: func(c cost.Conditions) cost.Conditions {
+				c.ProbeFsyncMS = 0.3
+				return c
+			},
+			locker: true, wire: 5, disk: 0.2, srv: 4*0.10 + 0.10,
+			byServer: map[cost.Server]float64{cost.MySQL: 4*0.10 + 0.10},
+		},
+		{
 			name: "no probes: wire and disk alone",
 			per:  cost.PerPurchase{cost.MySQL: mysqlTx},
 			cond: func(c cost.Conditions) cost.Conditions {
