@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/seckill-lab/seckill/internal/api"
@@ -101,6 +102,14 @@ type CostConditions struct {
 	FsyncDir string  `json:"fsync_dir"`
 	// FsyncServers are the servers whose writes cost an fsync.
 	FsyncServers []cost.Server `json:"fsync_servers"`
+	// ServerProbes are the servers' idle times by operation, in ms, as the
+	// stack measured them at start (fleet.ServerProbes: the whole request,
+	// its loopback round trip ProbeRTTMS and, for a write where the server
+	// fsyncs, its fsync ProbeFsyncMS included); none when the fleet had
+	// none (no server time is priced).
+	ServerProbes cost.ServerTimes `json:"server_probes,omitempty"`
+	ProbeRTTMS   float64          `json:"probe_rtt_ms,omitempty"`
+	ProbeFsyncMS float64          `json:"probe_fsync_ms,omitempty"`
 	// Error says why a figure could not be measured (no prediction then).
 	Error string `json:"error,omitempty"`
 }
@@ -145,7 +154,29 @@ func measureCostConditions(ctx context.Context, f fleet.Fleet) CostConditions {
 	}
 	c.FsyncMS = fs
 	c.Error = strings.Join(errs, "; ")
+	c.ServerProbes, c.ProbeRTTMS, c.ProbeFsyncMS = serverTimes(f.Probes)
 	return c
+}
+
+// serverTimes are the probes' medians by server and operation (the
+// operations without a figure left out), with the round trip and the
+// fsync they include.
+func serverTimes(p *fleet.ServerProbes) (cost.ServerTimes, float64, float64) {
+	if p == nil {
+		return nil, 0, 0
+	}
+	out := cost.ServerTimes{}
+	for s, sp := range p.Servers {
+		for op := range sp.Ops {
+			if ms, ok := p.Median(s, op); ok {
+				if out[cost.Server(s)] == nil {
+					out[cost.Server(s)] = map[cost.Op]float64{}
+				}
+				out[cost.Server(s)][cost.Op(op)] = ms
+			}
+		}
+	}
+	return out, p.LoopbackRTTMS, p.FsyncMS
 }
 
 func (c CostConditions) conditions() cost.Conditions {
@@ -153,7 +184,7 @@ func (c CostConditions) conditions() cost.Conditions {
 	for _, s := range c.FsyncServers {
 		fs[s] = true
 	}
-	return cost.Conditions{RTTMS: c.RTTMS, FsyncMS: c.FsyncMS, Fsyncs: fs}
+	return cost.Conditions{RTTMS: c.RTTMS, FsyncMS: c.FsyncMS, Fsyncs: fs, Probes: c.ServerProbes, ProbeRTTMS: c.ProbeRTTMS, ProbeFsyncMS: c.ProbeFsyncMS}
 }
 
 // CostModel is report.json's cost_model: the conditions and, per summary
@@ -182,8 +213,25 @@ type CostRow struct {
 	// predicted limit (nil without a prediction).
 	MeasuredOKPerS float64  `json:"measured_ok_per_s"`
 	Ratio          *float64 `json:"ratio,omitempty"`
+	// Split is the predicted time split into wire, disk and server, and
+	// what the measure leaves unexplained (nil without a prediction or a
+	// sale).
+	Split *CostSplit `json:"split,omitempty"`
 	// Disagrees is set when Ratio is above 2 or below 1/2.
 	Disagrees bool `json:"disagrees,omitempty"`
+}
+
+// CostSplit is a strategy's time per purchase on its critical path, in
+// ms: the prediction's parts (the round trips at the RTT, the fsyncs, the
+// servers' own idle time), and the measured time per purchase (1000 / the
+// measured ok/s) less the prediction.
+type CostSplit struct {
+	WireMS        float64 `json:"wire_ms"`
+	DiskMS        float64 `json:"disk_ms"`
+	ServerMS      float64 `json:"server_ms"`
+	PredictedMS   float64 `json:"predicted_ms"`
+	MeasuredMS    float64 `json:"measured_ms"`
+	UnexplainedMS float64 `json:"unexplained_ms"`
 }
 
 // costModel builds the model's rows from the runs that have counts.
@@ -215,6 +263,12 @@ func costModel(c CostConditions, runs []RunResult, sums []Summary) *CostModel {
 			r := row.MeasuredOKPerS / row.Prediction.LimitPerS
 			row.Ratio = &r
 			row.Disagrees = r > 2 || r < 0.5
+			if row.MeasuredOKPerS > 0 {
+				p := row.Prediction
+				measured := 1000 / row.MeasuredOKPerS
+				row.Split = &CostSplit{WireMS: p.WireMS, DiskMS: p.DiskMS, ServerMS: p.ServerMS, PredictedMS: p.SerialMS,
+					MeasuredMS: measured, UnexplainedMS: measured - p.SerialMS}
+			}
 		}
 		m.Rows = append(m.Rows, row)
 	}
@@ -224,7 +278,7 @@ func costModel(c CostConditions, runs []RunResult, sums []Summary) *CostModel {
 // costTable is the report's cost model table, with the notes that explain
 // it and say where the model and the measure disagree.
 func costTable(m *CostModel) (table, []string) {
-	t := table{Title: "Cost model", Header: []string{"strategy", "round trips per purchase", "fsyncs", "critical path", "predicted serial limit /s", "measured ok/s", "measured/predicted", "model"}}
+	t := table{Title: "Cost model", Header: []string{"strategy", "round trips per purchase", "fsyncs", "critical path", "predicted serial limit /s", "predicted ms: wire + disk + server", "measured ms", "unexplained ms", "measured ok/s", "measured/predicted", "model"}}
 	if m == nil || len(m.Rows) == 0 {
 		return t, nil
 	}
@@ -243,9 +297,20 @@ func costTable(m *CostModel) (table, []string) {
 				notes = append(notes, disagreement(r))
 			}
 		}
+		split, measured, unexplained := "-", "-", "-"
+		if r.Prediction.SerialMS > 0 {
+			p := r.Prediction
+			split = fmt.Sprintf("%.2f = %.2f + %.2f + %.2f", p.SerialMS, p.WireMS, p.DiskMS, p.ServerMS)
+			if len(p.ServerByServer) > 0 {
+				split += " (" + serverFigures(p.ServerByServer) + ")"
+			}
+		}
+		if r.Split != nil {
+			measured, unexplained = fmt.Sprintf("%.2f", r.Split.MeasuredMS), fmt.Sprintf("%+.2f", r.Split.UnexplainedMS)
+		}
 		t.Rows = append(t.Rows, []string{r.Name, serverFigures(r.RoundTrips), fmt.Sprintf("%.2f", r.Fsyncs),
 			fmt.Sprintf("%s: %.2f round trips (%s), %.2f fsyncs", r.Path, r.Prediction.RoundTrips, serverFigures(r.Critical.RoundTrips), r.Prediction.Fsyncs),
-			pred, fmt.Sprintf("%.1f", r.MeasuredOKPerS), ratio, verdict})
+			pred, split, measured, unexplained, fmt.Sprintf("%.1f", r.MeasuredOKPerS), ratio, verdict})
 		t.Bad = append(t.Bad, r.Disagrees)
 	}
 	fsyncs := "no server"
@@ -257,12 +322,39 @@ func costTable(m *CostModel) (table, []string) {
 		fsyncs = strings.Join(names, ", ")
 	}
 	head := fmt.Sprintf("Cost model: the round trips and writes of every purchase are counted by the instances' own clients (GET /admin/cost) and divided by the successful purchases. "+
-		"One holder at a time, a strategy sells at most 1 / (round trips × RTT + fsyncs × fsync) per second over its critical path: for a lock, what is done while it is held, the release and the next holder's last acquire round trip (requests sent at once, as Redlock asks its masters, count as one); "+
+		"One holder at a time, a strategy sells at most 1 / (round trips × RTT + fsyncs × fsync + server time) per second over its critical path: for a lock, what is done while it is held, the release and the next holder's last acquire round trip (requests sent at once, as Redlock asks its masters, count as one); "+
 		"for a strategy without a lock, the goods row's serial section (from the statement that locks the row to the commit). "+
 		"Priced at RTT %.3f ms (%s) and fsync %.3f ms (median of %d write+fsync in %s); a write costs an fsync on %s at durability %s. "+
-		"The model leaves out server CPU, a server's group commit and the peer round trip of a quorum write.",
-		m.RTTMS, m.RTTSource, m.FsyncMS, costProbes, m.FsyncDir, fsyncs, m.Durability)
+		"%s "+
+		"The predicted time per purchase is split into wire (round trips × RTT), disk (fsyncs × fsync) and server; the unexplained time is the measured time per purchase (1000 / ok/s) less the predicted. "+
+		"The model leaves out a loaded server's queueing, the instances' and the load generator's CPU, a server's group commit and the peer round trip of a quorum write.",
+		m.RTTMS, m.RTTSource, m.FsyncMS, costProbes, m.FsyncDir, fsyncs, m.Durability, serverNote(m))
 	return t, append([]string{head}, notes...)
+}
+
+// serverNote says what the server time was priced with.
+func serverNote(m *CostModel) string {
+	if len(m.ServerProbes) == 0 {
+		return "No server time is priced: the fleet had no idle probes of its servers (seckill up measures them)."
+	}
+	var parts []string
+	for _, s := range cost.Servers() {
+		ops, ok := cost.ServerOps[s]
+		probes := m.ServerProbes[s]
+		if !ok || len(probes) == 0 {
+			continue
+		}
+		var figs []string
+		for _, op := range []cost.Op{ops.Read, ops.Write, ops.Release} {
+			if ms, ok := probes[op]; ok && !slices.Contains(figs, fmt.Sprintf("%s %.3f", op, ms)) {
+				figs = append(figs, fmt.Sprintf("%s %.3f", op, ms))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", s, strings.Join(figs, ", ")))
+	}
+	return fmt.Sprintf("A step's server time is each of its reads and writes at the server's idle time for the operation it uses (a read, a write, and the release a waiter watches), "+
+		"probed straight at the idle servers when the stack started, in ms: %s; less the %.3f ms loopback round trip and, for a write where the server fsyncs, the %.3f ms fsync measured with them.",
+		strings.Join(parts, "; "), m.ProbeRTTMS, cmp.Or(m.ProbeFsyncMS, m.FsyncMS))
 }
 
 // disagreement says in words how r's measure and prediction disagree.

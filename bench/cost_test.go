@@ -137,10 +137,10 @@ func TestCostTableInReports(t *testing.T) {
 		return string(b)
 	}
 	md, html := read("report.md"), read("report.html")
-	for _, want := range []string{"## Cost model", "| strategy | round trips per purchase | fsyncs | critical path | predicted serial limit /s | measured ok/s | measured/predicted | model |",
-		"| redis | redis 5.00 + mysql 5.00 | 1.00 | lock: 7.00 round trips (redis 2.00 + mysql 5.00), 1.00 fsyncs | 154 | 240.0 | 1.56 | agrees within 2x |",
-		"| sql-atomic | mysql 4.00 | 1.00 | row: 2.00 round trips (mysql 2.00), 1.00 fsyncs | 250 | 720.0 | 2.88 | disagrees by more than 2x: a finding or a bug |",
-		"sql-atomic sold 2.9× the predicted serial limit (720.0 ok/s against 250)"} {
+	for _, want := range []string{"## Cost model", "| strategy | round trips per purchase | fsyncs | critical path | predicted serial limit /s | predicted ms: wire + disk + server | measured ms | unexplained ms | measured ok/s | measured/predicted | model |",
+		"| redis | redis 5.00 + mysql 5.00 | 1.00 | lock: 7.00 round trips (redis 2.00 + mysql 5.00), 1.00 fsyncs | 154 | 6.50 = 3.50 + 3.00 + 0.00 | 4.17 | -2.33 | 240.0 | 1.56 | agrees within 2x |",
+		"| sql-atomic | mysql 4.00 | 1.00 | row: 2.00 round trips (mysql 2.00), 1.00 fsyncs | 250 | 4.00 = 1.00 + 3.00 + 0.00 | 1.39 | -2.61 | 720.0 | 2.88 | disagrees by more than 2x: a finding or a bug |",
+		"sql-atomic sold 2.9× the predicted serial limit (720.0 ok/s against 250)", "No server time is priced"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}
@@ -157,9 +157,36 @@ func TestCostTableInReports(t *testing.T) {
 	if back.CostModel == nil || len(back.CostModel.Rows) != 2 || back.CostModel.FsyncMS != 3 {
 		t.Errorf("report.json cost_model: %+v", back.CostModel)
 	}
+	for _, r := range back.CostModel.Rows {
+		if sp := r.Split; sp == nil || sp.PredictedMS != sp.WireMS+sp.DiskMS+sp.ServerMS || sp.UnexplainedMS != sp.MeasuredMS-sp.PredictedMS {
+			t.Errorf("report.json cost_model row %s split: %+v", r.Name, sp)
+		}
+	}
 	for _, r := range back.Runs {
 		if r.Strategy == "redis" && (r.Cost == nil || r.Cost.PerPurchase[cost.MySQL][cost.Held].RoundTrips != 5) {
 			t.Errorf("report.json redis run cost: %+v", r.Cost)
 		}
+	}
+}
+
+// TestCostModelServerTime: with the stack's idle probes, the prediction
+// adds the servers' own time, the split says it, and the notes say what
+// it was priced with.
+func TestCostModelServerTime(t *testing.T) {
+	rep := costedReport()
+	cond := rep.CostModel.CostConditions
+	cond.ServerProbes, cond.ProbeRTTMS = cost.ServerTimes{
+		cost.Redis: {cost.RedisGet: 0.05, cost.RedisSet: 0.15, cost.RedisEval: 0.25},
+		cost.MySQL: {cost.MySQLUpdate: 0.15, cost.MySQLCommit: 3.5},
+	}, 0.05
+	m := costModel(cond, rep.Runs, rep.Summary)
+	for _, r := range m.Rows {
+		if r.Prediction.ServerMS <= 0 || r.Split == nil || r.Split.ServerMS != r.Prediction.ServerMS {
+			t.Errorf("%s: server %v ms, split %+v", r.Name, r.Prediction.ServerMS, r.Split)
+		}
+	}
+	_, notes := costTable(m)
+	if !strings.Contains(notes[0], "redis get 0.050, set 0.150, eval 0.250; mysql update 0.150, commit 3.500") {
+		t.Errorf("the note does not say the probes: %s", notes[0])
 	}
 }

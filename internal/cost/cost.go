@@ -72,10 +72,17 @@
 //
 // One holder at a time, a strategy sells at most
 //
-//	limit = 1 / (round trips × RTT + fsyncs × fsync latency)
+//	limit = 1 / (round trips × RTT + fsyncs × fsync latency + server time)
 //
 // purchases per second, where round trips and fsyncs are those of its
-// critical path per purchase (CriticalPath):
+// critical path per purchase (CriticalPath), and the server time is each
+// step's reads and writes at the server's own idle time for the operation
+// the step uses (ServerOps: a release is the delete a waiter watches),
+// from probes made straight at the idle servers when the stack started
+// (internal/idleprobe), less the probe's own round trip and fsync, which
+// the first two terms price. The three terms are the prediction's wire,
+// disk and server parts; nothing in the model is fitted to a measured
+// throughput:
 //
 //   - a lock (catalog.KindLocker): what happens while the lock is held, plus
 //     the release, plus the next holder's final acquire round trip
@@ -87,7 +94,8 @@
 // level (internal/server's Spec.Fsyncs). RTT is the measured round trip of
 // the stack's links; the fsync latency is the median of small write+fsync
 // calls measured on the disk holding the servers' data. The model counts
-// neither server CPU nor the network's bandwidth, nor the peer round trip
+// no server CPU beyond the idle probes' (none of a loaded server's
+// queueing), nor the network's bandwidth, nor the peer round trip
 // of a quorum write in the ha topology; nor the batching a server does
 // under load (a group commit makes one fsync of several transactions'
 // writes), which the serial path of one holder at a time does not get. A

@@ -1,7 +1,9 @@
 package cost
 
 import (
+	"cmp"
 	"math"
+	"slices"
 )
 
 // Rates are counts per purchase.
@@ -59,10 +61,22 @@ func (p PerPurchase) Total(s Server) Rates {
 }
 
 // Path is a strategy's critical path per purchase: what one holder does
-// that the next one waits for, by server.
+// that the next one waits for, by server, and step by step.
 type Path struct {
 	RoundTrips map[Server]float64 `json:"round_trips"`
 	Writes     map[Server]float64 `json:"writes"`
+	// Steps are the same round trips and writes by server and phase (a
+	// fan-out counted once), in Servers() then Phases() order: what the
+	// server part of the prediction prices (ServerOps).
+	Steps []Step `json:"steps,omitempty"`
+}
+
+// Step is the part of a critical path one server serves in one phase.
+type Step struct {
+	Server     Server  `json:"server"`
+	Phase      Phase   `json:"phase"`
+	RoundTrips float64 `json:"round_trips"`
+	Writes     float64 `json:"writes"`
 }
 
 // noContext are the servers whose client takes no context, so that no
@@ -76,31 +90,32 @@ var noContext = map[Server]bool{ZooKeeper: true}
 // for a strategy without one, the goods row's serial section (RowLocked).
 func CriticalPath(p PerPurchase, locker bool) Path {
 	path := Path{RoundTrips: map[Server]float64{}, Writes: map[Server]float64{}}
-	add := func(s Server, r Rates) {
+	add := func(s Server, ph Phase, r Rates) {
 		r = r.serial()
 		if r.RoundTrips == 0 && r.Writes == 0 {
 			return
 		}
 		path.RoundTrips[s] += r.RoundTrips
 		path.Writes[s] += r.Writes
+		path.Steps = append(path.Steps, Step{Server: s, Phase: ph, RoundTrips: r.RoundTrips, Writes: r.Writes})
 	}
 	if !locker {
 		for _, s := range Servers() {
-			add(s, p[s][RowLocked])
+			add(s, RowLocked, p[s][RowLocked])
 		}
 		return path
 	}
 	last := false
 	for _, s := range Servers() {
-		add(s, p[s][Held])
-		add(s, p[s][Release])
-		add(s, p[s][AcquireLast])
+		add(s, Held, p[s][Held])
+		add(s, Release, p[s][Release])
+		add(s, AcquireLast, p[s][AcquireLast])
 		last = last || p[s][AcquireLast].RoundTrips > 0
 	}
 	if !last {
 		for _, s := range Servers() {
 			if noContext[s] && p[s][Acquire].RoundTrips > 0 {
-				add(s, Rates{RoundTrips: 1})
+				add(s, AcquireLast, Rates{RoundTrips: 1})
 				break
 			}
 		}
@@ -108,7 +123,67 @@ func CriticalPath(p PerPurchase, locker bool) Path {
 	return path
 }
 
-// Conditions are what a critical path is priced at.
+// Op is an operation of one server, as the idle probes measure it
+// (internal/idleprobe) and the model prices a step with (ServerOps).
+type Op string
+
+// The operations probed, by server.
+const (
+	RedisGet  Op = "get"
+	RedisSet  Op = "set"
+	RedisEval Op = "eval"
+
+	EtcdGet           Op = "get"
+	EtcdPut           Op = "put"
+	EtcdTxn           Op = "txn"
+	EtcdDelete        Op = "delete"
+	EtcdDeleteWatched Op = "delete_watched"
+
+	ZooKeeperGetChildren   Op = "get_children"
+	ZooKeeperCreate        Op = "create"
+	ZooKeeperDelete        Op = "delete"
+	ZooKeeperDeleteWatched Op = "delete_watched"
+
+	ConsulKVGet         Op = "kv_get"
+	ConsulKVCAS         Op = "kv_cas"
+	ConsulSessionCreate Op = "session_create"
+
+	MySQLUpdate Op = "update"
+	MySQLCommit Op = "commit"
+)
+
+// StepOps are the operations a step of one server is priced with: a read
+// (a round trip that is not a write), a write, and a write of the Release
+// phase (the one a waiter watches).
+type StepOps struct{ Read, Write, Release Op }
+
+// ServerOps are, by server, the operations the model prices its steps
+// with, as the lab's locks use them: Redis reads with GET, takes a lock
+// with SET NX and releases with a script; etcd reads with a range (the
+// waiter's last step is a read-only txn), takes with a put in a txn and
+// releases with a delete a waiter watches; ZooKeeper reads children,
+// takes with a create and releases with a delete a waiter watches; Consul
+// reads a key and takes and releases with a check-and-set PUT; MySQL
+// prices a statement as a point UPDATE in a transaction and a write as
+// the COMMIT of one (a write outside a transaction is priced at the
+// COMMIT alone).
+var ServerOps = map[Server]StepOps{
+	Redis:     {Read: RedisGet, Write: RedisSet, Release: RedisEval},
+	Etcd:      {Read: EtcdGet, Write: EtcdTxn, Release: EtcdDeleteWatched},
+	ZooKeeper: {Read: ZooKeeperGetChildren, Write: ZooKeeperCreate, Release: ZooKeeperDeleteWatched},
+	Consul:    {Read: ConsulKVGet, Write: ConsulKVCAS, Release: ConsulKVCAS},
+	MySQL:     {Read: MySQLUpdate, Write: MySQLCommit, Release: MySQLCommit},
+}
+
+// ServerTimes are the idle probes' medians, in ms, by server and
+// operation: the whole request as a client on the servers' machine sees
+// it, its loopback round trip and (for a write where the server fsyncs)
+// its fsync included.
+type ServerTimes map[Server]map[Op]float64
+
+// Conditions are what a critical path is priced at: the model's only
+// inputs besides the counts (nothing in them comes from a measured
+// throughput).
 type Conditions struct {
 	// RTTMS is one round trip to any server, in ms.
 	RTTMS float64
@@ -116,12 +191,47 @@ type Conditions struct {
 	FsyncMS float64
 	// Fsyncs are the servers whose writes cost an fsync.
 	Fsyncs map[Server]bool
+	// Probes are the servers' idle times by operation (nil: no server
+	// time is priced), and ProbeRTTMS the loopback round trip they were
+	// measured over.
+	Probes     ServerTimes
+	ProbeRTTMS float64
+	// ProbeFsyncMS is the fsync latency measured with the probes, taken
+	// off a write's probe where the server fsyncs; FsyncMS when 0.
+	ProbeFsyncMS float64
+}
+
+// ServerMS is the server's own time for op in ms, of a read or (write) a
+// write: its probe less the probe's round trip and, for a write where s
+// fsyncs, one fsync (ProbeFsyncMS; those are priced as the wire and the disk), and
+// never below 0. ok is false when op of s was not probed.
+func (c Conditions) ServerMS(s Server, op Op, write bool) (ms float64, ok bool) {
+	raw, ok := c.Probes[s][op]
+	if !ok {
+		return 0, false
+	}
+	ms = raw - c.ProbeRTTMS
+	if write && c.Fsyncs[s] {
+		ms -= cmp.Or(c.ProbeFsyncMS, c.FsyncMS)
+	}
+	return max(ms, 0), true
 }
 
 // Prediction is a strategy's serial limit under some Conditions.
 type Prediction struct {
 	RoundTrips float64 `json:"round_trips"`
 	Fsyncs     float64 `json:"fsyncs"`
+	// WireMS, DiskMS and ServerMS split SerialMS: the round trips at the
+	// RTT, the fsyncs at the fsync latency, and each step's reads and
+	// writes at the servers' own idle time for the operation they use
+	// (Conditions.ServerMS; 0 for an operation not probed).
+	WireMS   float64 `json:"wire_ms"`
+	DiskMS   float64 `json:"disk_ms"`
+	ServerMS float64 `json:"server_ms"`
+	// ServerByServer is ServerMS by server.
+	ServerByServer map[Server]float64 `json:"server_by_server,omitempty"`
+	// Unprobed are the "server op" the path uses that had no probe.
+	Unprobed []string `json:"unprobed,omitempty"`
 	// SerialMS is the critical path's time per purchase.
 	SerialMS float64 `json:"serial_ms"`
 	// LimitPerS is 1000 / SerialMS: purchases per second with one holder
@@ -139,9 +249,49 @@ func Predict(path Path, c Conditions) Prediction {
 			pr.Fsyncs += path.Writes[s]
 		}
 	}
-	pr.SerialMS = pr.RoundTrips*c.RTTMS + pr.Fsyncs*c.FsyncMS
+	pr.WireMS = pr.RoundTrips * c.RTTMS
+	pr.DiskMS = pr.Fsyncs * c.FsyncMS
+	if c.Probes != nil {
+		for _, st := range path.Steps {
+			ms := stepServerMS(st, c, &pr.Unprobed)
+			if ms > 0 {
+				if pr.ServerByServer == nil {
+					pr.ServerByServer = map[Server]float64{}
+				}
+				pr.ServerByServer[st.Server] += ms
+				pr.ServerMS += ms
+			}
+		}
+	}
+	pr.SerialMS = pr.WireMS + pr.DiskMS + pr.ServerMS
 	if pr.SerialMS > 0 && !math.IsInf(pr.SerialMS, 0) {
 		pr.LimitPerS = 1000 / pr.SerialMS
 	}
 	return pr
+}
+
+// stepServerMS is the server time of step st: its reads at the server's
+// read operation, its writes at its write operation (the Release one in
+// the Release phase). An operation without a probe adds 0 and is noted in
+// unprobed (once).
+func stepServerMS(st Step, c Conditions, unprobed *[]string) float64 {
+	ops, known := ServerOps[st.Server]
+	price := func(op Op, write bool, n float64) float64 {
+		if n <= 0 {
+			return 0
+		}
+		ms, ok := c.ServerMS(st.Server, op, write)
+		if !ok || !known {
+			if name := string(st.Server) + " " + string(op); !slices.Contains(*unprobed, name) {
+				*unprobed = append(*unprobed, name)
+			}
+			return 0
+		}
+		return n * ms
+	}
+	write := ops.Write
+	if st.Phase == Release {
+		write = ops.Release
+	}
+	return price(ops.Read, false, st.RoundTrips-st.Writes) + price(write, true, st.Writes)
 }

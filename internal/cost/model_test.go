@@ -3,6 +3,7 @@ package cost_test
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/seckill-lab/seckill/internal/cost"
@@ -147,5 +148,139 @@ func TestProbes(t *testing.T) {
 	rtt, err := cost.LoopbackRTTMS(ctx, 5)
 	if err != nil || rtt <= 0 {
 		t.Errorf("LoopbackRTTMS = %v, %v", rtt, err)
+	}
+}
+
+// TestServerTime: the server part of a prediction is each critical step's
+// reads and writes at the server's probed time for the operation it uses,
+// less the probe's round trip and, for a write where the server fsyncs,
+// one fsync; never below 0; an operation not probed adds nothing and is
+// named.
+func TestServerTime(t *testing.T) {
+	mysqlTx := map[cost.Phase]cost.Rates{cost.Acquire: {RoundTrips: 1}, cost.Held: {RoundTrips: 5, Writes: 1}}
+	probes := cost.ServerTimes{
+		cost.Redis: {cost.RedisGet: 0.06, cost.RedisSet: 0.07, cost.RedisEval: 0.09},
+		cost.Etcd:  {cost.EtcdGet: 0.35, cost.EtcdTxn: 0.55, cost.EtcdDelete: 0.45, cost.EtcdDeleteWatched: 0.75},
+		cost.MySQL: {cost.MySQLUpdate: 0.15, cost.MySQLCommit: 0.45},
+	}
+	base := cost.Conditions{RTTMS: 1, FsyncMS: 0.2, Fsyncs: map[cost.Server]bool{cost.Etcd: true, cost.MySQL: true, cost.ZooKeeper: true},
+		Probes: probes, ProbeRTTMS: 0.05}
+	// MySQL's transaction: 4 statements at 0.10 and a COMMIT at 0.45-0.05-0.2.
+	const tx = 4*0.10 + 0.20
+	cases := []struct {
+		name            string
+		per             cost.PerPurchase
+		locker          bool
+		cond            func(c cost.Conditions) cost.Conditions
+		wire, disk, srv float64
+		byServer        map[cost.Server]float64
+		unprobed        []string
+	}{
+		{
+			name: "etcd lock: the waiter's read, the watched delete less its fsync, the transaction",
+			per: cost.PerPurchase{
+				cost.Etcd:  {cost.Acquire: {RoundTrips: 4, Writes: 1}, cost.AcquireLast: {RoundTrips: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
+				cost.MySQL: mysqlTx,
+			},
+			locker: true, wire: 7, disk: 0.4, srv: 0.30 + 0.50 + tx,
+			byServer: map[cost.Server]float64{cost.Etcd: 0.80, cost.MySQL: tx},
+		},
+		{
+			name: "redis lock, Redis without fsync: SET and the release script keep their whole server time",
+			per: cost.PerPurchase{
+				cost.Redis: {cost.Acquire: {RoundTrips: 3, Writes: 3}, cost.AcquireLast: {RoundTrips: 1, Writes: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
+				cost.MySQL: mysqlTx,
+			},
+			locker: true, wire: 7, disk: 0.2, srv: 0.02 + 0.04 + tx,
+			byServer: map[cost.Server]float64{cost.Redis: 0.06, cost.MySQL: tx},
+		},
+		{
+			name: "redlock at fsync: a fan-out's writes priced once, each less an fsync, clamped at 0",
+			per: cost.PerPurchase{
+				cost.Redis: {
+					cost.AcquireLast: {RoundTrips: 1, Writes: 1},
+					cost.Release:     {RoundTrips: 3, Writes: 3, Overlapped: 2, OverlappedWrites: 2},
+				},
+			},
+			locker: true,
+			cond: func(c cost.Conditions) cost.Conditions {
+				c.Fsyncs = map[cost.Server]bool{cost.Redis: true}
+				return c
+			},
+			wire: 2, disk: 0.4, srv: 0,
+		},
+		{
+			name:   "no lock: the row's serial section at MySQL's statement and COMMIT",
+			per:    cost.PerPurchase{cost.MySQL: {cost.Held: {RoundTrips: 4, Writes: 1}, cost.RowLocked: {RoundTrips: 3, Writes: 1}}},
+			locker: false, wire: 3, disk: 0.2, srv: 2*0.10 + 0.20,
+			byServer: map[cost.Server]float64{cost.MySQL: 2*0.10 + 0.20},
+		},
+		{
+			name: "zookeeper not probed: its operations add nothing and are named",
+			per: cost.PerPurchase{
+				cost.ZooKeeper: {cost.Acquire: {RoundTrips: 3, Writes: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
+				cost.MySQL:     mysqlTx,
+			},
+			locker: true, wire: 7, disk: 0.4, srv: tx,
+			byServer: map[cost.Server]float64{cost.MySQL: tx},
+			unprobed: []string{"zookeeper delete_watched", "zookeeper get_children"},
+		},
+		{
+			name: "the fsync measured with the probes is the one taken off a write's probe",
+			per:  cost.PerPurchase{cost.MySQL: mysqlTx},
+			cond: func(c cost.Conditions) cost.Conditions {
+				c.ProbeFsyncMS = 0.3
+				return c
+			},
+			locker: true, wire: 5, disk: 0.2, srv: 4*0.10 + 0.10,
+			byServer: map[cost.Server]float64{cost.MySQL: 4*0.10 + 0.10},
+		},
+		{
+			name: "no probes: wire and disk alone",
+			per:  cost.PerPurchase{cost.MySQL: mysqlTx},
+			cond: func(c cost.Conditions) cost.Conditions {
+				c.Probes = nil
+				return c
+			},
+			locker: true, wire: 5, disk: 0.2, srv: 0,
+		},
+		{
+			name: "durability none: no fsync is taken off, the COMMIT keeps its whole time",
+			per:  cost.PerPurchase{cost.MySQL: mysqlTx},
+			cond: func(c cost.Conditions) cost.Conditions {
+				c.Fsyncs = nil
+				return c
+			},
+			locker: true, wire: 5, disk: 0, srv: 4*0.10 + 0.40,
+			byServer: map[cost.Server]float64{cost.MySQL: 4*0.10 + 0.40},
+		},
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			if tc.cond != nil {
+				c = tc.cond(c)
+			}
+			p := cost.Predict(cost.CriticalPath(tc.per, tc.locker), c)
+			if !near(p.WireMS, tc.wire) || !near(p.DiskMS, tc.disk) || !near(p.ServerMS, tc.srv) {
+				t.Errorf("wire %v, disk %v, server %v ms; want %v, %v, %v", p.WireMS, p.DiskMS, p.ServerMS, tc.wire, tc.disk, tc.srv)
+			}
+			if !near(p.SerialMS, p.WireMS+p.DiskMS+p.ServerMS) || !near(p.LimitPerS, 1000/p.SerialMS) {
+				t.Errorf("serial %v ms, limit %v/s: not the sum of the parts", p.SerialMS, p.LimitPerS)
+			}
+			if len(p.ServerByServer) != len(tc.byServer) {
+				t.Errorf("server time by server %v, want %v", p.ServerByServer, tc.byServer)
+			}
+			for s, want := range tc.byServer {
+				if !near(p.ServerByServer[s], want) {
+					t.Errorf("server time of %s %v, want %v", s, p.ServerByServer[s], want)
+				}
+			}
+			slices.Sort(p.Unprobed)
+			if !slices.Equal(p.Unprobed, tc.unprobed) {
+				t.Errorf("unprobed %v, want %v", p.Unprobed, tc.unprobed)
+			}
+		})
 	}
 }

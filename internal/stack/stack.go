@@ -168,6 +168,9 @@ type State struct {
 	// RTT is the round trip added on every link through the proxy (`up
 	// --rtt`), as asked and as measured; nil for none.
 	RTT *fleet.RTT `json:"rtt,omitempty"`
+	// Probes are the servers' idle latencies measured at `up`
+	// (internal/idleprobe); nil for a stack started before there were.
+	Probes *fleet.ServerProbes `json:"server_probes,omitempty"`
 	// PeerLinks is set when the ha members dial one another through the
 	// proxy (`up --rtt` in ha), so the round trip is on their links too.
 	PeerLinks bool `json:"peer_links,omitempty"`

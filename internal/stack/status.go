@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/supervise"
 	"github.com/seckill-lab/seckill/stock"
@@ -39,6 +40,9 @@ type ComponentStatus struct {
 	// /admin/strategy; it may have been switched since it started), as
 	// DescribeStrategy writes it, or why it could not be read.
 	Strategy string
+	// IdleProbe is, for the server node the stack probed at `up`, its
+	// idle latencies (State.Probes); nil for the others.
+	IdleProbe *fleet.ServerProbe
 }
 
 // Status loads the stack in dir and checks every component (concurrently,
@@ -54,7 +58,7 @@ func Status(ctx context.Context, dir string) (*State, []ComponentStatus, error) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cs := ComponentStatus{Component: c, Running: alive(c)}
+			cs := ComponentStatus{Component: c, Running: alive(c), IdleProbe: st.idleProbe(c.Name)}
 			switch {
 			case !cs.Running:
 				cs.Health = "not running"
@@ -126,6 +130,7 @@ func WriteTable(w io.Writer, st *State, cs []ComponentStatus) error {
 	fmt.Fprintf(w, "\ntopology:    %s\n", st.Topology)
 	fmt.Fprintf(w, "durability:  %s (%s)\n", st.DurabilityLevel(), strings.Join(st.DurabilityLines(), "; "))
 	fmt.Fprintf(w, "rtt:         %s\n", st.RTTLine())
+	writeProbes(w, st)
 	fmt.Fprintf(w, "priority:    %s\n", st.PriorityLine())
 	fmt.Fprintf(w, "nginx:       %s (access log %s)\n", st.NginxURL(), relPath(st.NginxAccessLog))
 	fmt.Fprintf(w, "strategy:    %s (the stack started with it; an instance started later takes a running one's setting; STRATEGY is what each instance runs now)\n", st.Strategy)
@@ -156,6 +161,22 @@ type statusJSON struct {
 	RSSBytes int64  `json:"rss_bytes"`
 	Log      string `json:"log"`
 	Strategy string `json:"strategy,omitempty"`
+	// IdleProbe is the server node's idle latencies measured at `up`.
+	IdleProbe *fleet.ServerProbe `json:"idle_probe,omitempty"`
+}
+
+// idleProbe returns the probes of the component named name, nil when it
+// was not probed.
+func (s *State) idleProbe(name string) *fleet.ServerProbe {
+	if s.Probes == nil {
+		return nil
+	}
+	for _, sp := range s.Probes.Servers {
+		if sp.Component == name {
+			return &sp
+		}
+	}
+	return nil
 }
 
 // WriteJSON prints the statuses as a JSON array.
@@ -163,7 +184,7 @@ func WriteJSON(w io.Writer, cs []ComponentStatus) error {
 	out := make([]statusJSON, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, statusJSON{Name: c.Name, Kind: c.Kind, Address: c.Addr, Pid: c.Pid,
-			Health: c.Health, Healthy: c.Healthy, Role: c.Role, RSSBytes: c.RSSBytes, Log: c.Log, Strategy: c.Strategy})
+			Health: c.Health, Healthy: c.Healthy, Role: c.Role, RSSBytes: c.RSSBytes, Log: c.Log, Strategy: c.Strategy, IdleProbe: c.IdleProbe})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -72,7 +72,7 @@ func (s *State) DurabilityLevel() string {
 // token and the conditions the servers run under.
 func (s *State) Fleet() fleet.Fleet {
 	f := fleet.Fleet{Target: s.NginxURL(), Instances: s.InstanceURLs(), AdminToken: s.AdminToken, Durability: s.DurabilityLevel(), DataDir: s.Dir,
-		Priority: s.PriorityName()}
+		Priority: s.PriorityName(), Probes: s.Probes}
 	if s.RTT != nil {
 		f.RTT = *s.RTT
 	}

@@ -545,6 +545,11 @@ func (r *runner) up(ctx context.Context, o Options, paths Tools) error {
 		}
 		r.logf("  %-13s %.3f ms measured (%.3f ms requested, %.3f ms direct)\n", "round trip", st.RTT.MeasuredMS, st.RTT.RequestedMS, st.RTT.DirectMS)
 	}
+	// The servers idle, before any instance talks to them.
+	probeServers(ctx, st)
+	for _, l := range st.ProbeLines() {
+		r.logf("  %-13s %s\n", "idle probe", l)
+	}
 
 	var insts []Component
 	for k := 1; k <= o.Instances; k++ {
