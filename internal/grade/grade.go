@@ -53,11 +53,14 @@ type Check struct {
 	Name   string `json:"name"`
 	Pass   bool   `json:"pass"`
 	Figure string `json:"figure"`
-	// Lesson and Hint come from exercises.Hints (by Advice).
-	Lesson int            `json:"lesson,omitempty"`
-	Hint   exercises.Text `json:"hint"`
-	// Advice is the key of exercises.Hints the check takes its lesson and
-	// hint from.
+	// Cause is what a failed check's figure shows (exercises.Observe);
+	// Lesson and Hint are the exercise's advice for that cause, or for the
+	// check (exercises.Advise).
+	Cause  exercises.Cause `json:"cause,omitempty"`
+	Lesson int             `json:"lesson,omitempty"`
+	Hint   exercises.Text  `json:"hint"`
+	// Advice is the check's key in exercises.Hints, the advice when the
+	// figure shows no known cause.
 	Advice string `json:"-"`
 }
 
@@ -95,13 +98,9 @@ func (s *Sheet) count(pass bool) int {
 func (s *Sheet) OK() bool { return len(s.Checks) > 0 && s.Failed() == 0 }
 
 func (s *Sheet) add(c Check) {
-	a, ok := exercises.Hints[c.Advice]
-	if !ok { // "Faults:NAME" falls back to "Faults"
-		a, ok = exercises.Hints[strings.Split(c.Advice, ":")[0]]
-	}
-	if ok {
-		c.Lesson, c.Hint = a.Lesson, a.Hint
-	}
+	var a exercises.Advice
+	c.Cause, a = exercises.Advise(s.Exercise, c.Advice, c.Figure, !c.Pass)
+	c.Lesson, c.Hint = a.Lesson, a.Hint
 	s.Checks = append(s.Checks, c)
 }
 
@@ -214,7 +213,8 @@ func cases(r exercises.Required) []string {
 	for _, c := range []struct {
 		on   bool
 		name string
-	}{{r.Tokens, "TokensIncrease"}, {r.Watchdog, "HeldPastTTL"}, {r.LostLease, "LostLease"}, {r.NoRenew, "ExpiresWithoutRenewal"}} {
+	}{{r.Tokens, "TokensIncrease"}, {r.Watchdog, "HeldPastTTL"}, {r.LostLease, "LostLease"}, {r.NoRenew, "ExpiresWithoutRenewal"},
+		{r.Acquire, "ExpiryInOneCommand"}, {r.Acquire, "ReleaseOnlyOwn"}, {r.Renewal, "RenewsOnlyOwn"}, {r.Renewal, "RenewalStops"}} {
 		if c.on {
 			out = append(out, c.name)
 		}
