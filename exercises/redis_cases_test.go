@@ -305,6 +305,11 @@ func renewalStops(t *testing.T, e exercises.Exercise, key bool) {
 	for len(after) < 2 {
 		select {
 		case c := <-s.sent:
+			// go-redis retries an EVALSHA the server does not know as an
+			// EVAL: one renewal, not two.
+			if n := len(after); n > 0 && c.name == "eval" && after[n-1].name == "evalsha" && c.at.Sub(after[n-1].at) < 50*time.Millisecond {
+				continue
+			}
 			after = append(after, c)
 			continue
 		case <-window.C:
