@@ -141,6 +141,13 @@ type RunResult struct {
 	// consecutive sales as the clients saw them answered: the outage a
 	// buyer saw.
 	LongestGapS float64 `json:"longest_gap_without_sale_s,omitempty"`
+	// SalesStoppedS is, in a run with strikes, the longest time from a
+	// strike's start to the next answer that sold (or said sold out): how
+	// long the goods stayed blocked after the fault. With no such answer
+	// it runs to the run's last answer after the strike, and
+	// SalesNeverResumed is set. 0 when nobody asked after the strike.
+	SalesStoppedS     float64 `json:"sales_stopped_after_strike_s,omitempty"`
+	SalesNeverResumed bool    `json:"sales_never_resumed,omitempty"`
 	// Warnings are what the run went on despite: the reset before it
 	// skipped a dead backend that this strategy does not use.
 	Warnings []string `json:"warnings,omitempty"`

@@ -155,6 +155,37 @@ func strikeFaults(ss []Strike) []fleet.Fault {
 	return out
 }
 
+// salesStopped is the longest time from a strike's start (since t0) to the
+// next answer that sold or said sold out; with none, to the last answer
+// after the strike, and resumed is false. 0 and true without strikes or
+// without answers after them.
+func salesStopped(responses []Response, t0 time.Time, strikes []Strike) (stopped time.Duration, resumed bool) {
+	resumed = true
+	for _, s := range strikes {
+		at := t0.Add(s.start)
+		var first, last time.Time
+		for _, r := range responses {
+			answered := r.Sent.Add(r.Latency)
+			if !answered.After(at) {
+				continue
+			}
+			if answered.After(last) {
+				last = answered
+			}
+			if o := r.Outcome(); (o == OutcomeOK || o == OutcomeSoldOut) && (first.IsZero() || answered.Before(first)) {
+				first = answered
+			}
+		}
+		switch {
+		case !first.IsZero():
+			stopped = max(stopped, first.Sub(at))
+		case !last.IsZero():
+			stopped, resumed = max(stopped, last.Sub(at)), false
+		}
+	}
+	return stopped, resumed
+}
+
 // longestGap is the longest time between two consecutive successful
 // answers (by answer time); 0 with fewer than two.
 func longestGap(responses []Response) time.Duration {

@@ -296,6 +296,8 @@ func (r *runner) settle(ctx context.Context, run *RunResult, l *loadOutcome, bef
 	if run.Windows != nil {
 		run.LongestGapS = longestGap(l.responses).Seconds()
 	}
+	stopped, resumed := salesStopped(l.responses, l.t0, l.strikes)
+	run.SalesStoppedS, run.SalesNeverResumed = stopped.Seconds(), !resumed
 	if isAsync(run.Strategy) {
 		q, err := drainQueue(ctx, r.adm, r.fleet.Instances, r.o.GoodsID)
 		if err != nil {

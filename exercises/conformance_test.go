@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/seckill-lab/seckill/exercises"
 	"github.com/seckill-lab/seckill/lockimpl"
@@ -47,8 +48,23 @@ func TestConformance(t *testing.T) {
 						tb.Fatalf("DEL: %v", err)
 					}
 				},
-				Iterations: 10,
+				KeyTTL: func(tb testing.TB, key string) (time.Duration, bool) {
+					if e.Server != catalog.ServerRedis {
+						return 0, false
+					}
+					return pttl(tb, clients.Redis, e.Prefix()+key)
+				},
+				Iterations:  10,
+				ExpirySlack: locktest.DefaultExpirySlack,
 			})
+			if e.Required.Acquire {
+				t.Run("ExpiryInOneCommand", func(t *testing.T) { t.Parallel(); expiryInOneCommand(t, e, key) })
+				t.Run("ReleaseOnlyOwn", func(t *testing.T) { t.Parallel(); releaseOnlyOwn(t, e, key) })
+			}
+			if e.Required.Renewal {
+				t.Run("RenewsOnlyOwn", func(t *testing.T) { t.Parallel(); renewsOnlyOwn(t, e, key) })
+				t.Run("RenewalStops", func(t *testing.T) { t.Parallel(); renewalStops(t, e, key) })
+			}
 		})
 	}
 }

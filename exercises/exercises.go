@@ -51,6 +51,13 @@ type Required struct {
 	// release must not delete the next holder's lock
 	// (ExpiresWithoutRenewal).
 	NoRenew bool
+	// Acquire: the student writes the acquisition and the release of a
+	// Redis lock: the expiry comes with the SET (ExpiryInOneCommand) and
+	// the release deletes only its own key (ReleaseOnlyOwn).
+	Acquire bool
+	// Renewal: the student writes a Redis renewal: it extends only its own
+	// key (RenewsOnlyOwn) and stops at the release (RenewalStops).
+	Renewal bool
 }
 
 // Load is the grader's bench of an exercise: the invariants and the
@@ -107,7 +114,7 @@ func All() []Exercise {
 			Title:    Text{ZH: "Redis 锁：SET NX PX + 归属 + 安全释放", EN: "A Redis lock: SET NX PX, an owner, a safe release"},
 			Strategy: "ex-redislock", Key: catalog.Redis, KeyPath: "lockimpl/redislock/redislock.go",
 			Server: catalog.ServerRedis, Lesson: 9, Seed: "Chapter 1 steps 1-3 (SETNX, 过期时间, 锁误删, Lua)",
-			Required: Required{NoRenew: true},
+			Required: Required{NoRenew: true, Acquire: true},
 			Load:     Load{Stock: 100, Requests: 200, Concurrency: 30},
 			Faults:   []Fault{{Scenario: "instance-crash", Protections: []string{"unprotected"}}},
 			Student:  onRedis(func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return redislock.New(c, o) }),
@@ -117,7 +124,7 @@ func All() []Exercise {
 			Title:    Text{ZH: "看门狗：持锁期间续期", EN: "The watchdog: renew while held"},
 			Strategy: "ex-watchdog", Key: catalog.Redis, KeyPath: "lockimpl/redislock/redislock.go (newHold, renewScript)",
 			Server: catalog.ServerRedis, Lesson: 10, Seed: "Chapter 1 锁续期 (Redisson watchdog)",
-			Required: Required{Watchdog: true, LostLease: true, NoRenew: true},
+			Required: Required{Watchdog: true, LostLease: true, NoRenew: true, Renewal: true},
 			Load:     Load{Stock: 10, Requests: 20, Concurrency: 10, WorkDelay: 400 * time.Millisecond, LockTTL: 300 * time.Millisecond, NoLeaseCheck: true},
 			Faults:   []Fault{{Scenario: "instance-crash", Protections: []string{"unprotected"}}},
 			Student:  onRedis(func(c redis.UniversalClient, o lockimpl.Options) lockimpl.Locker { return watchdog.New(c, o) }),

@@ -19,6 +19,7 @@ package grade
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,9 @@ const (
 	PartConformance = "conformance"
 	PartBench       = "bench"
 	PartFaults      = "faults"
+	// PartRestart is not a part of the sheet but a step timed on it: the
+	// restart of the instances before the bench and the faults.
+	PartRestart = "restart"
 )
 
 // Check is one line of the sheet.
@@ -53,11 +57,14 @@ type Check struct {
 	Name   string `json:"name"`
 	Pass   bool   `json:"pass"`
 	Figure string `json:"figure"`
-	// Lesson and Hint come from exercises.Hints (by Advice).
-	Lesson int            `json:"lesson,omitempty"`
-	Hint   exercises.Text `json:"hint"`
-	// Advice is the key of exercises.Hints the check takes its lesson and
-	// hint from.
+	// Cause is what a failed check's figure shows (exercises.Observe);
+	// Lesson and Hint are the exercise's advice for that cause, or for the
+	// check (exercises.Advise).
+	Cause  exercises.Cause `json:"cause,omitempty"`
+	Lesson int             `json:"lesson,omitempty"`
+	Hint   exercises.Text  `json:"hint"`
+	// Advice is the check's key in exercises.Hints, the advice when the
+	// figure shows no known cause.
 	Advice string `json:"-"`
 }
 
@@ -67,12 +74,26 @@ type Sheet struct {
 	Title    exercises.Text `json:"title"`
 	// Target is "student" or "key"; Strategy the lab's name of the lock
 	// graded.
-	Target   string    `json:"target"`
-	Strategy string    `json:"strategy"`
-	Checks   []Check   `json:"checks"`
-	Reports  []string  `json:"reports,omitempty"`
-	At       time.Time `json:"at"`
-	WallS    float64   `json:"wall_s"`
+	Target   string  `json:"target"`
+	Strategy string  `json:"strategy"`
+	Checks   []Check `json:"checks"`
+	// Times is how long each part took, in the order run (the restart of
+	// the instances is a step of its own).
+	Times   []PartTime `json:"times"`
+	Reports []string   `json:"reports,omitempty"`
+	At      time.Time  `json:"at"`
+	WallS   float64    `json:"wall_s"`
+}
+
+// PartTime is how long a part (or the restart) of a grade took.
+type PartTime struct {
+	Part  string  `json:"part"`
+	WallS float64 `json:"wall_s"`
+}
+
+// timed records since as part's time.
+func (s *Sheet) timed(part string, since time.Time) {
+	s.Times = append(s.Times, PartTime{Part: part, WallS: time.Since(since).Seconds()})
 }
 
 // Passed and Failed count the checks.
@@ -95,13 +116,9 @@ func (s *Sheet) count(pass bool) int {
 func (s *Sheet) OK() bool { return len(s.Checks) > 0 && s.Failed() == 0 }
 
 func (s *Sheet) add(c Check) {
-	a, ok := exercises.Hints[c.Advice]
-	if !ok { // "Faults:NAME" falls back to "Faults"
-		a, ok = exercises.Hints[strings.Split(c.Advice, ":")[0]]
-	}
-	if ok {
-		c.Lesson, c.Hint = a.Lesson, a.Hint
-	}
+	var a exercises.Advice
+	c.Cause, a = exercises.Advise(s.Exercise, c.Advice, c.Figure, !c.Pass)
+	c.Lesson, c.Hint = a.Lesson, a.Hint
 	s.Checks = append(s.Checks, c)
 }
 
@@ -119,6 +136,19 @@ type Options struct {
 	Parts []string
 	// Progress receives a line per step (nil: none).
 	Progress io.Writer
+	// Overlay replaces files of the checkout for this grade only, by path
+	// relative to Root: the file to read instead (go build -overlay). The
+	// tests grade known wrong answers this way without touching
+	// exercises/. Default none: the checkout as it is.
+	Overlay map[string]string
+	// Build rebuilds the stack's binary (Build, with Overlay) before the
+	// instances restart. Default false: the CLI has built it already.
+	Build bool
+	// Label names the grade's report directory beside the exercise
+	// (default the target, "student" or "key").
+	Label string
+
+	buildFlags []string // -overlay FILE, set by Run
 }
 
 // ErrFailed is returned with a sheet that has a failed check.
@@ -149,11 +179,24 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 	if o.Key {
 		sheet.Target, sheet.Strategy = "key", e.Key
 	}
-	out := filepath.Join(st.Dir, "grade", fmt.Sprintf("%s-%s-%s", e.Name, sheet.Target, began.Format("20060102-150405")))
+	label := cmp.Or(o.Label, sheet.Target)
+	out := filepath.Join(st.Dir, "grade", fmt.Sprintf("%s-%s-%s", e.Name, label, began.Format("20060102-150405")))
+	var buildFlags []string
+	if len(o.Overlay) > 0 {
+		f, err := writeOverlay(o.Root, o.Overlay)
+		if err != nil {
+			return sheet, err
+		}
+		defer os.Remove(f)
+		buildFlags = []string{"-overlay", f}
+	}
+	o.buildFlags = buildFlags
 
 	if slices.Contains(o.Parts, PartConformance) {
 		fmt.Fprintf(progress, "grade %s: conformance (go test ./exercises/ -run TestConformance/%s)\n", e.Name, e.Name)
+		t0 := time.Now()
 		checks, err := conformance(ctx, o, st)
+		sheet.timed(PartConformance, t0)
 		if err != nil {
 			return sheet, err
 		}
@@ -164,26 +207,38 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 	if slices.Contains(o.Parts, PartBench) || slices.Contains(o.Parts, PartFaults) {
 		// The instances run the binary as it is now (Build): restart them
 		// so the student's lock is the one they run.
+		t0 := time.Now()
+		if o.Build {
+			fmt.Fprintf(progress, "grade %s: build %s\n", e.Name, st.Binary)
+			if err := Build(ctx, o.Go, o.Root, st.Binary, buildFlags...); err != nil {
+				return sheet, err
+			}
+		}
 		for _, name := range st.InstanceNames() {
 			fmt.Fprintf(progress, "grade %s: restart %s\n", e.Name, name)
 			if err := stack.Restart(ctx, st.Dir, name); err != nil {
 				return sheet, fmt.Errorf("restart %s: %w", name, err)
 			}
 		}
+		sheet.timed(PartRestart, t0)
 	}
 	if slices.Contains(o.Parts, PartBench) {
 		fmt.Fprintf(progress, "grade %s: bench of %s\n", e.Name, sheet.Strategy)
+		t0 := time.Now()
 		if err := runBench(ctx, e, st, sheet, filepath.Join(out, "bench")); err != nil {
 			return sheet, err
 		}
+		sheet.timed(PartBench, t0)
 	}
 	if slices.Contains(o.Parts, PartFaults) {
+		t0 := time.Now()
 		for _, f := range e.Faults {
 			fmt.Fprintf(progress, "grade %s: scenario %s (%s)\n", e.Name, f.Scenario, strings.Join(f.Protections, ", "))
 			if err := runFault(ctx, f, st, sheet, filepath.Join(out, f.Scenario), progress); err != nil {
 				return sheet, err
 			}
 		}
+		sheet.timed(PartFaults, t0)
 	}
 	sheet.WallS = time.Since(began).Seconds()
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -194,7 +249,7 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 		return sheet, fmt.Errorf("grade: %w", err)
 	}
 	sheet.Reports = append([]string{out}, sheet.Reports...)
-	if !o.Key {
+	if !o.Key && len(o.Overlay) == 0 {
 		// The lab's last grade, for the instructor's `seckill lab list`.
 		g := lab.Grade{Exercise: e.Name, Passed: sheet.Passed(), Failed: sheet.Failed(), OK: sheet.OK(), At: sheet.At}
 		if err := lab.WriteGrade(st.Dir, g); err != nil {
@@ -214,7 +269,8 @@ func cases(r exercises.Required) []string {
 	for _, c := range []struct {
 		on   bool
 		name string
-	}{{r.Tokens, "TokensIncrease"}, {r.Watchdog, "HeldPastTTL"}, {r.LostLease, "LostLease"}, {r.NoRenew, "ExpiresWithoutRenewal"}} {
+	}{{r.Tokens, "TokensIncrease"}, {r.Watchdog, "HeldPastTTL"}, {r.LostLease, "LostLease"}, {r.NoRenew, "ExpiresWithoutRenewal"},
+		{r.Acquire, "ExpiryInOneCommand"}, {r.Acquire, "ReleaseOnlyOwn"}, {r.Renewal, "RenewsOnlyOwn"}, {r.Renewal, "RenewalStops"}} {
 		if c.on {
 			out = append(out, c.name)
 		}
@@ -242,8 +298,8 @@ func conformance(ctx context.Context, o Options, st *stack.State) ([]Check, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, o.Go, "test", "-count=1", "-json", "-timeout", "150s",
-		"-run", "^TestConformance$/^"+e.Name+"$", "./exercises/")
+	args := append([]string{"test", "-count=1", "-json", "-timeout", "150s"}, o.buildFlags...)
+	cmd := exec.CommandContext(ctx, o.Go, append(args, "-run", "^TestConformance$/^"+e.Name+"$", "./exercises/")...)
 	cmd.Dir = o.Root
 	cmd.Env = os.Environ()
 	for _, kv := range st.Env() {
@@ -351,8 +407,29 @@ func runBench(ctx context.Context, e exercises.Exercise, st *stack.State, sheet 
 	return nil
 }
 
+// LivenessSlack is how long past the lock's TTL sales may stay stopped
+// after a fault (a crashed or paused holder) before the fault check fails:
+// the waiters' polling, the killed instance's restart and a loaded
+// machine. A purchase waits for the lock the TTL plus this slack, no
+// longer (scenario.Options.LockWait), so a lock that never frees costs the
+// grade seconds.
+const LivenessSlack = 3 * time.Second
+
+// strikeWord names a scenario's fault in the sheet's figures.
+func strikeWord(scenario string) string {
+	switch scenario {
+	case "instance-crash":
+		return "crash"
+	case "etcd-lease":
+		return "pause"
+	}
+	return "fault"
+}
+
 // runFault runs one of the exercise's scenarios, short, on the protections
-// it names, and adds a check per protection.
+// it names, and adds a check per protection: nothing oversold, every 2xx
+// with its order, and sales resumed within the lock's TTL plus
+// LivenessSlack after the fault.
 func runFault(ctx context.Context, f exercises.Fault, st *stack.State, sheet *Sheet, out string, progress io.Writer) error {
 	sc, err := scenario.Find(f.Scenario)
 	if err != nil {
@@ -365,19 +442,35 @@ func runFault(ctx context.Context, f exercises.Fault, st *stack.State, sheet *Sh
 	for _, p := range f.Protections {
 		ps = append(ps, scenario.Protection(p))
 	}
+	bound := sc.Short.LockTTL + LivenessSlack
 	res, err := scenario.Run(ctx, sc, scenario.Options{
 		Dir: st.Dir, Fleet: st.Fleet(), Strategies: []string{sheet.Strategy}, Protections: ps,
-		MustNotOversell: ps, Short: true, Seed: 1, OutDir: out, Progress: progress,
+		MustNotOversell: ps, Short: true, Seed: 1, OutDir: out, Progress: progress, LockWait: bound,
 	})
 	if err != nil && !errors.Is(err, scenario.ErrFailed) {
 		return fmt.Errorf("scenario %s: %w", f.Scenario, err)
 	}
 	sheet.Reports = append(sheet.Reports, filepath.Join(out, "scenario.html"))
 	for _, r := range res.Rows {
+		stopped := time.Duration(r.SalesStoppedS * float64(time.Second))
+		live := stopped <= bound && !r.SalesNeverResumed
+		word := strikeWord(f.Scenario)
+		var liveness string
+		switch {
+		case r.Strikes == 0:
+			liveness = "no strike happened, liveness not measured"
+		case live:
+			liveness = fmt.Sprintf("sales resumed %.1f s after the %s (bound %.0f s: TTL %s + %s slack)", stopped.Seconds(), word, bound.Seconds(), sc.Short.LockTTL, LivenessSlack)
+		case r.SalesNeverResumed:
+			liveness = fmt.Sprintf("sales stopped for %.1f s after the %s and never resumed before the run ended, beyond the bound of %.0f s (TTL %s + %s slack)",
+				stopped.Seconds(), word, bound.Seconds(), sc.Short.LockTTL, LivenessSlack)
+		default:
+			liveness = fmt.Sprintf("sales stopped for %.1f s after the %s, beyond the bound of %.0f s (TTL %s + %s slack)", stopped.Seconds(), word, bound.Seconds(), sc.Short.LockTTL, LivenessSlack)
+		}
 		sheet.add(Check{Part: PartFaults, Name: fmt.Sprintf("%s (%s)", f.Scenario, r.Protection),
-			Pass: r.Oversold == 0 && r.OKWithout == 0 && r.RunsMostlyErrors == 0, Advice: "Faults:" + f.Scenario,
-			Figure: fmt.Sprintf("oversold %d in %d of %d runs, %d strikes, %d 2xx without an order, %d stale writes refused; %s",
-				r.Oversold, r.RunsOversold, r.Runs, r.Strikes, r.OKWithout, r.StaleRefused, res.Load)})
+			Pass: r.Oversold == 0 && r.OKWithout == 0 && r.RunsMostlyErrors == 0 && live, Advice: "Faults:" + f.Scenario,
+			Figure: fmt.Sprintf("oversold %d in %d of %d runs, %d strikes, %d 2xx without an order, %d stale writes refused; %s; %s",
+				r.Oversold, r.RunsOversold, r.Runs, r.Strikes, r.OKWithout, r.StaleRefused, liveness, res.Load)})
 	}
 	return nil
 }
@@ -416,6 +509,13 @@ func (s *Sheet) Write(w io.Writer) error {
 		verdict = "未通过 FAILED"
 	}
 	fmt.Fprintf(&b, "\n%s: %d/%d 项通过 / checks passed, %.0f s\n", verdict, s.Passed(), len(s.Checks), s.WallS)
+	if len(s.Times) > 0 {
+		var ts []string
+		for _, t := range s.Times {
+			ts = append(ts, fmt.Sprintf("%s %.1f s", t.Part, t.WallS))
+		}
+		fmt.Fprintf(&b, "用时 / time: %s\n", strings.Join(ts, ", "))
+	}
 	for _, r := range s.Reports {
 		fmt.Fprintf(&b, "报告 / report: %s\n", r)
 	}
@@ -428,13 +528,15 @@ var partZH = map[string]string{PartConformance: "一致性测试", PartBench: "�
 
 // Build compiles ./cmd/seckill in root into binary, the one the stack
 // runs: to a new file first, then renamed over it, so running processes
-// keep their old binary and a failed build leaves it in place.
-func Build(ctx context.Context, goCmd, root, binary string) error {
+// keep their old binary and a failed build leaves it in place. flags go to
+// go build (e.g. -overlay).
+func Build(ctx context.Context, goCmd, root, binary string, flags ...string) error {
 	if goCmd == "" {
 		goCmd = "go"
 	}
 	tmp := binary + ".new"
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-o", tmp, "./cmd/seckill")
+	args := append(append([]string{"build"}, flags...), "-o", tmp, "./cmd/seckill")
+	cmd := exec.CommandContext(ctx, goCmd, args...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		_ = os.Remove(tmp)
@@ -444,6 +546,35 @@ func Build(ctx context.Context, goCmd, root, binary string) error {
 		return fmt.Errorf("install the new seckill binary: %w", err)
 	}
 	return nil
+}
+
+// writeOverlay writes overlay (paths relative to root) as a go build
+// -overlay file and returns its name; the caller removes it.
+func writeOverlay(root string, overlay map[string]string) (string, error) {
+	replace := map[string]string{}
+	for path, with := range overlay {
+		abs, err := filepath.Abs(with)
+		if err != nil {
+			return "", fmt.Errorf("grade: overlay %s: %w", with, err)
+		}
+		replace[filepath.Join(root, path)] = abs
+	}
+	b, err := json.Marshal(map[string]any{"Replace": replace})
+	if err != nil {
+		return "", fmt.Errorf("grade: overlay: %w", err)
+	}
+	f, err := os.CreateTemp("", "seckill-grade-overlay-*.json")
+	if err != nil {
+		return "", fmt.Errorf("grade: overlay: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return "", fmt.Errorf("grade: write overlay: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("grade: write overlay: %w", err)
+	}
+	return f.Name(), nil
 }
 
 // ModuleRoot returns the directory of the go.mod of the seckill module

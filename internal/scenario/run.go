@@ -44,6 +44,11 @@ type Options struct {
 	// unprotected. Default none: an unprotected or lease-checked run that
 	// oversells is the story, not a failure.
 	MustNotOversell []Protection
+	// LockWait, when set, replaces the load's lock wait: the grader's
+	// bound on how long a purchase waits for a lock that a fault left
+	// held, so that a lock that never frees costs the run seconds, not
+	// minutes. Default 0: the scenario's own.
+	LockWait time.Duration
 }
 
 // config is the service's setting for load under protection p.
@@ -76,6 +81,11 @@ type Row struct {
 	// LongestGapS is the longest time without a sale in any run (the
 	// outage buyers saw).
 	LongestGapS float64 `json:"longest_gap_without_sale_s"`
+	// SalesStoppedS is the longest time in any run from a strike to the
+	// next sale (bench.RunResult.SalesStoppedS); SalesNeverResumed, that
+	// in some run none came before the run ended.
+	SalesStoppedS     float64 `json:"sales_stopped_after_strike_s"`
+	SalesNeverResumed bool    `json:"sales_never_resumed,omitempty"`
 	// OKPerSec are the medians over the runs of the ok/s before, during
 	// and after the strikes; -1 when no run had that window long enough to
 	// give a rate (bench.MinWindow).
@@ -120,6 +130,9 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 	load := sc.Load
 	if o.Short {
 		load = sc.Short
+	}
+	if o.LockWait > 0 {
+		load.LockWait = o.LockWait
 	}
 	res := &Result{Scenario: sc.Name, Seed: sc.Seed, Story: sc.Story, Predicts: sc.Predicts, Date: began.UTC(),
 		Load: fmt.Sprintf("%d purchases of a stock of %d, %d at a time, work %s, lock TTL %s, lock wait %s",
@@ -217,6 +230,8 @@ func (r *Row) add(run bench.RunResult) {
 	}
 	r.Strikes += len(run.Strikes)
 	r.LongestGapS = max(r.LongestGapS, run.LongestGapS)
+	r.SalesStoppedS = max(r.SalesStoppedS, run.SalesStoppedS)
+	r.SalesNeverResumed = r.SalesNeverResumed || run.SalesNeverResumed
 	for i, w := range run.Windows {
 		if i < 3 && !w.TooShort {
 			r.okPerSecRuns[i] = append(r.okPerSecRuns[i], w.OKPerSec)

@@ -74,7 +74,19 @@ type Factory struct {
 	Goroutines, Iterations int
 	// TTL is used by the cases that do not test TTL behaviour. Default 5s.
 	TTL time.Duration
+	// KeyTTL, when set, observes the server's state of key's lock: whether
+	// it exists and its remaining expiry (negative: none, Redis's PTTL -1).
+	// The TTL cases then say what they saw, not only that they failed.
+	KeyTTL func(t testing.TB, key string) (ttl time.Duration, exists bool)
+	// ExpirySlack is how long past a lock's TTL a case that waits for the
+	// expiry waits before it fails (default DefaultExpirySlack; LostLease
+	// waits 15 s unless it is set).
+	ExpirySlack time.Duration
 }
+
+// DefaultExpirySlack is how long past a TTL a case waits for an expiry:
+// the polling of Lock and the scheduling of a loaded machine.
+const DefaultExpirySlack = 2 * time.Second
 
 // Key returns a unique lock key for one test.
 func Key(t testing.TB) string {
@@ -174,7 +186,7 @@ func mutualExclusion(t *testing.T, f Factory) {
 		t.Errorf("counter = %d, want %d (lost updates)", x.counter, g*n)
 	}
 	if b := x.badTokens.Load(); b != 0 {
-		t.Errorf("%d tokens did not increase", b)
+		t.Errorf("%d tokens did not increase: the fencing token went backwards or repeated", b)
 	}
 	if f.AssertClean != nil {
 		f.AssertClean(t, lockers[0], key)
@@ -401,8 +413,13 @@ func tokensIncrease(t *testing.T, f Factory) {
 		if err != nil {
 			t.Fatalf("Lock %d: %v", i, err)
 		}
-		if lease.Token == 0 || lease.Token <= last {
-			t.Fatalf("token %d = %d after %d: want a strictly increasing non-zero token", i, lease.Token, last)
+		switch {
+		case lease.Token == 0:
+			t.Fatalf("token %d = 0 (no token: the store checks nothing at the write): want a strictly increasing non-zero token", i)
+		case lease.Token == last:
+			t.Fatalf("token %d = %d after %d: the fencing token did not increase (equal tokens): want a strictly increasing non-zero token", i, lease.Token, last)
+		case lease.Token < last:
+			t.Fatalf("token %d = %d after %d: the fencing token went backwards: want a strictly increasing non-zero token", i, lease.Token, last)
 		}
 		last = lease.Token
 		mustUnlock(t, lease)
@@ -434,9 +451,16 @@ func heldPastTTL(t *testing.T, f Factory) {
 
 // expiresWithoutRenewal: with Options.NoRenew a holder that keeps the lock
 // past its TTL loses it to another instance, and that one's token is
-// higher: the setting the lab uses to show what fencing is for.
+// higher: the setting the lab uses to show what fencing is for. The second
+// Lock waits the TTL plus the slack, no longer; a failure says what the
+// case saw of the key (Factory.KeyTTL): no expiry, still held past its
+// TTL, or deleted by the stale holder.
 func expiresWithoutRenewal(t *testing.T, f Factory) {
 	opts := lockimpl.Options{TTL: 500 * time.Millisecond, NoRenew: true}
+	slack := f.ExpirySlack
+	if slack <= 0 {
+		slack = DefaultExpirySlack
+	}
 	a, b := f.pair(t, opts)
 	key := Key(t)
 	ctx := ctxT(t, 30*time.Second)
@@ -444,16 +468,36 @@ func expiresWithoutRenewal(t *testing.T, f Factory) {
 	if err != nil {
 		t.Fatalf("Lock: %v", err)
 	}
+	if f.KeyTTL != nil {
+		if ttl, ok := f.KeyTTL(t, key); ok && ttl < 0 {
+			t.Fatalf("the lock key has no expiry (PTTL -1 right after Lock): a holder that dies keeps the lock for ever")
+		}
+	}
 	start := time.Now()
-	second, err := b.Lock(ctx, key)
+	wctx, cancel := context.WithTimeout(ctx, opts.TTL+slack)
+	second, err := b.Lock(wctx, key)
+	cancel()
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			seen := ""
+			if f.KeyTTL != nil {
+				switch ttl, ok := f.KeyTTL(t, key); {
+				case ok && ttl < 0:
+					seen = ": the lock key has no expiry (PTTL -1), so it is never freed"
+				case ok:
+					seen = fmt.Sprintf(": the lock key is still there, PTTL %d ms", ttl.Milliseconds())
+				}
+			}
+			t.Fatalf("second Lock still waited %v after the first holder's TTL %v ran out (TTL + %v slack)%s",
+				time.Since(start).Round(10*time.Millisecond), opts.TTL, slack, seen)
+		}
 		t.Fatalf("second Lock after the TTL: %v", err)
 	}
 	if waited := time.Since(start); waited < opts.TTL/2 {
 		t.Fatalf("second holder got the lock after %v, before the first one's TTL %v ran out", waited, opts.TTL)
 	}
 	if f.Caps.Tokens && second.Token <= first.Token {
-		t.Fatalf("token of the new holder %d <= stale holder's %d", second.Token, first.Token)
+		t.Fatalf("token of the new holder %d <= stale holder's %d: the fencing token went backwards", second.Token, first.Token)
 	}
 	// The stale holder knows, by its own clock, that its TTL ran out: the
 	// service's lease check relies on it.
@@ -466,7 +510,13 @@ func expiresWithoutRenewal(t *testing.T, f Factory) {
 		t.Fatalf("stale lease Err() = %v, want ErrLeaseLost", err)
 	}
 	if err := first.Unlock(ctx); !errors.Is(err, lockimpl.ErrNotHeld) {
-		t.Fatalf("stale holder's Unlock: err = %v, want ErrNotHeld (it must not release the new holder's lock)", err)
+		seen := ""
+		if f.KeyTTL != nil {
+			if _, ok := f.KeyTTL(t, key); !ok {
+				seen = "; it deleted the new holder's key, which it did not own"
+			}
+		}
+		t.Fatalf("stale holder's Unlock: err = %v, want ErrNotHeld (it must not release the new holder's lock)%s", err, seen)
 	}
 	if _, err := a.TryLock(ctx, key); !errors.Is(err, lockimpl.ErrLocked) {
 		t.Fatalf("TryLock while the new holder holds: err = %v, want ErrLocked", err)
@@ -487,10 +537,17 @@ func lostLease(t *testing.T, f Factory) {
 		t.Fatalf("fresh lease: Err() = %v", err)
 	}
 	f.Break(t, a, lease)
+	// A backend whose loss shows only at a session's end (ZooKeeper,
+	// Consul) takes its own time; with Factory.ExpirySlack set, the case
+	// waits the TTL plus that slack, no longer.
+	wait := 15 * time.Second
+	if f.ExpirySlack > 0 {
+		wait = opts.TTL + f.ExpirySlack
+	}
 	select {
 	case <-lease.Lost():
-	case <-time.After(15 * time.Second):
-		t.Fatal("lease.Lost() not closed 15s after the lease was broken")
+	case <-time.After(wait):
+		t.Fatalf("lease.Lost() not closed %v after the lease was broken: the holder did not notice its key was gone", wait)
 	}
 	if err := lease.Err(); !errors.Is(err, lockimpl.ErrLeaseLost) {
 		t.Fatalf("lease.Err() = %v, want ErrLeaseLost", err)

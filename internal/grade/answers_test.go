@@ -1,0 +1,147 @@
+package grade_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seckill-lab/seckill/internal/grade"
+	"github.com/seckill-lab/seckill/internal/stack"
+)
+
+// answer is one answer to an exercise kept under testdata/answers/EXERCISE/
+// NAME/lock.go, graded in place of exercises/EXERCISE/lock.go (an overlay:
+// the students' files stay as they are): the known wrong answers a class
+// writes, and a right one.
+type answer struct {
+	exercise, name string
+	// stack: the grade runs the bench or the faults, so the stack's binary
+	// is rebuilt with the answer and its instances restarted; such grades
+	// run one at a time. Otherwise the conformance part only, at once.
+	stack bool
+	parts []string
+	// hints are the checks that must fail, each with a phrase of the hint
+	// its cause calls for; figures, phrases of their figures. None: the
+	// grade must pass.
+	hints, figures map[string]string
+}
+
+var answers = []answer{
+	{exercise: "redislock", name: "right", stack: true},
+	{exercise: "redislock", name: "getset", hints: map[string]string{"MutualExclusion": "not a GET then a SET"}},
+	{exercise: "redislock", name: "plaindel", hints: map[string]string{
+		"ReleaseOnlyOwn": "a plain DEL checks nothing", "ExpiresWithoutRenewal": "compare and delete in one step"}},
+	{exercise: "redislock", name: "noexpiry", stack: true, parts: []string{grade.PartConformance, grade.PartFaults},
+		hints: map[string]string{
+			"ExpiresWithoutRenewal":        "has no expiry (PTTL -1)",
+			"ExpiryInOneCommand":           "has no expiry (PTTL -1)",
+			"instance-crash (unprotected)": "did not free at its TTL",
+		},
+		figures: map[string]string{"instance-crash (unprotected)": "sales stopped for"}},
+	{exercise: "redislock", name: "twocommands", hints: map[string]string{"ExpiryInOneCommand": "in a second command (SETNX, then PEXPIRE)"},
+		figures: map[string]string{"ExpiryInOneCommand": "between its SET and its PEXPIRE"}},
+	{exercise: "redislock", name: "gocompare", hints: map[string]string{"ReleaseOnlyOwn": "comparing the owner in Go"},
+		figures: map[string]string{"ReleaseOnlyOwn": "compared the owner, then DELed"}},
+
+	{exercise: "watchdog", name: "right"},
+	{exercise: "watchdog", name: "neverstops", hints: map[string]string{"RenewalStops": "must stop at the release"}},
+	{exercise: "watchdog", name: "noowner", hints: map[string]string{"RenewsOnlyOwn": "extended another holder's key"}},
+	{exercise: "watchdog", name: "afterrelease", hints: map[string]string{"RenewalStops": "stop the watchdog first"}},
+
+	{exercise: "fencing", name: "right"},
+	{exercise: "fencing", name: "notonlease", hints: map[string]string{"TokensIncrease": "carries token 0"}},
+	{exercise: "fencing", name: "version", hints: map[string]string{"TokensIncrease": "fence < token"}},
+}
+
+// TestAnswers grades each kept answer: a wrong one fails, on the checks
+// named, each with the hint of its own cause; a right one passes (the
+// redislock one on every part, within the grader's 60 s promise for a
+// lab's defaults). The conformance-only grades run three at a time, the
+// ones on the stack one after another; the stack's binary is rebuilt
+// from the checkout at the end.
+func TestAnswers(t *testing.T) {
+	t.Run("conformance", func(t *testing.T) {
+		sem := make(chan struct{}, 3)
+		for _, a := range answers {
+			if a.stack {
+				continue
+			}
+			t.Run(a.exercise+"/"+a.name, func(t *testing.T) {
+				t.Parallel()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				a.parts = []string{grade.PartConformance}
+				gradeAnswer(t, a)
+			})
+		}
+	})
+	t.Run("stack", func(t *testing.T) {
+		o := options(t, "redislock")
+		st, err := stack.Load(o.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			// The other tests grade the starters: the stack runs the
+			// checkout again.
+			if err := grade.Build(context.Background(), "", o.Root, st.Binary); err != nil {
+				t.Errorf("rebuild the stack's binary from the checkout: %v", err)
+			}
+		})
+		for _, a := range answers {
+			if a.stack {
+				t.Run(a.exercise+"/"+a.name, func(t *testing.T) { gradeAnswer(t, a) })
+			}
+		}
+	})
+}
+
+func gradeAnswer(t *testing.T, a answer) {
+	o := options(t, a.exercise)
+	o.Parts, o.Label, o.Build = a.parts, a.name, a.stack
+	o.Overlay = map[string]string{
+		filepath.Join("exercises", a.exercise, "lock.go"): filepath.Join("testdata", "answers", a.exercise, a.name, "lock.go"),
+	}
+	sheet, err := grade.Run(ctxT(t), o)
+	var out strings.Builder
+	if sheet != nil {
+		_ = sheet.Write(&out)
+	}
+	if len(a.hints) == 0 {
+		if err != nil {
+			t.Fatalf("grade of the right answer: %v\n%s", err, out.String())
+		}
+		if a.stack && sheet.WallS > 60 {
+			t.Errorf("the grade took %.0f s, over the promised 60 s\n%s", sheet.WallS, out.String())
+		}
+		return
+	}
+	if !errors.Is(err, grade.ErrFailed) {
+		t.Fatalf("grade: err = %v, want ErrFailed\n%s", err, out.String())
+	}
+	checks := map[string]grade.Check{}
+	for _, c := range sheet.Checks {
+		checks[c.Name] = c
+	}
+	for name, hint := range a.hints {
+		c, ok := checks[name]
+		switch {
+		case !ok:
+			t.Errorf("no check %s on the sheet\n%s", name, out.String())
+		case c.Pass:
+			t.Errorf("check %s passed, want a failure\n%s", name, out.String())
+		case !strings.Contains(c.Hint.EN, hint) || c.Hint.ZH == "":
+			t.Errorf("check %s (cause %q, figure %q): hint %q, want its cause's, with %q", name, c.Cause, c.Figure, c.Hint.EN, hint)
+		}
+	}
+	for name, fig := range a.figures {
+		if c := checks[name]; !strings.Contains(c.Figure, fig) {
+			t.Errorf("check %s: figure %q, want %q", name, c.Figure, fig)
+		}
+	}
+	if a.stack && sheet.WallS > 60 {
+		t.Errorf("the grade of a wrong answer took %.0f s, over the promised 60 s\n%s", sheet.WallS, out.String())
+	}
+}
