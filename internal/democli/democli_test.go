@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -213,10 +214,21 @@ func TestEvents(t *testing.T) {
 	buy(goods, past)
 	buy(other, pastOther)
 
-	// The recorded events, filtered by goods.
+	// The recorded events, filtered by goods. The answer may reach the
+	// client before the lock's release is recorded: await the release.
 	var b bytes.Buffer
-	if err := f.Events(ctx, &b, EventsOptions{GoodsID: goods}); err != nil {
-		t.Fatal(err)
+	for {
+		b.Reset()
+		if err := f.Events(ctx, &b, EventsOptions{GoodsID: goods}); err != nil {
+			t.Fatal(err)
+		}
+		if released := regexp.MustCompile(regexp.QuoteMeta(past) + ` +` + string(stock.EventReleased)); released.MatchString(b.String()) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	var kinds []string
