@@ -94,6 +94,7 @@ var Suite = []Range{
 	Span(27000, 150),  // the make test stack (scripts/test.sh)
 	Span(27200, 150),  // internal/lesson's stack
 	Span(27550, 693),  // its lessons' side stacks (lessons 26 and 28: stack.SideBase(27200, 0) and (27200, 1))
+	Span(28300, 150),  // internal/stack TestIdleProbes
 	Span(29000, 350),  // internal/stack TestProxy
 	Span(29500, 150),  // internal/stack TestNginxRoutesAroundDeadInstances
 	Span(29800, 150),  // internal/stack TestNginxConfValid (nginx -t: nothing listens)

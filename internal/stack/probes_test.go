@@ -33,7 +33,7 @@ func TestIdleProbes(t *testing.T) {
 	defer cancel()
 	t.Setenv("SECKILL_ADMIN_TOKEN", "")
 	var progress bytes.Buffer
-	st, err := Up(ctx, Options{Dir: dir, BasePort: testenv.Port(32200), Instances: 1, Binary: seckillBin, Out: &progress, Backends: backends})
+	st, err := Up(ctx, Options{Dir: dir, BasePort: testenv.Port(28300), Instances: 1, Binary: seckillBin, Out: &progress, Backends: backends})
 	t.Cleanup(func() { _ = Down(context.Background(), dir, io.Discard) })
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, progress.String())
