@@ -165,6 +165,31 @@ func Find(name string) (Exercise, error) {
 	return Exercise{}, fmt.Errorf("no exercise %q; the exercises are %s", name, strings.Join(Names(), ", "))
 }
 
+// ForAll is the name that stands for every exercise (`seckill lab new
+// --for all`).
+const ForAll = "all"
+
+// Servers lists what grading exercise name needs besides MySQL (ForAll:
+// every exercise's), in the exercises' order: a lab sized to it starts
+// those alone (`seckill lab new --for`).
+func Servers(name string) ([]catalog.Server, error) {
+	exs := All()
+	if name != ForAll {
+		e, err := Find(name)
+		if err != nil {
+			return nil, err
+		}
+		exs = []Exercise{e}
+	}
+	var out []catalog.Server
+	for _, e := range exs {
+		if !slices.Contains(out, e.Server) {
+			out = append(out, e.Server)
+		}
+	}
+	return out, nil
+}
+
 // Names lists the exercises' names in order.
 func Names() []string {
 	var out []string

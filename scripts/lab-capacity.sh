@@ -103,9 +103,14 @@ new_lab() {
 began=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=()
-for topology in single ha; do
-	name=mem-$topology
-	new_lab "$name" --topology "$topology" --instances 3
+# Each lab: single and ha with every server, and single sized to
+# exercise 1 (lab new --for redislock: Redis and MySQL only).
+for config in single ha redislock; do
+	name=mem-$config
+	case $config in
+	redislock) topology=single; new_lab "$name" --for redislock --instances 3 ;;
+	*) topology=$config; new_lab "$name" --topology "$topology" --instances 3 ;;
+	esac
 	sleep 30 # let the servers settle (JVMs, caches)
 	backends=$(python3 -c 'import json,sys; print(", ".join(json.load(open(sys.argv[1]))["backends"]))' "$OUT/$name/state.json")
 	read -r rss_idle pss_idle procs < <(mem "$OUT/$name")
@@ -119,8 +124,10 @@ for topology in single ha; do
 	read -r bwall buser bsys < "$OUT/$name-bench.time"
 	read -r rss_bench pss_bench _ < <(mem "$OUT/$name")
 	bench_cpu=$(python3 -c "print(f'{$c1 - $c0 + $buser + $bsys:.1f}')")
-	rows+=("| $topology, 3 instances | $procs | $rss_idle | $pss_idle | $rss_bench | $pss_bench | $idle_cpu % | ${bwall}s, ${bench_cpu} CPU-s |")
-	eval "pss_$topology=$pss_bench"
+	label="$topology, 3 instances ($backends)"
+	[ "$config" = redislock ] && label="single, 3 instances, \`--for redislock\` ($backends)"
+	rows+=("| $label | $procs | $rss_idle | $pss_idle | $rss_bench | $pss_bench | $idle_cpu % | ${bwall}s, ${bench_cpu} CPU-s |")
+	eval "pss_$config=$pss_bench"
 	"$BIN" lab rm "$name" --purge > /dev/null
 	labs=("${labs[@]/$name/}")
 done
@@ -161,16 +168,26 @@ busy = $cpu1 / $wall1            # cores one lab uses while its lesson runs
 print(f'{busy:.2f}', f'{1 / busy:.1f}', f'{$cores / busy:.1f}', f'{60 / $cpu1:.1f}')")
 per_gib_single=$(python3 -c "print(f'{1024 / $pss_single:.1f}')")
 per_gib_ha=$(python3 -c "print(f'{1024 / $pss_ha:.1f}')")
+per_gib_ex1=$(python3 -c "print(f'{1024 / $pss_redislock:.1f}')")
+# The same model for two servers: memory less 2 GiB for the system, and
+# the labs' lessons a core runs at once at full speed.
+fits() { python3 -c "
+m = ($1 - 2) * 1024 / $pss_redislock
+c = $2 / ($cpu1 / $wall1)
+print(f'{int(m)} labs by memory, {c:.1f} of them in a lesson or grade at once at full speed')"; }
+fit_here=$(fits "$(free -g | awk '/^Mem:/ {print $2}')" "$(nproc)")
+fit_8=$(fits 32 8)
 wall=$(( $(date +%s) - began ))
 
 {
-	echo "Printed by \`scripts/lab-capacity.sh\` (\`make lab-capacity\`, LESSON=$LESSON LABS=$LABS, $(date -u +%Y-%m-%d), $wall s) on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB RAM, load average $load0 at the start (other work on the machine counts in the CPU figures); each lab with the backends $backends; report in \`${OUT#"$PWD"/}/\`."
+	echo "Printed by \`scripts/lab-capacity.sh\` (\`make lab-capacity\`, LESSON=$LESSON LABS=$LABS, $(date -u +%Y-%m-%d), $wall s) on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB RAM, load average $load0 at the start (other work on the machine counts in the CPU figures); the CPU labs with every server; report in \`${OUT#"$PWD"/}/\`."
 	echo
 	echo "| lab | processes | RSS idle (MiB) | PSS idle (MiB) | RSS after the bench | PSS after the bench | CPU idle | \`bench --strategies redis --requests $BENCH_REQUESTS\` |"
 	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 	printf '%s\n' "${rows[@]}"
 	echo
-	echo "- Memory: PSS splits the pages processes share (the seckill binary of the instances, the dashboard); a single lab takes about $pss_single MiB after a bench, an ha lab $pss_ha MiB: **$per_gib_single single labs or $per_gib_ha ha labs per GiB** of free memory."
+	echo "- Memory: PSS splits the pages processes share (the seckill binary of the instances, the dashboard); a single lab takes about $pss_single MiB after a bench, an ha lab $pss_ha MiB, a lab for exercise 1 (\`seckill lab new NAME --for redislock\`) $pss_redislock MiB: **$per_gib_single single labs, $per_gib_ha ha labs or $per_gib_ex1 exercise-1 labs per GiB** of free memory."
+	echo "- Exercise-1 labs per server (memory less 2 GiB for the system; CPU: one lesson's cores, below): this machine, $(nproc) cores and $(free -g | awk '/^Mem:/ {print $2}') GiB: $fit_here; 8 cores and 32 GiB: $fit_8. A grade is a lesson's size; idle labs cost their idle CPU only."
 	echo "- CPU: \`seckill lesson $LESSON\` on one lab alone took ${wall1} s and $cpu1 CPU-s (the lab's processes and the lesson's client): the lab keeps $busy cores busy while its lesson runs, so **$per_core labs per core** run a lesson at the same moment at full speed ($labs_box on these $cores cores); put another way, a core runs **$per_min such lessons a minute**. Between lessons a lab is idle (the CPU idle column). The same lesson on 1 to $LABS labs at once:"
 	echo
 	echo "| labs at once | slowest lesson | slowdown | CPU-s in all | cores busy | verdicts |"

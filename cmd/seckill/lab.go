@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
+	"github.com/seckill-lab/seckill/exercises"
 	"github.com/seckill-lab/seckill/internal/lab"
 	"github.com/seckill-lab/seckill/internal/ports"
 	"github.com/seckill-lab/seckill/internal/stack"
@@ -14,7 +16,7 @@ import (
 
 // runLab maps `seckill lab new|list|rm|test-shift` to package lab.
 func runLab(ctx context.Context, args []string) error {
-	usage := "usage: seckill lab new NAME [--topology single|ha] [--instances N] [--dir DIR] [--port-min P] [--port-max P]\n" +
+	usage := "usage: seckill lab new NAME [--for EXERCISE] [--topology single|ha] [--instances N] [--dir DIR] [--port-min P] [--port-max P]\n" +
 		"       seckill lab list [--json]\n" +
 		"       seckill lab rm NAME [--purge]\n" +
 		"       seckill lab test-shift [--pid PID]   (scripts/test.sh: the test suite's port shift)\n\n" +
@@ -71,6 +73,7 @@ func labNew(ctx context.Context, fs *flag.FlagSet, reg *string, args []string) e
 	portMin := fs.Int("port-min", lab.DefaultWindow.Lo, "lowest port the lab may take (its lessons' side stacks included)")
 	portMax := fs.Int("port-max", lab.DefaultWindow.Hi, "highest port the lab may take (the test suite's 26000-31700 and ports.Suite are kept free anyway)")
 	binary := fs.String("binary", "", "seckill binary the instances run (default: this one)")
+	forEx := fs.String("for", "", "size the lab to an exercise ("+strings.Join(exercises.Names(), ", ")+" or "+exercises.ForAll+"): only the servers its grade needs and MySQL (default: every server)")
 	name, err := oneName(fs, args, "new")
 	if err != nil {
 		return err
@@ -88,8 +91,11 @@ func labNew(ctx context.Context, fs *flag.FlagSet, reg *string, args []string) e
 	if *topology != stack.TopologySingle && *topology != stack.TopologyHA {
 		return exitError{code: 2, msg: fmt.Sprintf("lab new: --topology %q: want single or ha", *topology)}
 	}
+	if _, err := lab.BackendsFor(*forEx); err != nil {
+		return exitError{code: 2, msg: "lab new: " + err.Error()}
+	}
 	o := lab.Options{Name: name, Registry: *reg, Topology: *topology, Instances: *instances, Dir: *dir,
-		Window: ports.Range{Lo: *portMin, Hi: *portMax}, Binary: *binary, Out: os.Stdout}
+		Window: ports.Range{Lo: *portMin, Hi: *portMax}, Binary: *binary, Out: os.Stdout, For: *forEx}
 	rec, st, err := lab.New(ctx, o)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -227,6 +228,7 @@ func TestTwoLabs(t *testing.T) {
 	defer cancel()
 	names := []string{"ann", "bob"}
 	recs := make([]Record, len(names))
+	sts := make([]*stack.State, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
@@ -235,13 +237,34 @@ func TestTwoLabs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			recs[i], _, errs[i] = New(ctx, Options{Name: name, Registry: reg, Instances: 1, Dir: dir, Window: window(), Binary: seckillBin, Owner: "t-" + name, inSuite: true})
+			// ann's lab is sized to exercise 1: Redis and MySQL only.
+			var forEx string
+			if name == "ann" {
+				forEx = "redislock"
+			}
+			recs[i], sts[i], errs[i] = New(ctx, Options{Name: name, Registry: reg, Instances: 1, Dir: dir, Window: window(), Binary: seckillBin, Owner: "t-" + name, inSuite: true, For: forEx})
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
 			testenv.Unavailable(t, "lab "+names[i]+"'s stack", err)
+		}
+	}
+	// Exercise 1's lab starts no etcd, ZooKeeper or Consul; the full one
+	// starts etcd and ZooKeeper (Consul where make deps built it).
+	for i, st := range sts {
+		var started []string
+		for _, c := range st.Components {
+			started = append(started, c.Name)
+		}
+		for _, g := range []string{"etcd", "zookeeper", "consul"} {
+			switch has := slices.Contains(started, g); {
+			case i == 0 && has:
+				t.Errorf("lab ann (for redislock) runs %s: %v", g, started)
+			case i == 1 && !has && g != "consul":
+				t.Errorf("lab bob (every server) runs no %s: %v", g, started)
+			}
 		}
 	}
 	if a, b := recs[0].Footprint(), recs[1].Footprint(); a.Overlaps(b) || !a.Within(window()) || !b.Within(window()) {
@@ -359,5 +382,35 @@ func TestAliveOnly(t *testing.T) {
 				t.Errorf("got %s (%s), want %s", s.State, s.Health, tt.want)
 			}
 		})
+	}
+}
+
+// TestBackendsFor: a lab sized to an exercise starts MySQL and the servers
+// its grade needs; "" is every server; an unknown name names the choices.
+func TestBackendsFor(t *testing.T) {
+	for _, tc := range []struct {
+		name, want, err string
+	}{
+		{"", "", ""},
+		{"redislock", "mysql,redis", ""},
+		{"watchdog", "mysql,redis", ""},
+		{"fencing", "mysql,etcd", ""},
+		{"all", "mysql,redis,etcd", ""},
+		{"nope", "", "want redislock, watchdog, fencing or all"},
+	} {
+		got, err := BackendsFor(tc.name)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("BackendsFor(%q): %v, want an error containing %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		var names []string
+		for _, b := range got {
+			names = append(names, string(b))
+		}
+		if err != nil || strings.Join(names, ",") != tc.want {
+			t.Errorf("BackendsFor(%q) = %v, %v; want %s", tc.name, names, err, tc.want)
+		}
 	}
 }

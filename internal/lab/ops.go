@@ -17,7 +17,9 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"github.com/seckill-lab/seckill/exercises"
 	"github.com/seckill-lab/seckill/internal/ports"
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/supervise"
 )
@@ -43,6 +45,10 @@ type Options struct {
 	Out io.Writer
 	// Finder is where the servers are looked for (default: this machine).
 	Finder *stack.Finder
+	// For sizes the lab to an exercise (exercises.Names, or
+	// exercises.ForAll): its stack runs only the servers that exercise's
+	// grade needs, and MySQL. Default "": every server (as `seckill up`).
+	For string
 
 	// inSuite: the test suite's own test of labs, whose window is one of
 	// the suite's ranges; other labs keep off them.
@@ -86,7 +92,30 @@ func (o Options) normalize() (Options, error) {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
+	if _, err := BackendsFor(o.For); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// BackendsFor is the backends a lab sized to exercise name starts: MySQL
+// and the servers its grade needs (exercises.Servers). nil for "": every
+// server.
+func BackendsFor(name string) ([]stack.Backend, error) {
+	if name == "" {
+		return nil, nil
+	}
+	servers, err := exercises.Servers(name)
+	if err != nil {
+		return nil, fmt.Errorf("--for %q: want %s or %s: %w", name, strings.Join(exercises.Names(), ", "), exercises.ForAll, err)
+	}
+	out := []stack.Backend{stack.BackendMySQL}
+	for _, s := range servers {
+		if g := server.GroupOfServer(string(s)); g != "" && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out, nil
 }
 
 // New creates the lab o.Name: it picks a free port range and records the
@@ -102,8 +131,12 @@ func New(ctx context.Context, o Options) (Record, *stack.State, error) {
 	if err != nil {
 		return Record{}, nil, err
 	}
+	backends, err := BackendsFor(o.For)
+	if err != nil {
+		return Record{}, nil, err
+	}
 	st, err := stack.Up(ctx, stack.Options{Dir: rec.Dir, BasePort: rec.BasePort, Topology: rec.Topology, Instances: rec.Instances,
-		Binary: o.Binary, Dashboard: true, Out: o.Out, Finder: o.Finder})
+		Binary: o.Binary, Dashboard: true, Out: o.Out, Finder: o.Finder, Backends: backends})
 	if err != nil {
 		_ = os.Remove(recordPath(o.Registry, o.Name))
 		return Record{}, nil, fmt.Errorf("lab %s: start its stack on base port %d in %s: %w", o.Name, rec.BasePort, rec.Dir, err)
