@@ -174,7 +174,7 @@ per_gib_ex1=$(python3 -c "print(f'{1024 / $pss_redislock:.1f}')")
 fits() { python3 -c "
 m = ($1 - 2) * 1024 / $pss_redislock
 c = $2 / ($cpu1 / $wall1)
-print(f'{int(m)} labs by memory, {c:.1f} of them in a lesson or grade at once at full speed')"; }
+print(f'{int(m)} labs by memory, {c:.1f} of them running lesson  at once at full speed')"; }
 fit_here=$(fits "$(free -g | awk '/^Mem:/ {print $2}')" "$(nproc)")
 fit_8=$(fits 32 8)
 wall=$(( $(date +%s) - began ))
@@ -187,7 +187,7 @@ wall=$(( $(date +%s) - began ))
 	printf '%s\n' "${rows[@]}"
 	echo
 	echo "- Memory: PSS splits the pages processes share (the seckill binary of the instances, the dashboard); a single lab takes about $pss_single MiB after a bench, an ha lab $pss_ha MiB, a lab for exercise 1 (\`seckill lab new NAME --for redislock\`) $pss_redislock MiB: **$per_gib_single single labs, $per_gib_ha ha labs or $per_gib_ex1 exercise-1 labs per GiB** of free memory."
-	echo "- Exercise-1 labs per server (memory less 2 GiB for the system; CPU: one lesson's cores, below): this machine, $(nproc) cores and $(free -g | awk '/^Mem:/ {print $2}') GiB: $fit_here; 8 cores and 32 GiB: $fit_8. A grade is a lesson's size; idle labs cost their idle CPU only."
+	echo "- Exercise-1 labs per server (memory less 2 GiB for the system; CPU: one lesson's cores, below): this machine, $(nproc) cores and $(free -g | awk '/^Mem:/ {print $2}') GiB: $fit_here; 8 cores and 32 GiB: $fit_8. Idle labs cost their idle CPU only."
 	echo "- CPU: \`seckill lesson $LESSON\` on one lab alone took ${wall1} s and $cpu1 CPU-s (the lab's processes and the lesson's client): the lab keeps $busy cores busy while its lesson runs, so **$per_core labs per core** run a lesson at the same moment at full speed ($labs_box on these $cores cores); put another way, a core runs **$per_min such lessons a minute**. Between lessons a lab is idle (the CPU idle column). The same lesson on 1 to $LABS labs at once:"
 	echo
 	echo "| labs at once | slowest lesson | slowdown | CPU-s in all | cores busy | verdicts |"
