@@ -174,7 +174,7 @@ per_gib_ex1=$(python3 -c "print(f'{1024 / $pss_redislock:.1f}')")
 fits() { python3 -c "
 m = ($1 - 2) * 1024 / $pss_redislock
 c = $2 / ($cpu1 / $wall1)
-print(f'{int(m)} labs by memory, {c:.1f} of them running lesson  at once at full speed')"; }
+print(f'{int(m)} labs by memory, {c:.1f} of them running lesson $LESSON at once at full speed')"; }
 fit_here=$(fits "$(free -g | awk '/^Mem:/ {print $2}')" "$(nproc)")
 fit_8=$(fits 32 8)
 wall=$(( $(date +%s) - began ))
