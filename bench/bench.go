@@ -372,9 +372,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return rep, err
 	}
 	summarize(rep, o, costCond, began)
-	if best := bestThroughput(rep.Summary); best > 0 && rep.CeilingRPS > 0 {
-		rep.CeilingRatio = rep.CeilingRPS / best
-	}
 	if o.OutDir != "" {
 		if err := WriteReports(o.OutDir, rep); err != nil {
 			return rep, err
@@ -506,6 +503,10 @@ func (r *runner) rounds(ctx context.Context, rep *Report) error {
 func summarize(rep *Report, o Options, costCond CostConditions, began time.Time) {
 	rep.Summary = Summarize(rep.Runs)
 	setDBCeiling(rep.Summary, rep.DBCeiling)
+	if best := bestThroughput(rep.Summary); best > 0 && rep.CeilingRPS > 0 {
+		rep.CeilingRatio = rep.CeilingRPS / best
+	}
+	setLimits(rep.Summary, rep.Runs, rep.CeilingRPS)
 	rep.Sweep = sweepOf(rep.Summary, o.Sweep)
 	rep.CostModel = costModel(costCond, rep.Runs, rep.Summary)
 	rep.WallS = time.Since(began).Seconds()

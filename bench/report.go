@@ -17,7 +17,7 @@ import (
 
 // tableHeader are the columns of the comparison table.
 var tableHeader = []string{"strategy", "expected", "oversold", "lost", "ok", "final stock",
-	"req/s", "ok/s", "of DB", "p50 ms", "p99 ms", "lock wait ms", "invariants"}
+	"req/s", "ok/s", "of DB", "p50 ms", "p99 ms", "lock wait ms", "invariants", "limited by"}
 
 // tableRows renders one row per strategy.
 func tableRows(ss []Summary) [][]string {
@@ -44,6 +44,7 @@ func tableRows(ss []Summary) [][]string {
 			fmtStat(s.P99MS, s.Repeats, "%.1f"),
 			wait,
 			fmt.Sprintf("%d/%d", s.InvariantsPassed, s.InvariantsTotal),
+			limitCell(s),
 		})
 	}
 	return rows

@@ -57,6 +57,9 @@ type Summary struct {
 	// limit for the purchase transaction (Report.DBCeiling; nil when it
 	// was not measured).
 	OfDBCeiling *float64 `json:"of_db_ceiling,omitempty"`
+	// Limit is what bounded the row's throughput (limitOf): the lab's
+	// CPU, the database or the lock's server; nil without CPU figures.
+	Limit *Limit `json:"limited_by,omitempty"`
 }
 
 // runNamer returns the function that names a run's summary row: its

@@ -68,6 +68,8 @@ type Options struct {
 
 type handler struct {
 	Options
+	// xInstance is the X-Instance header's value, built once.
+	xInstance []string
 }
 
 // New returns the service's HTTP handler.
@@ -84,7 +86,7 @@ func New(opts Options) http.Handler {
 	if opts.Log == nil {
 		opts.Log = log.New(os.Stderr, "seckill: ", log.LstdFlags|log.Lmicroseconds)
 	}
-	h := &handler{opts}
+	h := &handler{Options: opts, xInstance: []string{opts.Service.Instance()}}
 	r := gin.New()
 	r.Use(h.recovery, h.instanceHeader)
 	r.NoRoute(func(c *gin.Context) {
@@ -133,7 +135,7 @@ func profile(c *gin.Context) {
 }
 
 func (h *handler) instanceHeader(c *gin.Context) {
-	c.Header("X-Instance", h.Service.Instance())
+	c.Writer.Header()["X-Instance"] = h.xInstance
 	c.Next()
 }
 
@@ -188,10 +190,22 @@ func (h *handler) bindJSON(c *gin.Context, dst any, fields ...string) bool {
 		return false
 	}
 	if err != nil {
-		fail(c, http.StatusBadRequest, "invalid_json", "reading body: "+err.Error())
+		failRead(c, err)
 		return false
 	}
 	c.Set(rawBodyKey, body)
+	return decodeJSON(c, body, dst, fields...)
+}
+
+// failRead answers a body that could not be read.
+func failRead(c *gin.Context, err error) {
+	fail(c, http.StatusBadRequest, "invalid_json", "reading body: "+err.Error())
+}
+
+// decodeJSON is bindJSON's checks of a body already read: valid UTF-8, an
+// object whose keys are exactly among fields, each once, well-formed and
+// well-typed. It writes the error response and returns false on failure.
+func decodeJSON(c *gin.Context, body []byte, dst any, fields ...string) bool {
 	if !utf8.Valid(body) {
 		fail(c, http.StatusBadRequest, "invalid_utf8", "the body is not valid UTF-8")
 		return false
@@ -238,14 +252,15 @@ type purchaseBody struct {
 	UserID  *string `json:"user_id"`
 }
 
+var purchaseFields = []string{"goods_id", "qty", "user_id"}
+
+// purchase answers POST /api/v1/purchase. A body of the usual shape with a
+// declared length is decoded without reflection (decodePurchase); any other
+// goes through bindJSON, and both answer the same.
 func (h *handler) purchase(c *gin.Context) {
 	cfg := h.Service.Config()
-	var b purchaseBody
-	if !h.bindJSON(c, &b, "goods_id", "qty", "user_id") {
-		h.Metrics.Purchase("bad_request", cfg.Name)
-		return
-	}
-	if missing(c, namedField{"goods_id", b.GoodsID == nil}, namedField{"qty", b.Qty == nil}, namedField{"user_id", b.UserID == nil}) {
+	var req stock.PurchaseRequest
+	if !h.purchaseBody(c, &req) {
 		h.Metrics.Purchase("bad_request", cfg.Name)
 		return
 	}
@@ -255,7 +270,7 @@ func (h *handler) purchase(c *gin.Context) {
 		fail(c, http.StatusBadRequest, "invalid_utf8", "the Idempotency-Key header is not valid UTF-8")
 		return
 	}
-	req := stock.PurchaseRequest{GoodsID: *b.GoodsID, Qty: *b.Qty, UserID: *b.UserID, RequestID: key}
+	req.RequestID = key
 	budget := cfg.LockWait + cfg.WorkDelay + 15*time.Second
 	ctx, cancel := context.WithTimeout(c.Request.Context(), budget)
 	defer cancel()
@@ -269,7 +284,37 @@ func (h *handler) purchase(c *gin.Context) {
 	if rc.Accepted {
 		o.Status = http.StatusAccepted // decided; the order is written later
 	}
-	c.JSON(o.Status, rc)
+	answerReceipt(c, o.Status, rc)
+}
+
+// purchaseBody reads the purchase's fields into req. It writes the error
+// response and returns false on a bad body.
+func (h *handler) purchaseBody(c *gin.Context, req *stock.PurchaseRequest) bool {
+	if jsonExact(c.GetHeader("Content-Type")) {
+		if body, buf, ok, err := h.readBody(c); ok {
+			if err != nil {
+				failRead(c, err)
+				return false
+			}
+			defer putBody(buf)
+			if req.GoodsID, req.Qty, req.UserID, ok = decodePurchase(body); ok {
+				return true
+			}
+			var b purchaseBody
+			return decodeJSON(c, body, &b, purchaseFields...) && b.fill(c, req)
+		}
+	}
+	var b purchaseBody
+	return h.bindJSON(c, &b, purchaseFields...) && b.fill(c, req)
+}
+
+// fill copies b into req, or answers 400 for its first missing field.
+func (b purchaseBody) fill(c *gin.Context, req *stock.PurchaseRequest) bool {
+	if missing(c, namedField{"goods_id", b.GoodsID == nil}, namedField{"qty", b.Qty == nil}, namedField{"user_id", b.UserID == nil}) {
+		return false
+	}
+	req.GoodsID, req.Qty, req.UserID = *b.GoodsID, *b.Qty, *b.UserID
+	return true
 }
 
 // writeErr answers err with its outcome o (stock.OutcomeOf). The detail
