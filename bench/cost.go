@@ -219,6 +219,65 @@ type CostRow struct {
 	Split *CostSplit `json:"split,omitempty"`
 	// Disagrees is set when Ratio is above 2 or below 1/2.
 	Disagrees bool `json:"disagrees,omitempty"`
+	// Steps are a lock's cycle step by step, the model's time beside the
+	// measured (the runs' lock cycles, per purchase): absent for a row
+	// without a lock or without a measured cycle.
+	Steps []CostStep `json:"steps,omitempty"`
+	// Loses names the step whose measured time exceeds the model's most,
+	// when Ratio is below LosesBelow ("" otherwise).
+	Loses string `json:"loses,omitempty"`
+}
+
+// LosesBelow is the measured/predicted ratio under which the report names
+// the step of the lock's cycle that loses the most time.
+const LosesBelow = 0.8
+
+// CostStep is one step of a lock's cycle per purchase, in ms: the model's
+// time for its phase of the critical path and the mean measured by the
+// lock cycle (bench LockCycle), scaled by holds per purchase.
+type CostStep struct {
+	Step        string  `json:"step"`
+	PredictedMS float64 `json:"predicted_ms"`
+	MeasuredMS  float64 `json:"measured_ms"`
+}
+
+// lockSteps pairs the model's phases of a lock's critical path with the
+// measured lock cycle: held (the read, the write and the commit under the
+// lock), the release, and the handoff (the wake-up and the next holder's
+// last acquire). nil without a measured cycle with its held split.
+func lockSteps(p cost.Prediction, cycles []*LockCycle, purchases int) []CostStep {
+	var held, release, handoff float64
+	holds := 0
+	for _, c := range cycles {
+		if c == nil || c.ReadMS == nil || c.Holds == 0 {
+			continue
+		}
+		n := float64(c.Holds)
+		held += (c.ReadMS.Mean + c.WriteMS.Mean) * n
+		release += c.ReleaseMS.Mean * n
+		handoff += c.HandoffMS.Mean * n
+		holds += c.Holds
+	}
+	if holds == 0 || purchases == 0 {
+		return nil
+	}
+	per := float64(purchases)
+	return []CostStep{
+		{"held", p.ByPhase[cost.Held], held / per},
+		{"release", p.ByPhase[cost.Release], release / per},
+		{"handoff", p.ByPhase[cost.AcquireLast], handoff / per},
+	}
+}
+
+// losing is the step whose measured time exceeds the model's most.
+func losing(steps []CostStep) string {
+	best, most := "", 0.0
+	for _, st := range steps {
+		if d := st.MeasuredMS - st.PredictedMS; d > most {
+			best, most = st.Step, d
+		}
+	}
+	return best
 }
 
 // CostSplit is a strategy's time per purchase on its critical path, in
@@ -247,6 +306,12 @@ func costModel(c CostConditions, runs []RunResult, sums []Summary) *CostModel {
 				ok += r.Cost.Purchases
 			}
 		}
+		var cycles []*LockCycle
+		for _, r := range runs {
+			if nameOf(r) == s.Name && r.Cost != nil {
+				cycles = append(cycles, r.LockCycle)
+			}
+		}
 		rc := newRunCost(counts, ok, cond.Fsyncs)
 		if rc == nil {
 			continue
@@ -268,6 +333,12 @@ func costModel(c CostConditions, runs []RunResult, sums []Summary) *CostModel {
 				measured := 1000 / row.MeasuredOKPerS
 				row.Split = &CostSplit{WireMS: p.WireMS, DiskMS: p.DiskMS, ServerMS: p.ServerMS, PredictedMS: p.SerialMS,
 					MeasuredMS: measured, UnexplainedMS: measured - p.SerialMS}
+			}
+			if locker {
+				row.Steps = lockSteps(row.Prediction, cycles, ok)
+				if r < LosesBelow {
+					row.Loses = losing(row.Steps)
+				}
 			}
 		}
 		m.Rows = append(m.Rows, row)
@@ -307,6 +378,9 @@ func costTable(m *CostModel) (table, []string) {
 		}
 		if r.Split != nil {
 			measured, unexplained = fmt.Sprintf("%.2f", r.Split.MeasuredMS), fmt.Sprintf("%+.2f", r.Split.UnexplainedMS)
+		}
+		if r.Loses != "" {
+			notes = append(notes, losesNote(r))
 		}
 		t.Rows = append(t.Rows, []string{r.Name, serverFigures(r.RoundTrips), fmt.Sprintf("%.2f", r.Fsyncs),
 			fmt.Sprintf("%s: %.2f round trips (%s), %.2f fsyncs", r.Path, r.Prediction.RoundTrips, serverFigures(r.Critical.RoundTrips), r.Prediction.Fsyncs),
@@ -367,6 +441,28 @@ func disagreement(r CostRow) string {
 	return fmt.Sprintf("%s sold %.2f× the predicted serial limit (%.1f ok/s against %.0f): something besides its critical path limits it "+
 		"(the machine's CPU, the load generator, wake-ups and retries of waiters, lock waits that time out) — a finding or a bug.",
 		r.Name, *r.Ratio, r.MeasuredOKPerS, r.Prediction.LimitPerS)
+}
+
+// losesNote says, for a lock below LosesBelow of its model, which step of
+// its cycle loses the most time, with every step's figures.
+func losesNote(r CostRow) string {
+	var parts []string
+	var lost CostStep
+	for _, st := range r.Steps {
+		parts = append(parts, fmt.Sprintf("%s %.2f ms against %.2f", st.Step, st.MeasuredMS, st.PredictedMS))
+		if st.Step == r.Loses {
+			lost = st
+		}
+	}
+	return fmt.Sprintf("%s sold %.2f of its model: the step of the lock's cycle that loses the most time is the %s, %.2f ms per purchase measured against %.2f predicted (%s: %s; lock cycle, per purchase, measured against the model).",
+		r.Name, *r.Ratio, r.Loses, lost.MeasuredMS, lost.PredictedMS, stepWords[r.Loses], strings.Join(parts, ", "))
+}
+
+// stepWords says what each step of a lock's cycle is.
+var stepWords = map[string]string{
+	"held":    "the read, the write and the commit under the lock",
+	"release": "the release, a write a waiter watches",
+	"handoff": "the wake-up of the next holder and its last acquire",
 }
 
 // serverFigures renders per-server figures as "redis 2.00 + mysql 5.00".

@@ -232,6 +232,10 @@ type Prediction struct {
 	ServerByServer map[Server]float64 `json:"server_by_server,omitempty"`
 	// Unprobed are the "server op" the path uses that had no probe.
 	Unprobed []string `json:"unprobed,omitempty"`
+	// ByPhase is SerialMS by the phase of the critical path (a lock's
+	// Held, Release and AcquireLast; a row's RowLocked): wire, disk and
+	// server time of that phase's steps. Empty for a path without steps.
+	ByPhase map[Phase]float64 `json:"by_phase,omitempty"`
 	// SerialMS is the critical path's time per purchase.
 	SerialMS float64 `json:"serial_ms"`
 	// LimitPerS is 1000 / SerialMS: purchases per second with one holder
@@ -251,8 +255,12 @@ func Predict(path Path, c Conditions) Prediction {
 	}
 	pr.WireMS = pr.RoundTrips * c.RTTMS
 	pr.DiskMS = pr.Fsyncs * c.FsyncMS
-	if c.Probes != nil {
-		for _, st := range path.Steps {
+	for _, st := range path.Steps {
+		phase := st.RoundTrips * c.RTTMS
+		if c.Fsyncs[st.Server] {
+			phase += st.Writes * c.FsyncMS
+		}
+		if c.Probes != nil {
 			ms := stepServerMS(st, c, &pr.Unprobed)
 			if ms > 0 {
 				if pr.ServerByServer == nil {
@@ -260,8 +268,13 @@ func Predict(path Path, c Conditions) Prediction {
 				}
 				pr.ServerByServer[st.Server] += ms
 				pr.ServerMS += ms
+				phase += ms
 			}
 		}
+		if pr.ByPhase == nil {
+			pr.ByPhase = map[Phase]float64{}
+		}
+		pr.ByPhase[st.Phase] += phase
 	}
 	pr.SerialMS = pr.WireMS + pr.DiskMS + pr.ServerMS
 	if pr.SerialMS > 0 && !math.IsInf(pr.SerialMS, 0) {

@@ -277,6 +277,14 @@ func TestServerTime(t *testing.T) {
 					t.Errorf("server time of %s %v, want %v", s, p.ServerByServer[s], want)
 				}
 			}
+			// The phases split the same time: their sum is the path's.
+			var byPhase float64
+			for _, ms := range p.ByPhase {
+				byPhase += ms
+			}
+			if !near(byPhase, p.SerialMS) {
+				t.Errorf("by phase %v: sum %v, want the serial %v ms", p.ByPhase, byPhase, p.SerialMS)
+			}
 			slices.Sort(p.Unprobed)
 			if !slices.Equal(p.Unprobed, tc.unprobed) {
 				t.Errorf("unprobed %v, want %v", p.Unprobed, tc.unprobed)
