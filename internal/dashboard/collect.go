@@ -39,8 +39,11 @@ type Snapshot struct {
 	Instances    []InstanceView `json:"instances"`
 	Strategy     *StrategyView  `json:"strategy"` // the first answering instance's
 	Disagree     bool           `json:"disagree"`
-	Lock         LockView       `json:"lock"`
-	Timeline     TimelineView   `json:"timeline"`
+	// Knobs are the knobs of Strategy that differ from its defaults
+	// (stock.Config.Knobs): the header shows every one.
+	Knobs    []stock.Knob `json:"knobs"`
+	Lock     LockView     `json:"lock"`
+	Timeline TimelineView `json:"timeline"`
 	// LastBurst is the race timeline of the latest burst, from its first
 	// purchase to its last: what the page keeps on screen after it (nil
 	// before any burst, and after a reset).
@@ -148,6 +151,9 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 		total.waitCount += polls[i].waitCount
 		total.holdSum += polls[i].holdSum
 		total.holdCount += polls[i].holdCount
+	}
+	if snap.Strategy != nil {
+		snap.Knobs = snap.Strategy.Config.Knobs()
 	}
 	s.readAudit(ctx, &snap, st, insts, polls)
 	if snap.Audit != nil {
