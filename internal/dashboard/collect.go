@@ -156,6 +156,19 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 		snap.Knobs = snap.Strategy.Config.Knobs()
 	}
 	s.readAudit(ctx, &snap, st, insts, polls)
+
+	// A new setting starts the cards afresh: the sales rate, its
+	// sparkline and the lock figures count from the switch, so no figure
+	// of the old strategy sits beside the new one's name.
+	s.mu.Lock()
+	if snap.Strategy != nil && snap.Strategy.Config.String() != s.setting {
+		if s.setting != "" {
+			s.hist, s.rate, s.settingNS = nil, nil, nowNS
+		}
+		s.setting = snap.Strategy.Config.String()
+	}
+	settingNS := s.settingNS
+	s.mu.Unlock()
 	if snap.Audit != nil {
 		total.sold = snap.Audit.SoldQty
 	}
@@ -172,7 +185,7 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 	s.mu.Unlock()
 
 	evs := s.events.since(nowNS, nowNS-int64(Window))
-	snap.Lock.fromEvents(evs)
+	snap.Lock.fromEvents(s.events.since(nowNS, max(nowNS-int64(Window), settingNS)))
 	snap.Timeline = timeline(evs, st.InstanceNames(), nowNS-int64(Window), nowNS)
 	snap.LastBurst = s.lastBurst(st.InstanceNames(), nowNS)
 	b, err := json.Marshal(snap)
@@ -187,7 +200,7 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 // strategies, the stack's directory, nginx and proxy, its conditions, the
 // components a fault can target and the faults active now.
 func describeStack(snap *Snapshot, st *stack.State) {
-	for _, info := range catalog.Strategies() {
+	for _, info := range catalog.Extended() { // the registry and the exercises' locks
 		snap.Strategies = append(snap.Strategies, StrategyInfo{info.Name, info.Flawed, info.Tokens, info.Renews, info.Summary, linkOf(info)})
 	}
 	snap.Stack, snap.Nginx, snap.Proxy = st.Dir, st.NginxURL(), st.Proxy
