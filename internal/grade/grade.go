@@ -584,7 +584,7 @@ func (s *Sheet) Write(w io.Writer) error {
 }
 
 // partZH names the parts in Chinese.
-var partZH = map[string]string{PartConformance: "一致性测试", PartBench: "压测", PartFaults: "故障场景"}
+var partZH = map[string]string{PartConformance: "接口一致性测试", PartBench: "压测", PartFaults: "故障场景"}
 
 // Build compiles ./cmd/seckill in root into binary, the one the stack
 // runs: to a new file first, then renamed over it, so running processes
