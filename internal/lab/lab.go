@@ -108,8 +108,8 @@ func NormalizeName(typed string) (name, note string, err error) {
 	if name == "" {
 		return "", "", errors.New(`a lab needs a name: seckill lab new "$USER" (or a name such as alice)`)
 	}
-	if err := ValidName(name); err != nil {
-		return "", "", err
+	if ValidName(name) != nil {
+		return "", "", ValidName(typed) // the error quotes what was typed
 	}
 	if name != typed {
 		note = fmt.Sprintf("lab name %q is %q: lab names are lower case", typed, name)
