@@ -120,7 +120,7 @@ func TestSlug(t *testing.T) {
 		{"snake_case and kebab-case", "snake_case-and-kebab-case"},
 		{"**Bold** words", "bold-words"},
 		{"[A link](x.md) in it", "a-link-in-it"},
-		{"实测的课时", "实测的课时"},
+		{"实测用时", "实测用时"},
 		{"前一天", "前一天"},
 		{"Redis SETNX：能用但空转", "redis-setnx能用但空转"},
 	}
@@ -207,5 +207,41 @@ func TestDocLinks(t *testing.T) {
 	}
 	if links == 0 {
 		t.Fatal("no relative link found: the parser is broken")
+	}
+}
+
+// TestHandoutChineseTerms: the Chinese handout keeps one word per term (its
+// glossary, 术语): the source articles are 参考文章, an unprotected run is
+// 无保护, the conformance suite is 接口一致性测试.
+func TestHandoutChineseTerms(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("docs", "workshop", "zh.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zh := string(b)
+	tests := []struct {
+		name string
+		bad  *regexp.Regexp
+		use  string
+	}{
+		{"种子", regexp.MustCompile(`种子`), "参考文章 (the sources) or 随机数起点 (--seed)"},
+		{"不保护", regexp.MustCompile(`不保护`), "无保护"},
+		{"一致性测试 without 接口", regexp.MustCompile(`(^|[^口])一致性测试`), "接口一致性测试"},
+		{"实测的课时", regexp.MustCompile(`实测的课时`), "实测用时"},
+		{"比速度的课", regexp.MustCompile(`比速度的课`), "测吞吐量的课"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i, line := range strings.Split(zh, "\n") {
+				if tt.bad.MatchString(line) {
+					t.Errorf("zh.md:%d uses %s: write %s\n%s", i+1, tt.name, tt.use, line)
+				}
+			}
+		})
+	}
+	for _, term := range []string{"参考文章", "无保护", "接口一致性测试", "实测用时", "初始库存"} {
+		if !strings.Contains(zh, "| "+term+" |") {
+			t.Errorf("zh.md's glossary (术语) has no row for %s", term)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,6 +115,52 @@ func (c Config) WithDefaults() Config {
 // Equal reports whether c and o are the same setting once their defaults
 // are filled in (a zero LockTTL equals DefaultLockTTL).
 func (c Config) Equal(o Config) bool { return c.WithDefaults() == o.WithDefaults() }
+
+// Knob is one knob of a setting that differs from its strategy's default:
+// its name as `seckill status` and the dashboard print it ("work", "ttl",
+// "wait", "fencing", "no watchdog", "no local queue", "no lease check",
+// "release pause", "batch", "per-user limit") and its value, empty for a
+// switch.
+type Knob struct {
+	Name  string `json:"name"`
+	Value string `json:"value,omitempty"`
+}
+
+// String is the knob as the status line prints it: "work 250ms".
+func (k Knob) String() string { return strings.TrimSpace(k.Name + " " + k.Value) }
+
+// Knobs lists every knob of c that differs from the defaults of
+// Config{Name: c.Name}, in the order Knob names them; none for a default
+// setting.
+func (c Config) Knobs() []Knob {
+	c, d := c.WithDefaults(), Config{Name: c.Name}.WithDefaults()
+	var out []Knob
+	dur := func(name string, v, def time.Duration) {
+		if v != def {
+			out = append(out, Knob{name, v.String()})
+		}
+	}
+	on := func(name string, v bool) {
+		if v {
+			out = append(out, Knob{Name: name})
+		}
+	}
+	dur("work", c.WorkDelay, d.WorkDelay)
+	dur("ttl", c.LockTTL, d.LockTTL)
+	dur("wait", c.LockWait, d.LockWait)
+	on("fencing", c.Fencing)
+	on("no watchdog", c.NoWatchdog)
+	on("no local queue", c.NoLocalQueue)
+	on("no lease check", c.NoLeaseCheck)
+	dur("release pause", c.ReleasePause, d.ReleasePause)
+	if c.Batch > 1 {
+		out = append(out, Knob{"batch", strconv.Itoa(c.Batch)})
+	}
+	if c.PerUserLimit > 0 {
+		out = append(out, Knob{"per-user limit", strconv.Itoa(c.PerUserLimit)})
+	}
+	return out
+}
 
 // Validate checks c (its defaults filled in) and names the first problem.
 func (c Config) Validate() error {

@@ -60,10 +60,14 @@ func oneName(fs *flag.FlagSet, args []string, sub string) (string, error) {
 	if len(pos) != 1 {
 		return "", exitError{code: 2, msg: fmt.Sprintf("usage: seckill lab %s NAME [flags] (seckill lab -h)", sub)}
 	}
-	if err := lab.ValidName(pos[0]); err != nil {
+	name, note, err := lab.NormalizeName(pos[0])
+	if err != nil {
 		return "", exitError{code: 2, msg: "lab " + sub + ": " + err.Error()}
 	}
-	return pos[0], nil
+	if note != "" {
+		fmt.Fprintln(os.Stderr, "lab "+sub+": "+note)
+	}
+	return name, nil
 }
 
 func labNew(ctx context.Context, fs *flag.FlagSet, reg *string, args []string) error {

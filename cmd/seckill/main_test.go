@@ -106,6 +106,7 @@ func TestUsageErrors(t *testing.T) {
 		{"restart two names", []string{"restart", "--dir", dir, "inst-1", "inst-2"}, []string{"usage: seckill restart"}},
 		{"lab new a bad name", []string{"lab", "new", "Bob!", "--dir", dir}, []string{`lab name "Bob!"`, "lowercase letters"}},
 		{"lab new no name", []string{"lab", "new", "--dir", dir}, []string{"usage: seckill lab new NAME"}},
+		{"lab new an empty name", []string{"lab", "new", "", "--dir", dir}, []string{`a lab needs a name: seckill lab new "$USER"`}},
 		{"lab new --instances 0", []string{"lab", "new", "ann", "--dir", dir, "--instances", "0"}, []string{"--instances 0", "want 1..50"}},
 		{"lab new --port-min 80", []string{"lab", "new", "ann", "--dir", dir, "--port-min", "80"}, []string{"--port-min 80", "1024..32767"}},
 		{"lab new --port-min above --port-max", []string{"lab", "new", "ann", "--dir", dir, "--port-min", "20000", "--port-max", "12000"}, []string{"must be below --port-max"}},

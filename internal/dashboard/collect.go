@@ -39,8 +39,11 @@ type Snapshot struct {
 	Instances    []InstanceView `json:"instances"`
 	Strategy     *StrategyView  `json:"strategy"` // the first answering instance's
 	Disagree     bool           `json:"disagree"`
-	Lock         LockView       `json:"lock"`
-	Timeline     TimelineView   `json:"timeline"`
+	// Knobs are the knobs of Strategy that differ from its defaults
+	// (stock.Config.Knobs): the header shows every one.
+	Knobs    []stock.Knob `json:"knobs"`
+	Lock     LockView     `json:"lock"`
+	Timeline TimelineView `json:"timeline"`
 	// LastBurst is the race timeline of the latest burst, from its first
 	// purchase to its last: what the page keeps on screen after it (nil
 	// before any burst, and after a reset).
@@ -149,7 +152,23 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 		total.holdSum += polls[i].holdSum
 		total.holdCount += polls[i].holdCount
 	}
+	if snap.Strategy != nil {
+		snap.Knobs = snap.Strategy.Config.Knobs()
+	}
 	s.readAudit(ctx, &snap, st, insts, polls)
+
+	// A new setting starts the cards afresh: the sales rate, its
+	// sparkline and the lock figures count from the switch, so no figure
+	// of the old strategy sits beside the new one's name.
+	s.mu.Lock()
+	if snap.Strategy != nil && snap.Strategy.Config.String() != s.setting {
+		if s.setting != "" {
+			s.hist, s.rate, s.settingNS = nil, nil, nowNS
+		}
+		s.setting = snap.Strategy.Config.String()
+	}
+	settingNS := s.settingNS
+	s.mu.Unlock()
 	if snap.Audit != nil {
 		total.sold = snap.Audit.SoldQty
 	}
@@ -166,7 +185,7 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 	s.mu.Unlock()
 
 	evs := s.events.since(nowNS, nowNS-int64(Window))
-	snap.Lock.fromEvents(evs)
+	snap.Lock.fromEvents(s.events.since(nowNS, max(nowNS-int64(Window), settingNS)))
 	snap.Timeline = timeline(evs, st.InstanceNames(), nowNS-int64(Window), nowNS)
 	snap.LastBurst = s.lastBurst(st.InstanceNames(), nowNS)
 	b, err := json.Marshal(snap)
@@ -181,7 +200,7 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 // strategies, the stack's directory, nginx and proxy, its conditions, the
 // components a fault can target and the faults active now.
 func describeStack(snap *Snapshot, st *stack.State) {
-	for _, info := range catalog.Strategies() {
+	for _, info := range catalog.Extended() { // the registry and the exercises' locks
 		snap.Strategies = append(snap.Strategies, StrategyInfo{info.Name, info.Flawed, info.Tokens, info.Renews, info.Summary, linkOf(info)})
 	}
 	snap.Stack, snap.Nginx, snap.Proxy = st.Dir, st.NginxURL(), st.Proxy

@@ -123,10 +123,14 @@ type Server struct {
 	subs    map[string]context.CancelFunc // instance URL -> its event stream
 	hist    []sample                      // recent polls, for the rates
 	rate    []float64                     // sales per second, one per poll (sparkline)
-	burst   *burstStatus
-	burstTL *TimelineView        // the latest burst's timeline, once settled
-	bursts  int                  // bursts fired so far
-	faults  map[string]time.Time // dashboard faults on: "kind target" -> end
+	// setting is the fleet's setting the last snapshot showed, settingNS
+	// when it changed (0: never seen to change); the cards count from it.
+	setting   string
+	settingNS int64
+	burst     *burstStatus
+	burstTL   *TimelineView        // the latest burst's timeline, once settled
+	bursts    int                  // bursts fired so far
+	faults    map[string]time.Time // dashboard faults on: "kind target" -> end
 
 	bursting atomic.Bool
 	baseCtx  context.Context

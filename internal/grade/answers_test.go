@@ -30,6 +30,10 @@ type answer struct {
 
 var answers = []answer{
 	{exercise: "redislock", name: "right", stack: true},
+	// A right lock that also renews its key while held, whatever
+	// Options.NoRenew says: exercise 1 does not ask for renewal, and must
+	// not fail a lock for it (its expiry case pauses the holder).
+	{exercise: "redislock", name: "watchdog", stack: true},
 	{exercise: "redislock", name: "getset", hints: map[string]string{"MutualExclusion": "not a GET then a SET"}},
 	{exercise: "redislock", name: "plaindel", hints: map[string]string{
 		"ReleaseOnlyOwn": "a plain DEL checks nothing", "ExpiresWithoutRenewal": "compare and delete in one step"}},

@@ -35,10 +35,12 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/exercises"
+	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/internal/lab"
 	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Parts of the sheet, in order.
@@ -81,8 +83,13 @@ type Sheet struct {
 	// the instances is a step of its own).
 	Times   []PartTime `json:"times"`
 	Reports []string   `json:"reports,omitempty"`
-	At      time.Time  `json:"at"`
-	WallS   float64    `json:"wall_s"`
+	// Fleet says what the grade left the fleet running: the strategy and
+	// knobs it found (stack.DescribeStrategy), or why it could not put
+	// them back. Empty when the grade did not touch the fleet (the
+	// conformance part alone).
+	Fleet string    `json:"fleet,omitempty"`
+	At    time.Time `json:"at"`
+	WallS float64   `json:"wall_s"`
 }
 
 // PartTime is how long a part (or the restart) of a grade took.
@@ -204,7 +211,24 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 			sheet.add(c)
 		}
 	}
+	putBack := func() {}
 	if slices.Contains(o.Parts, PartBench) || slices.Contains(o.Parts, PartFaults) {
+		// The bench and the scenarios switch the fleet's strategy and
+		// knobs: the grade puts back what it found, whatever happens.
+		found, err := fleetSetting(ctx, st.Dir)
+		if err != nil {
+			fmt.Fprintf(progress, "grade %s: %v; the fleet goes back to %s at the end\n", e.Name, err, found.Name)
+		}
+		var once bool
+		putBack = func() {
+			if once {
+				return
+			}
+			once = true
+			sheet.Fleet = restoreFleet(ctx, st.Dir, found)
+			fmt.Fprintf(progress, "grade %s: %s\n", e.Name, sheet.Fleet)
+		}
+		defer putBack()
 		// The instances run the binary as it is now (Build): restart them
 		// so the student's lock is the one they run.
 		t0 := time.Now()
@@ -240,6 +264,7 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 		}
 		sheet.timed(PartFaults, t0)
 	}
+	putBack()
 	sheet.WallS = time.Since(began).Seconds()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return sheet, fmt.Errorf("grade: %w", err)
@@ -260,6 +285,38 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 		return sheet, ErrFailed
 	}
 	return sheet, nil
+}
+
+// fleetSetting reads the setting the fleet of the stack in dir runs now
+// (its first instance's). When no instance answers it returns strategy
+// none with its defaults, and the error.
+func fleetSetting(ctx context.Context, dir string) (stock.Config, error) {
+	none := stock.Config{Name: catalog.None}
+	f, err := democli.FromStack(dir)
+	if err != nil {
+		return none, fmt.Errorf("read the fleet's strategy: %w", err)
+	}
+	settings, err := f.Strategies(ctx)
+	if err != nil || len(settings) == 0 {
+		return none, fmt.Errorf("read the fleet's strategy: %w", cmp.Or(err, errors.New("no instance")))
+	}
+	return settings[0].Config, nil
+}
+
+// restoreFleet switches every instance of the stack in dir back to cfg
+// (within a minute, even when ctx was cancelled) and says what the fleet
+// runs now, or why it could not be put back.
+func restoreFleet(ctx context.Context, dir string, cfg stock.Config) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	f, err := democli.FromStack(dir)
+	if err == nil {
+		_, err = f.SetStrategy(ctx, cfg)
+	}
+	if err != nil {
+		return fmt.Sprintf("the fleet could not be put back to %s: %v (seckill strategy --dir %s %s)", stack.DescribeStrategy(cfg), err, dir, cfg.Name)
+	}
+	return "the fleet is back to what it ran before the grade: " + stack.DescribeStrategy(cfg)
 }
 
 // cases are the conformance cases the exercise requires, in the suite's
@@ -519,12 +576,15 @@ func (s *Sheet) Write(w io.Writer) error {
 	for _, r := range s.Reports {
 		fmt.Fprintf(&b, "报告 / report: %s\n", r)
 	}
+	if s.Fleet != "" {
+		fmt.Fprintf(&b, "实例设置 / fleet: %s\n", s.Fleet)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 // partZH names the parts in Chinese.
-var partZH = map[string]string{PartConformance: "一致性测试", PartBench: "压测", PartFaults: "故障场景"}
+var partZH = map[string]string{PartConformance: "接口一致性测试", PartBench: "压测", PartFaults: "故障场景"}
 
 // Build compiles ./cmd/seckill in root into binary, the one the stack
 // runs: to a new file first, then renamed over it, so running processes

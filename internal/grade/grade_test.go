@@ -10,11 +10,14 @@ import (
 
 	"github.com/seckill-lab/seckill/exercises"
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/internal/grade"
 	"github.com/seckill-lab/seckill/internal/lab"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/stack/stacktest"
 	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // TestMain gives the grader a stack of its own: it restarts the instances
@@ -162,4 +165,65 @@ func keys(m map[string]grade.Check) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestGradeRestoresFleet: a grade that switches the fleet (its bench, its
+// scenarios) leaves it running the strategy and knobs it found, as
+// `seckill status` shows them, whatever the grade and the target.
+func TestGradeRestoresFleet(t *testing.T) {
+	dir := testenv.Get(t, config.EnvStackDir)
+	fleet, err := democli.FromStack(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	before := stock.Config{Name: catalog.Redis, WorkDelay: 5 * time.Millisecond, LockTTL: 3 * time.Second, NoLeaseCheck: true, NoWatchdog: true}
+	if _, err := fleet.SetStrategy(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = fleet.SetStrategy(context.Background(), stock.Config{Name: catalog.None}) })
+	want := stack.DescribeStrategy(before)
+	for _, s := range []string{"no lease check", "no watchdog", "work 5ms", "ttl 3s"} {
+		if !strings.Contains(want, s) {
+			t.Fatalf("status shows %q for %+v: want it to name %q", want, before, s)
+		}
+	}
+	tests := []struct {
+		exercise string
+		key      bool
+		parts    []string
+	}{
+		{"watchdog", false, []string{grade.PartBench}},
+		{"redislock", true, []string{grade.PartFaults}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.exercise, func(t *testing.T) {
+			o := options(t, tt.exercise)
+			o.Key, o.Parts = tt.key, tt.parts
+			sheet, err := grade.Run(ctx, o)
+			if err != nil && !errors.Is(err, grade.ErrFailed) {
+				t.Fatal(err)
+			}
+			if !strings.Contains(sheet.Fleet, want) {
+				t.Errorf("sheet says the fleet runs %q, want %q", sheet.Fleet, want)
+			}
+			_, cs, err := stack.Status(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, c := range cs {
+				if c.Kind != stack.KindInstance {
+					continue
+				}
+				n++
+				if c.Strategy != want {
+					t.Errorf("after grade %s: status shows %s running %q, want %q as before", tt.exercise, c.Name, c.Strategy, want)
+				}
+			}
+			if n == 0 {
+				t.Fatal("status shows no instance")
+			}
+		})
+	}
 }

@@ -99,6 +99,24 @@ func Footprint(base int) ports.Range {
 // nameRE is a lab's name: it becomes a file name and a directory name.
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
+// NormalizeName turns what a student typed into a lab's name: spaces
+// trimmed, letters in lower case ("Alice" is the lab alice), then checked
+// (ValidName). note says what changed ("" when nothing did); an empty
+// name is refused with the command that gives one.
+func NormalizeName(typed string) (name, note string, err error) {
+	name = strings.ToLower(strings.TrimSpace(typed))
+	if name == "" {
+		return "", "", errors.New(`a lab needs a name: seckill lab new "$USER" (or a name such as alice)`)
+	}
+	if ValidName(name) != nil {
+		return "", "", ValidName(typed) // the error quotes what was typed
+	}
+	if name != typed {
+		note = fmt.Sprintf("lab name %q is %q: lab names are lower case", typed, name)
+	}
+	return name, note, nil
+}
+
 // ValidName checks a lab's name.
 func ValidName(name string) error {
 	if !nameRE.MatchString(name) || strings.HasSuffix(name, "-") {

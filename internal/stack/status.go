@@ -204,30 +204,16 @@ func InstanceStrategy(ctx context.Context, base, token string) (stock.Config, er
 	return cfg, err
 }
 
-// DescribeStrategy writes a setting as its name and what differs from
-// the name's defaults: "redis (work 250ms, ttl 100ms, no watchdog)".
+// DescribeStrategy writes a setting as its name and every knob that
+// differs from the name's defaults (stock.Config.Knobs): "redis (work
+// 250ms, ttl 100ms, no watchdog, no lease check)".
 func DescribeStrategy(c stock.Config) string {
 	if c.Name == "" {
 		return ""
 	}
-	c, d := c.WithDefaults(), stock.Config{Name: c.Name}.WithDefaults()
 	var knobs []string
-	if c.WorkDelay != d.WorkDelay {
-		knobs = append(knobs, "work "+c.WorkDelay.String())
-	}
-	if c.LockTTL != d.LockTTL {
-		knobs = append(knobs, "ttl "+c.LockTTL.String())
-	}
-	if c.LockWait != d.LockWait {
-		knobs = append(knobs, "wait "+c.LockWait.String())
-	}
-	for _, k := range []struct {
-		on   bool
-		name string
-	}{{c.Fencing, "fencing"}, {c.NoWatchdog, "no watchdog"}, {c.NoLocalQueue, "no local queue"}, {c.NoLeaseCheck, "no lease check"}} {
-		if k.on {
-			knobs = append(knobs, k.name)
-		}
+	for _, k := range c.Knobs() {
+		knobs = append(knobs, k.String())
 	}
 	if len(knobs) == 0 {
 		return c.Name

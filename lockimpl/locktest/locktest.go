@@ -78,6 +78,15 @@ type Factory struct {
 	// it exists and its remaining expiry (negative: none, Redis's PTTL -1).
 	// The TTL cases then say what they saw, not only that they failed.
 	KeyTTL func(t testing.TB, key string) (ttl time.Duration, exists bool)
+	// Pause, when set, stops the traffic of the Locker l to its server as
+	// a paused process's stops (SIGSTOP, a long GC pause: its watchdog
+	// stops too) until resume is called; resume is idempotent.
+	// ExpiresWithoutRenewal then pauses the first holder right after it
+	// took the lock and resumes it once the next holder has it, before
+	// the stale release, so the case holds for a lock that renews as well
+	// as for one that honours Options.NoRenew. Default nil: the case
+	// relies on Options.NoRenew alone.
+	Pause func(t testing.TB, l lockimpl.Locker) (resume func())
 	// ExpirySlack is how long past a lock's TTL a case that waits for the
 	// expiry waits before it fails. Default 0: the backend's own time
 	// (ExpiresWithoutRenewal within its 30 s, LostLease 15 s), for
@@ -450,12 +459,13 @@ func heldPastTTL(t *testing.T, f Factory) {
 	mustUnlock(t, lease)
 }
 
-// expiresWithoutRenewal: with Options.NoRenew a holder that keeps the lock
-// past its TTL loses it to another instance, and that one's token is
-// higher: the setting the lab uses to show what fencing is for. The second
-// Lock waits the TTL plus Factory.ExpirySlack when set; a failure says what the
-// case saw of the key (Factory.KeyTTL): no expiry, still held past its
-// TTL, or deleted by the stale holder.
+// expiresWithoutRenewal: with Options.NoRenew (and, with Factory.Pause,
+// the holder paused so that nothing of it reaches the server) a holder that
+// keeps the lock past its TTL loses it to another instance, and that one's
+// token is higher: the setting the lab uses to show what fencing is for.
+// The second Lock waits the TTL plus Factory.ExpirySlack when set; a
+// failure says what the case saw of the key (Factory.KeyTTL): no expiry, still held past
+// its TTL, or deleted by the stale holder.
 func expiresWithoutRenewal(t *testing.T, f Factory) {
 	opts := lockimpl.Options{TTL: 500 * time.Millisecond, NoRenew: true}
 	a, b := f.pair(t, opts)
@@ -470,6 +480,11 @@ func expiresWithoutRenewal(t *testing.T, f Factory) {
 			t.Fatalf("the lock key has no expiry (PTTL -1 right after Lock): a holder that dies keeps the lock for ever")
 		}
 	}
+	resume := func() {}
+	if f.Pause != nil {
+		resume = f.Pause(t, a)
+		t.Cleanup(resume)
+	}
 	start := time.Now()
 	// A backend may raise the TTL (Consul: 10 s at least, invalidated after
 	// twice that): without ExpirySlack the wait is the case's 30 s.
@@ -479,6 +494,7 @@ func expiresWithoutRenewal(t *testing.T, f Factory) {
 	}
 	second, err := b.Lock(wctx, key)
 	cancel()
+	resume() // the stale holder wakes up: its renewal and its release go out again
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			seen := ""
