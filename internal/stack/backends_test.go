@@ -173,3 +173,26 @@ func TestUpBackendsSubset(t *testing.T) {
 		t.Errorf("status: not all healthy:\n%s", b.String())
 	}
 }
+
+// TestStatusDashboardLine: the status table (what `up` prints last) gives
+// the dashboard's URL when the stack runs one, and no line otherwise.
+func TestStatusDashboardLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		with bool
+	}{{"with a dashboard", true}, {"without", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &State{Dir: t.TempDir(), BasePort: 17000, Topology: TopologySingle}
+			if tc.with {
+				st.Components = append(st.Components, Component{Name: DashboardName, Kind: KindDashboard, Addr: "127.0.0.1:17088"})
+			}
+			var b strings.Builder
+			if err := WriteTable(&b, st, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(b.String(), "dashboard:   http://127.0.0.1:17088"); got != tc.with {
+				t.Errorf("dashboard line %v, want %v:\n%s", got, tc.with, b.String())
+			}
+		})
+	}
+}

@@ -133,6 +133,9 @@ func WriteTable(w io.Writer, st *State, cs []ComponentStatus) error {
 	writeProbes(w, st)
 	fmt.Fprintf(w, "priority:    %s\n", st.PriorityLine())
 	fmt.Fprintf(w, "nginx:       %s (access log %s)\n", st.NginxURL(), relPath(st.NginxAccessLog))
+	if d, ok := st.Component(DashboardName); ok {
+		fmt.Fprintf(w, "dashboard:   http://%s (open it in a browser; seckill dashboard --dir %s serves another)\n", d.Addr, relPath(st.Dir))
+	}
 	fmt.Fprintf(w, "strategy:    %s (the stack started with it; an instance started later takes a running one's setting; STRATEGY is what each instance runs now)\n", st.Strategy)
 	fmt.Fprintf(w, "admin token: %s, in %s\n", st.AdminTokenSource, relPath(st.AdminTokenFile))
 	fmt.Fprintf(w, "environment: source %s   (or: seckill env --dir %s)\n", relPath(filepath.Join(st.Dir, envFile)), relPath(st.Dir))
