@@ -174,7 +174,7 @@ func warmups(n int) int { return max(5, n/10) }
 
 // sampleOp times n samples of p after its warm-ups, until ctx is done.
 func sampleOp[C any](ctx context.Context, c C, p op[C], n int, key string) fleet.OpProbe {
-	var ds []time.Duration
+	var ds, warm []time.Duration
 	var errs []error
 	w := warmups(n)
 	for i := 0; i < n+w && ctx.Err() == nil; i++ {
@@ -189,7 +189,16 @@ func sampleOp[C any](ctx context.Context, c C, p op[C], n int, key string) fleet
 			}
 		case i >= w:
 			ds = append(ds, d)
+		default:
+			warm = append(warm, d)
 		}
+	}
+	// A server so slow that the share ends within the warm-ups (a loaded
+	// machine, a cold JVM) is priced by the warm-ups rather than not at
+	// all; the error says so.
+	warmOnly := len(ds) == 0 && len(warm) > 0
+	if warmOnly {
+		ds = warm
 	}
 	res := fleet.OpProbe{N: len(ds)}
 	if len(ds) > 0 {
@@ -199,6 +208,8 @@ func sampleOp[C any](ctx context.Context, c C, p op[C], n int, key string) fleet
 	switch {
 	case len(errs) > 0:
 		res.Error = fmt.Sprintf("%d failed, the first: %v", len(errs), errs[0])
+	case warmOnly:
+		res.Error = fmt.Sprintf("0 of %d samples within the budget: the median of %d warm-ups", n, len(ds))
 	case len(ds) < n:
 		res.Error = fmt.Sprintf("%d of %d samples within the budget", len(ds), n)
 	}

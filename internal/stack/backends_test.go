@@ -182,7 +182,7 @@ func TestStatusDashboardLine(t *testing.T) {
 		with bool
 	}{{"with a dashboard", true}, {"without", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &State{Dir: t.TempDir(), BasePort: 17000, Topology: TopologySingle}
+			st := &State{Dir: t.TempDir(), Topology: TopologySingle}
 			if tc.with {
 				st.Components = append(st.Components, Component{Name: DashboardName, Kind: KindDashboard, Addr: "127.0.0.1:17088"})
 			}
