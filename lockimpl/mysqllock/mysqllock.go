@@ -113,19 +113,25 @@ func isDuplicate(err error) bool { return mysqlerr.IsDuplicate(err) }
 func isContention(err error) bool { return mysqlerr.IsContention(err) }
 
 // execRetry runs a statement, retrying it on contention (an InnoDB deadlock
-// victim is rolled back and safe to repeat) up to 10 times, 2 ms more apart
-// each time: about 110 ms in all.
+// victim is rolled back and safe to repeat) for up to retryFor, 2 ms more
+// apart each time up to 20 ms: waiters that keep inserting can make a
+// release the victim again and again on a loaded machine.
 func (l *Locker) execRetry(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	start := time.Now()
 	for i := 0; ; i++ {
 		res, err := l.db.ExecContext(ctx, query, args...)
-		if err == nil || !isContention(err) || i == 9 {
+		if err == nil || !isContention(err) || time.Since(start) >= retryFor {
 			return res, err
 		}
-		if err := lockimpl.Sleep(ctx, time.Duration(2*(i+1))*time.Millisecond); err != nil {
+		if err := lockimpl.Sleep(ctx, time.Duration(2*min(i+1, 10))*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}
 }
+
+// retryFor bounds execRetry's retries of a statement that lost to
+// contention.
+const retryFor = time.Second
 
 // attempt inserts the row, reclaiming an expired one first if the insert
 // hits a live-looking duplicate. It returns the id, or ok=false when held.
