@@ -188,16 +188,14 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 	}
 	label := cmp.Or(o.Label, sheet.Target)
 	out := filepath.Join(st.Dir, "grade", fmt.Sprintf("%s-%s-%s", e.Name, label, began.Format("20060102-150405")))
-	var buildFlags []string
 	if len(o.Overlay) > 0 {
 		f, err := writeOverlay(o.Root, o.Overlay)
 		if err != nil {
 			return sheet, err
 		}
 		defer os.Remove(f)
-		buildFlags = []string{"-overlay", f}
+		o.buildFlags = []string{"-overlay", f}
 	}
-	o.buildFlags = buildFlags
 
 	if slices.Contains(o.Parts, PartConformance) {
 		fmt.Fprintf(progress, "grade %s: conformance (go test ./exercises/ -run TestConformance/%s)\n", e.Name, e.Name)
@@ -213,38 +211,12 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 	}
 	putBack := func() {}
 	if slices.Contains(o.Parts, PartBench) || slices.Contains(o.Parts, PartFaults) {
-		// The bench and the scenarios switch the fleet's strategy and
-		// knobs: the grade puts back what it found, whatever happens.
-		found, err := fleetSetting(ctx, st.Dir)
-		if err != nil {
-			fmt.Fprintf(progress, "grade %s: %v; the fleet goes back to %s at the end\n", e.Name, err, found.Name)
-		}
-		var once bool
-		putBack = func() {
-			if once {
-				return
-			}
-			once = true
-			sheet.Fleet = restoreFleet(ctx, st.Dir, found)
-			fmt.Fprintf(progress, "grade %s: %s\n", e.Name, sheet.Fleet)
-		}
+		var err error
+		putBack, err = takeFleet(ctx, o, st, sheet, progress)
 		defer putBack()
-		// The instances run the binary as it is now (Build): restart them
-		// so the student's lock is the one they run.
-		t0 := time.Now()
-		if o.Build {
-			fmt.Fprintf(progress, "grade %s: build %s\n", e.Name, st.Binary)
-			if err := Build(ctx, o.Go, o.Root, st.Binary, buildFlags...); err != nil {
-				return sheet, err
-			}
+		if err != nil {
+			return sheet, err
 		}
-		for _, name := range st.InstanceNames() {
-			fmt.Fprintf(progress, "grade %s: restart %s\n", e.Name, name)
-			if err := stack.Restart(ctx, st.Dir, name); err != nil {
-				return sheet, fmt.Errorf("restart %s: %w", name, err)
-			}
-		}
-		sheet.timed(PartRestart, t0)
 	}
 	if slices.Contains(o.Parts, PartBench) {
 		fmt.Fprintf(progress, "grade %s: bench of %s\n", e.Name, sheet.Strategy)
@@ -285,6 +257,44 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 		return sheet, ErrFailed
 	}
 	return sheet, nil
+}
+
+// takeFleet readies the fleet for the bench and the scenarios, which
+// switch its strategy and knobs: it notes the setting the fleet runs now,
+// builds the binary the instances run when o.Build, and restarts them on
+// it, so the student's lock is the one they run. putBack, returned even
+// with an error, restores the noted setting once (later calls do
+// nothing), whatever happens in between.
+func takeFleet(ctx context.Context, o Options, st *stack.State, sheet *Sheet, progress io.Writer) (putBack func(), err error) {
+	e := o.Exercise
+	found, err := fleetSetting(ctx, st.Dir)
+	if err != nil {
+		fmt.Fprintf(progress, "grade %s: %v; the fleet goes back to %s at the end\n", e.Name, err, found.Name)
+	}
+	var once bool
+	putBack = func() {
+		if once {
+			return
+		}
+		once = true
+		sheet.Fleet = restoreFleet(ctx, st.Dir, found)
+		fmt.Fprintf(progress, "grade %s: %s\n", e.Name, sheet.Fleet)
+	}
+	t0 := time.Now()
+	if o.Build {
+		fmt.Fprintf(progress, "grade %s: build %s\n", e.Name, st.Binary)
+		if err := Build(ctx, o.Go, o.Root, st.Binary, o.buildFlags...); err != nil {
+			return putBack, err
+		}
+	}
+	for _, name := range st.InstanceNames() {
+		fmt.Fprintf(progress, "grade %s: restart %s\n", e.Name, name)
+		if err := stack.Restart(ctx, st.Dir, name); err != nil {
+			return putBack, fmt.Errorf("restart %s: %w", name, err)
+		}
+	}
+	sheet.timed(PartRestart, t0)
+	return putBack, nil
 }
 
 // fleetSetting reads the setting the fleet of the stack in dir runs now
