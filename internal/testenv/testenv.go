@@ -118,8 +118,8 @@ func FreePort(tb testing.TB) int {
 // /usr/sbin, the order `seckill up` searches. A missing one fails (CI) or skips the test.
 func Binary(tb testing.TB, name string) string {
 	tb.Helper()
-	if p := filepath.Join(LabBin(), name); LabBin() != "" && fileExists(p) {
-		return p
+	if lab := LabBin(); lab != "" && fileExists(filepath.Join(lab, name)) {
+		return filepath.Join(lab, name)
 	}
 	if p, err := exec.LookPath(name); err == nil {
 		return p
