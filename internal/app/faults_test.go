@@ -209,6 +209,12 @@ func TestNoLockerLeakAcrossSettings(t *testing.T) {
 		round(i)
 	}
 	g1, zk1 := settle()
+	// A closed ZooKeeper client hangs up once the server answers its close
+	// request (up to a second later on a loaded machine): await that.
+	for deadline := time.Now().Add(10 * time.Second); zk1 > zk0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		zk1 = connsTo(t, zkPort)
+	}
 	if n := inst.Service.Lockers(); n != 0 {
 		t.Errorf("%d lockers still open after switching to a lock-free strategy", n)
 	}
