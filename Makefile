@@ -37,7 +37,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps packages build up down status test demo bench lint clean lab-capacity proxy-cost report-shot perf readme doctor soak manifests
+.PHONY: all deps packages build up down status test demo bench lint clean lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests
 
 all: build
 
@@ -158,6 +158,12 @@ perf: up
 # block of docs/reliability.md (scripts/soak.sh).
 soak: build
 	scripts/soak.sh
+
+# dry-run: the handout's students' path (a fresh clone, make build, lab new
+# --for all, the starter's grade, a right answer's grade), timed for
+# STUDENTS (3) at once; replaces the handout's workshop-dry-run blocks.
+dry-run: build
+	scripts/dry-run.sh
 
 # lab-capacity: how many labs one server takes (memory of a single and an
 # ha lab, idle and after a bench; CPU of a lesson on one lab and on LABS at

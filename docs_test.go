@@ -245,3 +245,52 @@ func TestHandoutChineseTerms(t *testing.T) {
 		}
 	}
 }
+
+// TestGeneratedBlocks: every block a script writes (`scripts/readme-block.sh
+// NAME FILE`) is held by exactly one page, once, with its END after its
+// BEGIN; and every block a page holds has a script that writes it, so no
+// measured figure is left for someone to retype.
+func TestGeneratedBlocks(t *testing.T) {
+	written := map[string]string{} // block -> script
+	scripts, err := filepath.Glob(filepath.Join("scripts", "*.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := regexp.MustCompile(`(?m)^\s*scripts/readme-block\.sh ([a-z0-9-]+) `)
+	for _, s := range scripts {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+			written[m[1]] = s
+		}
+	}
+	if len(written) == 0 {
+		t.Fatal("no script calls scripts/readme-block.sh")
+	}
+	held := map[string][]string{} // block -> pages
+	begin := regexp.MustCompile(`(?m)^<!-- BEGIN generated:([a-z0-9-]+) -->$`)
+	for _, page := range docPages(t) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		for _, m := range begin.FindAllStringSubmatchIndex(text, -1) {
+			name := text[m[2]:m[3]]
+			held[name] = append(held[name], page)
+			if !strings.Contains(text[m[1]:], "\n<!-- END generated:"+name+" -->") {
+				t.Errorf("%s: block %s has no END after its BEGIN", page, name)
+			}
+			if _, ok := written[name]; !ok {
+				t.Errorf("%s: block %s is written by no script under scripts/ (readme-block.sh %s FILE)", page, name, name)
+			}
+		}
+	}
+	for name, script := range written {
+		if n := len(held[name]); n != 1 {
+			t.Errorf("%s writes block %s, which %d pages hold (%v): want one", script, name, n, held[name])
+		}
+	}
+}

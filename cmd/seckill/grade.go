@@ -65,6 +65,9 @@ func runGrade(ctx context.Context, args []string) error {
 		}
 		return err
 	}
+	if err := grade.CheckServers(ex, st); err != nil {
+		return exitError{code: 2, msg: err.Error()}
+	}
 	if !*built {
 		fmt.Fprintf(os.Stderr, "grade: building %s from %s (your code goes into the lab)\n", st.Binary, root)
 		if err := grade.Build(ctx, "", root, st.Binary); err != nil {

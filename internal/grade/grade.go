@@ -182,6 +182,9 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckServers(e, st); err != nil {
+		return nil, err
+	}
 	sheet := &Sheet{Exercise: e.Name, Title: e.Title, Target: exercises.TargetStudent, Strategy: e.Strategy, At: began.UTC()}
 	if o.Key {
 		sheet.Target, sheet.Strategy = "key", e.Key
