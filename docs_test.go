@@ -269,6 +269,21 @@ func TestGeneratedBlocks(t *testing.T) {
 	if len(written) == 0 {
 		t.Fatal("no script calls scripts/readme-block.sh")
 	}
+	// Blocks whose names a script computes: scripts/handout.py's
+	// workshop-NAME (en.md) and workshop-zh-NAME (zh.md), written through
+	// readme.sh's handout part (TestHandoutFiguresGenerated lists them).
+	computed := map[string]string{"workshop-": "scripts/handout.py"}
+	writer := func(name string) bool {
+		if _, ok := written[name]; ok {
+			return true
+		}
+		for prefix := range computed {
+			if strings.HasPrefix(name, prefix) {
+				return true
+			}
+		}
+		return false
+	}
 	held := map[string][]string{} // block -> pages
 	begin := regexp.MustCompile(`(?m)^<!-- BEGIN generated:([a-z0-9-]+) -->$`)
 	for _, page := range docPages(t) {
@@ -283,7 +298,7 @@ func TestGeneratedBlocks(t *testing.T) {
 			if !strings.Contains(text[m[1]:], "\n<!-- END generated:"+name+" -->") {
 				t.Errorf("%s: block %s has no END after its BEGIN", page, name)
 			}
-			if _, ok := written[name]; !ok {
+			if !writer(name) {
 				t.Errorf("%s: block %s is written by no script under scripts/ (readme-block.sh %s FILE)", page, name, name)
 			}
 		}
@@ -293,4 +308,106 @@ func TestGeneratedBlocks(t *testing.T) {
 			t.Errorf("%s writes block %s, which %d pages hold (%v): want one", script, name, n, held[name])
 		}
 	}
+}
+
+// handoutLessons are the lessons of the handout's plan, each with its
+// generated block of figures (scripts/readme.sh, part handout).
+var handoutLessons = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 27, 28}
+
+var (
+	// generatedBlock matches a generated block and its name.
+	generatedBlock = regexp.MustCompile(`(?s)<!-- BEGIN generated:([a-z0-9-]+) -->\n(.*?)<!-- END generated:([a-z0-9-]+) -->`)
+	// lessonRef matches a reference to lessons or steps by number, which is
+	// not a figure.
+	lessonRef = regexp.MustCompile(`(?i)\b(lessons?|steps?)\s+\d+(\s*(–|,|and)\s*\d+)*|第\s*\d+(\s*(到|、|–)\s*\d+)*\s*(课|步)`)
+	// handTypedFigure matches what a measured figure looks like: a range,
+	// a decimal, a number of two digits or more, a number with a unit.
+	handTypedFigure = regexp.MustCompile(`\d+(\.\d+)?\s*[–-]\s*\d|\d\.\d|\d{2,}|\d\s*(×|%|ok/s|req/s|ms\b|MiB|GiB|毫秒|秒|件|单|次|倍)`)
+)
+
+// TestHandoutFiguresGenerated: the workshop handout (en.md, zh.md) types
+// no expected figure by hand. Each lesson of its plan, the measured times
+// and each exercise's starter and answer key have a generated block in
+// both languages (workshop-NAME in en.md, workshop-zh-NAME in zh.md,
+// written by `make readme`'s handout part from real runs) that holds
+// figures, and no "Expect" line outside the blocks holds a figure.
+func TestHandoutFiguresGenerated(t *testing.T) {
+	want := []string{"times"}
+	for _, n := range handoutLessons {
+		want = append(want, "lesson-"+strconv.Itoa(n))
+	}
+	for _, ex := range []string{"redislock", "watchdog", "fencing"} {
+		want = append(want, ex+"-starter", ex+"-key")
+	}
+	tests := []struct {
+		page, prefix, expect string
+	}{
+		{"en.md", "workshop-", "Expect:"},
+		{"zh.md", "workshop-zh-", "应该看到："},
+	}
+	for _, tt := range tests {
+		t.Run(tt.page, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("docs", "workshop", tt.page))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(b)
+			got := map[string]string{}
+			for _, m := range generatedBlock.FindAllStringSubmatch(text, -1) {
+				if m[1] != m[3] {
+					t.Errorf("%s: block %s ends as %s", tt.page, m[1], m[3])
+				}
+				if !strings.HasPrefix(m[1], tt.prefix) || (tt.prefix == "workshop-" && strings.HasPrefix(m[1], "workshop-zh-")) {
+					t.Errorf("%s: block %s: this page's blocks are named %sNAME (a name is unique across pages: scripts/readme-block.sh)", tt.page, m[1], tt.prefix)
+				}
+				if _, dup := got[m[1]]; dup {
+					t.Errorf("%s: block %s twice", tt.page, m[1])
+				}
+				got[m[1]] = m[2]
+			}
+			for _, name := range want {
+				body, ok := got[tt.prefix+name]
+				switch {
+				case !ok:
+					t.Errorf("%s has no block %s%s: add it where its figures belong, then ONLY=handout make readme", tt.page, tt.prefix, name)
+				case !regexp.MustCompile(`\d`).MatchString(body):
+					t.Errorf("%s: block %s%s holds no figure: ONLY=handout make readme fills it", tt.page, tt.prefix, name)
+				}
+			}
+			outside := generatedBlock.ReplaceAllString(text, "")
+			for i, item := range bulletsWith(proseLines(outside), tt.expect) {
+				s := codeSpan.ReplaceAllString(item, "")
+				s = lessonRef.ReplaceAllString(s, "")
+				if m := handTypedFigure.FindString(s); m != "" {
+					t.Errorf("%s: expect item %d has the hand-typed figure %q: figures go in a generated block\n%s", tt.page, i+1, m, item)
+				}
+			}
+		})
+	}
+}
+
+// bulletsWith returns the list items (a "- " line and its indented
+// continuation lines, joined) that contain word.
+func bulletsWith(lines []string, word string) []string {
+	var out []string
+	item := ""
+	flush := func() {
+		if strings.Contains(item, word) {
+			out = append(out, item)
+		}
+		item = ""
+	}
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "- "):
+			flush()
+			item = l
+		case item != "" && strings.HasPrefix(l, "  "):
+			item += " " + strings.TrimSpace(l)
+		default:
+			flush()
+		}
+	}
+	flush()
+	return out
 }

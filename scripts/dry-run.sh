@@ -12,7 +12,7 @@
 # The grades of all students run at the same moment (each waits for the
 # others' labs before its first grade), as in a class. Every lab is
 # removed at the end. Its summary replaces the blocks workshop-dry-run
-# (docs/workshop/en.md) and workshop-dry-run-zh (zh.md). The servers must
+# (docs/workshop/en.md) and workshop-zh-dry-run (zh.md). The servers must
 # be installed (make deps); about 5 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -110,7 +110,7 @@ def cell(name):
     scores = ", ".join(sorted({x[2] for x in r if x[2] != "-"})) or "-"
     failed = sum(1 for x in r if x[1] != 0)
     return f"{statistics.median(s):.1f} ({s[0]:.1f}–{s[-1]:.1f})", scores, failed
-for lang, block in (("en", "workshop-dry-run"), ("zh", "workshop-dry-run-zh")):
+for lang, block in (("en", "workshop-dry-run"), ("zh", "workshop-zh-dry-run")):
     with open(os.path.join(out, block + ".md"), "w") as f:
         if lang == "en":
             f.write(f"Printed by `scripts/dry-run.sh` (`make dry-run`, STUDENTS={students}, {day}) on {cpus} CPUs, {mem} GiB, load average {load} at the start: {students} students at once, each in a fresh clone, their grades at the same moment; {wall} s in all; logs in `{os.path.relpath(out)}/`.\n\n")
@@ -128,4 +128,4 @@ for lang, block in (("en", "workshop-dry-run"), ("zh", "workshop-dry-run-zh")):
             f.write("\n有检查未通过时评分以 1 退出：初始代码的非零退出是预期的，正确答案不应有。\n")
 EOF
 scripts/readme-block.sh workshop-dry-run "$OUT/workshop-dry-run.md"
-scripts/readme-block.sh workshop-dry-run-zh "$OUT/workshop-dry-run-zh.md"
+scripts/readme-block.sh workshop-zh-dry-run "$OUT/workshop-zh-dry-run.md"

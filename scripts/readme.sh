@@ -6,6 +6,12 @@
 #   demo     the table `make demo` prints: seckill bench --strategies all
 #            --repeat 3 --seed 42
 #   lessons  the course's verdicts: seckill lesson all
+#   handout  the workshop handout's expected figures (docs/workshop/en.md
+#            and zh.md, workshop-* and workshop-zh-* blocks): each lesson
+#            of its plan (HANDOUT_LESSONS) run once with seckill lesson N,
+#            its wall time; each exercise's starter graded with seckill
+#            grade EX --dir DIR (the checkout's exercises/ as committed:
+#            run it on a clean checkout) and its answer key with --key
 #   demo and lessons are README.md's; perf docs/performance.md's, rtt and
 #   batch docs/conditions.md's
 #   perf     scripts/perf.sh (also `make perf` alone)
@@ -15,7 +21,7 @@
 # The strategy table comes from the registry (seckill strategies --markdown)
 # and a test fails when it differs. Takes about 20 minutes on 2 cores; run
 # it on an otherwise idle machine.
-#   make readme [DIR=.seckill] [ONLY="demo lessons perf rtt"]
+#   make readme [DIR=.seckill] [ONLY="demo lessons perf rtt handout"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +29,8 @@ cd "$(dirname "$0")/.."
 # one level down (the page's own are above them).
 demote() { grep -v '^- command:' "$1" | sed -e 's/^## /#### /' -e 's/^# /### /'; }
 DIR=${DIR:-.seckill}
-ONLY=${ONLY:-demo lessons perf rtt}
+ONLY=${ONLY:-demo lessons perf rtt handout}
+HANDOUT_LESSONS=${HANDOUT_LESSONS:-1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 27 28}
 RTT_DIR=${RTT_DIR:-.seckill-rtt}
 RTT_PORT=${RTT_PORT:-24000}
 BIN=bin/seckill
@@ -91,8 +98,33 @@ for part in $ONLY; do
 		} > "$OUT/rtt.md"
 		scripts/readme-block.sh rtt "$OUT/rtt.md"
 		;;
+	handout)
+		# The figures come from the runs below, each in its own file
+		# under $OUT/handout; scripts/handout.py frames them for en.md
+		# and zh.md, then each block is written.
+		H=$OUT/handout
+		mkdir -p "$H"
+		"$BIN" lesson list > "$H/list.txt"
+		for n in $HANDOUT_LESSONS; do
+			began=$(date +%s.%N)
+			"$BIN" lesson "$n" --dir "$DIR" --out "$H/lesson-$n" > "$H/lesson-$n.txt" || true
+			echo "$(date +%s.%N) - $began" | bc > "$H/lesson-$n.wall"
+		done
+		for ex in redislock watchdog fencing; do
+			for who in starter key; do
+				flag=; [ "$who" = key ] && flag=--key
+				"$BIN" grade "$ex" $flag --dir "$DIR" > "$H/grade-$ex-$who.txt" || true
+				report=$(sed -n 's/^报告 \/ report: //p' "$H/grade-$ex-$who.txt" | head -1)
+				if [ -n "$report" ]; then cp "$report/grade.json" "$H/grade-$ex-$who.json"; fi
+			done
+		done
+		HANDOUT_DATE=$(date -u +%Y-%m-%d) HANDOUT_CPUS=$(nproc) python3 scripts/handout.py "$H"
+		for f in "$H"/blocks/*.md; do
+			scripts/readme-block.sh "$(basename "$f" .md)" "$f"
+		done
+		;;
 	*)
-		echo "readme: unknown part $part (demo, lessons, perf, rtt)" >&2
+		echo "readme: unknown part $part (demo, lessons, perf, rtt, handout)" >&2
 		exit 2
 		;;
 	esac

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/seckill-lab/seckill/exercises"
 	"github.com/seckill-lab/seckill/internal/grade"
@@ -21,6 +23,7 @@ func runGrade(ctx context.Context, args []string) error {
 	key := fs.Bool("key", false, "grade the answer key (the project's own strategy) instead of your lock")
 	parts := fs.String("parts", "", "only these parts, comma-separated: "+strings.Join([]string{grade.PartConformance, grade.PartBench, grade.PartFaults}, ", ")+" (default all)")
 	built := fs.Bool("built", false, "the binary already holds the checkout's code: do not build (set by grade itself when it re-executes)")
+	buildS := fs.Float64("build-s", 0, "seconds the build before --built took, counted in the sheet's time (set by grade itself when it re-executes)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: seckill grade EXERCISE [--dir DIR] [--key]\n       seckill grade list\n\n"+
 			"Scores your lock of a workshop exercise (exercises/EXERCISE) on your stack: the conformance suite with the properties\n"+
@@ -70,15 +73,16 @@ func runGrade(ctx context.Context, args []string) error {
 	}
 	if !*built {
 		fmt.Fprintf(os.Stderr, "grade: building %s from %s (your code goes into the lab)\n", st.Binary, root)
+		t0 := time.Now()
 		if err := grade.Build(ctx, "", root, st.Binary); err != nil {
 			return err
 		}
-		argv := append([]string{st.Binary, "grade", "--built"}, args...)
+		argv := append([]string{st.Binary, "grade", "--built", "--build-s", strconv.FormatFloat(time.Since(t0).Seconds(), 'f', 1, 64)}, args...)
 		if err := syscall.Exec(st.Binary, argv, os.Environ()); err != nil {
 			return fmt.Errorf("grade: run the new binary %s: %w", st.Binary, err)
 		}
 	}
-	sheet, err := grade.Run(ctx, grade.Options{Exercise: ex, Dir: st.Dir, Root: root, Key: *key, Parts: want, Progress: os.Stderr})
+	sheet, err := grade.Run(ctx, grade.Options{Exercise: ex, Dir: st.Dir, Root: root, Key: *key, Parts: want, Progress: os.Stderr, BuiltS: *buildS})
 	if sheet != nil {
 		if werr := sheet.Write(os.Stdout); werr != nil {
 			return werr

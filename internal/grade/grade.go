@@ -51,6 +51,10 @@ const (
 	// PartRestart is not a part of the sheet but a step timed on it: the
 	// restart of the instances before the bench and the faults.
 	PartRestart = "restart"
+	// PartBuild is the build of the student's code into the lab's binary,
+	// timed on the sheet too: by the CLI before Run (Options.BuiltS) or by
+	// Run itself (Options.Build).
+	PartBuild = "build"
 )
 
 // Check is one line of the sheet.
@@ -79,8 +83,9 @@ type Sheet struct {
 	Target   string  `json:"target"`
 	Strategy string  `json:"strategy"`
 	Checks   []Check `json:"checks"`
-	// Times is how long each part took, in the order run (the restart of
-	// the instances is a step of its own).
+	// Times is how long each part took, in the order run (the build of
+	// the student's code and the restart of the instances are steps of
+	// their own).
 	Times   []PartTime `json:"times"`
 	Reports []string   `json:"reports,omitempty"`
 	// Fleet says what the grade left the fleet running: the strategy and
@@ -89,7 +94,9 @@ type Sheet struct {
 	// conformance part alone).
 	Fleet string    `json:"fleet,omitempty"`
 	At    time.Time `json:"at"`
-	WallS float64   `json:"wall_s"`
+	// WallS is the whole grade's time, the build of the student's code
+	// included.
+	WallS float64 `json:"wall_s"`
 }
 
 // PartTime is how long a part (or the restart) of a grade took.
@@ -101,6 +108,12 @@ type PartTime struct {
 // timed records since as part's time.
 func (s *Sheet) timed(part string, since time.Time) {
 	s.Times = append(s.Times, PartTime{Part: part, WallS: time.Since(since).Seconds()})
+}
+
+// built reports whether the grade built the student's code (a build step
+// in Times, counted in WallS).
+func (s *Sheet) built() bool {
+	return slices.ContainsFunc(s.Times, func(t PartTime) bool { return t.Part == PartBuild })
 }
 
 // Passed and Failed count the checks.
@@ -151,6 +164,9 @@ type Options struct {
 	// Build rebuilds the stack's binary (Build, with Overlay) before the
 	// instances restart. Default false: the CLI has built it already.
 	Build bool
+	// BuiltS is how long the CLI's build took before Run (0: none): the
+	// sheet counts it in WallS and shows it as the build step.
+	BuiltS float64
 	// Label names the grade's report directory beside the exercise
 	// (default the target, "student" or "key").
 	Label string
@@ -186,6 +202,9 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 		return nil, err
 	}
 	sheet := &Sheet{Exercise: e.Name, Title: e.Title, Target: exercises.TargetStudent, Strategy: e.Strategy, At: began.UTC()}
+	if o.BuiltS > 0 {
+		sheet.Times = append(sheet.Times, PartTime{Part: PartBuild, WallS: o.BuiltS})
+	}
 	if o.Key {
 		sheet.Target, sheet.Strategy = "key", e.Key
 	}
@@ -240,7 +259,7 @@ func Run(ctx context.Context, o Options) (*Sheet, error) {
 		sheet.timed(PartFaults, t0)
 	}
 	putBack()
-	sheet.WallS = time.Since(began).Seconds()
+	sheet.WallS = o.BuiltS + time.Since(began).Seconds()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return sheet, fmt.Errorf("grade: %w", err)
 	}
@@ -283,13 +302,15 @@ func takeFleet(ctx context.Context, o Options, st *stack.State, sheet *Sheet, pr
 		sheet.Fleet = restoreFleet(ctx, st.Dir, found)
 		fmt.Fprintf(progress, "grade %s: %s\n", e.Name, sheet.Fleet)
 	}
-	t0 := time.Now()
 	if o.Build {
 		fmt.Fprintf(progress, "grade %s: build %s\n", e.Name, st.Binary)
+		t0 := time.Now()
 		if err := Build(ctx, o.Go, o.Root, st.Binary, o.buildFlags...); err != nil {
 			return putBack, err
 		}
+		sheet.timed(PartBuild, t0)
 	}
+	t0 := time.Now()
 	for _, name := range st.InstanceNames() {
 		fmt.Fprintf(progress, "grade %s: restart %s\n", e.Name, name)
 		if err := stack.Restart(ctx, st.Dir, name); err != nil {
@@ -578,7 +599,11 @@ func (s *Sheet) Write(w io.Writer) error {
 	if !s.OK() {
 		verdict = "未通过 FAILED"
 	}
-	fmt.Fprintf(&b, "\n%s: %d/%d 项通过 / checks passed, %.0f s\n", verdict, s.Passed(), len(s.Checks), s.WallS)
+	took := fmt.Sprintf("%.0f s", s.WallS)
+	if s.built() {
+		took = fmt.Sprintf("共 %.0f 秒（含编译）/ %.0f s in all, the build included", s.WallS, s.WallS)
+	}
+	fmt.Fprintf(&b, "\n%s: %d/%d 项通过 / checks passed, %s\n", verdict, s.Passed(), len(s.Checks), took)
 	if len(s.Times) > 0 {
 		var ts []string
 		for _, t := range s.Times {

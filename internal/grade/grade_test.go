@@ -77,9 +77,19 @@ func TestStartersFail(t *testing.T) {
 		t.Run(tt.exercise, func(t *testing.T) {
 			o := options(t, tt.exercise)
 			o.Parts = tt.parts
+			o.BuiltS = 2.5 // as the CLI passes its build's time
 			sheet, err := grade.Run(ctxT(t), o)
 			if !errors.Is(err, grade.ErrFailed) {
 				t.Fatalf("grade of the starter: err = %v, want ErrFailed", err)
+			}
+			// The sheet's time includes the build: its first step, and in
+			// the whole.
+			steps := 0.0
+			for _, pt := range sheet.Times {
+				steps += pt.WallS
+			}
+			if len(sheet.Times) == 0 || sheet.Times[0] != (grade.PartTime{Part: grade.PartBuild, WallS: o.BuiltS}) || sheet.WallS < steps {
+				t.Errorf("times %+v, wall %.1f s: want the build's %.1f s first and the wall at least the steps' %.1f s", sheet.Times, sheet.WallS, o.BuiltS, steps)
 			}
 			failed := map[string]grade.Check{}
 			for _, c := range sheet.Checks {
@@ -109,7 +119,7 @@ func TestStartersFail(t *testing.T) {
 			if err := sheet.Write(&out); err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"✗ 失败 FAIL", "未通过 FAILED", "提示: ", "hint: "} {
+			for _, want := range []string{"✗ 失败 FAIL", "未通过 FAILED", "提示: ", "hint: ", "（含编译）", "s in all, the build included", "build 2.5 s"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("score sheet lacks %q:\n%s", want, out.String())
 				}
