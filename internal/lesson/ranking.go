@@ -314,7 +314,7 @@ func ranking(ctx context.Context, r *runner) (Outcome, error) {
 		slices.SortStableFunc(fig.Bars, func(a, b FigureBar) int { return cmp.Compare(b.Value, a.Value) })
 		r.figure(fig)
 		j := judgeOrder(ranges)
-		line := fmt.Sprintf("%s (measured %.2f ms, %d repeats) ok/s, median (range): %s: %s", c.label, rep.Environment.RTT.MeasuredMS, rep.Summary[0].Repeats, rankingLine(ranges), j)
+		line := fmt.Sprintf("%s (measured %.2f ms, runs: %d) ok/s, median (range): %s: %s", c.label, rep.Environment.RTT.MeasuredMS, rep.Summary[0].Repeats, rankingLine(ranges), j)
 		if lead := lockFreeLead(ranges); lead != "" {
 			line += "; without a lock service " + lead
 		}
