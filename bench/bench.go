@@ -233,6 +233,9 @@ type Report struct {
 	Warmup  int         `json:"warmup"`
 	Runs    []RunResult `json:"runs"`
 	Summary []Summary   `json:"summary"`
+	// Skipped are the strategies of the list that Mode lock did not run,
+	// for NotALock; nil when every one ran.
+	Skipped []string `json:"skipped,omitempty"`
 	// Sweep is the concurrency sweep (Options.Sweep); nil without one.
 	Sweep *Sweep `json:"sweep,omitempty"`
 	// CostModel sets each strategy's predicted serial limit beside its
@@ -345,6 +348,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		Date:        began.UTC(),
 		CommandLine: strings.Join(o.CommandLine, " "),
 		Environment: environment(fl, o.Mode),
+		Skipped:     o.skipped,
 	}
 	if o.Experiment != "" {
 		rep.Experiment = &Experiment{Name: o.Experiment, DurationS: o.ExperimentDuration.Seconds(), Note: experimentNote}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
@@ -364,13 +365,15 @@ func TestIntegrationSweep(t *testing.T) {
 // TestIntegrationLockAlone: in Mode lock the purchases sell a lock-alone
 // goods (a Redis counter, no database transaction) with every invariant
 // checked as in a purchase: a correct lock passes them all, none on the
-// fleet loses updates; the report says the mode; a strategy that deducts
-// in the database is refused with the fix.
+// fleet loses updates; a sold-out answer costs no round trip to MySQL; the
+// report says the mode and names the strategies of a mixed list it
+// skipped (they deduct in the database); a list of those alone is refused
+// with the fix.
 func TestIntegrationLockAlone(t *testing.T) {
 	fl, _ := fleetFromEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	o := bench.Options{Fleet: fl, Mode: bench.ModeLock, Strategies: []string{catalog.Redis, catalog.None}, Stock: 30, Requests: 60,
+	o := bench.Options{Fleet: fl, Mode: bench.ModeLock, Strategies: []string{catalog.Redis, catalog.SQLAtomic, catalog.None, catalog.MySQLForUpdate}, Stock: 30, Requests: 60,
 		Concurrency: 10, Config: stock.Config{WorkDelay: 2 * time.Millisecond}, Warmup: -1, Seed: 7, CalibrateRequests: -1, RunTimeout: time.Minute,
 		OutDir: filepath.Join(t.TempDir(), "out")}
 	rep, err := bench.Run(ctx, o)
@@ -380,11 +383,23 @@ func TestIntegrationLockAlone(t *testing.T) {
 	if rep.Environment.Mode != bench.ModeLock {
 		t.Errorf("environment.mode %q, want lock", rep.Environment.Mode)
 	}
+	if want := []string{catalog.SQLAtomic, catalog.MySQLForUpdate}; !slices.Equal(rep.Skipped, want) {
+		t.Errorf("skipped %v, want %v", rep.Skipped, want)
+	}
+	var ran []string
 	for _, r := range rep.Runs {
+		ran = append(ran, r.Strategy)
 		switch r.Strategy {
 		case catalog.Redis:
 			if r.Oversold != 0 || r.LostUpdates != 0 || r.OK != 30 || r.InvariantsPassed != r.InvariantsTotal {
 				t.Errorf("redis, lock alone: %s", describe(r))
+			}
+			// 30 of the 60 answers are sold out: none of them (nor a
+			// sale) asks MySQL anything.
+			if r.Outcomes[bench.OutcomeSoldOut] != 30 || r.Cost == nil {
+				t.Errorf("redis, lock alone: outcomes %v, cost %+v: want 30 sold out, counted", r.Outcomes, r.Cost)
+			} else if mysql := r.Cost.Counts[cost.MySQL]; len(mysql) > 0 {
+				t.Errorf("redis, lock alone: MySQL requests %+v, want none (the lock-alone goods is a Redis counter)", mysql)
 			}
 		case catalog.None:
 			if r.LostUpdates == 0 {
@@ -392,13 +407,16 @@ func TestIntegrationLockAlone(t *testing.T) {
 			}
 		}
 	}
+	if !slices.Equal(ran, []string{catalog.Redis, catalog.None}) {
+		t.Errorf("ran %v, want the locks of the list and none", ran)
+	}
 	md, err := os.ReadFile(filepath.Join(o.OutDir, "report.md"))
-	if err != nil || !strings.Contains(string(md), "- mode: lock alone") {
-		t.Errorf("report.md (%v) does not state the mode", err)
+	if err != nil || !strings.Contains(string(md), "- mode: lock alone") || !strings.Contains(string(md), "- skipped: sql-atomic, mysql-forupdate: not a lock") {
+		t.Errorf("report.md (%v) does not state the mode and the strategies skipped", err)
 	}
 	o.Strategies = []string{catalog.SQLAtomic}
-	if _, err := bench.Run(ctx, o); !errors.Is(err, bench.ErrInvalidOptions) || !strings.Contains(err.Error(), "drop it") {
-		t.Errorf("sql-atomic in Mode lock: %v, want ErrInvalidOptions with the fix", err)
+	if _, err := bench.Run(ctx, o); !errors.Is(err, bench.ErrInvalidOptions) || !strings.Contains(err.Error(), "drop --mode lock") {
+		t.Errorf("sql-atomic alone in Mode lock: %v, want ErrInvalidOptions with the fix", err)
 	}
 }
 

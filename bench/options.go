@@ -74,6 +74,9 @@ type Options struct {
 	// ModeLock the goods is GoodsID + stock.CounterGoodsBase and only the
 	// strategies that run the read-modify-write (none and the locks) run.
 	Mode string
+	// skipped are the strategies Mode lock left out of the list given
+	// (Report.Skipped).
+	skipped []string
 
 	Instances int // >0: re-scale to this many instances first (needs Scaler); 0 = as it is
 	// Config is the setting every strategy runs under; its zero value is
@@ -176,6 +179,33 @@ func lockAlone(s string) bool {
 	return ok && (info.Kind == catalog.KindUnprotected || info.Batches())
 }
 
+// NotALock is why Mode lock skips a strategy (Report.Skipped).
+const NotALock = "not a lock: it deducts in the database itself (row lock, version or one statement), so it has no lock to measure alone"
+
+// keepLocks keeps, in Mode lock, the strategies that run there and puts
+// the others in o.skipped: a mixed list runs its locks. A list with no
+// lock at all, and fencing or batches, are errors.
+func (o *Options) keepLocks() error {
+	var kept []string
+	o.skipped = nil
+	for _, s := range o.Strategies {
+		if lockAlone(s) {
+			kept = append(kept, s)
+		} else {
+			o.skipped = append(o.skipped, s)
+		}
+	}
+	if len(kept) == 0 {
+		return fmt.Errorf("%w: Mode lock: %s: %s; give a lock (%s) or drop --mode lock", ErrInvalidOptions,
+			strings.Join(o.skipped, ", "), NotALock, strings.Join(slices.DeleteFunc(Strategies(), func(s string) bool { return !lockAlone(s) }), ", "))
+	}
+	if o.Config.Fencing || o.Config.Batch > 0 {
+		return fmt.Errorf("%w: Mode lock: fencing and batches work on the database's row; drop them", ErrInvalidOptions)
+	}
+	o.Strategies = kept
+	return nil
+}
+
 // ErrInvalidOptions wraps every option validation error.
 var ErrInvalidOptions = errors.New("invalid options")
 
@@ -210,20 +240,17 @@ func (o *Options) fillStrategies() error {
 			o.Strategies = slices.DeleteFunc(o.Strategies, func(s string) bool { return !lockAlone(s) })
 		}
 	}
-	if o.Mode == ModeLock {
-		for _, s := range o.Strategies {
-			if !lockAlone(s) {
-				return fmt.Errorf("%w: Mode lock: %s deducts in the database itself (row lock, version or one statement), so it has no lock to measure alone; drop it (the locks and none run)", ErrInvalidOptions, s)
-			}
-		}
-		if o.Config.Fencing || o.Config.Batch > 0 {
-			return fmt.Errorf("%w: Mode lock: fencing and batches work on the database's row; drop them", ErrInvalidOptions)
-		}
-	}
 	for _, s := range o.Strategies {
 		if _, ok := catalog.Lookup(s); !ok { // the registry's, or an exercise's (catalog.Extend)
 			return fmt.Errorf("%w: Strategies: unknown strategy %q; valid: %s", ErrInvalidOptions, s, strings.Join(Strategies(), ", "))
 		}
+	}
+	if o.Mode == ModeLock {
+		if err := o.keepLocks(); err != nil {
+			return err
+		}
+	}
+	for _, s := range o.Strategies {
 		if o.Config.NoWatchdog && !slices.Contains(Renewing(), s) {
 			return fmt.Errorf("%w: Config.NoWatchdog applies to %s only, not %s", ErrInvalidOptions, strings.Join(Renewing(), ", "), s)
 		}

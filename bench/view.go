@@ -91,6 +91,9 @@ func reportFacts(rep *Report) []fact {
 		{"mode", modeFact(e.Mode)},
 		{"fleet", fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)},
 	}
+	if len(rep.Skipped) > 0 {
+		facts = append(facts, fact{"skipped", SkippedLine(rep.Skipped)})
+	}
 	if len(rep.Runs) > 0 {
 		facts = append(facts, loadFacts(rep)...)
 	}
@@ -268,6 +271,11 @@ func rttFact(r fleet.RTT) string {
 		name = "custom"
 	}
 	return fmt.Sprintf("%s: %.3f ms requested, %.3f ms measured through the links (%.3f ms without them) (seckill up --rtt)", name, r.RequestedMS, r.MeasuredMS, r.DirectMS)
+}
+
+// SkippedLine says which strategies Mode lock skipped and why.
+func SkippedLine(skipped []string) string {
+	return strings.Join(skipped, ", ") + ": " + NotALock + " (seckill bench --mode lock runs the locks of the list)"
 }
 
 // modeFact says what the critical section did, for the report's facts.

@@ -269,7 +269,7 @@ var ownDeduction = map[string]func(s *Service, ctx context.Context, cfg Config, 
 // order; ok is false when the key was never sold. A request that differs
 // from the original (goods, qty or user) gets ErrIdempotencyKeyReused.
 func (s *Service) replay(ctx context.Context, r PurchaseRequest) (Receipt, bool, error) {
-	o, ok, err := s.orderByRequest(ctx, r.RequestID)
+	o, ok, err := s.orderByRequest(ctx, r.GoodsID, r.RequestID)
 	if err != nil || !ok {
 		return Receipt{}, false, err
 	}

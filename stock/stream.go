@@ -99,7 +99,7 @@ func (s *Service) QueueStatus(ctx context.Context, goodsID int64) (QueueStatus, 
 // ("written"), accepted and still queued ("accepted", redis-stream; needs
 // goodsID), or unknown.
 func (s *Service) OrderStatus(ctx context.Context, goodsID int64, requestID string) (string, Order, error) {
-	o, ok, err := s.orderByRequest(ctx, requestID)
+	o, ok, err := s.orderByRequest(ctx, goodsID, requestID)
 	if err != nil {
 		return "", o, s.classify(ctx, err)
 	}

@@ -390,6 +390,9 @@ func runBenchOnce(ctx context.Context, o bench.Options, newDir bool) error {
 	if err := bench.WriteTable(os.Stdout, rep); err != nil {
 		return err
 	}
+	if len(rep.Skipped) > 0 {
+		fmt.Fprintf(os.Stderr, "\nskipped %s\n", bench.SkippedLine(rep.Skipped))
+	}
 	fmt.Fprintf(os.Stderr, "\nwall time %.1fs; reports in %s (report.json, report.md, report.html, raw/)\n", rep.WallS, o.OutDir)
 	if fs := rep.Failures(); len(fs) > 0 {
 		return exitError{code: 1, msg: "bench failed:\n  " + strings.Join(fs, "\n  ")}
