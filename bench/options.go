@@ -179,6 +179,11 @@ func lockAlone(s string) bool {
 	return ok && (info.Kind == catalog.KindUnprotected || info.Batches())
 }
 
+// locksOf keeps the strategies of list that run in Mode lock.
+func locksOf(list []string) []string {
+	return slices.DeleteFunc(slices.Clone(list), func(s string) bool { return !lockAlone(s) })
+}
+
 // NotALock is why Mode lock skips a strategy (Report.Skipped).
 const NotALock = "not a lock: it deducts in the database itself (row lock, version or one statement), so it has no lock to measure alone"
 
@@ -197,7 +202,7 @@ func (o *Options) keepLocks() error {
 	}
 	if len(kept) == 0 {
 		return fmt.Errorf("%w: Mode lock: %s: %s; give a lock (%s) or drop --mode lock", ErrInvalidOptions,
-			strings.Join(o.skipped, ", "), NotALock, strings.Join(slices.DeleteFunc(Strategies(), func(s string) bool { return !lockAlone(s) }), ", "))
+			strings.Join(o.skipped, ", "), NotALock, strings.Join(locksOf(Strategies()), ", "))
 	}
 	if o.Config.Fencing || o.Config.Batch > 0 {
 		return fmt.Errorf("%w: Mode lock: fencing and batches work on the database's row; drop them", ErrInvalidOptions)
@@ -237,7 +242,7 @@ func (o *Options) fillStrategies() error {
 	if len(o.Strategies) == 0 {
 		o.Strategies = Strategies()
 		if o.Mode == ModeLock {
-			o.Strategies = slices.DeleteFunc(o.Strategies, func(s string) bool { return !lockAlone(s) })
+			o.Strategies = locksOf(o.Strategies)
 		}
 	}
 	for _, s := range o.Strategies {

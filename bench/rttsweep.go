@@ -171,11 +171,8 @@ func RunRTTSweep(ctx context.Context, o Options, points []RTTPoint, set RTTSette
 				po.Config.Batch = 0 // one purchase per hold: batching off
 			}
 		}
-		if po.Mode == ModeLock {
-			// The strategies that deduct in the database sit the
-			// lock-alone points out.
-			po.Strategies = slices.DeleteFunc(slices.Clone(o.Strategies), func(s string) bool { return !lockAlone(s) })
-		}
+		// At a lock-alone point Run sits the strategies that deduct in
+		// the database out and names them (Report.Skipped).
 		dir := fmt.Sprintf("rtt-%d", i+1)
 		po.OutDir = filepath.Join(base, dir)
 		if o.Progress != nil {
