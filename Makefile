@@ -167,7 +167,8 @@ dry-run: build
 
 # lab-capacity: how many labs one server takes (memory of a single and an
 # ha lab, idle and after a bench; CPU of a lesson on one lab and on LABS at
-# once), on labs of its own; replaces docs/labs.md's lab-capacity block.
+# once), on labs of its own; replaces docs/labs.md's lab-capacity block and
+# the handout's labs-per-server lines (a class's lab, --for all).
 lab-capacity: build
 	scripts/lab-capacity.sh
 

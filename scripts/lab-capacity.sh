@@ -9,7 +9,9 @@
 #   cpu     one lesson (LESSON, default 1) on one lab alone, then on 2 ..
 #           LABS single labs at once: wall time, and the CPU seconds the
 #           labs' processes and the lesson clients used.
-# Its summary replaces the block lab-capacity (docs/labs.md). About 8 minutes on
+# Its summary replaces the block lab-capacity (docs/labs.md), and the
+# labs-per-server lines of the workshop handout (blocks workshop-labs and
+# workshop-zh-labs: a class's lab, lab new --for all). About 10 minutes on
 # 2 cores; every lab is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -103,12 +105,13 @@ new_lab() {
 began=$(date +%s)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=()
-# Each lab: single and ha with every server, and single sized to
-# exercise 1 (lab new --for redislock: Redis and MySQL only).
-for config in single ha redislock; do
+# Each lab: single and ha with every server, single sized to exercise 1
+# (lab new --for redislock: Redis and MySQL only), and single sized to the
+# workshop's three exercises (--for all: Redis, etcd and MySQL).
+for config in single ha redislock all; do
 	name=mem-$config
 	case $config in
-	redislock) topology=single; new_lab "$name" --for redislock --instances 3 ;;
+	redislock | all) topology=single; new_lab "$name" --for "$config" --instances 3 ;;
 	*) topology=$config; new_lab "$name" --topology "$topology" --instances 3 ;;
 	esac
 	sleep 30 # let the servers settle (JVMs, caches)
@@ -125,7 +128,7 @@ for config in single ha redislock; do
 	read -r rss_bench pss_bench _ < <(mem "$OUT/$name")
 	bench_cpu=$(python3 -c "print(f'{$c1 - $c0 + $buser + $bsys:.1f}')")
 	label="$topology, 3 instances ($backends)"
-	[ "$config" = redislock ] && label="single, 3 instances, \`--for redislock\` ($backends)"
+	case $config in redislock | all) label="single, 3 instances, \`--for $config\` ($backends)" ;; esac
 	rows+=("| $label | $procs | $rss_idle | $pss_idle | $rss_bench | $pss_bench | $idle_cpu % | ${bwall}s, ${bench_cpu} CPU-s |")
 	eval "pss_$config=$pss_bench"
 	"$BIN" lab rm "$name" --purge > /dev/null
@@ -171,12 +174,22 @@ per_gib_ha=$(python3 -c "print(f'{1024 / $pss_ha:.1f}')")
 per_gib_ex1=$(python3 -c "print(f'{1024 / $pss_redislock:.1f}')")
 # The same model for two servers: memory less 2 GiB for the system, and
 # the labs' lessons a core runs at once at full speed.
+# fits GIB CORES [PSS] [zh]: the labs of PSS MiB (an exercise-1 lab's by
+# default) such a server holds, in English or in Chinese.
 fits() { python3 -c "
-m = ($1 - 2) * 1024 / $pss_redislock
+m = ($1 - 2) * 1024 / ${3:-$pss_redislock}
 c = $2 / ($cpu1 / $wall1)
-print(f'{int(m)} labs by memory, {c:.1f} of them running lesson $LESSON at once at full speed')"; }
+if '${4:-}' == 'zh':
+    print(f'按内存能放 {int(m)} 个，其中 {c:.1f} 个同时跑第 $LESSON 课仍是全速')
+else:
+    print(f'{int(m)} labs by memory, {c:.1f} of them running lesson $LESSON at once at full speed')"; }
 fit_here=$(fits "$(free -g | awk '/^Mem:/ {print $2}')" "$(nproc)")
 fit_8=$(fits 32 8)
+mem_here=$(free -g | awk '/^Mem:/ {print $2}')
+class_here=$(fits "$mem_here" "$(nproc)" "$pss_all")
+class_8=$(fits 32 8 "$pss_all")
+class_here_zh=$(fits "$mem_here" "$(nproc)" "$pss_all" zh)
+class_8_zh=$(fits 32 8 "$pss_all" zh)
 wall=$(( $(date +%s) - began ))
 
 {
@@ -187,6 +200,7 @@ wall=$(( $(date +%s) - began ))
 	printf '%s\n' "${rows[@]}"
 	echo
 	echo "- Memory: PSS splits the pages processes share (the seckill binary of the instances, the dashboard); a single lab takes about $pss_single MiB after a bench, an ha lab $pss_ha MiB, a lab for exercise 1 (\`seckill lab new NAME --for redislock\`) $pss_redislock MiB: **$per_gib_single single labs, $per_gib_ha ha labs or $per_gib_ex1 exercise-1 labs per GiB** of free memory."
+	echo "- Class labs (\`--for all\`, the three exercises of the workshop) take $pss_all MiB after a bench: this machine, $(nproc) cores and $mem_here GiB: $class_here; 8 cores and 32 GiB: $class_8."
 	echo "- Exercise-1 labs per server (memory less 2 GiB for the system; CPU: one lesson's cores, below): this machine, $(nproc) cores and $(free -g | awk '/^Mem:/ {print $2}') GiB: $fit_here; 8 cores and 32 GiB: $fit_8. Idle labs cost their idle CPU only."
 	echo "- CPU: \`seckill lesson $LESSON\` on one lab alone took ${wall1} s and $cpu1 CPU-s (the lab's processes and the lesson's client): the lab keeps $busy cores busy while its lesson runs, so **$per_core labs per core** run a lesson at the same moment at full speed ($labs_box on these $cores cores); put another way, a core runs **$per_min such lessons a minute**. Between lessons a lab is idle (the CPU idle column). The same lesson on 1 to $LABS labs at once:"
 	echo
@@ -196,3 +210,13 @@ wall=$(( $(date +%s) - began ))
 } > "$OUT/lab-capacity.md"
 cat "$OUT/lab-capacity.md"
 scripts/readme-block.sh lab-capacity "$OUT/lab-capacity.md"
+
+# The handout's line: a class's lab, this server and the 8-core model.
+cat > "$OUT/workshop-labs.md" <<EOF
+Measured by \`make lab-capacity\` ($(date -u +%Y-%m-%d), $(nproc) CPUs, $mem_here GiB, load average $load0 at the start): a class's lab (\`lab new NAME --for all\`: Redis, etcd and MySQL, 3 instances) takes **$pss_all MiB** after a bench. This server: **$class_here**. By the same model, 8 cores and 32 GiB: **$class_8**. The other lab sizes and the model: [labs.md](../labs.md#several-labs-on-one-server).
+EOF
+cat > "$OUT/workshop-zh-labs.md" <<EOF
+由 \`make lab-capacity\` 测得（$(date -u +%Y-%m-%d)，$(nproc) 个 CPU，$mem_here GiB，开始时负载 $load0）：一个上课用的实验环境（\`lab new NAME --for all\`：Redis、etcd 和 MySQL，3 个实例）压测后占 **$pss_all MiB**。这台服务器：**$class_here_zh**。按同一模型，8 核 32 GiB：**$class_8_zh**。其他大小的实验环境和模型见 [labs.md](../labs.md#several-labs-on-one-server)。
+EOF
+scripts/readme-block.sh workshop-labs "$OUT/workshop-labs.md"
+scripts/readme-block.sh workshop-zh-labs "$OUT/workshop-zh-labs.md"
