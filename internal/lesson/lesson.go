@@ -122,9 +122,12 @@ type Outcome struct {
 	// Figures are the measured figures the verdict rests on, for the
 	// course's charts: ours, against the source's figure when it gave one.
 	Figures []Figure `json:"figures,omitempty"`
-	// Conditions is what the lesson's last bench ran under (round trip,
-	// durability, mode, instances, machine; bench.Environment.Conditions),
-	// "" when it ran none.
+	// Conditions is what the benches the lesson's figures come from ran
+	// under (round trip, durability, mode, instances, machine;
+	// bench.Environment.Conditions): one line when they share it, else
+	// the shared part and each figure's own (conditionsLine). A lesson
+	// whose figures come from no bench gives its last bench's; "" when it
+	// ran none.
 	Conditions string `json:"conditions,omitempty"`
 }
 
@@ -231,7 +234,7 @@ func Run(ctx context.Context, l Lesson, o Options) (Outcome, error) {
 	out, err = l.run(ctx, r)
 	out.Lesson, out.Slug, out.Seconds, out.Reports, out.Commands = l.N, l.Slug, time.Since(began).Seconds(), r.reports, r.commands
 	out.Figures = append(out.Figures, r.figures...)
-	if r.last != nil {
+	if out.Conditions = conditionsLine(r.exps); out.Conditions == "" && r.last != nil {
 		out.Conditions = r.last.Environment.Conditions()
 	}
 	if err != nil {
@@ -309,10 +312,34 @@ type runner struct {
 	commands []string
 	figures  []Figure
 	n        int
+	// exps are the experiments the lesson's figures come from (for
+	// Outcome.Conditions). runs are the conditions of the benches run
+	// since the last figure; ran says whether any experiment (a bench or
+	// a scenario) ran since; noted is the latest bench in runs.
+	exps  []figureRuns
+	runs  []string
+	ran   bool
+	noted *bench.Report
 }
 
-// figure adds a chart to the lesson's outcome.
-func (r *runner) figure(f Figure) { r.figures = append(r.figures, f) }
+// figure adds a chart to the lesson's outcome. It comes from the
+// experiments run since the previous figure, or from the previous
+// figure's when none ran.
+func (r *runner) figure(f Figure) {
+	r.figures = append(r.figures, f)
+	if r.last != nil && r.last != r.noted {
+		r.noteBench(r.last) // a bench the lesson ran itself (bench.Run)
+	}
+	if r.ran || len(r.exps) == 0 {
+		r.exps = append(r.exps, figureRuns{title: f.Title, conds: r.runs})
+		r.runs, r.ran = nil, false
+	}
+}
+
+// noteBench records that rep's bench ran, for the next figure.
+func (r *runner) noteBench(rep *bench.Report) {
+	r.runs, r.ran, r.noted = append(r.runs, rep.Environment.Conditions()), true, rep
+}
 
 // load is an experiment's size: full, or the short one.
 type load struct{ requests, stock, concurrency int }
@@ -365,6 +392,7 @@ func (r *runner) benchOn(ctx context.Context, st *stack.State, o bench.Options, 
 		return rep, err
 	}
 	r.last = rep
+	r.noteBench(rep)
 	return rep, nil
 }
 
@@ -385,6 +413,7 @@ func (r *runner) scenarioOf(ctx context.Context, sc scenario.Scenario, strategie
 	if err := sc.Fits(r.st); err != nil {
 		return nil, err
 	}
+	r.ran = true
 	if len(prots) == 0 {
 		prots = []scenario.Protection{scenario.ProtectNone, scenario.ProtectFencing}
 	}
