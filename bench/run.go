@@ -87,7 +87,7 @@ func (r *runner) warmup(ctx context.Context, name string, concurrency int) error
 	wname := name + "-warmup"
 	_, err := attack(wctx, attackSpec{
 		Name: wname, Requests: o.Warmup, Concurrency: max(1, min(concurrency, o.Warmup)), Timeout: o.RequestTimeout,
-		Targeter: purchaseTargeter(r.fleet.Target, goods, o.Qty, o.Warmup, o.Seed, wname),
+		Purchases: purchases{Target: r.fleet.Target, Goods: goods, Qty: o.Qty, Seed: o.Seed, Run: wname},
 	})
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return nil // cut short on purpose
@@ -166,8 +166,10 @@ func (r *runner) attack(ctx context.Context, run *RunResult, concurrency int, la
 	l := loadOutcome{responses: make([]Response, 0, o.Requests)}
 	spec := attackSpec{
 		Name: run.Name, Requests: o.Requests, Concurrency: concurrency, Rate: o.Rate, Timeout: o.RequestTimeout,
-		Targeter: purchases{Target: r.fleet.Target, Goods: o.GoodsID, Qty: o.Qty, N: o.Requests, Seed: o.Seed,
-			Run: run.Name, Users: o.Users}.targeter(),
+		Purchases: purchases{Target: r.fleet.Target, Goods: o.GoodsID, Qty: o.Qty, Seed: o.Seed,
+			Run: run.Name, Users: o.Users},
+		// The load ends with its last answer: the results are read after.
+		Loaded: func() { l.cpu1 = markCPU(o.CPU) },
 		OnResult: func(v *vegetaResult, id string) {
 			if raw != nil {
 				kept = append(kept, v)
@@ -185,7 +187,6 @@ func (r *runner) attack(ctx context.Context, run *RunResult, concurrency int, la
 	sd := r.startSide(ctx, run, l.t0)
 	l.cpu0 = markCPU(o.CPU)
 	l.res, err = attack(ctx, spec)
-	l.cpu1 = markCPU(o.CPU)
 	pl.done()
 	if raw != nil {
 		if werr := writeRaw(raw, kept); werr != nil && err == nil {

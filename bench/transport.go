@@ -8,257 +8,300 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"sync"
+	"strconv"
 	"syscall"
 	"time"
 )
 
-// connTransport is the load generator's HTTP/1.1 transport for plain http
-// targets: a pool of keep-alive connections, each carrying one request at
-// a time on the goroutine that sent it. RoundTrip writes the request, reads
-// the whole response and puts the connection back.
+// leanConn is one keep-alive HTTP/1.1 connection of the load generator
+// (plain http targets): one worker owns it and sends one request at a
+// time on it, as bytes it built itself, and reads back only what the
+// results need: the status line, the headers that frame the body
+// (Content-Length, Transfer-Encoding, Connection), X-Instance, and the
+// body up to maxBody bytes.
 //
-// net/http's Transport runs a reader and a writer goroutine for every
-// connection and hands each request and response between them and the
-// caller; with Client.Timeout it adds a timer goroutine per request. On the
-// lab's 2-CPU machine the generator shares the CPUs with the system it
-// measures, and that handoff was most of the bench's CPU per purchase (the
-// report's "per-purchase CPU" table). Targets other than http:// (a
-// cluster's https) go to fallback.
-type connTransport struct {
-	dialer   net.Dialer
-	timeout  time.Duration // one request, from writing it to its last body byte; 0 = none
-	maxBody  int64         // bytes of a body kept; the rest is read and dropped
-	fallback http.RoundTripper
-
-	mu     sync.Mutex
-	idle   map[string][]*clientConn // by host:port
-	closed bool
+// net/http's client builds an *http.Request and an *http.Response with
+// their header maps for every hit and hands both between a reader and a
+// writer goroutine per connection; on the lab's 2-CPU machine, where the
+// generator shares the CPUs with the system it measures, that was most of
+// the generator's CPU per purchase (the report's "per-purchase CPU"
+// table) and capped the generator's ceiling.
+type leanConn struct {
+	nc    net.Conn
+	br    *bufio.Reader
+	used  bool     // carried a request: a close before any answer may be the server's idle close
+	names interner // the X-Instance values seen
 }
 
-// clientConn is one keep-alive connection of connTransport.
-type clientConn struct {
-	net.Conn
-	br *bufio.Reader
-	bw *bufio.Writer
+// leanResponse is what the generator keeps of one answer.
+type leanResponse struct {
+	code     int
+	status   string // outside 2xx and 3xx, the status line after the version: "409 Conflict"
+	instance string // the X-Instance header
+	bytesIn  int    // body bytes kept (vegeta's BytesIn: the body up to maxBody)
+	close    bool   // the connection cannot carry another request
 }
 
 // errNothingRead: the connection ended before the first byte of an answer.
 // On a reused connection that is the server closing it while idle, and a
-// request that can be replayed is sent again on a new one (as net/http
-// does).
+// purchase (it carries an Idempotency-Key) is sent again on a new one, as
+// net/http does.
 var errNothingRead = errors.New("the connection closed before any answer")
 
 // aLongTimeAgo is a deadline in the past: it interrupts a blocked read or
 // write at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-func newConnTransport(timeout time.Duration, maxBody int64, fallback http.RoundTripper) *connTransport {
-	return &connTransport{
-		dialer:   net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second},
-		timeout:  timeout,
-		maxBody:  maxBody,
-		fallback: fallback,
-		idle:     map[string][]*clientConn{},
+// leanBuffer is a connection's read buffer; a longer header line is
+// skipped past its first leanBuffer bytes (status and framing lines are
+// short).
+const leanBuffer = 4096
+
+func newLeanConn(nc net.Conn) *leanConn {
+	return &leanConn{nc: nc, br: bufio.NewReaderSize(nc, leanBuffer)}
+}
+
+// roundTrip writes req (a whole HTTP/1.1 request) and reads its answer,
+// the body's first maxBody bytes appended to (*body)[:0], within deadline
+// (zero = none). On an error the connection must be closed.
+func (c *leanConn) roundTrip(req []byte, deadline time.Time, maxBody int, body *[]byte) (leanResponse, error) {
+	if c.names == nil {
+		c.names = interner{}
+	}
+	if err := c.nc.SetDeadline(deadline); err != nil {
+		return leanResponse{}, err
+	}
+	c.used = true
+	if _, err := c.nc.Write(req); err != nil {
+		return leanResponse{}, err
+	}
+	return readResponse(c.br, c.names, maxBody, body)
+}
+
+// readResponse reads one HTTP/1.x response from br (a 1xx answer is
+// skipped): the status, X-Instance and the body, by Content-Length, chunked
+// or up to the close; its first maxBody bytes go to (*body)[:0], the rest
+// is read and dropped. A stream that ends before the first byte is
+// errNothingRead; one that ends within the answer, io.ErrUnexpectedEOF.
+func readResponse(br *bufio.Reader, names interner, maxBody int, body *[]byte) (leanResponse, error) {
+	*body = (*body)[:0]
+	if _, err := br.Peek(1); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
+			return leanResponse{}, fmt.Errorf("%w: %w", errNothingRead, err)
+		}
+		return leanResponse{}, err
+	}
+	for {
+		r, h, err := readHead(br, names)
+		if err != nil {
+			return r, err
+		}
+		switch {
+		case r.code >= 100 && r.code < 200 && r.code != 101:
+			continue // an interim answer; the final one follows
+		case r.code == 101 || r.code == 204 || r.code == 304:
+			r.close = r.close || r.code == 101
+			return r, nil
+		case h.chunked:
+			err = readChunked(br, maxBody, body)
+		case h.length >= 0:
+			err = readBody(br, h.length, maxBody, body)
+		default: // no length: the body ends with the connection
+			r.close = true
+			err = readBody(br, -1, maxBody, body)
+		}
+		r.bytesIn = len(*body)
+		return r, err
 	}
 }
 
-// RoundTrip implements http.RoundTripper.
-func (t *connTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "http" {
-		return t.viaFallback(req)
+// framing is how a response's body is delimited.
+type framing struct {
+	length  int64 // Content-Length, -1 = none
+	chunked bool
+}
+
+// readHead reads a status line and the headers after it.
+func readHead(br *bufio.Reader, names interner) (leanResponse, framing, error) {
+	h := framing{length: -1}
+	line, err := readLine(br)
+	if err != nil {
+		return leanResponse{}, h, unexpected(err)
 	}
-	addr := req.URL.Host
-	if req.URL.Port() == "" {
-		addr = net.JoinHostPort(req.URL.Hostname(), "80")
+	version, status, ok := bytes.Cut(line, []byte(" "))
+	var r leanResponse
+	if ok && len(status) >= 3 {
+		r.code, err = strconv.Atoi(string(status[:3]))
 	}
-	for attempt := 0; ; attempt++ {
-		c, reused, err := t.get(req.Context(), addr)
+	if !ok || !bytes.HasPrefix(version, []byte("HTTP/1.")) || err != nil || r.code < 100 || r.code > 999 ||
+		(len(status) > 3 && status[3] != ' ') {
+		return r, h, fmt.Errorf("malformed HTTP status line %q", line)
+	}
+	if r.code < 200 || r.code >= 400 {
+		r.status = string(status) // vegeta's Error for such a status
+	}
+	http10 := string(version) == "HTTP/1.0"
+	r.close = http10
+	for {
+		line, err := readLine(br)
 		if err != nil {
-			closeBody(req)
-			return nil, err
+			return r, h, unexpected(err)
 		}
-		resp, err := t.exchange(c, req)
-		if err == nil {
-			if resp.Close {
-				c.Close()
-			} else {
-				t.put(addr, c)
+		if len(line) == 0 {
+			return r, h, nil
+		}
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return r, h, fmt.Errorf("malformed HTTP header line %q", line)
+		}
+		v = bytes.TrimSpace(v)
+		switch {
+		case bytes.EqualFold(k, []byte("Content-Length")):
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || n < 0 || (h.length >= 0 && n != h.length) {
+				return r, h, fmt.Errorf("bad Content-Length %q", v)
 			}
-			return resp, nil
+			h.length = n
+		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+			h.chunked = bytes.EqualFold(lastToken(v), []byte("chunked"))
+		case bytes.EqualFold(k, []byte("Connection")):
+			switch {
+			case hasToken(v, "close"):
+				r.close = true
+			case http10 && hasToken(v, "keep-alive"):
+				r.close = false
+			}
+		case bytes.EqualFold(k, []byte("X-Instance")):
+			r.instance = names.get(v)
 		}
-		c.Close()
-		if reused && attempt == 0 && errors.Is(err, errNothingRead) && replayable(req) {
-			if req.GetBody != nil {
-				if req.Body, err = req.GetBody(); err != nil {
-					return nil, fmt.Errorf("resend on a new connection: %w", err)
+	}
+}
+
+// readLine reads one line without its CR LF; of a line longer than the
+// buffer it returns the start and skips the rest.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		head := bytes.Clone(line)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			_, err = br.ReadSlice('\n')
+		}
+		line = head
+	}
+	if err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(line, "\r\n"), nil
+}
+
+// readBody reads a body of n bytes (n < 0: up to EOF), keeping its first
+// maxBody bytes in *body.
+func readBody(br *bufio.Reader, n int64, maxBody int, body *[]byte) error {
+	for n != 0 {
+		if _, err := br.Peek(1); err != nil {
+			if n < 0 && errors.Is(err, io.EOF) {
+				return nil
+			}
+			return unexpected(err)
+		}
+		chunk, _ := br.Peek(br.Buffered())
+		if n >= 0 && int64(len(chunk)) > n {
+			chunk = chunk[:n]
+		}
+		if room := maxBody - len(*body); room > 0 {
+			*body = append(*body, chunk[:min(room, len(chunk))]...)
+		}
+		_, _ = br.Discard(len(chunk))
+		if n > 0 {
+			n -= int64(len(chunk))
+		}
+	}
+	return nil
+}
+
+// readChunked reads a chunked body and its trailers.
+func readChunked(br *bufio.Reader, maxBody int, body *[]byte) error {
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return unexpected(err)
+		}
+		size, _, _ := bytes.Cut(line, []byte(";"))
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(size)), 16, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("bad chunk size line %q", line)
+		}
+		if n == 0 {
+			for { // trailers, up to the empty line
+				line, err := readLine(br)
+				if err != nil {
+					return unexpected(err)
+				}
+				if len(line) == 0 {
+					return nil
 				}
 			}
-			continue
 		}
-		closeBody(req)
-		return nil, err
+		if err := readBody(br, n, maxBody, body); err != nil {
+			return err
+		}
+		line, err = readLine(br)
+		if err != nil {
+			return unexpected(err)
+		}
+		if len(line) != 0 {
+			return fmt.Errorf("chunk of %d bytes followed by %q, not CRLF", n, line)
+		}
 	}
 }
 
-// replayable says whether req may be sent again after a connection closed
-// before any answer: net/http's rule (an idempotent method, or a request
-// with an idempotency key, and a body it can read again).
-func replayable(req *http.Request) bool {
-	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-		return false
+// unexpected is err, with an EOF within an answer made io.ErrUnexpectedEOF.
+func unexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
 	}
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
-		return true
-	}
-	_, key := req.Header["Idempotency-Key"]
-	_, xkey := req.Header["X-Idempotency-Key"]
-	return key || xkey
+	return err
 }
 
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		_ = req.Body.Close()
+// hasToken reports whether the comma-separated list v has token (any case).
+func hasToken(v []byte, token string) bool {
+	for t := range bytes.SplitSeq(v, []byte(",")) {
+		if bytes.EqualFold(bytes.TrimSpace(t), []byte(token)) {
+			return true
+		}
 	}
+	return false
 }
 
-// get takes an idle connection to addr, or dials one.
-func (t *connTransport) get(ctx context.Context, addr string) (*clientConn, bool, error) {
-	t.mu.Lock()
-	if t.closed {
-		t.mu.Unlock()
-		return nil, false, errors.New("the bench's HTTP transport is closed")
+// lastToken is the last element of the comma-separated list v.
+func lastToken(v []byte) []byte {
+	if i := bytes.LastIndexByte(v, ','); i >= 0 {
+		v = v[i+1:]
 	}
-	if cs := t.idle[addr]; len(cs) > 0 {
-		c := cs[len(cs)-1]
-		t.idle[addr] = cs[:len(cs)-1]
-		t.mu.Unlock()
-		return c, true, nil
-	}
-	t.mu.Unlock()
-	nc, err := t.dialer.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, false, cerr
-		}
-		return nil, false, err
-	}
-	return &clientConn{Conn: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 4096)}, false, nil
+	return bytes.TrimSpace(v)
 }
 
-// put returns c to the idle pool (closed when the transport is).
-func (t *connTransport) put(addr string, c *clientConn) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		c.Close()
-		return
-	}
-	t.idle[addr] = append(t.idle[addr], c)
-}
+// interner hands out one string per distinct value (the fleet's few
+// instance names), so reading an X-Instance allocates nothing; a nil
+// interner allocates every time.
+type interner map[string]string
 
-// CloseIdleConnections closes every idle connection; connections in use
-// are closed when their request ends.
-func (t *connTransport) CloseIdleConnections() {
-	t.mu.Lock()
-	idle := t.idle
-	t.idle, t.closed = map[string][]*clientConn{}, true
-	t.mu.Unlock()
-	for _, cs := range idle {
-		for _, c := range cs {
-			c.Close()
-		}
+func (in interner) get(b []byte) string {
+	if s, ok := in[string(b)]; ok {
+		return s
 	}
-	if f, ok := t.fallback.(interface{ CloseIdleConnections() }); ok {
-		f.CloseIdleConnections()
+	s := string(b)
+	if in != nil && len(in) < 64 {
+		in[s] = s
 	}
-}
-
-// exchange writes req on c and reads its whole response. The body is read
-// into memory (up to maxBody kept), so c can carry the next request.
-func (t *connTransport) exchange(c *clientConn, req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	deadline, ok := ctx.Deadline()
-	if t.timeout > 0 {
-		if d := time.Now().Add(t.timeout); !ok || d.Before(deadline) {
-			deadline, ok = d, true
-		}
-	}
-	if !ok {
-		deadline = time.Time{}
-	}
-	if err := c.SetDeadline(deadline); err != nil {
-		return nil, err
-	}
-	if ctx.Done() != nil {
-		stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(aLongTimeAgo) })
-		defer stop()
-	}
-	fail := func(err error) (*http.Response, error) {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr
-		}
-		return nil, err
-	}
-	if err := req.Write(c.bw); err != nil {
-		return fail(err)
-	}
-	if err := c.bw.Flush(); err != nil {
-		return fail(err)
-	}
-	if _, err := c.br.Peek(1); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
-			return fail(fmt.Errorf("%w: %w", errNothingRead, err))
-		}
-		return fail(err)
-	}
-	resp, err := http.ReadResponse(c.br, req)
-	if err != nil {
-		return fail(err)
-	}
-	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, io.LimitReader(resp.Body, t.maxBody)); err != nil {
-		resp.Body.Close()
-		return fail(err)
-	}
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		resp.Body.Close()
-		return fail(err)
-	}
-	resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
-	return resp, nil
+	return s
 }
 
 // isReset reports a connection reset by the peer.
 func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 
-// viaFallback sends req through the fallback transport, within the
-// transport's timeout.
-func (t *connTransport) viaFallback(req *http.Request) (*http.Response, error) {
-	if t.timeout <= 0 {
-		return t.fallback.RoundTrip(req)
-	}
-	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
-	resp, err := t.fallback.RoundTrip(req.WithContext(ctx))
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	resp.Body = cancelOnClose{resp.Body, cancel}
-	return resp, nil
-}
-
-// cancelOnClose ends a request's context when its body is closed.
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b cancelOnClose) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
+// watchConn ends c's blocked read or write at once when ctx ends, until
+// the returned stop is called.
+func watchConn(ctx context.Context, c net.Conn) (stop func() bool) {
+	return context.AfterFunc(ctx, func() { _ = c.SetDeadline(aLongTimeAgo) })
 }

@@ -2,199 +2,107 @@ package bench
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 )
 
-// countConns counts the connections srv accepted.
-func countConns(srv *httptest.Server) *atomic.Int64 {
-	var n atomic.Int64
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			n.Add(1)
-		}
-	}
-	return &n
-}
-
-func post(t *testing.T, tr http.RoundTripper, url, body string, key string) (*http.Response, string, error) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		return nil, "", err
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b), nil
-}
-
-// TestConnTransport checks the generator's transport against a real
-// net/http server: it keeps connections alive, reads every body framing,
-// honours Connection: close, keeps at most maxBody bytes of a body and
-// still reuses the connection.
-func TestConnTransport(t *testing.T) {
+// TestReadResponse feeds the lean path's parser answers as a server may
+// frame them, each followed by a second answer on the same stream where
+// the first leaves the connection open: the first must be read to its
+// last byte, no further.
+func TestReadResponse(t *testing.T) {
+	const next = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext"
+	long := "X-Long: " + strings.Repeat("v", 3*leanBuffer) + "\r\n"
 	cases := []struct {
 		name     string
-		handler  http.HandlerFunc
-		maxBody  int64
-		want     string
-		wantConn int64 // connections for 5 requests
+		stream   string
+		maxBody  int
+		code     int
+		status   string
+		instance string
+		body     string
+		close    bool
+		err      error // errors.Is; nil = none
+		anyErr   bool  // some error, not a particular one
 	}{
-		{"content-length, kept alive", func(w http.ResponseWriter, r *http.Request) {
-			b, _ := io.ReadAll(r.Body)
-			_, _ = w.Write([]byte("echo:" + string(b)))
-		}, 1 << 10, "echo:hello", 1},
-		{"chunked, kept alive", func(w http.ResponseWriter, r *http.Request) {
-			_, _ = w.Write([]byte("part1,"))
-			w.(http.Flusher).Flush()
-			_, _ = w.Write([]byte("part2"))
-		}, 1 << 10, "part1,part2", 1},
-		{"body beyond maxBody is dropped, connection reused", func(w http.ResponseWriter, r *http.Request) {
-			_, _ = w.Write([]byte(strings.Repeat("x", 10000)))
-		}, 4, "xxxx", 1},
-		{"connection: close", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Connection", "close")
-			_, _ = w.Write([]byte("bye"))
-		}, 1 << 10, "bye", 5},
+		{name: "content-length", stream: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Instance: inst-2\r\n\r\nhello" + next,
+			maxBody: 64, code: 200, instance: "inst-2", body: "hello"},
+		{name: "header names in any case", stream: "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-instance:  inst-3 \r\n\r\nok" + next,
+			maxBody: 64, code: 200, instance: "inst-3", body: "ok"},
+		{name: "chunked, extensions and trailers", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+			"6;ext=1\r\npart1,\r\n5\r\npart2\r\n0\r\nX-Trailer: t\r\n\r\n" + next,
+			maxBody: 64, code: 200, body: "part1,part2"},
+		{name: "body beyond maxBody dropped", stream: "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789" + next,
+			maxBody: 4, code: 200, body: "0123"},
+		{name: "chunked beyond maxBody dropped", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n3\r\ndef\r\n0\r\n\r\n" + next,
+			maxBody: 4, code: 200, body: "abcd"},
+		{name: "error status keeps its text", stream: "HTTP/1.1 409 Conflict\r\nContent-Length: 20\r\n\r\n{\"error\":\"sold_out\"}" + next,
+			maxBody: 64, code: 409, status: "409 Conflict", body: `{"error":"sold_out"}`},
+		{name: "502 from nginx", stream: "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n" + next,
+			maxBody: 64, code: 502, status: "502 Bad Gateway"},
+		{name: "interim 100 skipped", stream: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nx" + next,
+			maxBody: 64, code: 201, body: "x"},
+		{name: "204 has no body", stream: "HTTP/1.1 204 No Content\r\n\r\n" + next, maxBody: 64, code: 204},
+		{name: "connection: close", stream: "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 3\r\n\r\nbye",
+			maxBody: 64, code: 200, body: "bye", close: true},
+		{name: "no length: body up to the close", stream: "HTTP/1.1 200 OK\r\n\r\nto the end",
+			maxBody: 64, code: 200, body: "to the end", close: true},
+		{name: "HTTP/1.0 closes", stream: "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", maxBody: 64, code: 200, body: "ok", close: true},
+		{name: "HTTP/1.0 keep-alive", stream: "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok" + next,
+			maxBody: 64, code: 200, body: "ok"},
+		{name: "a header longer than the buffer is skipped", stream: "HTTP/1.1 200 OK\r\n" + long + "Content-Length: 2\r\n\r\nok" + next,
+			maxBody: 64, code: 200, body: "ok"},
+		{name: "closed before any answer", stream: "", err: errNothingRead},
+		{name: "closed within the head", stream: "HTTP/1.1 200 OK\r\nContent-Le", err: io.ErrUnexpectedEOF},
+		{name: "closed within the body", stream: "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", maxBody: 64, err: io.ErrUnexpectedEOF},
+		{name: "closed within a chunk", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\na\r\nabc", maxBody: 64, err: io.ErrUnexpectedEOF},
+		{name: "not HTTP", stream: "SSH-2.0-OpenSSH_9.2\r\n\r\n", anyErr: true},
+		{name: "bad status code", stream: "HTTP/1.1 2x0 OK\r\n\r\n", anyErr: true},
+		{name: "bad content-length", stream: "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", anyErr: true},
+		{name: "conflicting content-lengths", stream: "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx", anyErr: true},
+		{name: "bad chunk size", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", anyErr: true},
+		{name: "chunk without its CRLF", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nxy\r\n0\r\n\r\n", maxBody: 64, anyErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewUnstartedServer(tc.handler)
-			conns := countConns(srv)
-			srv.Start()
-			defer srv.Close()
-			tr := newConnTransport(5*time.Second, tc.maxBody, http.DefaultTransport)
-			defer tr.CloseIdleConnections()
-			for i := range 5 {
-				resp, body, err := post(t, tr, srv.URL+"/p", "hello", "")
-				if err != nil {
-					t.Fatalf("request %d: %v", i, err)
+			br := bufio.NewReaderSize(strings.NewReader(tc.stream), leanBuffer)
+			var body []byte
+			r, err := readResponse(br, interner{}, tc.maxBody, &body)
+			switch {
+			case tc.err != nil || tc.anyErr:
+				if err == nil || (tc.err != nil && !errors.Is(err, tc.err)) {
+					t.Fatalf("err = %v, want %v", err, tc.err)
 				}
-				if resp.StatusCode != http.StatusOK || body != tc.want {
-					t.Fatalf("request %d: %d %q, want 200 %q", i, resp.StatusCode, body, tc.want)
-				}
+				return
+			case err != nil:
+				t.Fatal(err)
 			}
-			if got := conns.Load(); got != tc.wantConn {
-				t.Errorf("connections = %d, want %d", got, tc.wantConn)
+			if r.code != tc.code || r.status != tc.status || r.instance != tc.instance || string(body) != tc.body ||
+				r.bytesIn != len(tc.body) || r.close != tc.close {
+				t.Fatalf("got %+v body %q, want code %d status %q instance %q body %q close %v",
+					r, body, tc.code, tc.status, tc.instance, tc.body, tc.close)
+			}
+			if tc.close {
+				return
+			}
+			r, err = readResponse(br, nil, 64, &body)
+			if err != nil || r.code != 200 || string(body) != "next" {
+				t.Fatalf("the next answer on the stream: %+v %q %v", r, body, err)
 			}
 		})
 	}
 }
 
-// TestConnTransportTimeout: a server that does not answer within the
-// timeout gives the caller an error, and a cancelled request context ends
-// the request at once.
-func TestConnTransportTimeout(t *testing.T) {
-	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
-
-	tr := newConnTransport(200*time.Millisecond, 1<<10, http.DefaultTransport)
-	defer tr.CloseIdleConnections()
-	_, _, err := post(t, tr, srv.URL, "x", "")
-	if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
-		t.Fatalf("err = %v, want a timeout", err)
+// TestInterner: one string per distinct instance name.
+func TestInterner(t *testing.T) {
+	in := interner{}
+	a, b := in.get([]byte("inst-1")), in.get([]byte("inst-1"))
+	if a != "inst-1" || b != a || len(in) != 1 || in.get([]byte("inst-2")) != "inst-2" || len(in) != 2 {
+		t.Fatalf("interner %v", in)
 	}
-
-	tr2 := newConnTransport(0, 1<<10, http.DefaultTransport)
-	defer tr2.CloseIdleConnections()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	done := make(chan error, 1)
-	go func() {
-		_, err := tr2.RoundTrip(req)
-		done <- err
-	}()
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-}
-
-// TestConnTransportIdleClosed: a server that closes a kept-alive
-// connection between requests (nginx's keepalive_timeout) costs a keyed
-// purchase nothing, it is sent again on a new connection; a key-less POST
-// is not resent, the caller gets the error.
-func TestConnTransportIdleClosed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int64
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				_, _ = io.Copy(io.Discard, req.Body)
-				// Answer, keep the connection "alive", then close it
-				// once the client sent the next request: no answer.
-				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				_, _ = br.Peek(1)
-			}()
-		}
-	}()
-	url := "http://" + ln.Addr().String() + "/p"
-	for _, tc := range []struct {
-		key     string
-		wantErr bool
-	}{{"k-1", false}, {"", true}} {
-		tr := newConnTransport(5*time.Second, 1<<10, http.DefaultTransport)
-		if _, body, err := post(t, tr, url, "a", tc.key); err != nil || body != "ok" {
-			t.Fatalf("first request: %q %v", body, err)
-		}
-		_, body, err := post(t, tr, url, "b", tc.key)
-		if tc.wantErr != (err != nil) {
-			t.Errorf("key %q: second request on the closed connection: %q %v, want error %v", tc.key, body, err, tc.wantErr)
-		}
-		tr.CloseIdleConnections()
-	}
-}
-
-// TestConnTransportHTTPS: a target other than http:// goes through the
-// fallback transport.
-func TestConnTransportHTTPS(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte("tls"))
-	}))
-	defer srv.Close()
-	tr := newConnTransport(5*time.Second, 1<<10, srv.Client().Transport)
-	defer tr.CloseIdleConnections()
-	if _, body, err := post(t, tr, srv.URL, "x", ""); err != nil || body != "tls" {
-		t.Fatalf("https: %q %v", body, err)
+	if got := testing.AllocsPerRun(100, func() { in.get([]byte("inst-1")) }); got != 0 {
+		t.Errorf("a known name allocates %v times, want 0", got)
 	}
 }
