@@ -89,7 +89,7 @@ wall=$(( $(date +%s) - began ))
 python3 - "$OUT" "$STUDENTS" "$wall" "$load" "$(nproc)" "$(date -u +%Y-%m-%d)" <<'EOF'
 import os, statistics, sys
 out, students, wall, load, cpus, day = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
-mem = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
+mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**30  # as free -g
 steps = [
     ("clone", "`git clone REPO seckill`", "克隆"),
     ("build", "`make build`", "构建"),
@@ -110,22 +110,27 @@ def cell(name):
     scores = ", ".join(sorted({x[2] for x in r if x[2] != "-"})) or "-"
     failed = sum(1 for x in r if x[1] != 0)
     return f"{statistics.median(s):.1f} ({s[0]:.1f}–{s[-1]:.1f})", scores, failed
-for lang, block in (("en", "workshop-dry-run"), ("zh", "workshop-zh-dry-run")):
+rel = os.path.relpath(out)
+# Each language's block: its name, header, table head, step label and note.
+texts = {
+    "workshop-dry-run": (
+        f"Printed by `scripts/dry-run.sh` (`make dry-run`, STUDENTS={students}, {day}) on {cpus} CPUs, {mem} GiB, load average {load} at the start: {students} students at once, each in a fresh clone, their grades at the same moment; {wall} s in all; logs in `{rel}/`.",
+        "| step | seconds, median (min–max) | score | exit ≠ 0 |",
+        lambda en, zh: en,
+        "A grade exits 1 while a check fails: the starter's non-zero exits are expected, the right answer's are not."),
+    "workshop-zh-dry-run": (
+        f"由 `scripts/dry-run.sh`（`make dry-run`，STUDENTS={students}，{day}）在 {cpus} 个 CPU、{mem} GiB 的机器上生成，开始时负载 {load}：{students} 名学生同时进行，各用一份新克隆，评分同时开始；共 {wall} 秒；日志在 `{rel}/`。",
+        "| 步骤 | 秒，中位数（最小–最大） | 得分 | 非零退出 |",
+        lambda en, zh: f"{zh}：{en}",
+        "有检查未通过时评分以 1 退出：初始代码的非零退出是预期的，正确答案不应有。"),
+}
+for block, (header, head, label, note) in texts.items():
     with open(os.path.join(out, block + ".md"), "w") as f:
-        if lang == "en":
-            f.write(f"Printed by `scripts/dry-run.sh` (`make dry-run`, STUDENTS={students}, {day}) on {cpus} CPUs, {mem} GiB, load average {load} at the start: {students} students at once, each in a fresh clone, their grades at the same moment; {wall} s in all; logs in `{os.path.relpath(out)}/`.\n\n")
-            f.write("| step | seconds, median (min–max) | score | exit ≠ 0 |\n| --- | ---: | --- | ---: |\n")
-            for name, en, _ in steps:
-                t, sc, failed = cell(name)
-                f.write(f"| {en} | {t} | {sc} | {failed} |\n")
-            f.write("\nA grade exits 1 while a check fails: the starter's non-zero exits are expected, the right answer's are not.\n")
-        else:
-            f.write(f"由 `scripts/dry-run.sh`（`make dry-run`，STUDENTS={students}，{day}）在 {cpus} 个 CPU、{mem} GiB 的机器上生成，开始时负载 {load}：{students} 名学生同时进行，各用一份新克隆，评分同时开始；共 {wall} 秒；日志在 `{os.path.relpath(out)}/`。\n\n")
-            f.write("| 步骤 | 秒，中位数（最小–最大） | 得分 | 非零退出 |\n| --- | ---: | --- | ---: |\n")
-            for name, en, zh in steps:
-                t, sc, failed = cell(name)
-                f.write(f"| {zh}：{en} | {t} | {sc} | {failed} |\n")
-            f.write("\n有检查未通过时评分以 1 退出：初始代码的非零退出是预期的，正确答案不应有。\n")
+        f.write(f"{header}\n\n{head}\n| --- | ---: | --- | ---: |\n")
+        for name, en, zh in steps:
+            t, sc, failed = cell(name)
+            f.write(f"| {label(en, zh)} | {t} | {sc} | {failed} |\n")
+        f.write(f"\n{note}\n")
 EOF
 scripts/readme-block.sh workshop-dry-run "$OUT/workshop-dry-run.md"
 scripts/readme-block.sh workshop-zh-dry-run "$OUT/workshop-zh-dry-run.md"
