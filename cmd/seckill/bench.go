@@ -127,7 +127,7 @@ func newBenchFlags() *benchFlags {
 	fs.StringVar(&f.instancesDNS, "instances-dns", "", "NAME:PORT of a headless Service whose A records are every instance of that fleet (on Kubernetes; instead of --instance-urls)")
 	fs.StringVar(&f.adminToken, "admin-token", "", "admin token of that fleet (default $SECKILL_ADMIN_TOKEN)")
 	fs.StringVar(&f.out, "out", "", "report directory (default: a new results/<timestamp>/)")
-	fs.BoolVar(&f.calibrate, "calibrate", false, "only measure the ceilings: the load generator's (an in-process null handler) and the database's (the purchase transaction straight at MariaDB, with the local stack or --database-dsn)")
+	fs.BoolVar(&f.calibrate, "calibrate", false, "only measure the ceilings: the load generator's (an in-process null server) and the database's (the purchase transaction straight at MariaDB, with the local stack or --database-dsn)")
 	fs.StringVar(&f.preset, "preset", "", "a source article's load: chapter1 (5000 requests on a stock of 5000, 50 at a time), etcd-article (500 on 300, the default); --preset list shows them; flags given explicitly win")
 	fs.StringVar(&f.dbDSN, "database-dsn", "", "DSN of the fleet's database for its ceiling (default: the local stack's; with --target, none unless given)")
 	fs.IntVar(&f.calRequests, "calibrate-requests", bench.DefaultCalibrateRequests, "requests of the calibration (also run, short, before every bench; <0 skips it there)")
