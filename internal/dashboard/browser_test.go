@@ -32,6 +32,25 @@ import (
 // buy goods 1 of the shared stack at the same time.
 const browserGoods = 4242
 
+// serveDashboard runs a dashboard with o (polling every 250 ms, logging
+// to the test) behind an httptest server until the test ends or ctx is
+// done; the server closes the page's event streams at the end.
+func serveDashboard(t *testing.T, ctx context.Context, o Options) *httptest.Server {
+	t.Helper()
+	o.Poll, o.Out = 250*time.Millisecond, testLog{t}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	t.Cleanup(stopRun)
+	go s.Run(runCtx)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	t.Cleanup(srv.CloseClientConnections) // the page's event stream
+	return srv
+}
+
 // TestDashboardInBrowser runs the dashboard against the real stack
 // (SECKILL_STACK_DIR) in headless Chromium at 1280x720, driven over the
 // DevTools protocol; every screenshot is taken after the first snapshot.
@@ -51,16 +70,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	bin := testenv.Binary(t, "chromium")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s, err := New(Options{Dir: dir, GoodsID: browserGoods, Poll: 250 * time.Millisecond, Out: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	go s.Run(runCtx)
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	defer srv.CloseClientConnections() // the page's event stream
+	srv := serveDashboard(t, ctx, Options{Dir: dir, GoodsID: browserGoods})
 
 	tmp := t.TempDir()
 	f, err := democli.FromStack(dir)
@@ -411,16 +421,7 @@ func TestTokenInBrowser(t *testing.T) {
 	bin := testenv.Binary(t, "chromium")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	s, err := New(Options{Dir: dir, Addr: "0.0.0.0:0", GoodsID: rebindGoods, Poll: 250 * time.Millisecond, Out: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	go s.Run(runCtx)
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	defer srv.CloseClientConnections()
+	srv := serveDashboard(t, ctx, Options{Dir: dir, Addr: "0.0.0.0:0", GoodsID: rebindGoods})
 	f, err := democli.FromStack(dir)
 	if err != nil {
 		t.Fatal(err)

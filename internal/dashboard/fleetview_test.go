@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -54,16 +53,7 @@ func TestDashboardShowsFleet(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	s, err := New(Options{Dir: dir, GoodsID: browserGoods + 1, Poll: 250 * time.Millisecond, Out: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	go s.Run(runCtx)
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	defer srv.CloseClientConnections()
+	srv := serveDashboard(t, ctx, Options{Dir: dir, GoodsID: browserGoods + 1})
 	f, err := democli.FromStack(dir)
 	if err != nil {
 		t.Fatal(err)
