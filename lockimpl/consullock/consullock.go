@@ -1,15 +1,18 @@
 // Package consullock is the `consul` strategy: Consul's lock recipe (the
-// api package's Lock) on the lab's terms. Each acquisition creates a
-// session with a TTL and behaviour "release", and acquires the lock key
-// (Prefix + key) with it through a KV acquire; a waiter waits on a blocking
-// query on the key (its index), which returns when the holder releases it,
-// never in a sleep loop. While held, the session is renewed every TTL/3
+// api package's Lock) on the lab's terms. Each acquisition takes a session
+// with a TTL and behaviour "release" (one a released lease left, renewed
+// when due, or a new one; a session serves one acquisition at a time), and
+// acquires the lock key (Prefix + key) with it in a transaction that locks
+// the key and reads its index back; a waiter waits on a blocking query on
+// the key (its index), which returns when the holder releases it, never in
+// a sleep loop. While held, the session is renewed every TTL/3
 // (not with Options.NoRenew), and a blocking query watches the key: a
 // session that Consul invalidated (its TTL ran out: a paused holder, a
 // partition) or a key taken away marks the lease lost, and the service then
 // aborts before COMMIT (lease_lost). Unlock deletes the key in a
-// transaction that first checks the session still holds it, then destroys
-// the session.
+// transaction that first checks the session still holds it, and keeps the
+// session for the next acquisition (Close destroys the idle ones; with
+// NoRenew each acquisition has a session of its own, destroyed at Unlock).
 //
 // Consul's sessions have a TTL of at least 10 s (MinTTL: a shorter
 // Options.TTL is raised to it; EffectiveTTL says so), and Consul may take up
@@ -31,6 +34,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -53,7 +57,11 @@ const NoLockDelay = time.Duration(-1)
 
 // lockDelayRetry is how often a free key is tried again while a lock-delay
 // keeps it (the key does not change then, so there is nothing to wait on).
-const lockDelayRetry = 250 * time.Millisecond
+var lockDelayRetry = 250 * time.Millisecond
+
+// watchGrace bounds the wait of a released lease's watch for the delete's
+// answer before it is cancelled.
+const watchGrace = 5 * time.Second
 
 // cleanupTimeout bounds the clean-up of an abandoned acquisition.
 const cleanupTimeout = 2 * time.Second
@@ -90,7 +98,21 @@ type Locker struct {
 	noRenew   bool
 	lockDelay time.Duration
 	onErr     func(op string, err error)
+
+	mu     sync.Mutex
+	idle   []idleSession // sessions of released leases, for the next acquisition
+	closed bool
 }
+
+// idleSession is a session a released lease left, with the time it was
+// last renewed (Consul keeps it until at least TTL after that).
+type idleSession struct {
+	id      string
+	renewed time.Time
+}
+
+// maxIdle bounds the idle sessions kept for reuse; extra ones are destroyed.
+const maxIdle = 64
 
 var _ lockimpl.Locker = (*Locker)(nil)
 
@@ -130,40 +152,101 @@ func (l *Locker) destroy(id string) {
 	}
 }
 
-// acquire tries once to take name with session id. held reports whether
-// another session holds it; index is the key's index to wait from.
-func (l *Locker) acquire(ctx context.Context, name, id string) (ok, held bool, index uint64, err error) {
-	ok, _, err = l.client.KV().Acquire(&api.KVPair{Key: name, Session: id}, (&api.WriteOptions{}).WithContext(ctx))
+// take returns an idle session and when it was last renewed, or "" when
+// there is none. With NoRenew every acquisition has a session of its own,
+// whose TTL runs from the acquisition.
+func (l *Locker) take() (string, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.idle) == 0 || l.noRenew {
+		return "", time.Time{}
+	}
+	s := l.idle[len(l.idle)-1]
+	l.idle = l.idle[:len(l.idle)-1]
+	return s.id, s.renewed
+}
+
+// put keeps session id, renewed at renewed and holding nothing, for the
+// next acquisition, or destroys it in the background (NoRenew, the pool
+// full or closed, or its TTL as good as run out).
+func (l *Locker) put(id string, renewed time.Time) {
+	l.mu.Lock()
+	keep := !l.closed && !l.noRenew && len(l.idle) < maxIdle && time.Since(renewed) < l.ttl/2
+	if keep {
+		l.idle = append(l.idle, idleSession{id, renewed})
+	}
+	l.mu.Unlock()
+	if !keep {
+		go l.destroy(id)
+	}
+}
+
+// Close destroys the idle sessions, each within cleanupTimeout. A lease
+// still held destroys its session when it is unlocked.
+func (l *Locker) Close() error {
+	l.mu.Lock()
+	idle := l.idle
+	l.idle, l.closed = nil, true
+	l.mu.Unlock()
+	for _, s := range idle {
+		l.destroy(s.id)
+	}
+	return nil
+}
+
+// ready returns session id renewed when it is due (a third of its TTL
+// since renewed), or a new session when id is "" or Consul no longer has
+// it, with the time of that renewal.
+func (l *Locker) ready(ctx context.Context, id string, renewed time.Time) (string, time.Time, error) {
+	if id != "" && time.Since(renewed) < l.ttl/3 {
+		return id, renewed, nil
+	}
+	at := time.Now()
+	nid, err := l.refresh(ctx, id)
+	return nid, at, err
+}
+
+// acquire tries once to take name with session id, in one transaction
+// that locks the key and reads it back: on success pair is the key as the
+// lock left it (its ModifyIndex is the token), one round trip. Otherwise
+// held reports whether another session holds it, and index is the key's
+// index to wait from.
+func (l *Locker) acquire(ctx context.Context, name, id string) (pair *api.KVPair, held bool, index uint64, err error) {
+	ok, resp, _, err := l.client.Txn().Txn(api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: name, Session: id}},
+		{KV: &api.KVTxnOp{Verb: api.KVGet, Key: name}},
+	}, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return false, false, 0, fmt.Errorf("consullock: acquire %q: %w", name, err)
+		return nil, false, 0, fmt.Errorf("consullock: acquire %q: %w", name, err)
 	}
-	if ok {
-		return true, false, 0, nil
+	if ok && len(resp.Results) == 2 && resp.Results[1].KV != nil && resp.Results[1].KV.Session == id {
+		return resp.Results[1].KV, false, 0, nil
 	}
-	pair, meta, err := l.client.KV().Get(name, (&api.QueryOptions{}).WithContext(ctx))
+	cur, meta, err := l.client.KV().Get(name, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return false, false, 0, fmt.Errorf("consullock: read %q: %w", name, err)
+		return nil, false, 0, fmt.Errorf("consullock: read %q: %w", name, err)
 	}
-	return false, pair != nil && pair.Session != "", meta.LastIndex, nil
+	return nil, cur != nil && cur.Session != "", meta.LastIndex, nil
 }
 
 // TryLock makes one attempt: lockimpl.ErrLocked when another session holds
 // the key (or a lock-delay keeps it).
 func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	name := l.Name(key)
-	id, err := l.session(ctx)
+	id, renewed := l.take()
+	id, renewed, err := l.ready(ctx, id, renewed)
 	if err != nil {
 		return nil, err
 	}
-	ok, _, _, err := l.acquire(ctx, name, id)
-	if err != nil || !ok {
+	pair, _, _, err := l.acquire(ctx, name, id)
+	if err != nil || pair == nil {
 		go l.destroy(id)
 		if err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("consullock: trylock %q: %w", key, lockimpl.ErrLocked)
 	}
-	return l.hold(ctx, key, name, id, time.Now())
+	return l.hold(key, name, id, pair, renewed), nil
 }
 
 // Lock waits for the key until ctx is done: a blocking query on the key
@@ -171,34 +254,34 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 // a free key.
 func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) {
 	name := l.Name(key)
-	var id string
-	var renewed time.Time
+	id, renewed := l.take()
+	freeRefused := false // the last attempt found the key free yet was refused
 	for {
 		// The waiting session is renewed too: a wait longer than its TTL
 		// would otherwise acquire with a session Consul is about to
 		// invalidate (the lease lost at once).
-		if id == "" || time.Since(renewed) >= l.ttl/3 {
-			nid, err := l.refresh(ctx, id)
-			if err != nil {
-				if l.retry(ctx, err) {
-					continue
-				}
-				if id != "" {
-					go l.destroy(id)
-				}
-				return nil, l.gaveUp(ctx, key, err)
+		nid, at, err := l.ready(ctx, id, renewed)
+		if err != nil {
+			if l.retry(ctx, err) {
+				continue
 			}
-			id, renewed = nid, time.Now()
+			if id != "" {
+				go l.destroy(id)
+			}
+			return nil, l.gaveUp(ctx, key, err)
 		}
-		ok, held, index, err := l.acquire(ctx, name, id)
+		id, renewed = nid, at
+		pair, held, index, err := l.acquire(ctx, name, id)
+		refused := freeRefused
+		freeRefused = false
 		switch {
 		case err != nil && l.retry(ctx, err):
 			continue
 		case err != nil:
 			go l.destroy(id)
 			return nil, l.gaveUp(ctx, key, err)
-		case ok:
-			return l.hold(ctx, key, name, id, renewed)
+		case pair != nil:
+			return l.hold(key, name, id, pair, renewed), nil
 		case held:
 			// Wait for the key to change (released, its session gone),
 			// at most until the session is due for renewal.
@@ -206,8 +289,14 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 			if err != nil && l.retry(ctx, err) {
 				err = nil
 			}
+		case !refused:
+			// Free but refused: most often the holder released it between
+			// the refusal and the read, so it is tried again at once.
+			freeRefused = true
+			continue
 		default:
-			// Free but refused: the lock-delay of an invalidated session.
+			// Free but refused twice in a row: the lock-delay of an
+			// invalidated session.
 			_ = lockimpl.Sleep(ctx, lockDelayRetry)
 		}
 		if ctx.Err() != nil {
@@ -299,28 +388,22 @@ func (l *Locker) retryRelease(name, id string) {
 	l.onErr("consul_release", fmt.Errorf("consullock: release %q: gave up after %v", name, releaseBudget))
 }
 
-// hold reads the token (the key's ModifyIndex), then starts the renewal
-// and the watch of the key.
-func (l *Locker) hold(ctx context.Context, key, name, id string, start time.Time) (*lockimpl.Lease, error) {
-	pair, meta, err := l.client.KV().Get(name, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
-	if err != nil || pair == nil || pair.Session != id {
-		go l.destroy(id)
-		if err == nil {
-			err = fmt.Errorf("the key changed hands at once: %w", lockimpl.ErrNotHeld)
-		}
-		return nil, fmt.Errorf("consullock: read the token of %q: %w", name, err)
-	}
+// hold starts the renewal and the watch of the key pair that session id
+// acquired; the token is its ModifyIndex.
+func (l *Locker) hold(key, name, id string, pair *api.KVPair, start time.Time) *lockimpl.Lease {
 	watchCtx, stopWatch := context.WithCancel(context.Background())
+	var releasing atomic.Bool
+	var renewedAt atomic.Int64 // the session's last renewal, in UnixNano
+	renewedAt.Store(start.UnixNano())
 	var stopRenew func()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			stopWatch()
-			stopRenew()
-		})
-	}
 	lease := lockimpl.NewLease(key, pair.ModifyIndex, func(ctx context.Context) error {
-		stop()
+		// The watch is not cancelled before the release: the delete
+		// answers its blocking query, so its connection stays open for
+		// the next request (a cancelled request closes it). It is
+		// cancelled when the release fails, and at the latest after
+		// watchGrace.
+		releasing.Store(true)
+		stopRenew()
 		ok, err := l.release(ctx, name, id)
 		switch {
 		case err != nil:
@@ -329,13 +412,16 @@ func (l *Locker) hold(ctx context.Context, key, name, id string, start time.Time
 			// and then the lock-delay ran out, a stall of 35 s after a
 			// leader kill. The release is retried until the cluster
 			// answers; the caller sees the first failure.
+			stopWatch()
 			go l.retryRelease(name, id)
 			return fmt.Errorf("consullock: unlock %q: %w", key, err)
 		case !ok:
+			stopWatch()
 			go l.destroy(id)
 			return fmt.Errorf("consullock: unlock %q: the session no longer holds it: %w", key, lockimpl.ErrNotHeld)
 		}
-		go l.destroy(id)
+		time.AfterFunc(watchGrace, stopWatch)
+		l.put(id, time.Unix(0, renewedAt.Load()))
 		return nil
 	})
 	lease.SetValidUntil(start.Add(l.ttl))
@@ -354,16 +440,18 @@ func (l *Locker) hold(ctx context.Context, key, name, id string, start time.Time
 				return fmt.Errorf("consullock: session of %q invalidated: %w", key, lockimpl.ErrNotHeld)
 			}
 			lease.SetValidUntil(at.Add(l.ttl))
+			renewedAt.Store(at.UnixNano())
 			return nil
 		}, lease.MarkLost)
 	}
-	go l.watch(watchCtx, lease, name, id, meta.LastIndex)
-	return lease, nil
+	go l.watch(watchCtx, lease, &releasing, name, id, pair.ModifyIndex)
+	return lease
 }
 
 // watch marks lease lost when name is no longer held by session id: the
-// session was invalidated (its key released) or the key deleted.
-func (l *Locker) watch(ctx context.Context, lease *lockimpl.Lease, name, id string, index uint64) {
+// session was invalidated (its key released) or the key deleted, but not
+// by the holder's own release (releasing).
+func (l *Locker) watch(ctx context.Context, lease *lockimpl.Lease, releasing *atomic.Bool, name, id string, index uint64) {
 	for {
 		pair, meta, err := l.client.KV().Get(name, (&api.QueryOptions{WaitIndex: index, WaitTime: time.Minute}).WithContext(ctx))
 		if ctx.Err() != nil {
@@ -378,6 +466,9 @@ func (l *Locker) watch(ctx context.Context, lease *lockimpl.Lease, name, id stri
 			continue
 		}
 		if pair == nil || pair.Session != id {
+			if releasing.Load() {
+				return
+			}
 			lease.MarkLost(fmt.Errorf("consullock: %q is no longer held by its session (session invalidated or key removed): %w", name, lockimpl.ErrLeaseLost))
 			return
 		}

@@ -3,6 +3,7 @@ package consullock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -309,5 +310,126 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 	}
 	if r.lease.Token <= first.Token {
 		t.Errorf("token %d after %d: want it higher", r.lease.Token, first.Token)
+	}
+}
+
+// TestReleasedBetweenRefusalAndRead: a waiter refused because the key was
+// held, which then reads the key free (the holder released it in between),
+// tries again at once: only a key refused twice while free is a
+// lock-delay worth a sleep. The release is made to land in that gap, and
+// the sleep made longer than the waiter's whole wait, so a waiter that
+// slept would not get the key.
+func TestReleasedBetweenRefusalAndRead(t *testing.T) {
+	consullock.SetLockDelayRetry(t, 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := consullock.Config{LockDelay: consullock.NoLockDelay}
+	opts := lockimpl.Options{TTL: 30 * time.Second}
+	holder := newLocker(t, opts, cfg)
+	key := locktest.Key(t)
+	first, err := holder.Lock(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &releaseOnRefusal{next: http.DefaultTransport.(*http.Transport).Clone(), release: func() error { return first.Unlock(ctx) }}
+	t.Cleanup(rt.next.(*http.Transport).CloseIdleConnections)
+	wc, err := api.NewClient(&api.Config{Address: testenv.List(t, config.EnvConsulAddrs)[0], Scheme: "http", HttpClient: &http.Client{Transport: rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	second, err := consullock.New(wc, opts, cfg).Lock(wctx, key)
+	if !rt.released.Load() {
+		t.Fatal("the waiter was never refused: the release did not land between the refusal and the read")
+	}
+	if err != nil {
+		t.Fatalf("the waiter, refused while held and then reading the key free: %v (it slept as for a lock-delay)", err)
+	}
+	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// releaseOnRefusal is a transport that, on the first refused transaction
+// (an acquire, 409), calls release before the refusal reaches the client.
+type releaseOnRefusal struct {
+	next     http.RoundTripper
+	release  func() error
+	released atomic.Bool
+}
+
+func (r *releaseOnRefusal) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if err == nil && req.URL.Path == "/v1/txn" && resp.StatusCode == http.StatusConflict && !r.released.Swap(true) {
+		if rerr := r.release(); rerr != nil {
+			return nil, fmt.Errorf("release the holder: %w", rerr)
+		}
+	}
+	return resp, err
+}
+
+// TestSessionReused: a released lease's session serves the next
+// acquisition (no session write per purchase), Close destroys the idle
+// ones, and with NoRenew every acquisition has a session of its own.
+func TestSessionReused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := client(t)
+	session := func(l *consullock.Locker, key string) string {
+		t.Helper()
+		pair, _, err := c.KV().Get(l.Name(key), nil)
+		if err != nil || pair == nil {
+			t.Fatalf("read the lock key: %v (pair %v)", err, pair)
+		}
+		return pair.Session
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   lockimpl.Options
+		reused bool
+	}{
+		{"renewed", lockimpl.Options{TTL: 10 * time.Second}, true},
+		{"no renew", lockimpl.Options{TTL: 10 * time.Second, NoRenew: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := consullock.New(c, tc.opts, consullock.Config{LockDelay: consullock.NoLockDelay})
+			key := locktest.Key(t)
+			var ids []string
+			for i := 0; i < 2; i++ {
+				lease, err := l.Lock(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, session(l, key))
+				if err := lease.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := ids[0] == ids[1]; got != tc.reused {
+				t.Fatalf("sessions %q then %q: reused %v, want %v", ids[0], ids[1], got, tc.reused)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Destroyed at Close (reused) or at Unlock, in the background
+			// (no renew): Consul no longer has either.
+			for _, id := range ids {
+				for {
+					info, _, err := c.Session().Info(id, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if info == nil {
+						break
+					}
+					select {
+					case <-ctx.Done():
+						t.Fatalf("session %s still there after Close", id)
+					case <-time.After(20 * time.Millisecond):
+					}
+				}
+			}
+		})
 	}
 }
