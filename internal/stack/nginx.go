@@ -83,12 +83,17 @@ func nginxIncludes(f nginxFiles, listen string, upstreams []string) (httpConf, l
 		fmt.Fprintf(&b, "    server %s %s;\n", u, upstreamServerParams)
 	}
 	b.WriteString("    keepalive 128;\n}\n")
-	fmt.Fprintf(&b, "access_log %s seckill;\n", f.accessLog)
+	fmt.Fprintf(&b, "access_log %s seckill %s;\n", f.accessLog, accessLogBuffer)
 	for _, d := range nginxTempDirs {
 		fmt.Fprintf(&b, "%s_temp_path %s;\n", d, filepath.Join(f.prefix, "temp", d))
 	}
 	return b.String(), "listen " + listen + ";\n", nil
 }
+
+// accessLogBuffer has nginx write the access log in 64 KiB blocks, at
+// least every second, not with a write(2) per request: the lines reach the
+// file within a second.
+const accessLogBuffer = "buffer=64k flush=1s"
 
 // writeNginxConf writes nginx.conf (verbatim) and the includes for the
 // instances of st.

@@ -183,7 +183,7 @@ func TestNginxConfChoices(t *testing.T) {
 		if servers == 0 {
 			t.Errorf("%s: no upstream server", name)
 		}
-		if !slices.ContainsFunc(ds, func(d string) bool { return strings.HasPrefix(d, "access_log ") && strings.HasSuffix(d, " seckill;") }) {
+		if !slices.ContainsFunc(ds, func(d string) bool { return strings.HasPrefix(d, "access_log ") && strings.Contains(d, " seckill") }) {
 			t.Errorf("%s: access_log does not use the seckill format", name)
 		}
 	}
@@ -197,7 +197,7 @@ func TestNginxIncludes(t *testing.T) {
 	}
 	ds := directives(httpConf + listenConf)
 	for _, w := range []string{"listen 127.0.0.1:17080;", "server 127.0.0.1:17101 " + upstreamServerParams + ";", "server 127.0.0.1:17102 " + upstreamServerParams + ";", upstreamZone,
-		"access_log /run/logs/nginx-access.log seckill;", "proxy_temp_path /run/nginx/temp/proxy;", "client_body_temp_path /run/nginx/temp/client_body;"} {
+		"access_log /run/logs/nginx-access.log seckill buffer=64k flush=1s;", "proxy_temp_path /run/nginx/temp/proxy;", "client_body_temp_path /run/nginx/temp/client_body;"} {
 		if !slices.Contains(ds, w) {
 			t.Errorf("no %q in\n%s", w, httpConf+listenConf)
 		}
@@ -761,9 +761,19 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	// logs
+	// nginx flushes its buffered access log within a second.
 	var logs bytes.Buffer
-	if err := Logs(&logs, dir, "nginx-access", 0); err != nil || !strings.Contains(logs.String(), "upstream=127.0.0.1:") {
-		t.Errorf("nginx access log: %v\n%s", err, logs.String())
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		logs.Reset()
+		err := Logs(&logs, dir, "nginx-access", 0)
+		if err == nil && strings.Contains(logs.String(), "upstream=127.0.0.1:") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("nginx access log: %v\n%s", err, logs.String())
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if err := Logs(io.Discard, dir, "nope", 10); err == nil || !strings.Contains(err.Error(), "redis-1") {
 		t.Errorf("logs of an unknown component: %v", err)

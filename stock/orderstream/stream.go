@@ -94,12 +94,15 @@ return {left, id}
 // Stream is the accepting side of redis-stream: the Lua script on the
 // purchase path, the reset and the status of the queue.
 type Stream struct {
-	rdb redis.UniversalClient
-	key string // the stream: Key (a test's own otherwise)
+	rdb  redis.UniversalClient
+	key  string     // the stream: Key (a test's own otherwise)
+	pipe *pipeliner // Accept's scripts, pipelined
 }
 
 // New uses rdb (the primary Redis, the one the mirror is on).
-func New(rdb redis.UniversalClient) *Stream { return &Stream{rdb: rdb, key: Key} }
+func New(rdb redis.UniversalClient) *Stream {
+	return &Stream{rdb: rdb, key: Key, pipe: newPipeliner(rdb)}
+}
 
 // OrderIDOf is the order id of a stream entry "ms-seq": ms<<12 | seq, so
 // ids grow with time, no two entries of up to 4096 a millisecond share one,
@@ -119,12 +122,13 @@ func OrderIDOf(entryID string) (int64, error) {
 	return m<<12 | s&(1<<12-1), nil
 }
 
-// Accept runs acceptScript for o (stock.Queue). It returns the stock left and the order
+// Accept runs acceptScript for o (stock.Queue), in a pipeline with the
+// concurrent purchases' (pipeliner). It returns the stock left and the order
 // id, or, for a request id accepted before, the earlier order and the stock
 // its sale left, with replayed set.
 func (q *Stream) Accept(ctx context.Context, o stock.Order, limit int) (left, orderID int64, replayed bool, err error) {
 	keys := []string{MirrorKey(o.GoodsID), UserLimitKey(o.GoodsID), streamRequestsKey(o.GoodsID), q.key, streamStatsKey(o.GoodsID)}
-	v, err := acceptScript.Run(ctx, q.rdb, keys, o.Qty, o.UserID, limit, o.RequestID, o.GoodsID, o.Instance, time.Now().UnixNano()).Slice()
+	v, err := q.pipe.run(ctx, acceptScript, keys, o.Qty, o.UserID, limit, o.RequestID, o.GoodsID, o.Instance, time.Now().UnixNano()).Slice()
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("redis stream accept: %w", err)
 	}

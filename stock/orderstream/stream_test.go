@@ -33,7 +33,7 @@ func newStreamFixture(t *testing.T, inStock int64, limit int) streamFixture {
 	st := sqltest.Store(t)
 	rdb := locktest.RedisClient(t)
 	ctx := context.Background()
-	q := &Stream{rdb: rdb, key: fmt.Sprintf("test:orders:%d", rand.Int64())}
+	q := &Stream{rdb: rdb, key: fmt.Sprintf("test:orders:%d", rand.Int64()), pipe: newPipeliner(rdb)}
 	t.Cleanup(func() { rdb.Del(context.Background(), q.key) })
 	cfg := stock.Config{Name: catalog.RedisStream}
 	cfg.PerUserLimit = limit
