@@ -222,6 +222,29 @@ func TestWaiterOutlastsItsTTL(t *testing.T) {
 	}
 }
 
+// handoffCase is a holder's locker and a key for a handoff test: a TTL of
+// 30 s, no lock-delay, and a context that ends after a minute.
+func handoffCase(t *testing.T) (context.Context, lockimpl.Options, consullock.Config, *consullock.Locker, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cfg := consullock.Config{LockDelay: consullock.NoLockDelay}
+	opts := lockimpl.Options{TTL: 30 * time.Second}
+	return ctx, opts, cfg, newLocker(t, opts, cfg), locktest.Key(t)
+}
+
+// clientVia is a client of the test stack's first Consul agent whose
+// requests go through rt, over the connections of base (closed at the
+// test's end).
+func clientVia(t *testing.T, base *http.Transport, rt http.RoundTripper) *api.Client {
+	t.Helper()
+	t.Cleanup(base.CloseIdleConnections)
+	c, err := api.NewClient(&api.Config{Address: testenv.List(t, config.EnvConsulAddrs)[0], Scheme: "http", HttpClient: &http.Client{Transport: rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // counting is a transport that counts a client's requests, and among them
 // the blocking queries (a read with an index) on one key.
 type counting struct {
@@ -247,19 +270,9 @@ func (c *counting) RoundTrip(req *http.Request) (*http.Response, error) {
 // that query returns on the release: the waiter has the key before the
 // query's wait (TTL/3, 10 s here) could have run out.
 func TestWaiterWakesOnRelease(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cfg := consullock.Config{LockDelay: consullock.NoLockDelay}
-	opts := lockimpl.Options{TTL: 30 * time.Second}
-	holder := newLocker(t, opts, cfg)
-	key := locktest.Key(t)
+	ctx, opts, cfg, holder, key := handoffCase(t)
 	rt := &counting{next: http.DefaultTransport.(*http.Transport).Clone(), path: "/v1/kv/" + holder.Name(key)}
-	t.Cleanup(rt.next.(*http.Transport).CloseIdleConnections)
-	wc, err := api.NewClient(&api.Config{Address: testenv.List(t, config.EnvConsulAddrs)[0], Scheme: "http", HttpClient: &http.Client{Transport: rt}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waiter := consullock.New(wc, opts, cfg)
+	waiter := consullock.New(clientVia(t, rt.next.(*http.Transport), rt), opts, cfg)
 
 	first, err := holder.Lock(ctx, key)
 	if err != nil {
@@ -321,25 +334,15 @@ func TestWaiterWakesOnRelease(t *testing.T) {
 // slept would not get the key.
 func TestReleasedBetweenRefusalAndRead(t *testing.T) {
 	consullock.SetLockDelayRetry(t, 10*time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cfg := consullock.Config{LockDelay: consullock.NoLockDelay}
-	opts := lockimpl.Options{TTL: 30 * time.Second}
-	holder := newLocker(t, opts, cfg)
-	key := locktest.Key(t)
+	ctx, opts, cfg, holder, key := handoffCase(t)
 	first, err := holder.Lock(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt := &releaseOnRefusal{next: http.DefaultTransport.(*http.Transport).Clone(), release: func() error { return first.Unlock(ctx) }}
-	t.Cleanup(rt.next.(*http.Transport).CloseIdleConnections)
-	wc, err := api.NewClient(&api.Config{Address: testenv.List(t, config.EnvConsulAddrs)[0], Scheme: "http", HttpClient: &http.Client{Transport: rt}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer wcancel()
-	second, err := consullock.New(wc, opts, cfg).Lock(wctx, key)
+	second, err := consullock.New(clientVia(t, rt.next.(*http.Transport), rt), opts, cfg).Lock(wctx, key)
 	if !rt.released.Load() {
 		t.Fatal("the waiter was never refused: the release did not land between the refusal and the read")
 	}
