@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,13 +35,6 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if err := f.Validate(); err != nil {
 		return err
-	}
-	if f.cpuProfile != "" {
-		stop, err := startCPUProfile(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer stop()
 	}
 	if f.calibrate {
 		return benchCalibrate(ctx, f)
@@ -83,7 +75,7 @@ type benchFlags struct {
 	compareQueue, noLeaseCheck, calibrate               bool
 	mode, sweepRTT, sweepBatch, sweep, preset           string
 	dir, target, instanceURLs, instancesDNS, adminToken string
-	out, dbDSN, experiment, cpuProfile                  string
+	out, dbDSN, experiment                              string
 	experimentDuration                                  time.Duration
 	faults                                              faultFlags
 
@@ -112,7 +104,6 @@ func newBenchFlags() *benchFlags {
 	fs.DurationVar(&f.lockWait, "lock-wait", 0, "lock wait budget, up to "+stock.MaxLockWait.String()+" (default: the service's, "+stock.DefaultLockWait.String()+")")
 	fs.BoolVar(&f.fencing, "fencing", false, "have the service check fencing tokens")
 	fs.BoolVar(&f.noWatchdog, "no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
-	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write the bench process's own CPU profile to this file (go tool pprof reads it): where the generator spends its time; an instance's is at /admin/debug/pprof/profile")
 	fs.BoolVar(&f.noEvents, "no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
 	fs.BoolVar(&f.noQueue, "no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
 	fs.StringVar(&f.mode, "mode", bench.ModePurchase, "what a purchase's critical section does: purchase (the database transaction: ranks whole purchases) or lock (a Redis counter on a direct link: ranks the locks alone, as the source articles do; the locks and none run); both (with --sweep-rtt) runs every round trip in each mode")
@@ -469,20 +460,4 @@ func (r rttSetter) SetRTT(ctx context.Context, profile string, d time.Duration) 
 		f.AdminToken = r.token
 	}
 	return f, nil
-}
-
-// startCPUProfile profiles this process's CPU into path until stop.
-func startCPUProfile(path string) (stop func(), err error) {
-	out, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(out); err != nil {
-		out.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		out.Close()
-	}, nil
 }

@@ -153,12 +153,11 @@ func (l *Locker) destroy(id string) {
 }
 
 // take returns an idle session and when it was last renewed, or "" when
-// there is none. With NoRenew every acquisition has a session of its own,
-// whose TTL runs from the acquisition.
+// there is none (always with NoRenew: put keeps none).
 func (l *Locker) take() (string, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.idle) == 0 || l.noRenew {
+	if len(l.idle) == 0 {
 		return "", time.Time{}
 	}
 	s := l.idle[len(l.idle)-1]
