@@ -11,8 +11,9 @@
 // partition) or a key taken away marks the lease lost, and the service then
 // aborts before COMMIT (lease_lost). Unlock deletes the key in a
 // transaction that first checks the session still holds it, and keeps the
-// session for the next acquisition (Close destroys the idle ones; with
-// NoRenew each acquisition has a session of its own, destroyed at Unlock).
+// session for the next acquisition, as does an attempt refused or given up
+// (Close destroys the idle ones; with NoRenew each acquisition has a
+// session of its own, destroyed at Unlock or when the attempt ends).
 //
 // Consul's sessions have a TTL of at least 10 s (MinTTL: a shorter
 // Options.TTL is raised to it; EffectiveTTL says so), and Consul may take up
@@ -100,7 +101,7 @@ type Locker struct {
 	onErr     func(op string, err error)
 
 	mu     sync.Mutex
-	idle   []idleSession // sessions of released leases, for the next acquisition
+	idle   []idleSession // sessions holding nothing (released, refused), for the next acquisition
 	closed bool
 }
 
@@ -238,11 +239,14 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*lockimpl.Lease, erro
 		return nil, err
 	}
 	pair, _, _, err := l.acquire(ctx, name, id)
-	if err != nil || pair == nil {
+	if err != nil {
+		// The transaction's outcome is unknown: the session may hold the
+		// key, and ending it frees the key.
 		go l.destroy(id)
-		if err != nil {
-			return nil, err
-		}
+		return nil, err
+	}
+	if pair == nil {
+		l.put(id, renewed) // refused: the session holds nothing
 		return nil, fmt.Errorf("consullock: trylock %q: %w", key, lockimpl.ErrLocked)
 	}
 	return l.hold(key, name, id, pair, renewed), nil
@@ -299,7 +303,8 @@ func (l *Locker) Lock(ctx context.Context, key string) (*lockimpl.Lease, error) 
 			_ = lockimpl.Sleep(ctx, lockDelayRetry)
 		}
 		if ctx.Err() != nil {
-			go l.destroy(id)
+			// Every attempt was refused: the session holds nothing.
+			l.put(id, renewed)
 			return nil, fmt.Errorf("consullock: lock %q: %w", key, ctx.Err())
 		}
 		if err != nil {

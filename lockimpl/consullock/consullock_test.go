@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -432,6 +433,60 @@ func TestSessionReused(t *testing.T) {
 					case <-time.After(20 * time.Millisecond):
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestRefusedSessionReused: an attempt that ends without the lock (TryLock
+// refused, Lock given up at its deadline) leaves its session to the next
+// acquisition instead of destroying it and creating another (two raft
+// writes a refused purchase).
+func TestRefusedSessionReused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		giveUp func(ctx context.Context, l *consullock.Locker, key string) error
+	}{
+		{"trylock refused", func(ctx context.Context, l *consullock.Locker, key string) error {
+			_, err := l.TryLock(ctx, key)
+			return err
+		}},
+		{"lock given up", func(ctx context.Context, l *consullock.Locker, key string) error {
+			wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			defer cancel()
+			_, err := l.Lock(wctx, key)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, opts, cfg, holder, key := handoffCase(t)
+			c := client(t)
+			held, err := holder.Lock(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waiter := newLocker(t, opts, cfg)
+			if err := tc.giveUp(ctx, waiter, key); err == nil {
+				t.Fatal("acquired a held lock")
+			}
+			before, _, err := c.Session().List(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := held.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			lease, err := waiter.TryLock(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = lease.Unlock(ctx) }()
+			pair, _, err := c.KV().Get(waiter.Name(key), nil)
+			if err != nil || pair == nil {
+				t.Fatalf("read the lock key: %v (pair %v)", err, pair)
+			}
+			if !slices.ContainsFunc(before, func(s *api.SessionEntry) bool { return s.ID == pair.Session }) {
+				t.Fatalf("the acquisition after the attempt used a new session %s, not the attempt's", pair.Session)
 			}
 		})
 	}
