@@ -302,6 +302,35 @@ func TestConsulTransport(t *testing.T) {
 		{"session destroy", func(ctx context.Context) error { _, err := c.Session().Destroy(session, wo(ctx)); return err }, cost.Counts{RoundTrips: 1, Writes: 1}},
 		{"KV delete", func(ctx context.Context) error { _, err := c.KV().Delete(k, wo(ctx)); return err }, cost.Counts{RoundTrips: 1, Writes: 1}},
 	})
+
+	// Transactions: one the store refuses went through raft like a
+	// committed one; one the leader refuses before raft (a lock-delay)
+	// wrote nothing.
+	lockKey := key(t)
+	holder, _, err := c.Session().Create(&api.SessionEntry{TTL: "10s", Behavior: api.SessionBehaviorRelease, LockDelay: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := c.Session().Create(&api.SessionEntry{TTL: "10s", Behavior: api.SessionBehaviorRelease}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.Session().Destroy(other, nil) })
+	lock := func(session string, want bool) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			ok, resp, _, err := c.Txn().Txn(api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVLock, Key: lockKey, Session: session}}}, qo(ctx))
+			if err == nil && ok != want {
+				err = fmt.Errorf("transaction committed %v, want %v (errors %v)", ok, want, resp.Errors)
+			}
+			return err
+		}
+	}
+	runSteps(t, m, cost.Consul, []step{
+		{"txn lock", lock(holder, true), cost.Counts{RoundTrips: 1, Writes: 1}},
+		{"txn refused by the store (held)", lock(other, false), cost.Counts{RoundTrips: 1, Writes: 1}},
+		{"session destroy (the lock-delay starts)", func(ctx context.Context) error { _, err := c.Session().Destroy(holder, wo(ctx)); return err }, cost.Counts{RoundTrips: 1, Writes: 1}},
+		{"txn refused by the leader (lock-delay)", lock(other, false), cost.Counts{RoundTrips: 1}},
+	})
 }
 
 // TestZooKeeperDialer: go-zookeeper takes no context, so its requests are

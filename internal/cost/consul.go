@@ -1,6 +1,8 @@
 package cost
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -23,11 +25,37 @@ type consulTransport struct {
 
 func (t consulTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
-	t.m.record(req.Context(), Consul, consulOp(req, err == nil && resp.StatusCode < 300))
+	ok := err == nil && (resp.StatusCode < 300 || refusedInRaft(req, resp))
+	t.m.record(req.Context(), Consul, consulOp(req, ok))
 	return resp, err
 }
 
-// consulOp classifies a request answered (ok) or not.
+// maxRefusal bounds the body of a refused transaction read to classify it.
+const maxRefusal = 64 << 10
+
+// refusedInRaft reports whether resp is a transaction refused by the state
+// store (409, "lock is already held" or a failed check), which Consul
+// applies through raft like a committed one, rather than by the leader's
+// checks before raft (a lock-delay, a permission). The body is read and
+// put back for the caller.
+func refusedInRaft(req *http.Request, resp *http.Response) bool {
+	if resp.StatusCode != http.StatusConflict || !strings.HasPrefix(req.URL.Path, "/v1/txn") {
+		return false
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRefusal))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), resp.Body), resp.Body}
+	if err != nil {
+		return false
+	}
+	// The leader's own refusals (agent/consul/txn_endpoint.go preCheck).
+	return !bytes.Contains(b, []byte("due to lock delay")) && !bytes.Contains(b, []byte("Permission denied"))
+}
+
+// consulOp classifies a request answered (ok: 2xx, or a transaction the
+// store refused) or not.
 func consulOp(req *http.Request, ok bool) op {
 	if req.Method == http.MethodGet {
 		idx := req.URL.Query().Get("index")
