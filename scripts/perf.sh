@@ -9,14 +9,14 @@
 #   3. batching: redis with B = 1, 4, 16, 64 purchases per lock hold against
 #      sql-atomic, at 200 clients;
 #   4. the production answer at full load: sql-atomic, redis-atomic and
-#      redis-stream (asynchronous orders), 5000 purchases each, 3 crossed
-#      rounds, with where the CPU went;
+#      redis-stream (asynchronous orders), 5000 purchases each, 5 crossed
+#      rounds (the host's speed moves between rounds), with where the CPU went;
 #   5. an independent client: wrk through nginx against mariadb-slap
 #      straight at MariaDB (scripts/independent-ceiling.sh, RUNS=5 times,
 #      and their median).
 # Each step is one `seckill bench`; their tables go to the block
 # "perf" (scripts/readme-block.sh) and the reports stay under results/perf-*/.
-#   make perf [DIR=.seckill] [REPEAT=2] [SEED=7] [RUNS=5]
+#   make perf [DIR=.seckill] [REPEAT=2] [ASYNC_REPEAT=5] [SEED=7] [RUNS=5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${DIR:-.seckill}
@@ -39,7 +39,8 @@ bench sweep --strategies "$locks" --sweep 1,10,50,200 --requests 400 --stock 400
 for b in 1 4 16 64; do
 	bench "batch-$b" --strategies sql-atomic,redis --batch "$b" --concurrency 200 --requests 2000 --stock 2000
 done
-bench async --strategies sql-atomic,redis-atomic,redis-stream --requests 5000 --stock 5000 --concurrency 50 --repeat 3
+ASYNC_REPEAT=${ASYNC_REPEAT:-5}
+bench async --strategies sql-atomic,redis-atomic,redis-stream --requests 5000 --stock 5000 --concurrency 50 --repeat "$ASYNC_REPEAT"
 python3 - "$OUT" > "$OUT/batch.txt" <<'PY'
 import json, sys
 out = sys.argv[1]
@@ -50,8 +51,12 @@ for b in (1, 4, 16, 64):
 PY
 python3 - "$OUT" >> "$OUT/async.txt" <<'PY'
 import json, sys
-s = {x["strategy"]: x["ok_per_s"]["median"] for x in json.load(open(f"{sys.argv[1]}/async/report.json"))["summary"]}
+r = json.load(open(f"{sys.argv[1]}/async/report.json"))
+s = {x["strategy"]: x["ok_per_s"]["median"] for x in r["summary"]}
 print(f"\nredis-stream / sql-atomic: {s['redis-stream'] / s['sql-atomic']:.2f} (medians of this bench's ok/s)")
+for name in ("sql-atomic", "redis-stream"):
+    rounds = ", ".join(f"{x['ok_per_s']:.0f}" for x in r["runs"] if x["strategy"] == name)
+    print(f"{name} round by round: {rounds} ok/s")
 PY
 RUNS=${RUNS:-5}
 if command -v wrk >/dev/null && command -v mariadb-slap >/dev/null; then
@@ -90,7 +95,7 @@ wall=$(( $(date +%s) - began ))
 	cat "$OUT/batch.txt"
 	echo '```'
 	echo
-	echo "**4. Asynchronous orders at full load** (\`seckill bench --strategies sql-atomic,redis-atomic,redis-stream --requests 5000 --stock 5000 --concurrency 50 --repeat 3 --seed $SEED\`; medians of 3 crossed rounds; the per-purchase CPU table says where the machine's CPU went):"
+	echo "**4. Asynchronous orders at full load** (\`seckill bench --strategies sql-atomic,redis-atomic,redis-stream --requests 5000 --stock 5000 --concurrency 50 --repeat $ASYNC_REPEAT --seed $SEED\`; medians of $ASYNC_REPEAT crossed rounds, each round listed under the table; the per-purchase CPU table says where the machine's CPU went):"
 	echo
 	echo '```'
 	cat "$OUT/async.txt"
