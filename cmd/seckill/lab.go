@@ -74,7 +74,7 @@ func labNew(ctx context.Context, fs *flag.FlagSet, reg *string, args []string) e
 	topology := fs.String("topology", stack.DefaultTopology, "single or ha (as seckill up)")
 	instances := fs.Int("instances", stack.DefaultInstances, "number of 'seckill serve' instances, 1.."+strconv.Itoa(stack.MaxInstances))
 	dir := fs.String("dir", "", "run directory of the lab's stack (default $HOME/"+lab.DirsRoot+"/NAME)")
-	portMin := fs.Int("port-min", lab.DefaultWindow.Lo, "lowest port the lab may take (its lessons' side stacks included)")
+	portMin := fs.Int("port-min", lab.DefaultWindow.Lo, "lowest port the lab's stack may take (its lessons' side stacks take free ports while they run)")
 	portMax := fs.Int("port-max", lab.DefaultWindow.Hi, "highest port the lab may take (the test suite's 26000-31700 and ports.Suite are kept free anyway)")
 	binary := fs.String("binary", "", "seckill binary the instances run (default: this one)")
 	forEx := fs.String("for", "", "size the lab to an exercise ("+strings.Join(exercises.Names(), ", ")+" or "+exercises.ForAll+"): only the servers its grade needs and MySQL (default: every server)")

@@ -13,16 +13,19 @@
 //
 //	NAME.json               one lab: name, owner, dir, base port, topology, instances, created
 //	.make-test-PID.json     a running `make test`'s port shift (TestShift), gone with its process
+//	.side-PID-BASE.json     a running lesson's side stack's ports (ReserveSide), gone with its process
 //	.lock                   flock'ed while a lab's range is picked and recorded
 //
 // # Ports
 //
-// A lab's footprint is one block of ports, B..B+1043: its stack's (every
-// backend, up to 3 instances with the fault proxy or 50 without) and
-// above it those of the lessons' side stacks (stack.SideBase), which
-// lessons 26 and 28 start beside the class's stack. Labs never share a port of their footprints,
-// and stay off the test suite's ports at shift 0 (ports.Suite, where CI
-// and a plain `make test` run) and those of every running `make test`.
+// A lab's footprint is one block of ports, B..B+349: its stack's (every
+// backend, up to 3 instances with the fault proxy or 50 without). The
+// side stacks lessons 26 and 28 start beside the class's stack take free
+// ports while the lesson runs (ReserveSide: stack.SideBase when free).
+// Labs never share a port of their footprints, and stay off the test
+// suite's ports at shift 0 (ports.Suite, where CI and a plain `make test`
+// run), those of every running `make test` and every running lesson's
+// side stacks.
 //
 // # Grades
 //
@@ -90,10 +93,10 @@ func (r Record) Footprint() ports.Range { return Footprint(r.BasePort) }
 
 // Footprint is the ports kept by a lab on base: one block, its stack with
 // room for the fault proxy (`seckill up --proxy`, up to 3 instances) or 50
-// instances, then its lessons' side stacks (stack.SideBase).
+// instances (stack.SideOffset). Its lessons' side stacks take ports of
+// their own while they run (ReserveSide).
 func Footprint(base int) ports.Range {
-	side := stack.Span(stack.TopologySingle, stack.SideInstances, true)
-	return ports.Range{Lo: base, Hi: stack.SideBase(base, stack.SideStacks-1) + side}
+	return ports.Range{Lo: base, Hi: base + stack.SideOffset - 1}
 }
 
 // nameRE is a lab's name: it becomes a file name and a directory name.

@@ -70,20 +70,96 @@ func TestValidName(t *testing.T) {
 }
 
 // TestFootprint: a lab's block holds its stack (with the proxy, 3
-// instances, or 50 without) and its lessons' side stacks.
+// instances, or 50 without), and nothing of its lessons' side stacks,
+// which take ports of their own (ReserveSide).
 func TestFootprint(t *testing.T) {
 	fp := Footprint(10000)
 	for _, topology := range stack.Topologies() {
 		main := ports.Span(10000, max(stack.Span(topology, 3, true), stack.Span(topology, stack.MaxInstances, false)))
-		if !main.Within(fp) || main.Hi >= stack.SideBase(10000, 0) {
-			t.Errorf("%s: the stack's %s is not inside %s below the side stacks", topology, main, fp)
+		if !main.Within(fp) {
+			t.Errorf("%s: the stack's %s is not inside %s", topology, main, fp)
 		}
 	}
-	for k := range stack.SideStacks {
-		side := ports.Span(stack.SideBase(10000, k), stack.Span(stack.TopologySingle, stack.SideInstances, true))
-		if !side.Within(fp) {
-			t.Errorf("side stack %d: %s not inside %s", k, side, fp)
-		}
+	if side := SideRange(stack.SideBase(10000, 0)); side.Overlaps(fp) {
+		t.Errorf("the first side stack's %s overlaps the lab's %s", side, fp)
+	}
+}
+
+// TestReserveSide: a lesson's side stack goes to stack.SideBase when its
+// ports are free, elsewhere when a lab, another lesson's side stack, a
+// listener or (for a lab's lesson) the test suite is there; the suite's
+// own lessons keep their SideBase in the suite's ports; a reservation
+// keeps new labs off until it is given back or its process is gone.
+func TestReserveSide(t *testing.T) {
+	free := func(ports.Range) (int, bool) { return 0, false }
+	me := os.Getpid()
+	const base = 12000 // a lab's stack in the default window
+	side := stack.SideBase(base, 0)
+	tests := []struct {
+		name  string
+		base  int
+		setup func(t *testing.T, reg string)
+		taken func(ports.Range) (int, bool)
+		want  func(got int) bool
+		why   string
+	}{
+		{"free", base, nil, free, func(got int) bool { return got == side }, "SideBase"},
+		{"a lab there", base, func(t *testing.T, reg string) {
+			if err := writeJSON(recordPath(reg, "bob"), Record{Name: "bob", BasePort: side}); err != nil {
+				t.Fatal(err)
+			}
+		}, free, func(got int) bool {
+			return !SideRange(got).Overlaps(Footprint(side)) && !SideRange(got).Overlaps(Footprint(base))
+		}, "off lab bob and its own lab"},
+		{"another lesson's side stack there", base, func(t *testing.T, reg string) {
+			if err := writeJSON(sidePath(reg, os.Getppid(), side), sideRun{Pid: os.Getppid(), StartTime: supervise.StartTime(os.Getppid()), Base: side}); err != nil {
+				t.Fatal(err)
+			}
+		}, free, func(got int) bool { return !SideRange(got).Overlaps(SideRange(side)) }, "off the other side stack"},
+		{"a dead lesson's record", base, func(t *testing.T, reg string) {
+			if err := writeJSON(sidePath(reg, 1<<30, side), sideRun{Pid: 1 << 30, StartTime: 1, Base: side}); err != nil {
+				t.Fatal(err)
+			}
+		}, free, func(got int) bool { return got == side }, "SideBase (the dead record dropped)"},
+		{"something listens there", base, nil, func(r ports.Range) (int, bool) { return side + 5, r.Lo <= side+5 && side+5 <= r.Hi },
+			func(got int) bool { return !SideRange(got).Overlaps(SideRange(side)) }, "off the listener"},
+		{"a lab's lesson next to the suite", 25600, nil, free, func(got int) bool {
+			_, in := SideRange(got).OverlapsAny(ports.Suite)
+			return !in
+		}, "off the test suite's ports"},
+		{"the suite's own lesson", 27200, nil, free, func(got int) bool { return got == stack.SideBase(27200, 0) }, "SideBase inside the suite"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := t.TempDir()
+			if tt.setup != nil {
+				tt.setup(t, reg)
+			}
+			got, release, err := reserveSide(reg, "/labs/ann", tt.base, 0, me, tt.taken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.want(got) || !SideRange(got).Within(ports.Usable) {
+				t.Fatalf("side stack on %d (%s): want %s", got, SideRange(got), tt.why)
+			}
+			// While reserved, a second pick and a new lab keep off it.
+			again, release2, err := reserveSide(reg, "/labs/ann", tt.base, 0, me, tt.taken)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer release2()
+			if SideRange(again).Overlaps(SideRange(got)) {
+				t.Errorf("a second side stack on %d overlaps the first on %d", again, got)
+			}
+			lab, err := reserve(Options{Name: "cat", Owner: "cat", Dir: t.TempDir(), Registry: reg, Window: ports.Range{Lo: got, Hi: got + 2000}, Topology: stack.TopologySingle, Instances: 1, inSuite: true})
+			if err == nil && lab.Footprint().Overlaps(SideRange(got)) {
+				t.Errorf("lab cat on %s overlaps the reserved side stack %s", lab.Footprint(), SideRange(got))
+			}
+			release()
+			if _, err := os.Stat(sidePath(reg, me, got)); !os.IsNotExist(err) {
+				t.Errorf("the reservation is still there after release (%v)", err)
+			}
+		})
 	}
 }
 

@@ -174,7 +174,7 @@ func reserve(o Options) (Record, error) {
 			}
 		}
 	}
-	as := append(labRanges(labs, ""), testRunRanges(liveTestRuns(o.Registry), 0)...)
+	as := slices.Concat(labRanges(labs, ""), testRunRanges(liveTestRuns(o.Registry), 0), sideRanges(liveSides(o.Registry)))
 	if !o.inSuite {
 		as = append(as, suiteRanges(0, "the test suite (make test, CI)")...)
 		as = append(as, avoid{ports.FreeRange, "the tests' free ports"})
@@ -370,13 +370,13 @@ func WriteJSON(w io.Writer, ss []Status) error {
 func WriteWelcome(w io.Writer, r Record, st *stack.State) error {
 	_, dashPort, _ := net.SplitHostPort(st.DashboardAddr())
 	_, err := fmt.Fprintf(w, `
-lab %[1]s is running (owner %[2]s): %[3]s topology, %[4]d instance(s), ports %[5]s (from %[6]d: its lessons' own stacks)
-  shop (nginx):   %[7]s/api/v1/purchase   (health: %[7]s/healthz)
-  dashboard:      http://%[8]s/
-  lessons:        seckill lesson list --dir %[9]s   then   seckill lesson 1 --dir %[9]s
-  in your shell:  source %[9]s/env.sh
-  they listen on 127.0.0.1: from your laptop, ssh -L %[10]s:127.0.0.1:%[10]s this-server, then http://127.0.0.1:%[10]s/
+lab %[1]s is running (owner %[2]s): %[3]s topology, %[4]d instance(s), ports %[5]s (lessons 26 and 28 take free ports for their own stacks while they run)
+  shop (nginx):   %[6]s/api/v1/purchase   (health: %[6]s/healthz)
+  dashboard:      http://%[7]s/
+  lessons:        seckill lesson list --dir %[8]s   then   seckill lesson 1 --dir %[8]s
+  in your shell:  source %[8]s/env.sh
+  they listen on 127.0.0.1: from your laptop, ssh -L %[9]s:127.0.0.1:%[9]s this-server, then http://127.0.0.1:%[9]s/
   stop it:        seckill lab rm %[1]s   (every lab: seckill lab list)
-`, r.Name, r.Owner, r.Topology, r.Instances, r.Footprint(), stack.SideBase(r.BasePort, 0), st.NginxURL(), st.DashboardAddr(), r.Dir, dashPort)
+`, r.Name, r.Owner, r.Topology, r.Instances, r.Footprint(), st.NginxURL(), st.DashboardAddr(), r.Dir, dashPort)
 	return err
 }

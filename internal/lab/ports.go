@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -92,19 +93,25 @@ func testRunPath(reg string, pid int) string {
 // liveTestRuns reads the registry's test runs, removing those whose
 // process is gone.
 func liveTestRuns(reg string) []testRun {
-	ms, _ := filepath.Glob(filepath.Join(reg, ".make-test-*.json"))
-	var out []testRun
+	return liveRecords(reg, ".make-test-*.json", func(t testRun) supervise.ID { return supervise.ID{Pid: t.Pid, StartTime: t.StartTime} })
+}
+
+// liveRecords reads the registry's records matching glob, each held for a
+// process (id), removing those whose process is gone.
+func liveRecords[T any](reg, glob string, id func(T) supervise.ID) []T {
+	ms, _ := filepath.Glob(filepath.Join(reg, glob))
+	var out []T
 	for _, m := range ms {
-		var t testRun
+		var v T
 		b, err := os.ReadFile(m)
-		if err != nil || json.Unmarshal(b, &t) != nil {
+		if err != nil || json.Unmarshal(b, &v) != nil {
 			continue
 		}
-		if !supervise.Alive(supervise.ID{Pid: t.Pid, StartTime: t.StartTime}) {
+		if !supervise.Alive(id(v)) {
 			_ = os.Remove(m)
 			continue
 		}
-		out = append(out, t)
+		out = append(out, v)
 	}
 	return out
 }
@@ -179,7 +186,7 @@ func testShift(reg string, pid int, taken func([]ports.Range) (int, bool)) (Shif
 	if err != nil {
 		return out, err
 	}
-	as := append(labRanges(labs, ""), testRunRanges(liveTestRuns(reg), pid)...)
+	as := slices.Concat(labRanges(labs, ""), testRunRanges(liveTestRuns(reg), pid), sideRanges(liveSides(reg)))
 	lo, _ := ports.ShiftBounds()
 	found := false
 	for s := 0; s >= lo; s -= 100 {

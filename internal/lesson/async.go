@@ -190,10 +190,11 @@ func asyncRedisKill(ctx context.Context, r *runner, ko bench.Options, k asyncKil
 	for _, durable := range []bool{false, true} {
 		st, cmd, err := r.st, benchCmd(redisKill)+fmt.Sprintf(" --rate %d --fault %s", k.rate, redisKill.Faults[0]), error(nil)
 		if durable {
-			if st, err = asyncFsyncStack(ctx, r); err != nil {
+			var stop func()
+			if st, stop, err = asyncFsyncStack(ctx, r); err != nil {
 				return err
 			}
-			defer func() { _ = stack.Down(context.WithoutCancel(ctx), st.Dir, io.Discard) }()
+			defer stop()
 			// The lesson's own stack is gone afterwards: the lesson repeats it.
 			r.commands, cmd = append(r.commands, r.repeatable("seckill lesson 28")), ""
 		}
@@ -228,17 +229,17 @@ const asyncRedisTarget = "redis-1"
 
 // asyncFsyncStack starts the lesson's own small stack (MySQL, Redis,
 // nginx, 3 instances) whose servers fsync every write.
-func asyncFsyncStack(ctx context.Context, r *runner) (*stack.State, error) {
+func asyncFsyncStack(ctx context.Context, r *runner) (*stack.State, func(), error) {
 	root := r.o.OutDir
 	if root == "" {
 		root = filepath.Join(r.st.Dir, "lesson-28")
 	}
-	st, err := stack.Up(ctx, stack.Options{Dir: filepath.Join(root, "lesson-28-stack-fsync"), BasePort: stack.SideBase(r.st.BasePort, 0), Instances: 3,
+	st, stop, err := sideStack(ctx, r, 0, stack.Options{Dir: filepath.Join(root, "lesson-28-stack-fsync"), Instances: 3,
 		Durability: server.DurabilityFsync, Binary: r.st.Binary, Out: io.Discard, Backends: stack.BackendsFor(catalog.RedisStream)})
 	if err != nil {
-		return nil, fmt.Errorf("a stack at durability %s: %w", server.DurabilityFsync, err)
+		return nil, nil, fmt.Errorf("a stack at durability %s: %w", server.DurabilityFsync, err)
 	}
-	return st, nil
+	return st, stop, nil
 }
 
 // queueOf is the order queue of strategy's first run in rep.

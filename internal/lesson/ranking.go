@@ -274,9 +274,10 @@ func ranking(ctx context.Context, r *runner) (Outcome, error) {
 	}
 	strategies := append(slices.Clone(locks), rankingLockFree...)
 	stacks := map[string]*stack.State{}
+	var stops []func()
 	defer func() {
-		for _, st := range stacks {
-			_ = stack.Down(context.WithoutCancel(ctx), st.Dir, io.Discard)
+		for _, stop := range stops {
+			stop()
 		}
 	}()
 	r.commands = append(r.commands, r.repeatable("seckill lesson 26"))
@@ -289,14 +290,15 @@ func ranking(ctx context.Context, r *runner) (Outcome, error) {
 	for i, c := range rankingConditions {
 		st := stacks[c.durability]
 		if st == nil {
+			var stop func()
 			var err error
-			st, err = stack.Up(ctx, stack.Options{Dir: filepath.Join(root, "lesson-26-stack-"+c.durability), BasePort: stack.SideBase(r.st.BasePort, len(stacks)), Instances: 2,
+			st, stop, err = sideStack(ctx, r, len(stacks), stack.Options{Dir: filepath.Join(root, "lesson-26-stack-"+c.durability), Instances: 2,
 				Durability: c.durability, RTTProfile: "loopback", Binary: r.st.Binary, Out: io.Discard,
 				Backends: stack.BackendsFor(strategies...)})
 			if err != nil {
 				return Outcome{}, fmt.Errorf("a stack at durability %s: %w", c.durability, err)
 			}
-			stacks[c.durability] = st
+			stacks[c.durability], stops = st, append(stops, stop)
 		}
 		rep, err := rankingRun(ctx, r, st, i, c, strategies)
 		if err != nil {

@@ -85,7 +85,7 @@ var Suite = []Range{
 	Span(21500, 150),  // internal/stack TestUpBackendsSubset
 	Span(21800, 150),  // internal/stack TestDurability
 	Span(22400, 350),  // internal/stack TestRTT (ha, proxy)
-	Span(23000, 2099), // internal/lab's two labs side by side (each B..B+1043: its stack, its lessons' side stacks)
+	Span(23000, 2099), // internal/lab's two labs side by side (each B..B+349), room for their lessons' side stacks
 	Span(25400, 150),  // internal/soak's stack
 	Span(26000, 150),  // cmd/seckill's stack (stacktest)
 	Span(26200, 150),  // internal/democli's stack
