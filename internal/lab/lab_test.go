@@ -414,8 +414,8 @@ func TestTwoLabs(t *testing.T) {
 	}
 }
 
-// TestREADMECapacity: the README's counts of labs per window are
-// Capacity's.
+// TestREADMECapacity: docs/labs.md's counts of labs per window are
+// Capacity's, and its sizes the code's.
 func TestREADMECapacity(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "labs.md"))
 	if err != nil {
@@ -425,6 +425,7 @@ func TestREADMECapacity(t *testing.T) {
 		fmt.Sprintf("The default window holds\n  %d labs", Capacity(DefaultWindow)),
 		fmt.Sprintf("`--port-min 1024` gives room for %d.", Capacity(ports.Range{Lo: 1024, Hi: DefaultWindow.Hi})),
 		fmt.Sprintf("one block of %d ports, `B..B+%d`", Footprint(0).Hi+1, Footprint(0).Hi),
+		fmt.Sprintf("beside the lab's (%d ports each)", SideRange(0).Hi+1),
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("docs/labs.md lacks %q", want)
