@@ -244,6 +244,9 @@ type burstStatus struct {
 	// ElapsedMS is how long a running burst has run, at the snapshot.
 	ElapsedMS float64 `json:"elapsed_ms,omitempty"`
 	TimedOut  bool    `json:"timed_out"`
+	// Strategy is the fleet's strategy when the burst began: the last
+	// burst's timeline names it after a switch too.
+	Strategy string `json:"strategy,omitempty"`
 	// ID numbers the dashboard's bursts from 1: the page tells a new
 	// burst's end from the one it has shown.
 	ID      int `json:"id"`
@@ -335,7 +338,7 @@ func (s *Server) burstRun(ctx context.Context, nginx string, n, conc, qty int) *
 	t0 := time.Now()
 	s.mu.Lock()
 	s.bursts++
-	s.burst = &burstStatus{Running: true, Requests: n, Outcomes: map[string]int{}, started: t0, ID: s.bursts, startNS: stock.MonoNow()}
+	s.burst = &burstStatus{Running: true, Requests: n, Outcomes: map[string]int{}, started: t0, ID: s.bursts, startNS: stock.MonoNow(), Strategy: s.strategy}
 	s.burstTL = nil
 	s.mu.Unlock()
 	jobs := make(chan struct{})

@@ -61,7 +61,9 @@ func serveDashboard(t *testing.T, ctx context.Context, o Options) *httptest.Serv
 // is reloaded under it, and the page must log no error. Then the class's
 // story: a fleet an earlier lesson left with a 300 ms work delay and a
 // 100 ms TTL, "Fleet to defaults" on mutex, and a burst on the 3
-// instances: the race stays on screen and oversold is red. It saves the
+// instances: the race stays on screen and oversold is red; a switch to
+// redis leaves the last burst's title naming mutex and marks the switch on
+// the live timeline, the bars before it named ("mutex ←"). It saves the
 // screenshots in the test's temp dir and as /tmp/dash-shot-*.png. It runs
 // on the package's own stack (TestMain), so every purchase records lock
 // events for the timeline.
@@ -168,6 +170,22 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.checkLayout(t)
 	t.Logf("mutex burst: %s; oversold %s; %s", text("msg"), text("oversold"), text("race"))
 	b.screenshot(t, tmp, 3, "mutex-burst")
+
+	// A switch of strategy: the last burst's title still names the
+	// strategy its bars ran under, and the live timeline marks the switch.
+	if !strings.HasSuffix(text("tl-title"), "· mutex") {
+		t.Errorf("the last burst's title %q does not name mutex", text("tl-title"))
+	}
+	if _, err := f.SetStrategy(ctx, stock.Config{Name: catalog.Redis}); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "redis in the header", 30*time.Second, `document.getElementById("strategy").textContent === "redis"`)
+	if !strings.HasSuffix(text("tl-title"), "· mutex") {
+		t.Errorf("after the switch to redis, the last burst's title %q no longer names mutex", text("tl-title"))
+	}
+	b.eval(t, `document.getElementById("view-live").click(); true`)
+	b.waitFor(t, "the switch on the live timeline, naming mutex's bars", 10*time.Second, `[...document.querySelectorAll("#tl text.switch")].some((e) => e.textContent === "mutex ←")`)
+	b.screenshot(t, tmp, 4, "switch")
 
 	if errs := b.eval(t, `window.__errors.join("\n")`).(string); errs != "" {
 		t.Errorf("the page caught script errors: %s", errs)

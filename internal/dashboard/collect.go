@@ -163,11 +163,11 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 	s.mu.Lock()
 	if snap.Strategy != nil && snap.Strategy.Config.String() != s.setting {
 		if s.setting != "" {
-			s.hist, s.rate, s.settingNS = nil, nil, nowNS
+			s.hist, s.rate, s.settingNS, s.previous = nil, nil, nowNS, s.strategy
 		}
-		s.setting = snap.Strategy.Config.String()
+		s.setting, s.strategy = snap.Strategy.Config.String(), string(snap.Strategy.Config.Name)
 	}
-	settingNS := s.settingNS
+	settingNS, strategy, previous := s.settingNS, s.strategy, s.previous
 	s.mu.Unlock()
 	if snap.Audit != nil {
 		total.sold = snap.Audit.SoldQty
@@ -187,6 +187,10 @@ func (s *Server) snapshot(ctx context.Context) []byte {
 	evs := s.events.since(nowNS, nowNS-int64(Window))
 	snap.Lock.fromEvents(s.events.since(nowNS, max(nowNS-int64(Window), settingNS)))
 	snap.Timeline = timeline(evs, st.InstanceNames(), nowNS-int64(Window), nowNS)
+	if settingNS > nowNS-int64(Window) {
+		at := float64(settingNS-nowNS) / 1e6
+		snap.Timeline.SwitchMS, snap.Timeline.SwitchFrom, snap.Timeline.SwitchTo = &at, previous, strategy
+	}
 	snap.LastBurst = s.lastBurst(st.InstanceNames(), nowNS)
 	b, err := json.Marshal(snap)
 	if err != nil { // cannot happen with these types

@@ -125,8 +125,12 @@ type Server struct {
 	rate    []float64                     // sales per second, one per poll (sparkline)
 	// setting is the fleet's setting the last snapshot showed, settingNS
 	// when it changed (0: never seen to change); the cards count from it.
+	// strategy is that setting's strategy name, previous the one before
+	// the change.
 	setting   string
 	settingNS int64
+	strategy  string
+	previous  string
 	burst     *burstStatus
 	burstTL   *TimelineView        // the latest burst's timeline, once settled
 	bursts    int                  // bursts fired so far

@@ -23,6 +23,13 @@ type TimelineView struct {
 	// Overlapping counts the sections of the window that overlap another;
 	// Overlaps are the merged intervals where they do.
 	Overlapping int `json:"overlapping"`
+	// SwitchMS is when the fleet's setting changed inside the window
+	// (absent: no change there), from strategy SwitchFrom to SwitchTo
+	// (the same name when only a knob changed): the bars before it ran
+	// under the old setting.
+	SwitchMS   *float64 `json:"switch_ms,omitempty"`
+	SwitchFrom string   `json:"switch_from,omitempty"`
+	SwitchTo   string   `json:"switch_to,omitempty"`
 }
 
 // SectionView is one purchase's critical section: lock acquired (A),
