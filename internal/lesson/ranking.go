@@ -179,6 +179,30 @@ func rankingLine(ranges map[string]bench.Stat) string {
 	return b.String()
 }
 
+// limitsLine says what bounded a condition's rows (bench's limited_by),
+// grouped: "limited by the lock server: etcd, redis; the lab's CPU:
+// sql-atomic". "" when the bench had no CPU figures.
+func limitsLine(sum []bench.Summary) string {
+	words := map[string]string{bench.LimitLab: "the lab's CPU", bench.LimitDatabase: "the database", bench.LimitServer: "the lock server"}
+	by := map[string][]string{}
+	for _, s := range sum {
+		if s.Limit != nil {
+			by[s.Limit.By] = append(by[s.Limit.By], s.Strategy)
+		}
+	}
+	var parts []string
+	for _, k := range []string{bench.LimitServer, bench.LimitDatabase, bench.LimitLab} {
+		if len(by[k]) > 0 {
+			slices.Sort(by[k])
+			parts = append(parts, words[k]+": "+strings.Join(by[k], ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "limited by " + strings.Join(parts, "; ")
+}
+
 // rankingVerdict is the lesson's verdict from each condition's judgement
 // (the last is the lock alone at 2 ms with fsync, what the source ranks):
 // reproduced when the order holds there, in kind when no pair breaks
@@ -322,6 +346,9 @@ func ranking(ctx context.Context, r *runner) (Outcome, error) {
 		}
 		if len(rep.Skipped) > 0 {
 			line += "; skipped (not a lock): " + strings.Join(rep.Skipped, ", ")
+		}
+		if l := limitsLine(rep.Summary); l != "" {
+			line += " (" + l + ")"
 		}
 		lines, labels, js = append(lines, line), append(labels, c.label), append(js, j)
 	}

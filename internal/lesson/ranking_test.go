@@ -101,3 +101,31 @@ func TestLockFreeLead(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitsLine: each condition's line names what bounded its rows,
+// grouped by the bound, and says nothing without CPU figures.
+func TestLimitsLine(t *testing.T) {
+	row := func(name, by string) bench.Summary {
+		s := bench.Summary{Strategy: name}
+		if by != "" {
+			s.Limit = &bench.Limit{By: by}
+		}
+		return s
+	}
+	tests := []struct {
+		name string
+		sum  []bench.Summary
+		want string
+	}{
+		{"grouped", []bench.Summary{row(catalog.SQLAtomic, bench.LimitLab), row(catalog.Redis, bench.LimitServer), row(catalog.Etcd, bench.LimitServer), row(catalog.MySQLForUpdate, bench.LimitDatabase)},
+			"limited by the lock server: etcd, redis; the database: mysql-forupdate; the lab's CPU: sql-atomic"},
+		{"no CPU figures", []bench.Summary{row(catalog.Redis, "")}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := limitsLine(tt.sum); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
