@@ -35,7 +35,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer in.Close()
 	return in.Serve(ctx, func(addr string) {
-		fmt.Fprintf(os.Stderr, "seckill serve: instance %s listening on %s, strategy %s, %s\n", cfg.Instance, addr, in.Service.Config().Name, inflightNote(in))
+		fmt.Fprintf(os.Stderr, "seckill serve: instance %s listening on %s, strategy %s, %s, %s\n", cfg.Instance, addr, in.Service.Config().Name, inflightNote(in), gatherNote(in.Config.StreamGather))
 	})
 }
 
@@ -48,6 +48,15 @@ func inflightNote(in *app.Instance) string {
 	}
 	return fmt.Sprintf("at most %d lock-free purchases at MySQL at once (--db-inflight %d scaled by the %.2f ms round trip)",
 		n, in.Config.DBInflight, float64(in.MySQLRTT.Microseconds())/1000)
+}
+
+// gatherNote says how long redis-stream's order consumer lets a batch
+// gather.
+func gatherNote(d time.Duration) string {
+	if d == 0 {
+		return "redis-stream's consumer reads again at once (--stream-gather 0)"
+	}
+	return fmt.Sprintf("redis-stream's consumer waits %s after a short batch (--stream-gather)", d)
 }
 
 // voidLogger drops go-redis's internal log lines.
