@@ -252,74 +252,15 @@ func flagOf(ws []string, name string) string {
 // is the vendored CRDs' version on containerd, and the chaos pair is
 // `seckill scenario chaos`'s.
 func TestRunbook(t *testing.T) {
-	files, err := committed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	schemas := crdSchemas(t)
+	rc := newRunbookChecker(t)
 	cmds := runbook(t)
 	if len(cmds) < 20 {
 		t.Fatalf("%d commands in the runbook", len(cmds))
 	}
-	jobs, containers, workloads := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	record := func(o *objects) {
-		for n, j := range o.jobs {
-			jobs[n] = true
-			for _, c := range append(j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers...) {
-				containers[n+"/"+c.Name] = true
-			}
-		}
-		for n := range o.deployments {
-			workloads["deployment/"+n] = true
-		}
-		for n := range o.statefulSets {
-			workloads["statefulset/"+n] = true
-		}
-	}
-	chaosRun := map[string]bool{}
-	sc, err := scenario.Find("slow-db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := sc.ClusterCommands("lab-1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range cmds {
 		t.Run(c, func(t *testing.T) {
-			ws := words(c)
-			switch ws[0] {
-			case "kind":
-				if n := flagOf(ws, "--name"); n != "seckill" {
-					t.Errorf("cluster name %q", n)
-				}
-				if ws[1] == "load" && ws[3] != InstanceImage {
-					t.Errorf("loads %s, the manifests run %s", ws[3], InstanceImage)
-				}
-			case "docker":
-				if flagOf(ws, "-t") != InstanceImage {
-					t.Errorf("builds %s, the manifests run %s", flagOf(ws, "-t"), InstanceImage)
-				}
-			case "helm":
-				if ws[1] == "install" && (flagOf(ws, "--version") != "2.8.3" || !strings.Contains(c, "chaosDaemon.runtime=containerd") ||
-					!strings.Contains(c, "chaosDaemon.socketPath=/run/containerd/containerd.sock")) {
-					t.Errorf("Chaos Mesh not 2.8.3 (the vendored CRDs') on containerd")
-				}
-			case "echo":
-				if _, to, _ := strings.Cut(c, "> "); to != "deploy/k8s/"+Unrendered[0] {
-					t.Errorf("writes %q, not the admin token the base reads", to)
-				}
-			case "sleep":
-			case "kubectl":
-				checkKubectl(t, files, schemas, ws, record, jobs, containers, workloads)
-				if strings.Contains(c, "chaos") {
-					chaosRun[c] = true
-					if !slices.Contains(pair, c) {
-						t.Errorf("not a command of seckill scenario chaos slow-db")
-					}
-				}
-			default:
-				t.Errorf("a command this test does not know")
+			for _, p := range rc.check(c) {
+				t.Error(p)
 			}
 		})
 	}
@@ -335,21 +276,155 @@ func TestRunbook(t *testing.T) {
 	if _, body, _ := strings.Cut(string(ex), "resources:"); !strings.Contains(string(doc), "```yaml\nresources:"+body+"```") {
 		t.Errorf("docs/kubernetes.md does not show deploy/examples/my-lab from resources: on")
 	}
-	for _, c := range pair {
+	for _, c := range rc.pair {
 		if !slices.Contains(cmds, c) {
 			t.Errorf("the runbook lacks %q of seckill scenario chaos slow-db", c)
 		}
 	}
 }
 
-// checkKubectl checks one kubectl command of the runbook (see TestRunbook)
-// and records what it applies.
-func checkKubectl(t *testing.T, files map[string][]byte, schemas map[string]*spec.Schema, ws []string,
-	record func(*objects), jobs, containers, workloads map[string]bool) {
+// TestRunbookCatches: the checker refuses a runbook gone wrong. The real
+// runbook runs up to the command before the mutated one (so that what it
+// applied is known), and the mutated command must draw the problem named.
+func TestRunbookCatches(t *testing.T) {
+	cmds := runbook(t)
+	first := func(prefix string) int {
+		i := slices.IndexFunc(cmds, func(c string) bool { return strings.HasPrefix(c, prefix) })
+		if i < 0 {
+			t.Fatalf("the runbook has no command starting %q", prefix)
+		}
+		return i
+	}
+	tests := []struct {
+		name   string
+		at     string // the first command starting so is replaced
+		with   func(c string) string
+		saying string
+	}{
+		{"another image loaded", "kind load", func(c string) string { return strings.Replace(c, InstanceImage, "seckill:other", 1) }, "the manifests run"},
+		{"another image built", "docker build", func(c string) string { return strings.Replace(c, InstanceImage, "seckill:other", 1) }, "the manifests run"},
+		{"another cluster", "kind create", func(c string) string { return strings.Replace(c, "--name seckill", "--name other", 1) }, `cluster name "other"`},
+		{"another Chaos Mesh", "helm install", func(c string) string { return strings.Replace(c, "2.8.3", "2.7.0", 1) }, "Chaos Mesh not 2.8.3"},
+		{"a job never applied", "kubectl -n lab-1 wait", func(c string) string {
+			ws := words(c)
+			i := slices.IndexFunc(ws, func(w string) bool { return strings.HasPrefix(w, "job/") })
+			return strings.Replace(c, ws[i], "job/nope", 1)
+		}, "no Job job/nope applied before"},
+		{"another namespace", "kubectl -n lab-1 wait", func(c string) string { return strings.Replace(c, "-n lab-1", "-n lab-2", 1) }, "namespace lab-2"},
+		{"logs of one container not named", "kubectl -n lab-1 logs -f", func(c string) string { return strings.TrimSuffix(c, " -c bench") }, "logs without -c"},
+		{"a container the job lacks", "kubectl -n lab-1 logs -f", func(c string) string { return strings.Replace(c, "-c bench", "-c nope", 1) }, "has no container nope"},
+		{"a workload never applied", "kubectl -n lab-1 rollout status", func(c string) string { return "kubectl -n lab-1 rollout status deployment/nope --timeout=10m" }, "no deployment/nope applied before"},
+		{"an overlay that does not exist", "kubectl -n lab-1 apply -k", func(string) string { return "kubectl -n lab-1 apply -k deploy/k8s/nope" }, "nope"},
+		{"a chaos file that does not exist", "kubectl -n lab-1 apply -f", func(string) string { return "kubectl -n lab-1 apply -f deploy/chaos/nope.yaml" }, "nope.yaml"},
+		{"a chaos command not the scenario's", "kubectl -n lab-1 apply -k deploy/k8s/chaos", func(c string) string { return c + "/" }, "not a command of seckill scenario chaos slow-db"},
+		{"a command it does not know", "kubectl -n lab-1 apply -k", func(string) string { return "curl http://127.0.0.1/" }, "a command this test does not know"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := newRunbookChecker(t)
+			i := first(tt.at)
+			for _, c := range cmds[:i] {
+				if ps := rc.check(c); len(ps) > 0 {
+					t.Fatalf("the real runbook's %q: %v", c, ps)
+				}
+			}
+			bad := tt.with(cmds[i])
+			if bad == cmds[i] {
+				t.Fatalf("the mutation left %q as it was", bad)
+			}
+			ps := rc.check(bad)
+			if !slices.ContainsFunc(ps, func(p string) bool { return strings.Contains(p, tt.saying) }) {
+				t.Errorf("%q: problems %q, want one saying %q", bad, ps, tt.saying)
+			}
+		})
+	}
+}
+
+// runbookChecker checks the runbook's commands in order (see TestRunbook),
+// keeping what they applied.
+type runbookChecker struct {
+	files                      map[string][]byte
+	schemas                    map[string]*spec.Schema
+	pair                       []string // seckill scenario chaos slow-db's commands
+	jobs, containers, workload map[string]bool
+}
+
+func newRunbookChecker(t *testing.T) *runbookChecker {
 	t.Helper()
+	files, err := committed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.Find("slow-db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := sc.ClusterCommands("lab-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runbookChecker{files: files, schemas: crdSchemas(t), pair: pair,
+		jobs: map[string]bool{}, containers: map[string]bool{}, workload: map[string]bool{}}
+}
+
+func (rc *runbookChecker) record(o *objects) {
+	for n, j := range o.jobs {
+		rc.jobs[n] = true
+		for _, c := range append(j.Spec.Template.Spec.InitContainers, j.Spec.Template.Spec.Containers...) {
+			rc.containers[n+"/"+c.Name] = true
+		}
+	}
+	for n := range o.deployments {
+		rc.workload["deployment/"+n] = true
+	}
+	for n := range o.statefulSets {
+		rc.workload["statefulset/"+n] = true
+	}
+}
+
+// check returns what is wrong with command c (none: nil).
+func (rc *runbookChecker) check(c string) []string {
+	ws := words(c)
+	var ps []string
+	switch ws[0] {
+	case "kind":
+		if n := flagOf(ws, "--name"); n != "seckill" {
+			ps = append(ps, fmt.Sprintf("cluster name %q", n))
+		}
+		if ws[1] == "load" && ws[3] != InstanceImage {
+			ps = append(ps, fmt.Sprintf("loads %s, the manifests run %s", ws[3], InstanceImage))
+		}
+	case "docker":
+		if flagOf(ws, "-t") != InstanceImage {
+			ps = append(ps, fmt.Sprintf("builds %s, the manifests run %s", flagOf(ws, "-t"), InstanceImage))
+		}
+	case "helm":
+		if ws[1] == "install" && (flagOf(ws, "--version") != "2.8.3" || !strings.Contains(c, "chaosDaemon.runtime=containerd") ||
+			!strings.Contains(c, "chaosDaemon.socketPath=/run/containerd/containerd.sock")) {
+			ps = append(ps, "Chaos Mesh not 2.8.3 (the vendored CRDs') on containerd")
+		}
+	case "echo":
+		if _, to, _ := strings.Cut(c, "> "); to != "deploy/k8s/"+Unrendered[0] {
+			ps = append(ps, fmt.Sprintf("writes %q, not the admin token the base reads", to))
+		}
+	case "sleep":
+	case "kubectl":
+		ps = rc.kubectl(ws)
+		if strings.Contains(c, "chaos") && !slices.Contains(rc.pair, c) {
+			ps = append(ps, "not a command of seckill scenario chaos slow-db")
+		}
+	default:
+		ps = append(ps, "a command this test does not know")
+	}
+	return ps
+}
+
+// kubectl checks one kubectl command and records what it applies.
+func (rc *runbookChecker) kubectl(ws []string) []string {
+	var ps []string
 	args := slices.Clone(ws[1:])
 	if ns := flagOf(args, "-n"); ns != "" && ns != "lab-1" {
-		t.Errorf("namespace %s", ns)
+		ps = append(ps, "namespace "+ns)
 	}
 	if i := slices.Index(args, "-n"); i >= 0 {
 		args = slices.Delete(args, i, i+2)
@@ -363,44 +438,44 @@ func checkKubectl(t *testing.T, files map[string][]byte, schemas map[string]*spe
 		args = slices.DeleteFunc(args, func(a string) bool { return a == "-f" })
 	}
 	if k := flagOf(args, "-k"); k != "" {
-		docs, err := buildRepo(files, k, nil)
+		docs, err := buildRepo(rc.files, k, nil)
 		if err != nil {
-			t.Fatal(err)
+			return append(ps, err.Error())
 		}
 		o, err := decodeStrict(docs)
 		if err != nil {
-			t.Fatal(err)
+			return append(ps, err.Error())
 		}
-		record(o)
-		return
+		rc.record(o)
+		return ps
 	}
 	if f := flagOf(args, "-f"); f != "" {
 		b, err := os.ReadFile(filepath.Join(repoRoot, f))
 		if err != nil {
-			t.Fatal(err)
+			return append(ps, err.Error())
 		}
 		docs, err := splitDocs(b)
 		if err != nil {
-			t.Fatal(err)
+			return append(ps, err.Error())
 		}
 		for _, d := range docs {
 			if strings.HasPrefix(fmt.Sprint(d["apiVersion"]), "chaos-mesh.org/") {
-				if err := validateChaos(schemas, d); err != nil {
-					t.Error(err)
+				if err := validateChaos(rc.schemas, d); err != nil {
+					ps = append(ps, err.Error())
 				}
 			} else if _, err := decodeStrict([]doc{d}); err != nil {
-				t.Error(err)
+				ps = append(ps, err.Error())
 			}
 		}
-		return
+		return ps
 	}
 	job := func(ref string) {
 		name, ok := strings.CutPrefix(ref, "job/")
-		if !ok || !jobs[name] {
-			t.Errorf("no Job %s applied before", ref)
+		if !ok || !rc.jobs[name] {
+			ps = append(ps, fmt.Sprintf("no Job %s applied before", ref))
 		}
-		if c := flagOf(args, "-c"); c != "" && !containers[name+"/"+c] {
-			t.Errorf("Job %s has no container %s", name, c)
+		if c := flagOf(args, "-c"); c != "" && !rc.containers[name+"/"+c] {
+			ps = append(ps, fmt.Sprintf("Job %s has no container %s", name, c))
 		}
 	}
 	switch {
@@ -408,19 +483,20 @@ func checkKubectl(t *testing.T, files map[string][]byte, schemas map[string]*spe
 	case verb == "logs" || verb == "wait":
 		i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "job/") })
 		if i < 0 {
-			t.Fatal("names no job/NAME")
+			return append(ps, "names no job/NAME")
 		}
 		job(args[i])
 		if verb == "logs" && !slices.Contains(args, "-c") {
-			t.Error("logs without -c: a bench pod has two containers")
+			ps = append(ps, "logs without -c: a bench pod has two containers")
 		}
 	case verb == "get" && args[1] == "job":
 		job("job/" + args[2])
 	case verb == "rollout" && args[1] == "status":
-		if !workloads[args[2]] {
-			t.Errorf("no %s applied before", args[2])
+		if !rc.workload[args[2]] {
+			ps = append(ps, fmt.Sprintf("no %s applied before", args[2]))
 		}
 	default:
-		t.Errorf("a kubectl command this test does not know")
+		ps = append(ps, "a kubectl command this test does not know")
 	}
+	return ps
 }
