@@ -36,7 +36,7 @@ const maxRefusal = 64 << 10
 // refusedInRaft reports whether resp is a transaction refused by the state
 // store (409, "lock is already held" or a failed check), which Consul
 // applies through raft like a committed one, rather than by the leader's
-// checks before raft (a lock-delay, a permission). The body is read and
+// checks before raft (leaderRefusals). The body is read and
 // put back for the caller.
 func refusedInRaft(req *http.Request, resp *http.Response) bool {
 	if resp.StatusCode != http.StatusConflict || !strings.HasPrefix(req.URL.Path, "/v1/txn") {
@@ -50,9 +50,17 @@ func refusedInRaft(req *http.Request, resp *http.Response) bool {
 	if err != nil {
 		return false
 	}
-	// The leader's own refusals (agent/consul/txn_endpoint.go preCheck).
-	return !bytes.Contains(b, []byte("due to lock delay")) && !bytes.Contains(b, []byte("Permission denied"))
+	for _, r := range leaderRefusals {
+		if bytes.Contains(b, []byte(r)) {
+			return false
+		}
+	}
+	return true
 }
+
+// leaderRefusals are the errors of a transaction the leader refuses before
+// raft (agent/consul/txn_endpoint.go preCheck: kvsPreApply and the ACLs).
+var leaderRefusals = []string{"due to lock delay", "Permission denied", "Must provide key"}
 
 // consulOp classifies a request answered (ok: 2xx, or a transaction the
 // store refused) or not.

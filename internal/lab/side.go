@@ -82,16 +82,15 @@ func reserveSide(reg, dir string, base, k, pid int, taken func(ports.Range) (int
 	if err != nil {
 		return 0, nil, err
 	}
-	runs := liveTestRuns(reg)
 	as := append(labRanges(labs, ""), sideRanges(liveSides(reg))...)
-	suite := append(suiteRanges(0, "the test suite (make test, CI)"), testRunRanges(runs, 0)...)
+	suite := append(suiteRanges(0, "the test suite (make test, CI)"), testRunRanges(liveTestRuns(reg), 0)...)
 	suite = append(suite, avoid{ports.FreeRange, "the tests' free ports"})
-	free := func(b int, as []avoid) bool {
+	free := func(b int, kept []avoid) bool {
 		r := SideRange(b)
 		if !r.Within(ports.Usable) || r.Overlaps(Footprint(base)) {
 			return false
 		}
-		if _, ok := firstOverlap([]ports.Range{r}, as); ok {
+		if _, ok := firstOverlap([]ports.Range{r}, kept); ok {
 			return false
 		}
 		_, busy := taken(r)

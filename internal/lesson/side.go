@@ -19,9 +19,8 @@ func sideStack(ctx context.Context, r *runner, k int, o stack.Options) (st *stac
 		return nil, nil, err
 	}
 	o.BasePort = base
-	st, err = stack.Up(ctx, o)
+	st, err = stack.Up(ctx, o) // a failed Up stops what it started
 	if err != nil {
-		_ = stack.Down(context.WithoutCancel(ctx), o.Dir, io.Discard)
 		release()
 		return nil, nil, fmt.Errorf("on ports from %d: %w", base, err)
 	}
