@@ -2,7 +2,7 @@ package etcdlock
 
 import (
 	"context"
-	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,11 +14,10 @@ import (
 // TestWaitDeleteMissesNoGap: the predecessor is deleted after the waiter
 // read it but before its watch is registered, and another write moved etcd
 // on meanwhile, as happens under load in the half round trip between the
-// read and the watch. waitDelete must see the deletion at once. Its watch
-// used to start at the read's revision + 1, a revision etcd had passed: an
-// "unsynced" watch, whose events etcd delivers on its 100ms sync loop, so
-// the handoff waited 0 to 100 ms (median about 50; at a 2 ms round trip
-// with 50 clients the handoffs' p90 was 68 ms against a p50 of 2.8).
+// read and the watch. waitDelete must decide from its watch's created
+// notification and one Get, with no watch event: a watch started at a
+// revision etcd has passed (read + 1) is "unsynced", and etcd delivers its
+// events on its 100ms sync loop, so a handoff would wait 0 to 100 ms.
 // Then: a predecessor that is still there is waited for, even after etcd
 // moved on.
 func TestWaitDeleteMissesNoGap(t *testing.T) {
@@ -43,22 +42,24 @@ func TestWaitDeleteMissesNoGap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var took []time.Duration
-	for range 10 {
+	// The watches go through a counter of the events they deliver: a
+	// deletion that happened before the watch was registered is decided
+	// by the created notification and one Get, never by an event (which an
+	// unsynced watch would deliver on etcd's sync loop, 0 to 100 ms later).
+	counted := &eventCounter{Watcher: c.Watcher}
+	c.Watcher = counted // c is this test's own client
+	for i := range 10 {
 		resp, read := put()
 		other()
 		if _, err := c.Delete(ctx, key); err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
 		if err := waitDelete(ctx, c, resp.Kvs[0], read); err != nil {
 			t.Fatal(err)
 		}
-		took = append(took, time.Since(start))
-	}
-	slices.Sort(took)
-	if med := took[len(took)/2]; med > 20*time.Millisecond {
-		t.Errorf("a deletion between the read and the watch was seen after %v (median of 10; all: %v): the watch waited for etcd's sync loop", med, took)
+		if n := counted.events.Load(); n != 0 {
+			t.Fatalf("deletion %d, made between the read and the watch: waitDelete waited for %d watch events; want it seen from the created notification (an unsynced watch's events wait for etcd's 100 ms sync loop)", i+1, n)
+		}
 	}
 
 	resp, read := put()
@@ -79,4 +80,27 @@ func TestWaitDeleteMissesNoGap(t *testing.T) {
 	if _, err := c.Delete(ctx, key+"-other"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// eventCounter is a Watcher that counts the events its watches deliver.
+type eventCounter struct {
+	clientv3.Watcher
+	events atomic.Int64
+}
+
+func (w *eventCounter) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	in := w.Watcher.Watch(ctx, key, opts...)
+	out := make(chan clientv3.WatchResponse)
+	go func() {
+		defer close(out)
+		for wr := range in {
+			w.events.Add(int64(len(wr.Events)))
+			select {
+			case out <- wr:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }
