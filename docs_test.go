@@ -411,3 +411,368 @@ func bulletsWith(lines []string, word string) []string {
 	flush()
 	return out
 }
+
+// outsideGenerated returns a page's lines with every generated region
+// blanked, its BEGIN and END lines included: the blocks a script writes
+// (<!-- BEGIN generated:NAME --> to <!-- END generated:NAME -->) and the
+// strategy table `seckill strategies --markdown` writes (<!--
+// strategies:begin ... --> to <!-- strategies:end -->). Hand-written text
+// is what is left; line numbers stay those of the page.
+func outsideGenerated(text string) []string {
+	lines := strings.Split(text, "\n")
+	end := ""
+	for i, l := range lines {
+		switch {
+		case end == "" && strings.HasPrefix(l, "<!-- BEGIN generated:") && strings.HasSuffix(l, " -->"):
+			end = "<!-- END generated:" + strings.TrimPrefix(l, "<!-- BEGIN generated:")
+		case end == "" && strings.HasPrefix(l, "<!-- strategies:begin"):
+			end = "<!-- strategies:end -->"
+		case end != "" && l == end:
+			end = ""
+		case end == "":
+			continue
+		}
+		lines[i] = ""
+	}
+	return lines
+}
+
+// docProblem is one thing a check found on a page: its line (1-based), what
+// it found and why that is a problem.
+type docProblem struct {
+	line       int
+	found, why string
+}
+
+func (p docProblem) String() string { return strconv.Itoa(p.line) + ": " + p.found + ": " + p.why }
+
+// pageProblems reads every page of docPages except those skip names and
+// reports what check finds on each.
+func pageProblems(t *testing.T, check func(page, text string) []docProblem, skip func(page string) bool) {
+	t.Helper()
+	for _, page := range docPages(t) {
+		if skip != nil && skip(page) {
+			continue
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range check(page, string(b)) {
+			t.Errorf("%s:%s", page, p)
+		}
+	}
+}
+
+// fencedLines walks the lines outside generated regions and calls f with
+// each line and the language of the fenced code block it is in ("" for
+// prose; "text" for a fence without a language). Fence lines are skipped.
+func fencedLines(text string, f func(i int, line, lang string)) {
+	lang := ""
+	for i, l := range outsideGenerated(text) {
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "```") {
+			if lang == "" {
+				lang = strings.TrimSpace(strings.TrimPrefix(t, "```"))
+				if lang == "" {
+					lang = "text"
+				}
+			} else {
+				lang = ""
+			}
+			continue
+		}
+		f(i, l, lang)
+	}
+}
+
+// figureAllowed are the only figures with a unit a hand-written line may
+// state: constants the product defines, each where it says. A figure is
+// compared without its spaces ("10 s" is "10s"). At most 25; each must be
+// used by some page (TestDocFigures), so the list holds no stale entry.
+var figureAllowed = []string{
+	"10s",      // the default lock_ttl (stock.Config), the server's whole-request read timeout (internal/app), nginx's client timeouts (nginx.conf), Consul's minimum session TTL (lockimpl/consullock)
+	"5s",       // the default lock_wait (stock.Config) and the server's header read timeout (internal/app)
+	"1s",       // lock_wait + 1 s, the bound of a stalled backend's answer (stock, internal/app TestStalledBackendAnswersWithinLockWait); nginx's fail_timeout (nginx.conf)
+	"2s",       // the Redis stream's XAUTOCLAIM idle time (stock/orderstream) and the expiry slack (locktest.DefaultExpirySlack)
+	"3s",       // grade.LivenessSlack (internal/grade)
+	"15s",      // Consul's default lock-delay, which the consul strategy keeps (lockimpl/consullock)
+	"20ms",     // redis-stream's gather wait, seckill serve --stream-gather's default (internal/config)
+	"35s",      // nginx's proxy_read_timeout (nginx.conf)
+	"40s",      // nginx's proxy_next_upstream_timeout (nginx.conf)
+	"30s",      // the bench's client timeout (bench)
+	"4KiB",     // the purchase body's limit (internal/api)
+	"1280×720", // the dashboard's projector size (internal/dashboard TestDashboardShowsFleet)
+	"18px",     // the dashboard's smallest text (internal/dashboard)
+	"5×",       // "limited by lab" below this generator ceiling over the row's throughput (bench's limited_by)
+	"85%",      // "limited by lab" when the CPUs are at least this busy (bench's limited_by)
+	"20%",      // the soak's leak threshold (internal/soak)
+	"16MiB",    // the soak's leak threshold for RSS (internal/soak)
+	"64KiB",    // nginx's access-log buffer on the local stack (internal/server nginx.go)
+	"0.2ms",    // the --rtt preset zone (internal/netfault Profiles)
+	"2ms",      // the --rtt preset cross-zone (internal/netfault Profiles), lesson 26's round trip (internal/lesson ranking.go)
+	"30ms",     // the --rtt preset region (internal/netfault Profiles)
+}
+
+var (
+	// unitFigure is what a measured figure looks like: a number or a range
+	// with a unit of time, rate, share, size or ratio ("3.1×", "2x", "1.8
+	// times"). Flag values and commands are masked before it is applied.
+	unitFigure = regexp.MustCompile(`(?:^|[^\p{L}\p{N}_.:/@=+-])(\d+(?:[.,]\d+)?(?:\s*[–-]\s*\d+(?:\.\d+)?)?\s?(?:ms|µs|us|ns|s|min|%|[KMG]i?B|kB|[a-z]*/s|×\d*|x|times|px))(?:$|[^\p{L}\p{N}_/])`)
+	// runsFigure is a count of runs: "3 of 5 runs", "10/10".
+	runsFigure = regexp.MustCompile(`\b\d+\s+(?:of|in)\s+\d+\s+(?:runs?|repeats?|benches|rounds)\b|(?:^|[^\w/.-])\d{1,3}/\d{1,3}(?:$|[^\w/.-])`)
+	// decimalRange is a measured-looking range of decimals ("10.6–10.9").
+	decimalRange = regexp.MustCompile(`\b\d+\.\d+\s*–\s*\d+(?:\.\d+)?\b`)
+	// commandSpan is a code span that is a command or a flag: its numbers
+	// are arguments, not figures.
+	commandSpan = regexp.MustCompile("^(?:bin/seckill|seckill|make|go|scripts/|kubectl|docker|curl|helm|kind|for |export |-|[A-Z_]+=)")
+	// flagValue is a flag and its value in a line of a command, or a
+	// fault's spec (`pause:inst-2@5s+5s`).
+	flagValue = regexp.MustCompile(`--?[a-zA-Z][\w-]*(?:[ =]\S+)?|\b[a-z]+(?:=\S+)?:[\w/.-]+@\S+`)
+)
+
+// figureProblems returns the figures a page types by hand: outside its
+// generated regions, a number with a unit (ms, s, µs, ok/s, req/s, /s, %,
+// MiB..., ×/x ratios, "N times"), a count of runs ("3 of 5 runs",
+// "10/10") or a range of decimals ("10.6–10.9"), in prose, tables and code
+// spans alike. Not figures: what a command says, i.e. a code span that
+// starts with a command or a flag (`bin/seckill bench --requests 150`),
+// any flag and its value, and in a fenced block of commands (sh, bash,
+// console) everything but its # comments; the constants of figureAllowed.
+// A fenced block in any other language (a diagram, yaml) is read as prose.
+// docs/sources.md quotes the sources' own figures and is not read.
+func figureProblems(page, text string) []docProblem {
+	var out []docProblem
+	allowed := map[string]bool{}
+	for _, a := range figureAllowed {
+		allowed[a] = true
+	}
+	fencedLines(text, func(i int, l, lang string) {
+		switch lang {
+		case "":
+			l = codeSpan.ReplaceAllStringFunc(l, func(s string) string {
+				if commandSpan.MatchString(strings.Trim(s, "`")) {
+					return " "
+				}
+				return s
+			})
+			l = mdLink.ReplaceAllString(l, "$1")
+		case "sh", "bash", "console", "shell":
+			c := strings.Index(l, " #")
+			if strings.HasPrefix(strings.TrimSpace(l), "#") {
+				c = 0
+			}
+			if c < 0 {
+				return
+			}
+			l = l[c:]
+		}
+		l = flagValue.ReplaceAllString(l, " ")
+		const why = "a figure typed by hand: say where the generated block that holds it is"
+		var found []string
+		for _, m := range unitFigure.FindAllStringSubmatch(l, -1) {
+			if !allowed[strings.Join(strings.Fields(m[1]), "")] {
+				found = append(found, m[1])
+				out = append(out, docProblem{i + 1, m[1], why})
+			}
+		}
+	next:
+		for _, m := range append(runsFigure.FindAllString(l, -1), decimalRange.FindAllString(l, -1)...) {
+			m = strings.TrimSpace(m)
+			for _, f := range found {
+				if strings.Contains(f, m) {
+					continue next // "0.3–3.5" of "0.3–3.5 ms", reported once
+				}
+			}
+			out = append(out, docProblem{i + 1, m, why})
+		}
+	})
+	return out
+}
+
+// usedAllowed returns the entries of figureAllowed that text states.
+func usedAllowed(text string) map[string]bool {
+	used := map[string]bool{}
+	fencedLines(text, func(_ int, l, _ string) {
+		for _, m := range unitFigure.FindAllStringSubmatch(l, -1) {
+			used[strings.Join(strings.Fields(m[1]), "")] = true
+		}
+	})
+	return used
+}
+
+// skipFigurePages are the pages figureProblems does not read: the workshop
+// handouts, whose expected figures TestHandoutFiguresGenerated keeps in
+// their generated blocks, and docs/sources.md, which quotes the sources'
+// figures as theirs.
+func skipFigurePages(page string) bool {
+	return strings.HasPrefix(page, filepath.Join("docs", "workshop")+string(filepath.Separator)) || page == filepath.Join("docs", "sources.md")
+}
+
+// TestDocFigures: README.md and docs/ type no measured figure outside
+// their generated blocks (figureProblems says what counts); a figure is
+// in a block a script writes from a run, and the prose points at the
+// block. The allowed constants are at most 25 and each is used.
+func TestDocFigures(t *testing.T) {
+	pageProblems(t, figureProblems, skipFigurePages)
+	if len(figureAllowed) > 25 {
+		t.Errorf("figureAllowed has %d entries: at most 25", len(figureAllowed))
+	}
+	used := map[string]bool{}
+	for _, page := range docPages(t) {
+		if skipFigurePages(page) {
+			continue
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for a := range usedAllowed(string(b)) {
+			used[a] = true
+		}
+	}
+	for _, a := range figureAllowed {
+		if !used[a] {
+			t.Errorf("figureAllowed lists %q, which no page states: drop it", a)
+		}
+	}
+}
+
+// TestDocFiguresCatches: figureProblems reports a figure typed in prose,
+// in a table, in a code span and in a command's comment, and passes a
+// generated block, a command's flag values and an allowed constant.
+func TestDocFiguresCatches(t *testing.T) {
+	bad := []struct{ page, want string }{
+		{"etcd passes ZooKeeper: 309 against 206 ok/s.\n", "206 ok/s"},
+		{"a ceiling of 1550–2490/s here\n", "1550–2490/s"},
+		{"| redis | 0.39 ms |\n", "0.39 ms"},
+		{"batched redis sold about 2x as fast\n", "2x"},
+		{"redis-stream over sql-atomic: 3.1× after\n", "3.1×"},
+		{"it took `9622 against 3185 ok/s`\n", "3185 ok/s"},
+		{"oversold in 3 of 3 runs\n", "3 of 3 runs"},
+		{"right 20/20 in the grade\n", "20/20"},
+		{"the cycle took 10.6–10.9 when idle\n", "10.6–10.9"},
+		{"MariaDB grew 0.3 MiB per bench\n", "0.3 MiB"},
+		{"the proxy costs about 40% of it\n", "40%"},
+		{"1.8 times as fast on 3.7\n", "1.8 times"},
+		{"```sh\nbin/seckill up   # ready in 0.8–2.9 s\n```\n", "0.8–2.9 s"},
+		{"```\nclient --> nginx: 12.85 ms of CPU\n```\n", "12.85 ms"},
+		{"<!-- BEGIN generated:x -->\n1 ms\n<!-- END generated:x -->\nand 5 ms here\n", "5 ms"},
+	}
+	for _, tc := range bad {
+		ps := figureProblems("x.md", tc.page)
+		found := false
+		for _, p := range ps {
+			found = found || p.found == tc.want
+		}
+		if !found {
+			t.Errorf("figureProblems(%q) = %v: want %q reported", tc.page, ps, tc.want)
+		}
+	}
+	good := []string{
+		"<!-- BEGIN generated:demo -->\nnone 3517 ok/s, 12.2x\n<!-- END generated:demo -->\n",
+		"<!-- strategies:begin (x) -->\n| consul | lock-delay 19 s |\n<!-- strategies:end -->\n",
+		"`bin/seckill bench --requests 150 --rtt 2ms` and `--fault pause:inst-2@5s+5s`\n",
+		"```sh\nbin/seckill fault pause inst-2 --for 5s   # SIGSTOP, then SIGCONT\n```\n",
+		"the lock-delay (15 s by default) and `--stream-gather` (20 ms)\n",
+		"lesson 26, 3 instances, 50 clients, etcd 3.7.3, port 17080\n",
+	}
+	for _, page := range good {
+		if ps := figureProblems("x.md", page); len(ps) > 0 {
+			t.Errorf("figureProblems(%q) = %v: want none", page, ps)
+		}
+	}
+}
+
+// historyPhrases are what a sentence about the past says. The pages
+// describe what the product does today; what it did before goes to the
+// commit messages. "before the" alone is not here: "before the lock is
+// released" and "right before COMMIT" describe the present, so only the
+// phrases that name a past state are listed ("before the fix", "before
+// the hardening"). "now" alone is not here either ("the strategy it runs
+// now" is the present): "now" before a verb of change is.
+var historyPhrases = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)\bused to\b`),
+	regexp.MustCompile(`(?i)\bbefore this\b`),
+	regexp.MustCompile(`(?i)\bbefore the (?:hardening|fix|fixes|change|changes|rewrite|session)\b`),
+	regexp.MustCompile(`(?i)\bbefore this session's\b`),
+	regexp.MustCompile(`(?i)\((?:before|was)\b[^)]*\d`), // "(was 180 s)", "(before: 4 → 21)"
+	regexp.MustCompile(`(?i)\bno longer\b`),
+	regexp.MustCompile(`(?i)\bnow (?:passes|has|have|counts|prices|tries|serves|runs|sells|uses|takes|gives|reads|says|names|checks|keeps|retries|starts|waits|lives|one|is|are)\b`),
+	regexp.MustCompile(`(?i)\b(?:is|are|has|have) now \w`), // not "as it is now)"
+	regexp.MustCompile(`(?i)\b(?:is|are) gone\b`),
+	regexp.MustCompile(`(?i)\b(?:went|fell|rose|dropped) from\b`),
+	regexp.MustCompile(`(?i)\ba first version\b`),
+	regexp.MustCompile(`(?i)\bmeasured before (?:this|that|the change|the fix)\b`), // not "measured before every round"
+	regexp.MustCompile(`(?i)\bthe old (?:behaviou?r|generator|code|version)\b`),
+	regexp.MustCompile(`(?i)\bgot there from\b`),
+	regexp.MustCompile(`(?i)\bas it stood then\b`),
+	regexp.MustCompile(`(?i)\b(?:all )?fixed in\b`),
+	regexp.MustCompile(`(?i)\bthat stayed after\b`),
+	regexp.MustCompile(`(?i)\bit had (?:predicted|been)\b`),
+	regexp.MustCompile(`(?i)\bhad been\b`),
+	regexp.MustCompile(`(?i)\bsince 20\d\d-\d\d-\d\d\b`),
+}
+
+// historyProblems returns the history phrases of a page's hand-written
+// lines (outside generated regions and fenced code blocks).
+func historyProblems(_, text string) []docProblem {
+	var out []docProblem
+	fencedLines(text, func(i int, l, lang string) {
+		if lang != "" {
+			return
+		}
+		for _, re := range historyPhrases {
+			if m := re.FindString(l); m != "" {
+				out = append(out, docProblem{i + 1, m, "history: say what the product does today; the past goes to the commit messages"})
+			}
+		}
+	})
+	return out
+}
+
+// TestDocPresentTense: README.md and docs/ (the workshop handouts too)
+// describe what the product does, in the present; no sentence tells what
+// it did before.
+func TestDocPresentTense(t *testing.T) {
+	pageProblems(t, historyProblems, nil)
+}
+
+// TestDocPresentTenseCatches: historyProblems reports each kind of history
+// sentence, and passes present-tense sentences that share its words.
+func TestDocPresentTenseCatches(t *testing.T) {
+	bad := []string{
+		"It used to yield in a loop.\n",
+		"Before this, every fenced purchase was refused.\n",
+		"Before the hardening, the code collapsed.\n",
+		"Before the fix, one run gave Consul 38 ok/s.\n",
+		"its requests end at 35 s (was 180 s)\n",
+		"goroutines 20 → 20 (before: 24 → 109)\n",
+		"The lock no longer spins.\n",
+		"etcd now passes ZooKeeper.\n",
+		"Every bench report now has a cost model.\n",
+		"The acquire is now one transaction.\n",
+		"The rare handoffs are gone too.\n",
+		"requests per purchase went from 7.8 to 5.8\n",
+		"A first version slept in ppoll.\n",
+		"(measured before this change)\n",
+		"Three causes, all fixed in consullock.\n",
+		"Every etcd figure is 3.7.3's since 2026-11-28.\n",
+	}
+	for _, page := range bad {
+		if len(historyProblems("x.md", page)) == 0 {
+			t.Errorf("historyProblems(%q) found nothing: want it reported", page)
+		}
+	}
+	good := []string{
+		"The release runs before the lock is released elsewhere.\n",
+		"It rolls back right before COMMIT, before the check.\n",
+		"under the strategy it runs now\n",
+		"```sh\n# it used to be here\n```\n",
+		"<!-- BEGIN generated:soak -->\nThe soak now counts the pool.\n<!-- END generated:soak -->\n",
+	}
+	for _, page := range good {
+		if ps := historyProblems("x.md", page); len(ps) > 0 {
+			t.Errorf("historyProblems(%q) = %v: want none", page, ps)
+		}
+	}
+}
