@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 )
 
 // docPages lists README.md and every Markdown page under docs/.
@@ -774,5 +775,152 @@ func TestDocPresentTenseCatches(t *testing.T) {
 		if ps := historyProblems("x.md", page); len(ps) > 0 {
 			t.Errorf("historyProblems(%q) = %v: want none", page, ps)
 		}
+	}
+}
+
+// untestedLabel is what a page or a row says of what was checked but
+// never run: an install path, a deployment.
+const untestedLabel = "validated offline, not run"
+
+// untestedPages are the pages whose subject was validated offline and
+// never run: their first paragraph after the title carries the label.
+var untestedPages = []string{"docker.md", "kubernetes.md"}
+
+// labelProblems returns where a page fails to label what was never run:
+// for docs/docker.md and docs/kubernetes.md, the first paragraph after the
+// title; for README.md, the docs map's row of each of those pages and
+// every paragraph that names the Fedora or Homebrew install path.
+func labelProblems(page, text string) []docProblem {
+	labelled := func(s string) bool { return strings.Contains(strings.ToLower(s), untestedLabel) }
+	var out []docProblem
+	for _, u := range untestedPages {
+		if filepath.Base(page) != u || filepath.Dir(page) != "docs" {
+			continue
+		}
+		lines := strings.Split(text, "\n")
+		para, start := "", 0
+		for i, l := range lines {
+			if strings.HasPrefix(l, "# ") || (para == "" && strings.TrimSpace(l) == "") {
+				continue
+			}
+			if strings.TrimSpace(l) == "" {
+				break
+			}
+			if para == "" {
+				start = i
+			}
+			para += " " + l
+		}
+		if !labelled(para) {
+			out = append(out, docProblem{start + 1, strings.TrimSpace(para), "the first paragraph says \"" + untestedLabel + "\" and what was checked"})
+		}
+	}
+	if page != "README.md" {
+		return out
+	}
+	lines := outsideGenerated(text)
+	for _, u := range untestedPages {
+		found := false
+		for i, l := range lines {
+			if strings.HasPrefix(l, "| [") && strings.Contains(l, "(docs/"+u+")") {
+				found = true
+				if !labelled(l) {
+					out = append(out, docProblem{i + 1, l, "the docs map's row says \"" + untestedLabel + "\""})
+				}
+			}
+		}
+		if !found {
+			out = append(out, docProblem{0, u, "the docs map has no row for it"})
+		}
+	}
+	para, start := "", 0
+	for i, l := range append(lines, "") {
+		if strings.TrimSpace(l) != "" {
+			if para == "" {
+				start = i
+			}
+			para += " " + l
+			continue
+		}
+		if (strings.Contains(para, "Fedora") || strings.Contains(para, "Homebrew")) && !labelled(para) {
+			out = append(out, docProblem{start + 1, "Fedora/Homebrew", "a paragraph naming the Fedora or Homebrew install path says \"" + untestedLabel + "\""})
+		}
+		para = ""
+	}
+	return out
+}
+
+// TestDocUntestedLabelled: what was validated offline and never run says
+// so where it is described: Docker Compose and Kubernetes at the top of
+// their pages and in the README's docs map, the Fedora and Homebrew
+// install paths in the README.
+func TestDocUntestedLabelled(t *testing.T) {
+	pageProblems(t, labelProblems, nil)
+}
+
+// TestDocUntestedLabelledCatches: labelProblems reports each label
+// dropped from a page, a docs map row and the Requirements paragraph.
+func TestDocUntestedLabelledCatches(t *testing.T) {
+	readme := "| [docker.md](docs/docker.md) | Compose: validated offline, not run |\n" +
+		"| [kubernetes.md](docs/kubernetes.md) | a cluster: validated offline, not run |\n\n" +
+		"On Fedora and Homebrew `make deps` uses dnf or brew: validated offline, not run.\n"
+	if ps := labelProblems("README.md", readme); len(ps) > 0 {
+		t.Fatalf("labelProblems(README) = %v: want none", ps)
+	}
+	for _, cut := range []string{"Compose: validated offline, not run", "a cluster: validated offline, not run", "dnf or brew: validated offline, not run"} {
+		if ps := labelProblems("README.md", strings.Replace(readme, cut, "x", 1)); len(ps) != 1 {
+			t.Errorf("labelProblems(README without %q) = %v: want one problem", cut, ps)
+		}
+	}
+	page := "# On a cluster\n\n**Validated offline, not run.** The tests render the manifests.\n\nMore.\n"
+	if ps := labelProblems(filepath.Join("docs", "kubernetes.md"), page); len(ps) > 0 {
+		t.Errorf("labelProblems(kubernetes.md) = %v: want none", ps)
+	}
+	moved := "# On a cluster\n\nThe lab on a cluster.\n\n**Validated offline, not run.**\n"
+	if ps := labelProblems(filepath.Join("docs", "kubernetes.md"), moved); len(ps) != 1 {
+		t.Errorf("labelProblems(kubernetes.md, label not on top) = %v: want one problem", ps)
+	}
+}
+
+// readmeWidth is the widest a README.md line may be, in runes.
+const readmeWidth = 100
+
+// widthProblems returns the lines of a page wider than readmeWidth runes,
+// outside fenced code blocks (commands keep their length) and generated
+// regions (their scripts write them).
+func widthProblems(_, text string) []docProblem {
+	var out []docProblem
+	fencedLines(text, func(i int, l, lang string) {
+		if n := utf8.RuneCountInString(l); lang == "" && n > readmeWidth {
+			out = append(out, docProblem{i + 1, strconv.Itoa(n) + " runes", "wider than " + strconv.Itoa(readmeWidth) + ": rewrap it"})
+		}
+	})
+	return out
+}
+
+// TestREADMEWidth: README.md's hand-written lines are at most 100 runes.
+func TestREADMEWidth(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range widthProblems("README.md", string(b)) {
+		t.Errorf("README.md:%s", p)
+	}
+}
+
+// TestREADMEWidthCatches: widthProblems counts runes, not bytes, and
+// skips code blocks and generated regions.
+func TestREADMEWidthCatches(t *testing.T) {
+	cjk := strings.Repeat("库", 100) // 300 bytes, 100 runes
+	if ps := widthProblems("README.md", cjk+"\n"); len(ps) > 0 {
+		t.Errorf("a line of 100 runes: %v", ps)
+	}
+	if ps := widthProblems("README.md", cjk+"x\n"); len(ps) != 1 {
+		t.Errorf("a line of 101 runes: %v, want one problem", ps)
+	}
+	long := strings.Repeat("x", 120)
+	if ps := widthProblems("README.md", "```sh\n"+long+"\n```\n<!-- BEGIN generated:demo -->\n"+long+"\n<!-- END generated:demo -->\n"); len(ps) > 0 {
+		t.Errorf("a code block and a generated block: %v, want none", ps)
 	}
 }
