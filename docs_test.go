@@ -3,6 +3,8 @@ package seckill
 import (
 	"io/fs"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -922,5 +924,147 @@ func TestREADMEWidthCatches(t *testing.T) {
 	long := strings.Repeat("x", 120)
 	if ps := widthProblems("README.md", "```sh\n"+long+"\n```\n<!-- BEGIN generated:demo -->\n"+long+"\n<!-- END generated:demo -->\n"); len(ps) > 0 {
 		t.Errorf("a code block and a generated block: %v, want none", ps)
+	}
+}
+
+var (
+	// pathToken is a path in a code span, a link target or a code block:
+	// two or more segments joined by "/".
+	pathToken = regexp.MustCompile(`(?:^|[\s(\x60"'=])((?:\.{1,2}/|/)?[\w.@<>{}*…|$-]+(?:/[\w.@<>{}*…|$-]*)+)`)
+	// placeholder is a segment that stands for a name: <time>, NAME, DIR,
+	// rtt-N, a glob, an ellipsis, a choice (fsync|none), a variable.
+	placeholder = regexp.MustCompile(`[<>{}*…|$]|\.\.\.|(?:^|[-_/])(?:[A-Z]{2,}|N)(?:$|[-_./])`)
+	// goSelector is a package's identifier after its path: the .Suite of
+	// internal/ports.Suite.
+	goSelector = regexp.MustCompile(`\.[A-Z]\w*$`)
+	// written is what a command writes: a redirection's file, a scratch
+	// directory under /tmp given to --dir or --out.
+	written = regexp.MustCompile(`>\s*\S+|--(?:dir|out)[ =]/tmp/\S+`)
+	// machinePath is an absolute path on one machine, not on a clone.
+	machinePath = regexp.MustCompile(`^/(?:work|home|root|Users)/|^/tmp/.`)
+)
+
+// trackedSet returns the files `git ls-files` lists and every directory
+// above them, each as a slash path relative to the repository's root.
+func trackedSet(t *testing.T) map[string]bool {
+	t.Helper()
+	out, err := exec.Command("git", "ls-files").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v", err)
+	}
+	tracked := map[string]bool{}
+	for _, f := range strings.Fields(string(out)) {
+		for p := f; p != "." && p != ""; p = path.Dir(p) {
+			tracked[p] = true
+		}
+	}
+	return tracked
+}
+
+// pathProblems returns the paths a page names that a clone does not have,
+// outside its generated regions: a relative link whose file git does not
+// track; a path in a code span or a code block that starts at a tracked
+// top-level directory and names nothing tracked; a run's folder under
+// results/ (runs write them, nothing commits them), and an absolute path
+// of one machine (/work/..., /home/..., /tmp/...). Paths with a
+// placeholder (results/<timestamp>/, deploy/k8s/chaos/NAME/, lockimpl/...)
+// name a shape, not a file, and pass; so does a path under a directory
+// the repository does not track (bin/seckill, .seckill/env.sh, raw/...),
+// which the product writes, and what a command writes: a redirection's
+// file (> deploy/k8s/base/admin-token.env), a scratch directory under
+// /tmp given to --dir or --out. A Go selector after a package path
+// (internal/ports.Suite) names the package.
+func pathProblems(page, text string, tracked map[string]bool) []docProblem {
+	var out []docProblem
+	check := func(i int, p string, link bool) {
+		p = strings.TrimRight(p, ".,:;")
+		if p == "" || placeholder.MatchString(p) || strings.Contains(p, "://") {
+			return
+		}
+		switch {
+		case machinePath.MatchString(p):
+			out = append(out, docProblem{i + 1, p, "a path of one machine: a clone has no such file"})
+			return
+		case strings.HasPrefix(p, "/"):
+			return // a system path: /usr/sbin, /dev/shm
+		}
+		name := path.Clean(strings.TrimSuffix(goSelector.ReplaceAllString(p, ""), "/"))
+		if link {
+			name = path.Clean(path.Join(path.Dir(filepath.ToSlash(page)), name))
+		}
+		first, _, _ := strings.Cut(name, "/")
+		switch {
+		case first == "results" && name != "results":
+			out = append(out, docProblem{i + 1, p, "a run's folder: runs write results/, nothing commits it"})
+		case link && !tracked[name]:
+			out = append(out, docProblem{i + 1, p, "a link to a file git does not track"})
+		case !link && tracked[first] && !tracked[name]:
+			out = append(out, docProblem{i + 1, p, "no such file or directory in the repository"})
+		}
+	}
+	fencedLines(text, func(i int, l, lang string) {
+		l = written.ReplaceAllString(l, " ")
+		if lang != "" {
+			for _, m := range pathToken.FindAllStringSubmatch(l, -1) {
+				check(i, m[1], false)
+			}
+			return
+		}
+		spans := codeSpan.FindAllString(l, -1)
+		for _, m := range mdLink.FindAllStringSubmatch(codeSpan.ReplaceAllString(l, ""), -1) {
+			if target, _, _ := strings.Cut(m[2], "#"); target != "" {
+				check(i, target, true)
+			}
+		}
+		for _, s := range spans {
+			for _, m := range pathToken.FindAllStringSubmatch(s, -1) {
+				check(i, m[1], false)
+			}
+		}
+	})
+	return out
+}
+
+// TestDocPaths: README.md and docs/ name no file a clone lacks outside
+// their generated blocks (pathProblems says what counts).
+func TestDocPaths(t *testing.T) {
+	tracked := trackedSet(t)
+	pageProblems(t, func(page, text string) []docProblem { return pathProblems(page, text, tracked) }, nil)
+}
+
+// TestDocPathsCatches: pathProblems reports a run's folder, an untracked
+// file in a link and in a code span, and a machine's path; it passes a
+// generated block, placeholders, tracked paths and what the product
+// writes.
+func TestDocPathsCatches(t *testing.T) {
+	tracked := map[string]bool{"docs": true, "docs/bench.md": true, "README.md": true, "internal": true,
+		"internal/cluster": true, "internal/cluster/cluster.go": true}
+	bad := []struct{ page, want string }{
+		{"the report in `results/readme-20261128-220947/course/`\n", "results/readme-20261128-220947/course/"},
+		{"see [the run](../results/perf-20261128/report.html)\n", "../results/perf-20261128/report.html"},
+		{"see [the page](gone.md)\n", "gone.md"},
+		{"rendered by `internal/cluster/render.go`\n", "internal/cluster/render.go"},
+		{"`bin/seckill bench --dir /work/cz`\n", "/work/cz"},
+		{"the report in `/tmp/cz/report.json`\n", "/tmp/cz/report.json"},
+		{"```sh\nseckill soak --out /work/soak-1h\n```\n", "/work/soak-1h"},
+	}
+	for _, tc := range bad {
+		ps := pathProblems("docs/x.md", tc.page, tracked)
+		found := false
+		for _, p := range ps {
+			found = found || p.found == tc.want
+		}
+		if !found {
+			t.Errorf("pathProblems(%q) = %v: want %q reported", tc.page, ps, tc.want)
+		}
+	}
+	good := "<!-- BEGIN generated:demo -->\nreport in `results/readme-20261128-195558/demo/`\n<!-- END generated:demo -->\n" +
+		"Reports go to `results/<timestamp>/`, `results/course-…/` and `deploy/k8s/chaos/NAME/fenced`.\n" +
+		"[bench](bench.md), [the README](../README.md#the-course), `internal/cluster`, `internal/cluster/cluster.go`.\n" +
+		"`bin/seckill`, `.seckill/env.sh`, `raw/NAME.events.jsonl`, `/usr/sbin`, `/tmp`, `inst-2/redis`, ok/s.\n" +
+		"`internal/cluster.Render`, under `results/`, `internal/NAME/EXERCISE/lock.go`.\n" +
+		"```sh\necho x > internal/token.env\nbin/seckill up --dir /tmp/hs\n```\n"
+	if ps := pathProblems("docs/x.md", good, tracked); len(ps) > 0 {
+		t.Errorf("pathProblems(good) = %v: want none", ps)
 	}
 }
