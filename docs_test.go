@@ -790,8 +790,9 @@ var untestedPages = []string{"docker.md", "kubernetes.md"}
 
 // labelProblems returns where a page fails to label what was never run:
 // for docs/docker.md and docs/kubernetes.md, the first paragraph after the
-// title; for README.md, the docs map's row of each of those pages and
-// every paragraph that names the Fedora or Homebrew install path.
+// title; for README.md, the docs map's row of each of those pages; on
+// every page, each paragraph (lines between blank lines) that names the
+// Fedora or Homebrew install path.
 func labelProblems(page, text string) []docProblem {
 	labelled := func(s string) bool { return strings.Contains(strings.ToLower(s), untestedLabel) }
 	var out []docProblem
@@ -817,24 +818,7 @@ func labelProblems(page, text string) []docProblem {
 			out = append(out, docProblem{start + 1, strings.TrimSpace(para), "the first paragraph says \"" + untestedLabel + "\" and what was checked"})
 		}
 	}
-	if page != "README.md" {
-		return out
-	}
 	lines := outsideGenerated(text)
-	for _, u := range untestedPages {
-		found := false
-		for i, l := range lines {
-			if strings.HasPrefix(l, "| [") && strings.Contains(l, "(docs/"+u+")") {
-				found = true
-				if !labelled(l) {
-					out = append(out, docProblem{i + 1, l, "the docs map's row says \"" + untestedLabel + "\""})
-				}
-			}
-		}
-		if !found {
-			out = append(out, docProblem{0, u, "the docs map has no row for it"})
-		}
-	}
 	para, start := "", 0
 	for i, l := range append(lines, "") {
 		if strings.TrimSpace(l) != "" {
@@ -849,13 +833,30 @@ func labelProblems(page, text string) []docProblem {
 		}
 		para = ""
 	}
+	if page != "README.md" {
+		return out
+	}
+	for _, u := range untestedPages {
+		found := false
+		for i, l := range lines {
+			if strings.HasPrefix(l, "| [") && strings.Contains(l, "(docs/"+u+")") {
+				found = true
+				if !labelled(l) {
+					out = append(out, docProblem{i + 1, l, "the docs map's row says \"" + untestedLabel + "\""})
+				}
+			}
+		}
+		if !found {
+			out = append(out, docProblem{0, u, "the docs map has no row for it"})
+		}
+	}
 	return out
 }
 
 // TestDocUntestedLabelled: what was validated offline and never run says
 // so where it is described: Docker Compose and Kubernetes at the top of
 // their pages and in the README's docs map, the Fedora and Homebrew
-// install paths in the README.
+// install paths wherever a page names them.
 func TestDocUntestedLabelled(t *testing.T) {
 	pageProblems(t, labelProblems, nil)
 }
@@ -877,6 +878,13 @@ func TestDocUntestedLabelledCatches(t *testing.T) {
 	page := "# On a cluster\n\n**Validated offline, not run.** The tests render the manifests.\n\nMore.\n"
 	if ps := labelProblems(filepath.Join("docs", "kubernetes.md"), page); len(ps) > 0 {
 		t.Errorf("labelProblems(kubernetes.md) = %v: want none", ps)
+	}
+	stack := "`up` looks where the Debian, Fedora and Homebrew packages put it.\n"
+	if ps := labelProblems(filepath.Join("docs", "stack.md"), stack); len(ps) != 1 {
+		t.Errorf("labelProblems(stack.md, Fedora unlabelled) = %v: want one problem", ps)
+	}
+	if ps := labelProblems(filepath.Join("docs", "stack.md"), strings.Replace(stack, "put it.", "put it (validated offline, not run).", 1)); len(ps) > 0 {
+		t.Errorf("labelProblems(stack.md, Fedora labelled) = %v: want none", ps)
 	}
 	moved := "# On a cluster\n\nThe lab on a cluster.\n\n**Validated offline, not run.**\n"
 	if ps := labelProblems(filepath.Join("docs", "kubernetes.md"), moved); len(ps) != 1 {
