@@ -492,28 +492,30 @@ func fencedLines(text string, f func(i int, line, lang string)) {
 // state: constants the product defines, each where it says. A figure is
 // compared without its spaces ("10 s" is "10s"). At most 25; each must be
 // used by some page (TestDocFigures), so the list holds no stale entry.
+// An entry passes its figure wherever it stands, so a measurement that
+// happens to equal a constant passes too: keep the entries few.
 var figureAllowed = []string{
-	"10s",      // the default lock_ttl (stock.Config), the server's whole-request read timeout (internal/app), nginx's client timeouts (nginx.conf), Consul's minimum session TTL (lockimpl/consullock)
-	"5s",       // the default lock_wait (stock.Config) and the server's header read timeout (internal/app)
-	"1s",       // lock_wait + 1 s, the bound of a stalled backend's answer (stock, internal/app TestStalledBackendAnswersWithinLockWait); nginx's fail_timeout (nginx.conf)
-	"2s",       // the Redis stream's XAUTOCLAIM idle time (stock/orderstream) and the expiry slack (locktest.DefaultExpirySlack)
+	"10s",      // stock.DefaultLockTTL; app.Timeouts.Read's default (internal/app); nginx's client timeouts (nginx.conf); consullock.MinTTL; bench.LinearizabilityTimeout
+	"5s",       // stock.DefaultLockWait; app.Timeouts.ReadHeader's default (internal/app)
+	"1s",       // lock_wait + 1 s, a stalled backend's bound (internal/app TestStalledBackendAnswersWithinLockWait); fail_timeout=1s (internal/stack nginx.go upstreamServerParams)
+	"2s",       // orderstream.ClaimIdle (stock/orderstream); locktest.DefaultExpirySlack
 	"3s",       // grade.LivenessSlack (internal/grade)
-	"15s",      // Consul's default lock-delay, which the consul strategy keeps (lockimpl/consullock)
-	"20ms",     // redis-stream's gather wait, seckill serve --stream-gather's default (internal/config)
-	"35s",      // nginx's proxy_read_timeout (nginx.conf)
-	"40s",      // nginx's proxy_next_upstream_timeout (nginx.conf)
-	"30s",      // the bench's client timeout (bench)
-	"4KiB",     // the purchase body's limit (internal/api)
-	"1280×720", // the dashboard's projector size (internal/dashboard TestDashboardShowsFleet)
-	"18px",     // the dashboard's smallest text (internal/dashboard)
-	"5×",       // "limited by lab" below this generator ceiling over the row's throughput (bench's limited_by)
-	"85%",      // "limited by lab" when the CPUs are at least this busy (bench's limited_by)
-	"20%",      // the soak's leak threshold (internal/soak)
-	"16MiB",    // the soak's leak threshold for RSS (internal/soak)
-	"64KiB",    // nginx's access-log buffer on the local stack (internal/server nginx.go)
-	"0.2ms",    // the --rtt preset zone (internal/netfault Profiles)
-	"2ms",      // the --rtt preset cross-zone (internal/netfault Profiles), lesson 26's round trip (internal/lesson ranking.go)
-	"30ms",     // the --rtt preset region (internal/netfault Profiles)
+	"15s",      // consullock.DefaultLockDelay, Consul's own default
+	"20ms",     // config.DefaultStreamGather, seckill serve --stream-gather (internal/config)
+	"35s",      // proxy_read_timeout 35s (nginx.conf)
+	"40s",      // proxy_next_upstream_timeout 40s (nginx.conf)
+	"30s",      // bench.DefaultRequestTimeout, the bench's clients (bench/options.go)
+	"4KiB",     // api.Options.MaxBody's default (internal/api)
+	"1280×720", // the projector the dashboard is laid out for (internal/dashboard browser_test.go)
+	"18px",     // the dashboard's smallest text (internal/dashboard browser_test.go checkLayout)
+	"5×",       // bench.MinCeilingRatio: "limited by lab" below it (bench/options.go)
+	"85%",      // bench's busyBound: "limited by lab" when the CPUs are this busy (bench/limit.go)
+	"20%",      // the soak's leak bound beside soak.LeakFloor (internal/soak)
+	"16MiB",    // soak.LeakFloor["rss_mib"] (internal/soak)
+	"64KiB",    // the access log's buffer=64k (internal/stack nginx.go accessLogBuffer)
+	"0.2ms",    // the --rtt profile zone (internal/netfault Profiles)
+	"2ms",      // the --rtt profile cross-zone (internal/netfault Profiles), lesson 26's round trip (internal/lesson ranking.go)
+	"30ms",     // the --rtt profile region (internal/netfault Profiles)
 }
 
 var (
