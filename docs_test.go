@@ -423,6 +423,18 @@ func bulletsWith(lines []string, word string) []string {
 // is what is left; line numbers stay those of the page.
 func outsideGenerated(text string) []string {
 	lines := strings.Split(text, "\n")
+	for i, g := range generatedMask(lines) {
+		if g {
+			lines[i] = ""
+		}
+	}
+	return lines
+}
+
+// generatedMask reports, for each line, whether it belongs to a generated
+// region (outsideGenerated's), its BEGIN and END lines included.
+func generatedMask(lines []string) []bool {
+	mask := make([]bool, len(lines))
 	end := ""
 	for i, l := range lines {
 		switch {
@@ -435,9 +447,9 @@ func outsideGenerated(text string) []string {
 		case end == "":
 			continue
 		}
-		lines[i] = ""
+		mask[i] = true
 	}
-	return lines
+	return mask
 }
 
 // docProblem is one thing a check found on a page: its line (1-based), what
@@ -1076,5 +1088,69 @@ func TestDocPathsCatches(t *testing.T) {
 		"```sh\necho x > internal/token.env\nbin/seckill up --dir /tmp/hs\n```\n"
 	if ps := pathProblems("docs/x.md", good, tracked); len(ps) > 0 {
 		t.Errorf("pathProblems(good) = %v: want none", ps)
+	}
+}
+
+// pageLines is the most hand-written lines a page may have: a page a
+// reader can finish. Its generated regions do not count (a script writes
+// them, and a table of figures is read by its rows); the workshop
+// handouts, a class's plan read a lesson at a time, are not held to it.
+const pageLines = 250
+
+// lengthProblems reports a page longer than pageLines lines outside its
+// generated regions (outsideGenerated's), pointing at its first line past
+// the bound. A page's last line ends with a newline, which starts no line.
+func lengthProblems(_, text string) []docProblem {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	n := 0
+	for i, g := range generatedMask(lines) {
+		if g {
+			continue
+		}
+		if n++; n == pageLines+1 {
+			return []docProblem{{i + 1, strconv.Itoa(len(lines)) + " lines", "more than " + strconv.Itoa(pageLines) +
+				" lines outside generated blocks: split the page by subject, and name the new page in the README's docs map"}}
+		}
+	}
+	return nil
+}
+
+// skipLengthPages are the pages lengthProblems does not read: the
+// workshop handouts.
+func skipLengthPages(page string) bool {
+	return strings.HasPrefix(page, filepath.Join("docs", "workshop")+string(filepath.Separator)) && page != filepath.Join("docs", "workshop", "README.md")
+}
+
+// TestDocLength: README.md and every page under docs/ but the workshop
+// handouts have at most pageLines lines outside their generated blocks.
+func TestDocLength(t *testing.T) {
+	pageProblems(t, lengthProblems, skipLengthPages)
+}
+
+// TestDocLengthCatches: lengthProblems reports a page one line past the
+// bound, not one at it, and counts no line of a generated block or the
+// strategy table, their markers included.
+func TestDocLengthCatches(t *testing.T) {
+	page := func(n int) string { return strings.Repeat("text\n", n) }
+	if ps := lengthProblems("x.md", page(pageLines)); len(ps) > 0 {
+		t.Errorf("a page of %d lines: %v, want none", pageLines, ps)
+	}
+	if ps := lengthProblems("x.md", page(pageLines+1)); len(ps) != 1 || ps[0].line != pageLines+1 {
+		t.Errorf("a page of %d lines: %v, want one problem at line %d", pageLines+1, ps, pageLines+1)
+	}
+	block := "<!-- BEGIN generated:perf -->\n" + page(300) + "<!-- END generated:perf -->\n" +
+		"<!-- strategies:begin (x) -->\n" + page(300) + "<!-- strategies:end -->\n"
+	if ps := lengthProblems("x.md", page(pageLines/2)+block+page(pageLines/2)); len(ps) > 0 {
+		t.Errorf("%d hand-written lines around two long generated regions: %v, want none", pageLines, ps)
+	}
+	if ps := lengthProblems("x.md", page(pageLines/2)+block+page(pageLines/2+1)); len(ps) != 1 {
+		t.Errorf("%d hand-written lines around two long generated regions: %v, want one problem", pageLines+1, ps)
+	}
+	unclosed := "<!-- BEGIN generated:perf -->\n" + page(300)
+	if ps := lengthProblems("x.md", unclosed); len(ps) > 0 {
+		t.Errorf("an unclosed block: %v: TestGeneratedBlocks reports it, not the length", ps)
+	}
+	if !skipLengthPages(filepath.Join("docs", "workshop", "en.md")) || skipLengthPages(filepath.Join("docs", "performance.md")) || skipLengthPages(filepath.Join("docs", "workshop", "README.md")) {
+		t.Error("skipLengthPages: want the handouts skipped, and every other page read")
 	}
 }
