@@ -1154,3 +1154,68 @@ func TestDocLengthCatches(t *testing.T) {
 		t.Error("skipLengthPages: want the handouts skipped, and every other page read")
 	}
 }
+
+// mapProblems returns the pages under docs/ that the README's docs map (its
+// table rows, "| [name](docs/...) | what it holds |") does not name: a
+// page directly under docs/ by its own link, a page in a folder
+// (docs/workshop/en.md) by its own link or the folder's. A page the map
+// does not name is one later work cannot find a figure's place on.
+func mapProblems(readme string, pages []string) []docProblem {
+	var rows []string
+	for _, l := range proseLines(readme) {
+		if strings.HasPrefix(l, "| [") {
+			rows = append(rows, l)
+		}
+	}
+	named := func(target string) bool {
+		for _, r := range rows {
+			if strings.Contains(r, "]("+target+")") {
+				return true
+			}
+		}
+		return false
+	}
+	var out []docProblem
+	for _, p := range pages {
+		p = filepath.ToSlash(p)
+		if !strings.HasPrefix(p, "docs/") || named(p) {
+			continue
+		}
+		if dir := path.Dir(p); dir != "docs" && named(dir+"/") {
+			continue
+		}
+		out = append(out, docProblem{0, p, "the README's docs map has no row for it: add one saying what it holds"})
+	}
+	return out
+}
+
+// TestDocMap: every page under docs/ has a row in the README's docs map.
+func TestDocMap(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range mapProblems(string(b), docPages(t)) {
+		t.Errorf("README.md:%s", p)
+	}
+}
+
+// TestDocMapCatches: mapProblems reports a page whose row is gone, and
+// passes a folder's pages by the folder's row.
+func TestDocMapCatches(t *testing.T) {
+	readme := "| page | what it holds |\n|---|---|\n" +
+		"| [rtt.md](docs/rtt.md) | block `rtt` |\n" +
+		"| [workshop/](docs/workshop/) | the handout |\n"
+	pages := []string{"README.md", "docs/rtt.md", "docs/workshop/en.md"}
+	if ps := mapProblems(readme, pages); len(ps) > 0 {
+		t.Errorf("mapProblems(every row) = %v: want none", ps)
+	}
+	for _, cut := range []string{"| [rtt.md](docs/rtt.md) | block `rtt` |\n", "| [workshop/](docs/workshop/) | the handout |\n"} {
+		if ps := mapProblems(strings.Replace(readme, cut, "", 1), pages); len(ps) != 1 {
+			t.Errorf("mapProblems(without %q) = %v: want one problem", cut, ps)
+		}
+	}
+	if ps := mapProblems(readme+"```\n| [batching.md](docs/batching.md) | x |\n```\n", append(pages, "docs/batching.md")); len(ps) != 1 {
+		t.Errorf("mapProblems(a row in a code block) = %v: want the page reported", ps)
+	}
+}
