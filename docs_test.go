@@ -1219,3 +1219,99 @@ func TestDocMapCatches(t *testing.T) {
 		t.Errorf("mapProblems(a row in a code block) = %v: want the page reported", ps)
 	}
 }
+
+// readmeLines is the longest README.md may be, and readmeFirstScreen the
+// lines a reader sees first.
+const (
+	readmeLines       = 300
+	readmeFirstScreen = 40
+)
+
+// firstScreenProblems returns what README.md's first readmeFirstScreen
+// lines lack of what a newcomer needs before any result: the
+// requirements with the Go version go.mod asks for (goVersion, "1.26"),
+// `make demo`, `make test`, how to stop (`make down`), the dashboard's
+// picture, and the heading of what the runs found; and any generated
+// block that starts there (the results come after). It also reports a
+// README longer than readmeLines.
+func firstScreenProblems(readme, goVersion string) []docProblem {
+	lines := strings.Split(strings.TrimSuffix(readme, "\n"), "\n")
+	var out []docProblem
+	if len(lines) > readmeLines {
+		out = append(out, docProblem{readmeLines + 1, strconv.Itoa(len(lines)) + " lines", "README.md is at most " + strconv.Itoa(readmeLines) + " lines: move detail to a page under docs/"})
+	}
+	first := lines[:min(len(lines), readmeFirstScreen)]
+	screen := strings.Join(first, "\n")
+	for _, want := range []struct{ text, why string }{
+		{"## Requirements", "the requirements come first"},
+		{"Go " + goVersion + " or newer", "the requirements name go.mod's Go version (\"Go " + goVersion + " or newer\")"},
+		{"make demo", "how to start the lab"},
+		{"make test", "how to run the tests"},
+		{"make down", "how to stop the lab"},
+		{"](docs/dashboard.png)", "the dashboard's picture"},
+		{"## What the runs found", "the heading of what the runs found, before the results"},
+	} {
+		if !strings.Contains(screen, want.text) {
+			out = append(out, docProblem{readmeFirstScreen, want.text, "not in the first " + strconv.Itoa(readmeFirstScreen) + " lines: " + want.why})
+		}
+	}
+	for i, l := range first {
+		if strings.HasPrefix(l, "<!-- BEGIN generated:") {
+			out = append(out, docProblem{i + 1, l, "a generated block on the first screen: the results come after it"})
+		}
+	}
+	return out
+}
+
+// goModVersion returns go.mod's go line's major.minor ("1.26").
+func goModVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	return m[1]
+}
+
+// TestREADMEFirstScreen: README.md's first screen holds what a newcomer
+// needs before the results, and the README stays within readmeLines.
+func TestREADMEFirstScreen(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range firstScreenProblems(string(b), goModVersion(t)) {
+		t.Errorf("README.md:%s", p)
+	}
+}
+
+// TestREADMEFirstScreenCatches: firstScreenProblems reports each item
+// missing from the first screen, a stale Go version, a generated block on
+// the first screen and a README past its length.
+func TestREADMEFirstScreenCatches(t *testing.T) {
+	good := "# x\n\n## Requirements\n\n- Go 1.26 or newer\n\n```sh\nmake demo\nmake test\nmake down\n```\n\n" +
+		"![the dashboard](docs/dashboard.png)\n\n## What the runs found\n\n" + strings.Repeat("text\n", 30) +
+		"<!-- BEGIN generated:demo -->\nx\n<!-- END generated:demo -->\n"
+	if ps := firstScreenProblems(good, "1.26"); len(ps) > 0 {
+		t.Fatalf("firstScreenProblems(good) = %v: want none", ps)
+	}
+	for _, cut := range []string{"## Requirements", "make demo", "make test", "make down", "](docs/dashboard.png)", "## What the runs found"} {
+		if ps := firstScreenProblems(strings.Replace(good, cut, "x", 1), "1.26"); len(ps) != 1 {
+			t.Errorf("firstScreenProblems(without %q) = %v: want one problem", cut, ps)
+		}
+	}
+	if ps := firstScreenProblems(good, "1.27"); len(ps) != 1 {
+		t.Errorf("firstScreenProblems(go.mod at 1.27) = %v: want one problem", ps)
+	}
+	early := strings.Replace(good, "## What the runs found\n", "## What the runs found\n<!-- BEGIN generated:lessons -->\nx\n<!-- END generated:lessons -->\n", 1)
+	if ps := firstScreenProblems(early, "1.26"); len(ps) != 1 {
+		t.Errorf("firstScreenProblems(a block on the first screen) = %v: want one problem", ps)
+	}
+	if ps := firstScreenProblems(good+strings.Repeat("text\n", readmeLines), "1.26"); len(ps) != 1 {
+		t.Errorf("firstScreenProblems(a long README) = %v: want one problem", ps)
+	}
+}
