@@ -12,8 +12,8 @@
 #            its wall time; each exercise's starter graded with seckill
 #            grade EX --dir DIR (the checkout's exercises/ as committed:
 #            run it on a clean checkout) and its answer key with --key
-#   demo and lessons are README.md's; perf docs/performance.md's, rtt and
-#   batch docs/conditions.md's
+#   demo and lessons are README.md's; perf docs/performance.md's, rtt
+#   docs/rtt.md's and batch docs/batching.md's
 #   perf     scripts/perf.sh (also `make perf` alone)
 #   rtt      a sweep over round trips on a stack of its own with the proxy
 #            (RTT_DIR, base port RTT_PORT): seckill bench --sweep-rtt; and
