@@ -1,8 +1,9 @@
 // Command seckill is the flash-sale oversell lab: it serves the stock API
 // (serve), runs the local stack (up, down, status, logs, env) and one
 // per student on a shared server (lab), drives the benchmark harness
-// (bench) and the fleet by hand (buy, strategy, reset, events). Each subcommand only maps flags to the options of a package
-// that holds the logic.
+// (bench) and the fleet by hand (buy, strategy, reset, events), and says
+// which build it is (version). Each subcommand only maps flags to the
+// options of a package that holds the logic.
 package main
 
 import (
@@ -48,6 +49,7 @@ var commands = map[string]command{
 	"events":     {"the instances' lock events as text, merged (-f: follow)", runEvents},
 	"lab":        {"one lab per student on one server: lab new NAME (free ports, its stack, its URLs), lab list, lab rm NAME", runLab},
 	"soak":       {"a steady load for a long time (--for 1h): RSS, goroutines and fds sampled, leaks flagged", runSoak},
+	"version":    {"print the module version, the commit it was built from and the Go that built it", runVersion},
 }
 
 func main() {
