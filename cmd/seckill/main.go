@@ -42,7 +42,7 @@ var commands = map[string]command{
 	"grade":      {"score your lock of a workshop exercise (exercises/) on your stack: conformance, bench, faults", runGrade},
 	"lesson":     {"the workshop: the source articles' story as lessons (list, N, all), each run against the stack", runLesson},
 	"bench":      {"fire purchases at the fleet, strategy by strategy, and report", runBench},
-	"strategies": {"list the strategies from the registry (--markdown: the README table)", runStrategies},
+	"strategies": {"list the strategies from the registry (--markdown: docs/strategies.md's table)", runStrategies},
 	"buy":        {"one purchase through nginx; prints the order or the error", runBuy},
 	"strategy":   {"show every instance's strategy, or switch them all (strategy NAME [knobs])", runStrategy},
 	"reset":      {"reset a goods' stock and orders, then print its audit", runReset},
@@ -83,6 +83,9 @@ func run(ctx context.Context, args []string) error {
 		return nil
 	}
 	cmd, ok := commands[args[0]]
+	if !ok {
+		cmd, ok = hidden[args[0]]
+	}
 	if !ok {
 		usage()
 		return exitError{code: 2, msg: fmt.Sprintf("unknown command %q", args[0])}

@@ -12,10 +12,10 @@ import (
 )
 
 // runStrategies prints the strategy registry: a table for people, or with
-// --markdown the README's table.
+// --markdown docs/strategies.md's table.
 func runStrategies(_ context.Context, args []string) error {
 	fs := newFlagSet("strategies")
-	markdown := fs.Bool("markdown", false, "print the README's Markdown table")
+	markdown := fs.Bool("markdown", false, "print docs/strategies.md's Markdown table")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
