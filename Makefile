@@ -37,9 +37,15 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all deps packages build up down status test demo bench lint clean lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests
+.PHONY: all go-version deps packages build up down status test demo bench lint clean lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests
 
 all: build
+
+# go-version: the Go that $(GO) runs is at least go.mod's `go` line, or
+# make stops at once saying how to get one (scripts/check-go.sh). deps and
+# build check it first; a distribution's Go (Debian 12's is 1.19) is too old.
+go-version:
+	@GO="$(GO)" scripts/check-go.sh
 
 # deps installs the servers with apt-get, dnf or brew (whichever exists),
 # skipped entirely when all are there.
@@ -50,7 +56,7 @@ all: build
 # answer for some of its dependencies: go.sum is what verifies them.
 CONSUL := bin/consul
 CONSUL_VERSION := 1.16.1
-$(CONSUL): tools/consul/go.mod tools/consul/go.sum
+$(CONSUL): tools/consul/go.mod tools/consul/go.sum | go-version
 	@if [ -x $(CONSUL) ] && $(CONSUL) version 2>/dev/null | grep -q "^Consul v$(CONSUL_VERSION)$$"; then \
 	  touch $(CONSUL); echo "deps: consul $(CONSUL_VERSION) present"; \
 	else echo "deps: building consul $(CONSUL_VERSION) into $(CONSUL) (a few minutes, once)"; \
@@ -63,15 +69,15 @@ $(CONSUL): tools/consul/go.mod tools/consul/go.sum
 # distribution's to compare.
 ETCD := bin/etcd
 ETCD_VERSION := 3.7.3
-$(ETCD): tools/etcd/go.mod tools/etcd/go.sum
+$(ETCD): tools/etcd/go.mod tools/etcd/go.sum | go-version
 	@if [ -x $(ETCD) ] && $(ETCD) --version 2>/dev/null | grep -q "^etcd Version: $(ETCD_VERSION)$$"; then \
 	  touch $(ETCD); echo "deps: etcd $(ETCD_VERSION) present"; \
 	else echo "deps: building etcd $(ETCD_VERSION) into $(ETCD) (about 1.5 min, once)"; \
 	  cd tools/etcd && GOFLAGS=-mod=mod $(GO) build -trimpath -o ../../$(ETCD) go.etcd.io/etcd/server/v3; fi
 
-deps: packages $(CONSUL) $(ETCD)
+deps: go-version packages $(CONSUL) $(ETCD)
 
-packages:
+packages: | go-version
 	@if command -v apt-get >/dev/null 2>&1; then pm=apt-get; bins="$(DEB_BINS)"; \
 	elif command -v dnf >/dev/null 2>&1; then pm=dnf; bins="$(RPM_BINS)"; \
 	elif command -v brew >/dev/null 2>&1; then pm=brew; bins="$(BREW_BINS)"; \
@@ -101,7 +107,7 @@ packages:
 doctor: build
 	$(BIN) doctor --dir $(DIR)
 
-build:
+build: go-version
 	$(GO) build -o $(BIN) ./cmd/seckill
 
 up: build

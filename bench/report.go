@@ -15,17 +15,28 @@ import (
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
+// ColSafe is the comparison table's column that says, yes or no, whether
+// the catalogue and the run's settings predict the strategy never
+// oversells (ExpectedCorrect): a lock correct by design is not safe at a
+// setting that defeats it, e.g. --no-watchdog with --work-delay past
+// --lock-ttl. The catalogue's own verdict is catalog.ColFlawed.
+const ColSafe = "safe at this setting"
+
+// unsafeMark is what the report's charts add to their titles when they
+// mark a strategy with chart.Mark: what the mark means.
+const unsafeMark = "; " + chart.Mark + " = not safe at this setting"
+
 // tableHeader are the columns of the comparison table.
-var tableHeader = []string{"strategy", "expected", "oversold", "lost", "ok", "final stock",
+var tableHeader = []string{"strategy", ColSafe, "oversold", "lost", "ok", "final stock",
 	"req/s", "ok/s", "of DB", "p50 ms", "p99 ms", "lock wait ms", "invariants", "limited by"}
 
 // tableRows renders one row per strategy.
 func tableRows(ss []Summary) [][]string {
 	rows := make([][]string, 0, len(ss))
 	for _, s := range ss {
-		exp := "correct"
+		exp := "yes"
 		if !s.ExpectedCorrect {
-			exp = "flawed"
+			exp = "no"
 		}
 		wait := "-"
 		if s.LockWaitMS != nil {
@@ -165,8 +176,12 @@ func reportCharts(rep *Report) []chartSVG {
 	}
 	var over, lost, okps []chart.Bar
 	refLabel, refValue := "", 0.0
+	note := ""
 	for _, s := range rep.Summary {
 		flawed := !s.ExpectedCorrect
+		if flawed {
+			note = unsafeMark
+		}
 		link := "#" + strategyAnchor(s.Name)
 		over = append(over, chart.Bar{Label: s.Name, Value: s.Oversold.Median, Flawed: flawed, Link: link})
 		lost = append(lost, chart.Bar{Label: s.Name, Value: max(0, s.LostUpdates.Median), Flawed: flawed, Link: link})
@@ -220,14 +235,14 @@ func reportCharts(rep *Report) []chartSVG {
 		per = "all repeats added up"
 	}
 	out := []chartSVG{
-		{"Oversold units", chart.Inline(chart.BarChart("Oversold units (median of repeats); ✗ = flawed by design", "units", over, "", 0))},
-		{"Lost updates", chart.Inline(chart.BarChart("Lost updates: units sold that the stock column never lost (median)", "units", lost, "", 0))},
-		{"Throughput", chart.Inline(chart.BarChart("Successful purchases per second (median)", "ok/s", okps, refLabel, refValue))},
-		{"Outcomes", chart.Inline(chart.StackedBars("Answers per strategy ("+per+")", "requests", outcomeSeries, outcomeColours, outStacks))},
-		{"Sales per instance", chart.Inline(chart.StackedBars("Orders per instance ("+per+")", "orders", instNames, nil, saleStacks))},
+		{"Oversold units", chart.Inline(chart.BarChart("Oversold units (median of repeats)"+note, "units", over, "", 0))},
+		{"Lost updates", chart.Inline(chart.BarChart("Lost updates: units sold that the stock column never lost (median)"+note, "units", lost, "", 0))},
+		{"Throughput", chart.Inline(chart.BarChart("Successful purchases per second (median)"+note, "ok/s", okps, refLabel, refValue))},
+		{"Outcomes", chart.Inline(chart.StackedBars("Answers per strategy ("+per+")"+note, "requests", outcomeSeries, outcomeColours, outStacks))},
+		{"Sales per instance", chart.Inline(chart.StackedBars("Orders per instance ("+per+")"+note, "orders", instNames, nil, saleStacks))},
 	}
 	if len(lines) > 0 {
-		out = append(out, chartSVG{"Latency", chart.Inline(chart.LineChart("Latency CDF (first repeat of each strategy)", "latency, ms (log scale)", "fraction of requests answered", lines, true))})
+		out = append(out, chartSVG{"Latency", chart.Inline(chart.LineChart("Latency CDF (first repeat of each strategy)"+note, "latency, ms (log scale)", "fraction of requests answered", lines, true))})
 	}
 	return append(out, sweepCharts(rep.Sweep)...)
 }
@@ -365,7 +380,7 @@ li.failure{margin:.3em 0}
 <h2>{{.V.Main.Title}}</h2>
 {{template "table" .V.Main}}
 <h2>Invariants per strategy</h2>
-<p>Each cell adds up the strategy's repeats; a failure links to its detail below. linearizable: the clients' history fits a sequential stock counter (porcupine). mutual_exclusion: no two purchases between their stock read and their COMMIT at once, from the instances' lock events; all instances run on this machine and stamp events with its one monotonic clock, so their times compare directly.</p>
+<p>Each cell adds up the strategy's repeats; a failure links to its detail below. linearizable: the clients' history fits a sequential stock counter (porcupine). mutual_exclusion: no two purchases between their stock read and their COMMIT at once, from the instances' lock events; all instances run on this machine and stamp events with its one monotonic clock, so their times compare directly. ✗: not safe at this setting (the comparison's "safe at this setting" column).</p>
 <div class="wide"><table class="inv"><tr><th>strategy</th>{{range .Invariants}}<th>{{.}}</th>{{end}}</tr>
 {{range .Evidence}}<tr id="{{.Anchor}}"><td>{{.Strategy}}{{if .Flawed}} ✗{{end}}</td>{{range .Cells}}<td class="{{.Class}}">{{if .Link}}<a href="{{.Link}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</table></div>

@@ -109,7 +109,7 @@ func TestReportHTMLOffline(t *testing.T) {
 	if bytes.Contains(html, []byte("data:image/png")) {
 		t.Error("report.html still embeds PNG charts")
 	}
-	for _, want := range []string{"sql-atomic 720/s", "✗ flawed", "Invariants per strategy", "超卖", "脑裂", "看门狗", "羊群效应",
+	for _, want := range []string{"sql-atomic 720/s", "✗ = not safe at this setting", "✗: not safe at this setting", "Invariants per strategy", "超卖", "脑裂", "看门狗", "羊群效应",
 		`<td class="fail"><a href="#fail-none-1-`, "linearizable"} {
 		if !bytes.Contains(html, []byte(want)) {
 			t.Errorf("report.html lacks %q", want)
@@ -128,11 +128,11 @@ func TestReportHTMLOffline(t *testing.T) {
 func TestReportMarkdownAndTable(t *testing.T) {
 	rep := craftedReport()
 	md := string(Markdown(rep))
-	header := "| strategy | expected | oversold | lost | ok | final stock | req/s | ok/s | of DB | p50 ms | p99 ms | lock wait ms | invariants |"
+	header := "| strategy | safe at this setting | oversold | lost | ok | final stock | req/s | ok/s | of DB | p50 ms | p99 ms | lock wait ms | invariants |"
 	if !strings.Contains(md, header) {
 		t.Errorf("report.md lacks the table header:\n%s", md)
 	}
-	for _, row := range []string{"| none | flawed | 28 (20–35) |", "| redis | correct | 0 | 0 | 300 | 0 |", "| sql-atomic |"} {
+	for _, row := range []string{"| none | no | 28 (20–35) |", "| redis | yes | 0 | 0 | 300 | 0 |", "| sql-atomic |"} {
 		if !strings.Contains(md, row) {
 			t.Errorf("report.md lacks row %q:\n%s", row, md)
 		}

@@ -317,8 +317,12 @@ func (sw *RTTSweep) charts() []chartSVG {
 		}
 	}
 	var okLines, p50Lines, p99Lines []chart.Line
+	note := ""
 	for _, g := range groups {
 		for _, s := range sw.Series {
+			if !s.ExpectedCorrect {
+				note = unsafeMark
+			}
 			okl := chart.Line{Label: s.Label + g, Flawed: !s.ExpectedCorrect, Points: true}
 			p50l, p99l := okl, okl
 			for i := range sw.Points {
@@ -341,11 +345,11 @@ func (sw *RTTSweep) charts() []chartSVG {
 		}
 	}
 	out := []chartSVG{
-		{"RTT throughput", chart.Inline(chart.LineChart("Successful purchases per second by "+what+" (median)", xLabel, "ok/s", okLines, true))},
-		{"RTT p50", chart.Inline(chart.LineChart("p50 latency by "+what+" (median)", xLabel, "p50 latency, ms", p50Lines, true))},
+		{"RTT throughput", chart.Inline(chart.LineChart("Successful purchases per second by "+what+" (median)"+note, xLabel, "ok/s", okLines, true))},
+		{"RTT p50", chart.Inline(chart.LineChart("p50 latency by "+what+" (median)"+note, xLabel, "p50 latency, ms", p50Lines, true))},
 	}
 	if byBatch {
-		out = append(out, chartSVG{"RTT p99", chart.Inline(chart.LineChart("p99 latency by "+what+" (median)", xLabel, "p99 latency, ms", p99Lines, true))})
+		out = append(out, chartSVG{"RTT p99", chart.Inline(chart.LineChart("p99 latency by "+what+" (median)"+note, xLabel, "p99 latency, ms", p99Lines, true))})
 	}
 	return out
 }

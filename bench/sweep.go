@@ -144,7 +144,11 @@ func sweepCharts(sw *Sweep) []chartSVG {
 		return nil
 	}
 	var okLines, p99Lines []chart.Line
+	note := ""
 	for _, ser := range sw.Series {
+		if !ser.ExpectedCorrect {
+			note = unsafeMark
+		}
 		okl := chart.Line{Label: ser.Label, Flawed: !ser.ExpectedCorrect, Points: true}
 		p99l := okl
 		for i, c := range sw.Clients {
@@ -158,8 +162,8 @@ func sweepCharts(sw *Sweep) []chartSVG {
 		okLines, p99Lines = append(okLines, okl), append(p99Lines, p99l)
 	}
 	return []chartSVG{
-		{"Sweep throughput", chart.Inline(chart.LineChart("Successful purchases per second by clients (median)", "clients (log scale)", "ok/s", okLines, true))},
-		{"Sweep p99", chart.Inline(chart.LineChart("p99 latency by clients (median)", "clients (log scale)", "p99 latency, ms", p99Lines, true))},
+		{"Sweep throughput", chart.Inline(chart.LineChart("Successful purchases per second by clients (median)"+note, "clients (log scale)", "ok/s", okLines, true))},
+		{"Sweep p99", chart.Inline(chart.LineChart("p99 latency by clients (median)"+note, "clients (log scale)", "p99 latency, ms", p99Lines, true))},
 	}
 }
 

@@ -293,7 +293,7 @@ func TestReportSweepSection(t *testing.T) {
 		"| redis (no queue) | 205 (200–210) | 105 (100–110) | 0.51 | not met |",
 		"## Local queue on and off",
 		"| redis | 10 | 195 (190–200) | 155 (150–160) | 0.79 |",
-		"| redis (no queue) @10 | correct |",
+		"| redis (no queue) @10 | yes |",
 		"| redis (no queue) @100 #2 |",
 		"median of the 2 rounds with min–max",
 	} {

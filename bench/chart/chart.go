@@ -11,7 +11,7 @@
 // it can be inlined into an HTML page or saved as a standalone .svg file.
 //
 // Element classes are stable and may be styled or inspected: "bar" (one rect
-// per bar), "value" (value labels), "flawed" (the "✗ flawed" marker), "ref"
+// per bar), "value" (value labels), "flawed" (the ✗ marker), "ref"
 // (the reference line), "part" (one rect per non-zero stacked part), "zero"
 // (the 2-unit marker of an all-zero stack), "legend", "line" (one path per
 // line), "dot" (one circle per point of a line with Points, or of a
@@ -63,11 +63,18 @@ var Palette = []string{
 	"#000000", "#8C564B", "#7F7F7F", "#BCBD22", "#17BECF", "#9467BD",
 }
 
+// Mark is drawn beside the label of a flagged bar, stack or line (Flawed).
+// What it means is the caller's to say, in the chart's title: a flawed
+// strategy in a lesson's figure ("✗ = flawed by design"), a strategy the
+// run's settings leave unsafe in a bench report ("✗ = not safe at this
+// setting").
+const Mark = "✗"
+
 // Bar is one category of a bar chart.
 type Bar struct {
 	Label  string
 	Value  float64
-	Flawed bool   // drawn hatched/grey with a "✗ flawed" marker under the label
+	Flawed bool   // drawn hatched/grey with a ✗ under the label (the title says what ✗ means)
 	Link   string // optional: the bar is wrapped in <a href=Link>
 }
 
@@ -397,7 +404,7 @@ func layoutBars(bars []Bar, hasRef bool, refValue float64) barLayout {
 		}
 		if b.Flawed {
 			l.anyFlawed = true
-			w += textW(" ✗ flawed", textSize)
+			w += textW(" "+Mark, textSize)
 		}
 		longest = max(longest, w)
 	}
@@ -454,13 +461,13 @@ func (s *svg) barLabel(b Bar, l barLayout, cx float64) {
 		// so that it cannot run into the neighbouring label
 		s.f(`<text class="label" x="0" y="0" text-anchor="end" dominant-baseline="middle">%s`, esc(label))
 		if b.Flawed {
-			s.f(`<tspan class="flawed" dx="8" fill="%s" font-weight="600">✗ flawed</tspan>`, flawedColor)
+			s.f(`<tspan class="flawed" dx="8" fill="%s" font-weight="600">%s</tspan>`, flawedColor, Mark)
 		}
 		s.f(`</text>`)
 	} else {
 		s.f(`<text class="label" x="0" y="0" text-anchor="%s">%s</text>`, anchor, esc(label))
 		if b.Flawed {
-			s.f(`<text class="flawed" x="0" y="22" text-anchor="middle" fill="%s" font-weight="600">✗ flawed</text>`, flawedColor)
+			s.f(`<text class="flawed" x="0" y="22" text-anchor="middle" fill="%s" font-weight="600">%s</text>`, flawedColor, Mark)
 		}
 	}
 	s.f("</g>\n")
@@ -598,7 +605,7 @@ func layoutStacks(series, colours []string, stacks []Stack) stackLayout {
 		lw := textW(clip(st.Label, stackMaxLabel), textSize)
 		if st.Flawed {
 			l.anyFlawed = true
-			lw += textW(" ✗ flawed", textSize)
+			lw += textW(" "+Mark, textSize)
 		}
 		labelW = max(labelW, lw)
 		maxT = max(maxT, stackTotal(st))
@@ -640,7 +647,7 @@ func (s *svg) stack(st Stack, l stackLayout, ry float64, id string) {
 	s.f(`<text class="label" x="%s" y="%s" text-anchor="end" dominant-baseline="middle">%s`,
 		n(l.left-10), n(cy), esc(clip(st.Label, stackMaxLabel)))
 	if st.Flawed {
-		s.f(`<tspan class="flawed" dx="8" fill="%s" font-weight="600">✗ flawed</tspan>`, flawedColor)
+		s.f(`<tspan class="flawed" dx="8" fill="%s" font-weight="600">%s</tspan>`, flawedColor, Mark)
 	}
 	s.f("</text>\n")
 
@@ -834,7 +841,7 @@ func layoutLines(lines []Line, logX bool) *lineLayout {
 	for i, line := range lines {
 		label := clip(line.Label, 40)
 		if line.Flawed {
-			label += nbsp + "✗ flawed"
+			label += nbsp + Mark
 		}
 		l.items[i] = legendItem{label: label, colour: Palette[i%len(Palette)], dashed: line.Flawed, line: true}
 	}

@@ -199,7 +199,7 @@ func TestBarChart(t *testing.T) {
 				if b.Value > 0 && values[i] != FormatValue(b.Value) {
 					t.Errorf("bar %d labelled %q, want %q", i, values[i], FormatValue(b.Value))
 				}
-				label := strings.TrimSuffix(strings.TrimSuffix(labels[i], "✗ flawed"), "…")
+				label := strings.TrimSuffix(strings.TrimSuffix(labels[i], Mark), "…")
 				if !strings.HasPrefix(b.Label, label) {
 					t.Errorf("label %d = %q, want %q", i, labels[i], b.Label)
 				}
@@ -221,7 +221,7 @@ func TestBarChart(t *testing.T) {
 				t.Errorf("flawed markers = %d, want %d", len(flawed), wantFlawed)
 			}
 			for _, f := range texts(flawed) {
-				if f != "✗ flawed" {
+				if f != Mark {
 					t.Errorf("flawed marker %q", f)
 				}
 			}

@@ -92,50 +92,59 @@ type benchFlags struct {
 func newBenchFlags() *benchFlags {
 	f := &benchFlags{fs: newFlagSet("bench")}
 	fs := f.fs
-	f.strategies = newAliasFlag(fs, "strategies", "strategy", "all", "strategies to run: all, correct (the ones not deliberately flawed), flawed, or a comma-separated list of "+strings.Join(bench.Strategies(), ", "))
+	f.strategies = newAliasFlag(fs, "strategies", "strategy", "all", "all, correct (= not flawed by design), flawed, or a list")
 	fs.IntVar(&f.initial, "stock", bench.DefaultStock, "initial stock of the goods")
 	fs.IntVar(&f.requests, "requests", bench.DefaultRequests, "purchases per run")
 	fs.IntVar(&f.concurrency, "concurrency", bench.DefaultConcurrency, "concurrent workers (closed model) or worker cap (with --rate)")
 	fs.IntVar(&f.qty, "qty", bench.DefaultQty, "units per purchase")
 	fs.IntVar(&f.rate, "rate", 0, "requests per second; 0 = closed model, --concurrency workers as fast as they go")
-	fs.IntVar(&f.instances, "instances", 0, "re-scale the local stack to this many instances first, 1.."+strconv.Itoa(stack.MaxInstances)+"; it stays so (default: as it is)")
+	fs.IntVar(&f.instances, "instances", 0, "re-scale the local stack to N instances first, 1.."+strconv.Itoa(stack.MaxInstances)+" (default: as it is)")
 	fs.DurationVar(&f.workDelay, "work-delay", 0, "simulated work inside the critical section, up to "+stock.MaxWorkDelay.String())
 	fs.DurationVar(&f.lockTTL, "lock-ttl", 0, "lock TTL, "+stock.MinLockTTL.String()+".."+stock.MaxLockTTL.String()+" (default: the service's, "+stock.DefaultLockTTL.String()+")")
 	fs.DurationVar(&f.lockWait, "lock-wait", 0, "lock wait budget, up to "+stock.MaxLockWait.String()+" (default: the service's, "+stock.DefaultLockWait.String()+")")
 	fs.BoolVar(&f.fencing, "fencing", false, "have the service check fencing tokens")
-	fs.BoolVar(&f.noWatchdog, "no-watchdog", false, "have the locks that renew ("+strings.Join(bench.Renewing(), ", ")+") not renew: with --work-delay > --lock-ttl, holders go stale")
+	fs.BoolVar(&f.noWatchdog, "no-watchdog", false, "have the locks that renew not renew: with --work-delay > --lock-ttl, holders go stale")
 	fs.BoolVar(&f.noEvents, "no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
 	fs.BoolVar(&f.noQueue, "no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
-	fs.StringVar(&f.mode, "mode", bench.ModePurchase, "what a purchase's critical section does: purchase (the database transaction: ranks whole purchases) or lock (a Redis counter on a direct link: ranks the locks alone, as the source articles do; the locks and none run); both (with --sweep-rtt) runs every round trip in each mode")
-	fs.StringVar(&f.sweepRTT, "sweep-rtt", "", "run the bench at each of these network round trips on the stack's links, e.g. 0,0.2,2 (ms) or loopback,zone,cross-zone (2 to 10; needs a stack with the proxy: seckill up --rtt loopback); writes rtt-sweep.html with throughput and p50 against the measured round trip, each point's report in rtt-N/, and puts the stack's round trip back after")
-	fs.StringVar(&f.sweepBatch, "sweep-batch", "", "with --sweep-rtt: run each round trip at each of these batch sizes, e.g. 1,8,32 (1: off; the strategies that batch only); the sweep charts ok/s, p50 and p99 against the batch size")
-	fs.StringVar(&f.sweep, "sweep", "", "run each strategy at each of these client counts, e.g. 1,10,50,200 (at most 10; replaces --concurrency); the report adds throughput and p99 by clients and the locks' scaling ratio")
-	fs.BoolVar(&f.compareQueue, "compare-queue", false, "run each distributed lock ("+strings.Join(bench.Queued(), ", ")+") with and without the local queue, the second as \"NAME (no queue)\"")
-	fs.IntVar(&f.warmup, "warmup", bench.DefaultWarmup, "purchases fired, uncounted, on a separate goods before each strategy's first run; 0 = no warm-up")
-	fs.DurationVar(&f.releasePause, "release-pause", 0, "pause between the owner check and the DEL of "+strings.Join(bench.Pausing(), ", ")+" (longer than the rest of --lock-ttl: it deletes the next holder's lock)")
-	fs.IntVar(&f.batch, "batch", 0, fmt.Sprintf("a lock holder sells up to B queued purchases in one critical section and one transaction (0 = off, at most %d); applies to %s, the other strategies run unbatched", bench.MaxBatch, strings.Join(bench.Batching(), ", ")))
-	fs.IntVar(&f.perUserLimit, "per-user-limit", 0, fmt.Sprintf("at most N orders per user and goods, for every strategy (\"one order per user\" is 1; at most %d): a unique key in MySQL, the check then insert of the flawed strategies, the Lua check of redis-atomic; the run checks %s (0 = no limit)", stock.MaxPerUserLimit, bench.InvPerUserLimit))
+	fs.StringVar(&f.mode, "mode", bench.ModePurchase, "what a purchase's critical section does: purchase, lock, or both")
+	fs.StringVar(&f.sweepRTT, "sweep-rtt", "", "run the bench at each of these round trips, e.g. 0,0.2,2 (ms) or loopback,zone")
+	fs.StringVar(&f.sweepBatch, "sweep-batch", "", "with --sweep-rtt: run each round trip at these batch sizes, e.g. 1,8,32")
+	fs.StringVar(&f.sweep, "sweep", "", "run each strategy at each of these client counts, e.g. 1,10,50,200")
+	fs.BoolVar(&f.compareQueue, "compare-queue", false, "run each distributed lock with and without the local queue")
+	fs.IntVar(&f.warmup, "warmup", bench.DefaultWarmup, "uncounted purchases on a separate goods before each strategy's first run")
+	fs.DurationVar(&f.releasePause, "release-pause", 0, "pause between the owner check and the DEL of "+strings.Join(bench.Pausing(), ", "))
+	fs.IntVar(&f.batch, "batch", 0, "a lock holder sells up to B queued purchases in one transaction (0 = off)")
+	fs.IntVar(&f.perUserLimit, "per-user-limit", 0, "at most N orders per user and goods, for every strategy (0 = no limit)")
 	fs.IntVar(&f.users, "users", 0, "draw each request's user id from N users, so users repeat (0 = a new user per request)")
 	fs.BoolVar(&f.noLeaseCheck, "no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
-	fs.Var(&f.faults, "fault", "inject KIND:COMPONENT@START+DURATION into every run, e.g. pause:inst-2@5s+5s or kill:redis-1@5s+5s (repeatable; needs --rate and the local stack)")
-	fs.IntVar(&f.repeat, "repeat", 1, "rounds over all strategies, each in an order shuffled from --seed (the table shows median and min–max)")
+	fs.Var(&f.faults, "fault", "inject KIND:COMPONENT@START+DURATION into every run (repeatable)")
+	fs.IntVar(&f.repeat, "repeat", 1, "rounds over all strategies, in orders shuffled from --seed")
 	fs.Int64Var(&f.seed, "seed", 0, "seed of request and user ids (0 = from the clock; recorded in the report)")
 	fs.Int64Var(&f.goods, "goods", bench.DefaultGoodsID, "goods id to sell")
 	fs.StringVar(&f.dir, "dir", stack.DefaultDir, "run directory of the local stack (ignored with --target)")
-	fs.StringVar(&f.target, "target", "", "URL of a fleet's load balancer started elsewhere (e.g. docker compose); needs --instance-urls")
+	fs.StringVar(&f.target, "target", "", "URL of a fleet's load balancer started elsewhere; needs --instance-urls")
 	fs.StringVar(&f.instanceURLs, "instance-urls", "", "comma-separated base URLs of every instance of that fleet (admin API)")
-	fs.StringVar(&f.instancesDNS, "instances-dns", "", "NAME:PORT of a headless Service whose A records are every instance of that fleet (on Kubernetes; instead of --instance-urls)")
+	fs.StringVar(&f.instancesDNS, "instances-dns", "", "NAME:PORT of a headless Service whose A records are the fleet's instances")
 	fs.StringVar(&f.adminToken, "admin-token", "", "admin token of that fleet (default $SECKILL_ADMIN_TOKEN)")
 	fs.StringVar(&f.out, "out", "", "report directory (default: a new results/<timestamp>/)")
-	fs.BoolVar(&f.calibrate, "calibrate", false, "only measure the ceilings: the load generator's (an in-process null server) and the database's (the purchase transaction straight at MariaDB, with the local stack or --database-dsn)")
-	fs.StringVar(&f.preset, "preset", "", "a source article's load: chapter1 (5000 requests on a stock of 5000, 50 at a time), etcd-article (500 on 300, the default); --preset list shows them; flags given explicitly win")
-	fs.StringVar(&f.dbDSN, "database-dsn", "", "DSN of the fleet's database for its ceiling (default: the local stack's; with --target, none unless given)")
-	fs.IntVar(&f.calRequests, "calibrate-requests", bench.DefaultCalibrateRequests, "requests of the calibration (also run, short, before every bench; <0 skips it there)")
+	fs.BoolVar(&f.calibrate, "calibrate", false, "only measure the ceilings of the load generator and the database")
+	fs.StringVar(&f.preset, "preset", "", "a source article's load: "+strings.Join(presetNames(), ", ")+"; list shows them")
+	fs.StringVar(&f.dbDSN, "database-dsn", "", "DSN of the fleet's database, for its ceiling (default: the local stack's)")
+	fs.IntVar(&f.calRequests, "calibrate-requests", bench.DefaultCalibrateRequests, "requests of the calibration (<0: no short one before each bench)")
 	fs.DurationVar(&f.reqTimeout, "timeout", bench.DefaultRequestTimeout, "per-request timeout")
 	fs.DurationVar(&f.runTimeout, "run-timeout", bench.DefaultRunTimeout, "timeout of one run (one strategy, one repeat)")
-	fs.StringVar(&f.experiment, "experiment", "", "name of a fault applied from outside the bench during the run (a Chaos Mesh experiment): each run's report records its observed fault window, the first and last second with errors, timeouts or refused stale holders")
-	fs.DurationVar(&f.experimentDuration, "experiment-duration", 0, "the --experiment's declared duration, for the report (0: a one-shot fault such as a pod kill)")
+	fs.StringVar(&f.experiment, "experiment", "", "name of a fault applied from outside during the run (a Chaos Mesh experiment)")
+	fs.DurationVar(&f.experimentDuration, "experiment-duration", 0, "the --experiment's declared duration, for the report (0: a one-shot fault)")
 	return f
+}
+
+// presetNames are the names --preset takes.
+func presetNames() []string {
+	names := make([]string, len(bench.Presets))
+	for i, p := range bench.Presets {
+		names[i] = p.Name
+	}
+	return names
 }
 
 // printPresets lists the loads --preset accepts (--preset list).

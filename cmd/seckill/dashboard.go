@@ -15,9 +15,9 @@ func runDashboard(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("dashboard")
 	addr := fs.String("addr", "", "listen address (default 127.0.0.1:B+88, B the stack's base port)")
 	goods := fs.Int64("goods", dashboard.DefaultGoodsID, "goods id the dashboard shows, resets and buys")
-	poll := fs.Duration("poll", dashboard.DefaultPoll, "how often /metrics, the strategy and the stock are polled while a browser watches")
+	poll := fs.Duration("poll", dashboard.DefaultPoll, "how often the dashboard polls /metrics, the strategy and the stock")
 	var allow listFlag
-	fs.Var(&allow, "allow-host", "a host name the dashboard answers besides loopback and the --addr host (repeatable; e.g. the projector machine's LAN name); any other Host gets 403")
+	fs.Var(&allow, "allow-host", "a host name the dashboard answers besides loopback and --addr's (repeatable)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -24,7 +24,8 @@ func runFault(ctx context.Context, args []string) error {
 		"  KIND: " + kindHelp() +
 		"  TARGET: a component for pause, kill, restart (inst-2, redis-3, mariadb, ...);\n" +
 		"          a Redis node for clock (redis-3: its keys' TTLs cut by --offset, an emulated jump);\n" +
-		"          [INSTANCE/]SERVER for partition and latency (inst-2/redis, mysql; needs `seckill up --proxy`),\n" +
+		"          [INSTANCE/]SERVER for partition and latency (inst-2/redis, mysql;\n" +
+		"          needs `seckill up --proxy`),\n" +
 		"          SERVER a server or one of " + strings.Join(server.LinkNames(false), ", ") + ";\n" +
 		"          none for failover (ha) and heal"
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), usage); fs.PrintDefaults() }

@@ -105,7 +105,7 @@ type aliasFlag struct {
 
 func newAliasFlag(fs *flag.FlagSet, name, alias, def, usage string) aliasFlag {
 	a := aliasFlag{name: name, alias: alias, byName: new(string), byAlias: new(string)}
-	fs.StringVar(a.byName, name, def, usage+" (--"+alias+" is the same flag)")
+	fs.StringVar(a.byName, name, def, usage+" (also --"+alias+")")
 	fs.StringVar(a.byAlias, alias, def, "the same as --"+name)
 	return a
 }

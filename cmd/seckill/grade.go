@@ -22,8 +22,8 @@ func runGrade(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("grade")
 	key := fs.Bool("key", false, "grade the answer key (the project's own strategy) instead of your lock")
 	parts := fs.String("parts", "", "only these parts, comma-separated: "+strings.Join([]string{grade.PartConformance, grade.PartBench, grade.PartFaults}, ", ")+" (default all)")
-	built := fs.Bool("built", false, "the binary already holds the checkout's code: do not build (set by grade itself when it re-executes)")
-	buildS := fs.Float64("build-s", 0, "seconds the build before --built took, counted in the sheet's time (set by grade itself when it re-executes)")
+	built := fs.Bool("built", false, "the binary already holds the checkout's code: do not build (set by grade)")
+	buildS := fs.Float64("build-s", 0, "seconds the build before --built took (set by grade when it re-executes)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: seckill grade EXERCISE [--dir DIR] [--key]\n       seckill grade list\n\n"+
 			"Scores your lock of a workshop exercise (exercises/EXERCISE) on your stack: the conformance suite with the properties\n"+

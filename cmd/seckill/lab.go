@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
-	"github.com/seckill-lab/seckill/exercises"
 	"github.com/seckill-lab/seckill/internal/lab"
 	"github.com/seckill-lab/seckill/internal/ports"
 	"github.com/seckill-lab/seckill/internal/stack"
@@ -16,7 +14,8 @@ import (
 
 // runLab maps `seckill lab new|list|rm|test-shift` to package lab.
 func runLab(ctx context.Context, args []string) error {
-	usage := "usage: seckill lab new NAME [--for EXERCISE] [--topology single|ha] [--instances N] [--dir DIR] [--port-min P] [--port-max P]\n" +
+	usage := "usage: seckill lab new NAME [--for EXERCISE] [--topology single|ha] [--instances N]\n" +
+		"                       [--dir DIR] [--port-min P] [--port-max P]\n" +
 		"       seckill lab list [--json]\n" +
 		"       seckill lab rm NAME [--purge]\n" +
 		"       seckill lab test-shift [--pid PID]   (scripts/test.sh: the test suite's port shift)\n\n" +
@@ -74,10 +73,10 @@ func labNew(ctx context.Context, fs *flag.FlagSet, reg *string, args []string) e
 	topology := fs.String("topology", stack.DefaultTopology, "single or ha (as seckill up)")
 	instances := fs.Int("instances", stack.DefaultInstances, "number of 'seckill serve' instances, 1.."+strconv.Itoa(stack.MaxInstances))
 	dir := fs.String("dir", "", "run directory of the lab's stack (default $HOME/"+lab.DirsRoot+"/NAME)")
-	portMin := fs.Int("port-min", lab.DefaultWindow.Lo, "lowest port the lab's stack may take (its lessons' side stacks take free ports while they run)")
-	portMax := fs.Int("port-max", lab.DefaultWindow.Hi, "highest port the lab may take (the test suite's 26000-31700 and ports.Suite are kept free anyway)")
+	portMin := fs.Int("port-min", lab.DefaultWindow.Lo, "lowest port the lab's stack may take")
+	portMax := fs.Int("port-max", lab.DefaultWindow.Hi, "highest port the lab may take")
 	binary := fs.String("binary", "", "seckill binary the instances run (default: this one)")
-	forEx := fs.String("for", "", "size the lab to an exercise ("+strings.Join(exercises.Names(), ", ")+" or "+exercises.ForAll+"): only the servers its grade needs and MySQL (default: every server)")
+	forEx := fs.String("for", "", "size the lab to an exercise: only the servers its grade needs (default: every one)")
 	name, err := oneName(fs, args, "new")
 	if err != nil {
 		return err

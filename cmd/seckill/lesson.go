@@ -24,7 +24,7 @@ func runLesson(ctx context.Context, args []string) error {
 	dir := fs.String("dir", stack.DefaultDir, "run directory of the local stack")
 	short := fs.Bool("short", false, "smaller loads (seconds per lesson; the tests')")
 	seed := fs.Int64("seed", 1, "seed of every load")
-	repeat := fs.Int("repeat", 0, fmt.Sprintf("runs of each failure story, so a verdict says how often it showed (default %d, 1 with --short)", lesson.DefaultRepeat))
+	repeat := fs.Int("repeat", 0, fmt.Sprintf("runs of each failure story (default %d, 1 with --short)", lesson.DefaultRepeat))
 	out := fs.String("out", "", "report directory of lesson all (default: a new results/course-<timestamp>/)")
 	if len(args) == 0 {
 		fs.Usage()

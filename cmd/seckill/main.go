@@ -1,8 +1,9 @@
 // Command seckill is the flash-sale oversell lab: it serves the stock API
 // (serve), runs the local stack (up, down, status, logs, env) and one
 // per student on a shared server (lab), drives the benchmark harness
-// (bench) and the fleet by hand (buy, strategy, reset, events). Each subcommand only maps flags to the options of a package
-// that holds the logic.
+// (bench) and the fleet by hand (buy, strategy, reset, events), and says
+// which build it is (version). Each subcommand only maps flags to the
+// options of a package that holds the logic.
 package main
 
 import (
@@ -41,13 +42,14 @@ var commands = map[string]command{
 	"grade":      {"score your lock of a workshop exercise (exercises/) on your stack: conformance, bench, faults", runGrade},
 	"lesson":     {"the workshop: the source articles' story as lessons (list, N, all), each run against the stack", runLesson},
 	"bench":      {"fire purchases at the fleet, strategy by strategy, and report", runBench},
-	"strategies": {"list the strategies from the registry (--markdown: the README table)", runStrategies},
+	"strategies": {"list the strategies from the registry (--markdown: docs/strategies.md's table)", runStrategies},
 	"buy":        {"one purchase through nginx; prints the order or the error", runBuy},
 	"strategy":   {"show every instance's strategy, or switch them all (strategy NAME [knobs])", runStrategy},
 	"reset":      {"reset a goods' stock and orders, then print its audit", runReset},
 	"events":     {"the instances' lock events as text, merged (-f: follow)", runEvents},
 	"lab":        {"one lab per student on one server: lab new NAME (free ports, its stack, its URLs), lab list, lab rm NAME", runLab},
 	"soak":       {"a steady load for a long time (--for 1h): RSS, goroutines and fds sampled, leaks flagged", runSoak},
+	"version":    {"print the module version, the commit it was built from and the Go that built it", runVersion},
 }
 
 func main() {
@@ -81,6 +83,9 @@ func run(ctx context.Context, args []string) error {
 		return nil
 	}
 	cmd, ok := commands[args[0]]
+	if !ok {
+		cmd, ok = hidden[args[0]]
+	}
 	if !ok {
 		usage()
 		return exitError{code: 2, msg: fmt.Sprintf("unknown command %q", args[0])}

@@ -31,12 +31,8 @@ func TestFlagUsages(t *testing.T) {
 	}
 	sort.Strings(names)
 	// Commands whose subcommands add flags of their own: each one's -h.
-	subs := map[string][][]string{
-		"scenario": {{"run", "-h"}},
-		"lab":      {{"-h"}, {"new", "-h"}, {"list", "-h"}, {"rm", "-h"}, {"test-shift", "-h"}},
-	}
 	for _, name := range names {
-		runs, ok := subs[name]
+		runs, ok := helpRuns[name]
 		if !ok {
 			runs = [][]string{{"-h"}}
 		}

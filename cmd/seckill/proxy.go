@@ -15,7 +15,7 @@ func runProxy(ctx context.Context, args []string) error {
 	fs := newFlagSet("proxy")
 	listen := fs.String("listen", "127.0.0.1:17090", "address of the Toxiproxy HTTP API")
 	config := fs.String("config", "", "JSON file of the proxies, in Toxiproxy's format (required)")
-	echo := fs.String("echo", "", "also answer a round-trip probe (an echo server) on this address; seckill up measures the links' round trip through it")
+	echo := fs.String("echo", "", "also answer a round-trip probe (an echo server) on this address")
 	procs := fs.Int("procs", 1, "GOMAXPROCS of the proxy (1: the lowest added latency per round trip)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -13,8 +13,14 @@ import (
 	"github.com/seckill-lab/seckill/internal/config"
 )
 
+// serveEnv is what runServe reads the SECKILL_* variables with: the
+// defaults of its flags. docs/cli.md reads none (helpSections).
+var serveEnv = os.Getenv
+
+// runServe maps the flags and variables of `seckill serve` to one
+// instance of the stock service, and runs it until ctx is done.
 func runServe(ctx context.Context, args []string) error {
-	cfg, err := config.FromEnv(os.Getenv)
+	cfg, err := config.FromEnv(serveEnv)
 	if err != nil {
 		return err
 	}

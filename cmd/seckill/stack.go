@@ -16,7 +16,6 @@ import (
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
-	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // The local stack commands: flags map to internal/stack; the logic lives
@@ -47,23 +46,18 @@ func parse(fs *flag.FlagSet, args []string) error {
 
 func runUp(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("up")
-	instances := fs.Int("instances", stack.DefaultInstances, "number of 'seckill serve' instances behind nginx, 1.."+strconv.Itoa(stack.MaxInstances)+
-		"; a running stack is re-scaled to it (without the flag: back to the default)")
-	strategy := newAliasFlag(fs, "strategy", "strategies", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+"), one of "+strings.Join(catalog.StrategyNames(), ", "))
-	proxy := fs.Bool("proxy", false, "put the fault proxy (Toxiproxy) between the instances and the servers, for 'seckill fault partition|latency'")
-	rtt := fs.String("rtt", "loopback", "network round trip added on every link (instances to servers; in ha also the members' links to one another), through the fault proxy (turns --proxy on): "+
-		"a profile (loopback: none, zone: 0.2ms, cross-zone: 2ms, region: 30ms) or a duration such as 0.5ms; seckill status prints it as measured; on a running stack with the proxy it changes the round trip")
-	durability := fs.String("durability", server.DurabilityDefault, "what every server makes durable before it acknowledges a write: default (Redis without persistence, the others fsync each write), fsync (all fsync, Redis AOF appendfsync always), none (no fsync per write; the data of servers without a switch on tmpfs); seckill status says it server by server")
-	priority := fs.String("priority", stack.PriorityServersFirst, "CPU priorities on this machine: servers-first (the instances, nginx and the dashboard at niceness "+strconv.Itoa(stack.YieldNice)+
-		", so a server holding a lock or a row is not preempted by them, as on hosts of their own) or equal (every process at 0)")
-	topology := fs.String("topology", stack.DefaultTopology, "single: one node per server; ha: also a Redis primary+replica under 3 Sentinels, and 3-member quorum groups for the other lock servers")
-	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port B; single: "+stack.PortHelp(stack.TopologySingle)+";\n"+
-		"ha: "+stack.PortHelp(stack.TopologyHA))
+	instances := fs.Int("instances", stack.DefaultInstances, "number of 'seckill serve' instances behind nginx, 1.."+strconv.Itoa(stack.MaxInstances))
+	strategy := newAliasFlag(fs, "strategy", "strategies", stack.DefaultStrategy, "starting strategy of the instances ($"+config.EnvStrategy+")")
+	proxy := fs.Bool("proxy", false, "put the fault proxy (Toxiproxy) between the instances and the servers")
+	rtt := fs.String("rtt", "loopback", "round trip on every link: a profile or a duration, e.g. 0.5ms")
+	durability := fs.String("durability", server.DurabilityDefault, "durability of the servers' writes: default, fsync or none")
+	priority := fs.String("priority", stack.PriorityServersFirst, "CPU priorities on this machine: servers-first or equal")
+	topology := fs.String("topology", stack.DefaultTopology, "single (one node per server) or ha (replicated servers)")
+	basePort := fs.Int("base-port", stack.DefaultBasePort, "base port B: every port is B plus an offset (seckill status lists them)")
 	binary := fs.String("binary", "", "seckill binary the instances run (default: this one)")
-	backendList := fs.String("backends", "", "comma-separated servers to start: "+stack.BackendNames()+" (mysql always; default all);\n"+
-		"the strategies of the others answer 503 backend_unavailable")
-	dashboard := fs.Bool("dashboard", true, "start the live dashboard (component \"dashboard\", http://127.0.0.1:B+88; --dashboard=false: none)")
-	etcd := fs.String("etcd", "", "the etcd server to run (default: etcd "+server.EtcdVersion+" in the lab's bin/, which make deps builds, else the first on PATH); e.g. /usr/bin/etcd for a distribution's older one, to compare")
+	backendList := fs.String("backends", "", "servers to start, of "+stack.BackendNames()+" (default all)")
+	dashboard := fs.Bool("dashboard", true, "start the live dashboard at http://127.0.0.1:B+88 (--dashboard=false: none)")
+	etcd := fs.String("etcd", "", "the etcd server to run (default: the lab's bin/etcd, else the first on PATH)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

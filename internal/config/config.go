@@ -235,7 +235,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Instance, "name", c.Instance, "instance name for X-Instance and orders ($"+EnvInstance+")")
 	fs.StringVar(&c.MySQLDSN, "mysql-dsn", c.MySQLDSN, "MySQL DSN, e.g. root@tcp(127.0.0.1:17040)/seckill?parseTime=true ($"+EnvMySQLDSN+")")
 	fs.Var(listFlag{&c.RedisAddrs}, "redis-addrs", "comma-separated Redis addresses; 5 for redlock ($"+EnvRedisAddrs+")")
-	fs.Var(listFlag{&c.RedisSentinels}, "redis-sentinels", "comma-separated Redis Sentinel addresses; the single-Redis strategies then follow the master ($"+EnvSentinels+")")
+	fs.Var(listFlag{&c.RedisSentinels}, "redis-sentinels", "comma-separated Redis Sentinel addresses ($"+EnvSentinels+")")
 	fs.StringVar(&c.RedisMaster, "redis-master", c.RedisMaster, "Sentinel master name ($"+EnvRedisMaster+")")
 	fs.StringVar(&c.CounterRedis, "counter-redis", c.CounterRedis, "Redis of the lock-alone goods' counter, dialled directly ($"+EnvCounterRedis+")")
 	fs.Var(listFlag{&c.EtcdEndpoints}, "etcd-endpoints", "comma-separated etcd endpoints ($"+EnvEtcdEndpoints+")")
@@ -243,9 +243,9 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Var(listFlag{&c.ConsulAddrs}, "consul-addrs", "comma-separated Consul agents' HTTP addresses ($"+EnvConsulAddrs+")")
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "starting strategy ($"+EnvStrategy+")")
 	fs.Int64Var(&c.MaxQty, "max-qty", c.MaxQty, "largest qty per purchase ($"+EnvMaxQty+")")
-	fs.IntVar(&c.DBInflight, "db-inflight", c.DBInflight, "lock-free purchases (sql-atomic, redis-atomic) this instance runs against MySQL at once on loopback, scaled by its round trip to MySQL; the others wait here; 0: no bound ($"+EnvDBInflight+")")
-	fs.DurationVar(&c.StreamGather, "stream-gather", c.StreamGather, "redis-stream: how long the order consumer waits after a short batch before it reads again, so each MySQL transaction writes more orders; 0: no wait, at most 1s ($"+EnvStreamGather+")")
-	fs.IntVar(&c.ProxyShift, "proxy-shift", c.ProxyShift, "dial the 127.0.0.1 Redis addresses Sentinels name this many ports higher, through the fault proxy ($"+EnvProxyShift+")")
+	fs.IntVar(&c.DBInflight, "db-inflight", c.DBInflight, "lock-free purchases at MySQL at once; 0: no bound ($"+EnvDBInflight+")")
+	fs.DurationVar(&c.StreamGather, "stream-gather", c.StreamGather, "redis-stream: wait after a short batch ($"+EnvStreamGather+")")
+	fs.IntVar(&c.ProxyShift, "proxy-shift", c.ProxyShift, "dial Sentinels' 127.0.0.1 Redis addresses this many ports up ($"+EnvProxyShift+")")
 }
 
 // Validate names the first setting that cannot work.

@@ -186,7 +186,7 @@ func asyncConsumerKill(ctx context.Context, r *runner, ko bench.Options, k async
 func asyncRedisKill(ctx context.Context, r *runner, ko bench.Options, k asyncKill, out *Outcome) error {
 	redisKill := ko
 	redisKill.Faults = []fleet.Fault{{Kind: fault.Kill, Component: asyncRedisTarget, Start: k.start, Duration: k.dur / 2}}
-	fig := Figure{Title: "Redis killed mid-run: 2xx answers whose order was lost", Unit: "orders"}
+	fig := Figure{Title: "Redis killed mid-run: 2xx answers whose order was lost", Unit: "orders", Mark: "orders lost"}
 	for _, durable := range []bool{false, true} {
 		st, cmd, err := r.st, benchCmd(redisKill)+fmt.Sprintf(" --rate %d --fault %s", k.rate, redisKill.Faults[0]), error(nil)
 		if durable {

@@ -140,10 +140,13 @@ type Figure struct {
 	// Ref is drawn as a line labelled RefLabel when RefLabel is not "".
 	Ref      float64 `json:"ref,omitempty"`
 	RefLabel string  `json:"ref_label,omitempty"`
+	// Mark says what the ✗ of a Flawed bar means, in the chart's title
+	// (default catalog.ColFlawed: the strategy is flawed by design).
+	Mark string `json:"mark,omitempty"`
 }
 
-// FigureBar is one bar of a Figure; Flawed draws it hatched (a flawed
-// strategy, or the figure that shows the flaw).
+// FigureBar is one bar of a Figure; Flawed draws it hatched with a ✗ (a
+// strategy flawed by design, or what Figure.Mark names).
 type FigureBar struct {
 	Label  string  `json:"label"`
 	Value  float64 `json:"value"`

@@ -1,6 +1,7 @@
 package lesson
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench/chart"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Course is a run of lessons: what `seckill lesson all` writes.
@@ -186,10 +188,14 @@ func words(line string) command {
 // holds no URL).
 func svgChart(f Figure) template.HTML {
 	bars := make([]chart.Bar, len(f.Bars))
+	title := f.Title
 	for i, b := range f.Bars {
 		bars[i] = chart.Bar{Label: b.Label, Value: b.Value, Flawed: b.Flawed}
+		if b.Flawed && title == f.Title {
+			title += "; " + chart.Mark + " = " + cmp.Or(f.Mark, catalog.ColFlawed)
+		}
 	}
-	return chart.Inline(chart.BarChart(f.Title, f.Unit, bars, f.RefLabel, f.Ref))
+	return chart.Inline(chart.BarChart(title, f.Unit, bars, f.RefLabel, f.Ref))
 }
 
 func view(c Course) map[string]any {

@@ -104,6 +104,13 @@ const (
 	BreaksWorkOutlastsTTL
 )
 
+// ColFlawed names Strategy.Flawed wherever the lab prints it (yes or no):
+// the catalogue's verdict, whatever the settings. Whether a run's settings
+// leave a strategy safe is another column, bench.ColSafe ("safe at this
+// setting"): a lock correct by design is unsafe at a setting that defeats
+// it.
+const ColFlawed = "flawed by design"
+
 // Strategy describes one strategy: what it is, what it needs and what the
 // lab expects of it. The registry below is the one place that knows them.
 type Strategy struct {
@@ -111,7 +118,8 @@ type Strategy struct {
 	Name string
 	// Kind says how the read-modify-write is protected.
 	Kind Kind
-	// Flawed marks the deliberately flawed teaching strategies.
+	// Flawed marks the deliberately flawed teaching strategies; what the
+	// lab prints as ColFlawed.
 	Flawed bool
 	// Breaks says when the strategy is expected to oversell.
 	Breaks Breaks
