@@ -107,8 +107,11 @@ packages: | go-version
 doctor: build
 	$(BIN) doctor --dir $(DIR)
 
+# build stamps the commit into the binary (`seckill version`): -buildvcs=auto
+# overrides a GOFLAGS=-buildvcs=false in go env, and stamps nothing outside a
+# git checkout.
 build: go-version
-	$(GO) build -o $(BIN) ./cmd/seckill
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/seckill
 
 up: build
 	$(BIN) up --dir $(DIR) --topology $(TOPOLOGY) --instances $(INSTANCES) --strategy $(STRATEGY) --base-port $(BASE_PORT) $(if $(PROXY),--proxy)

@@ -207,7 +207,10 @@ func renderCLIDoc() ([]byte, error) {
 	b.WriteString("Every flag of every `seckill` command, with its default, as `seckill COMMAND -h` prints it.\n")
 	b.WriteString("This page is generated from the commands' own flag sets (`go generate ./cmd/seckill`);\n")
 	b.WriteString("a test fails when it differs from what they declare. A flag is written `-name` or `--name`,\n")
-	b.WriteString("and its value follows it (`--instances 3`) or an `=` (`--dashboard=false`).\n\n")
+	b.WriteString("and its value follows it (`--instances 3`) or an `=` (`--dashboard=false`).\n")
+	b.WriteString("The defaults and ranges below are the product's constants, written by the generator:\n")
+	b.WriteString("the lines between the markers are a generated block.\n\n")
+	b.WriteString(cliBlockBegin + "\n")
 	b.WriteString("Commands: ")
 	for i, s := range sections {
 		if i > 0 {
@@ -245,8 +248,17 @@ func renderCLIDoc() ([]byte, error) {
 		}
 		b.WriteString("\n" + strings.Join(lines, ""))
 	}
+	b.WriteString(cliBlockEnd + "\n")
 	return b.Bytes(), nil
 }
+
+// cliBlockBegin and cliBlockEnd mark docs/cli.md's flag lists as a
+// generated block, which the doc checks read as the generator's, not as
+// typed text.
+const (
+	cliBlockBegin = "<!-- BEGIN generated:cli -->"
+	cliBlockEnd   = "<!-- END generated:cli -->"
+)
 
 // flagDoc is one flag's entry in docs/cli.md.
 func flagDoc(cmd string, f *flag.Flag) string {

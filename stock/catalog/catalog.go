@@ -357,7 +357,7 @@ var ErrUnknownStrategy = errors.New("unknown strategy")
 // MarkdownTable renders the registry as docs/strategies.md's table.
 func MarkdownTable() string {
 	var b strings.Builder
-	b.WriteString("| strategy | kind | flawed | fencing tokens | renews | needs | what it does | source |\n")
+	b.WriteString("| strategy | kind | flawed by design | fencing tokens | renews | needs | what it does | source |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	yes := func(v bool) string {
 		if v {
