@@ -184,10 +184,7 @@ type Environment struct {
 // on the links, the servers' durability, the mode, the instances and the
 // machine. Every figure a bench prints comes with it.
 func (e Environment) Conditions() string {
-	rtt := "loopback (no round trip added)"
-	if e.RTT != (fleet.RTT{}) {
-		rtt = fmt.Sprintf("%.3f ms measured (%s)", e.RTT.MeasuredMS, cmp.Or(e.RTT.Profile, "custom"))
-	}
+	rtt := rttText(e.RTT)
 	mode := cmp.Or(e.Mode, ModePurchase)
 	if mode == ModeLock {
 		mode = "lock alone"

@@ -34,10 +34,7 @@ var tableHeader = []string{"strategy", ColSafe, "oversold", "lost", "ok", "final
 func tableRows(ss []Summary) [][]string {
 	rows := make([][]string, 0, len(ss))
 	for _, s := range ss {
-		exp := "yes"
-		if !s.ExpectedCorrect {
-			exp = "no"
-		}
+		exp := yesNo(s.ExpectedCorrect)
 		wait := "-"
 		if s.LockWaitMS != nil {
 			wait = fmtStat(*s.LockWaitMS, s.Repeats, "%.2f")
@@ -121,7 +118,49 @@ func WriteTable(w io.Writer, rep *Report) error {
 			return fmt.Errorf("write table: %w", err)
 		}
 	}
+	if c := Conclusion(rep); c != "" {
+		if _, err := fmt.Fprintf(w, "\nconclusion:\n%s\n", c); err != nil {
+			return fmt.Errorf("write table: %w", err)
+		}
+	}
 	return nil
+}
+
+// CompactWidth is the widest line WriteCompactTable prints, in runes.
+const CompactWidth = 120
+
+// compactHeader are the columns of the compact table: what a newcomer
+// reads first.
+var compactHeader = []string{"strategy", catalog.ColFlawed, ColSafe, "oversold", "ok/s", "invariants"}
+
+// WriteCompactTable prints the comparison in the few columns a newcomer
+// reads first, one row per strategy: the name, the catalogue's verdict
+// (catalog.ColFlawed), ColSafe, the oversold units (median and range),
+// the median ok/s and the invariants passed. WriteTable prints every
+// column.
+func WriteCompactTable(w io.Writer, rep *Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(compactHeader, "\t"))
+	for _, s := range rep.Summary {
+		flawed := "-"
+		if c, ok := catalog.Lookup(s.Strategy); ok {
+			flawed = yesNo(c.Flawed)
+		}
+		fmt.Fprintln(tw, strings.Join([]string{s.Name, flawed, yesNo(s.ExpectedCorrect),
+			fmtStat(s.Oversold, s.Repeats, "%.0f"), fmt.Sprintf("%.0f", s.OKPerSec.Median),
+			fmt.Sprintf("%d/%d", s.InvariantsPassed, s.InvariantsTotal)}, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write the compact table: %w", err)
+	}
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // Markdown renders report.md (from the same view as report.html).
@@ -379,6 +418,7 @@ li.failure{margin:.3em 0}
 {{end}}</table>{{end}}
 <h2>{{.V.Main.Title}}</h2>
 {{template "table" .V.Main}}
+{{if .V.Conclusion}}<p class="conclusion">{{.V.Conclusion}}</p>{{end}}
 <h2>Invariants per strategy</h2>
 <p>Each cell adds up the strategy's repeats; a failure links to its detail below. linearizable: the clients' history fits a sequential stock counter (porcupine). mutual_exclusion: no two purchases between their stock read and their COMMIT at once, from the instances' lock events; all instances run on this machine and stamp events with its one monotonic clock, so their times compare directly. ✗: not safe at this setting (the comparison's "safe at this setting" column).</p>
 <div class="wide"><table class="inv"><tr><th>strategy</th>{{range .Invariants}}<th>{{.}}</th>{{end}}</tr>

@@ -12,12 +12,14 @@ import (
 // view is the one model both report.md and report.html are rendered from,
 // so a figure cannot be in one and not in the other.
 type view struct {
-	Title  string
-	Facts  []fact   // the run's setting, one line each
-	Main   table    // the comparison, one row per strategy
-	Tables []table  // further sections: runs, fault windows
-	Failed []string // failed invariants, one line each
-	Notes  []string // sentences under the tables
+	Title string
+	Facts []fact // the run's setting, one line each
+	Main  table  // the comparison, one row per strategy
+	// Conclusion is what the run found, in prose (Conclusion), under Main.
+	Conclusion string
+	Tables     []table  // further sections: runs, fault windows
+	Failed     []string // failed invariants, one line each
+	Notes      []string // sentences under the tables
 }
 
 type fact struct{ Label, Value string }
@@ -33,6 +35,7 @@ type table struct {
 func buildView(rep *Report) view {
 	v := view{Title: "seckill bench", Facts: reportFacts(rep)}
 	v.Main = table{Title: "Comparison", Header: tableHeader, Rows: tableRows(rep.Summary)}
+	v.Conclusion = Conclusion(rep)
 	for _, s := range rep.Summary {
 		v.Main.Bad = append(v.Main.Bad, s.InvariantsPassed < s.InvariantsTotal || s.Oversold.Max > 0)
 	}
@@ -194,6 +197,9 @@ func (v view) markdown() []byte {
 	}
 	b.WriteString("\n")
 	writeMDTable(&b, v.Main)
+	if v.Conclusion != "" {
+		fmt.Fprintf(&b, "\n%s\n", v.Conclusion)
+	}
 	for _, t := range v.Tables {
 		fmt.Fprintf(&b, "\n## %s\n\n", t.Title)
 		writeMDTable(&b, t)
