@@ -42,6 +42,7 @@ var commands = map[string]command{
 	"grade":      {"score your lock of a workshop exercise (exercises/) on your stack: conformance, bench, faults", runGrade},
 	"lesson":     {"the workshop: the source articles' story as lessons (list, N, all), each run against the stack", runLesson},
 	"bench":      {"fire purchases at the fleet, strategy by strategy, and report", runBench},
+	"report":     {"print a saved bench or course report again (its table, a compact one, its conclusion)", runReport},
 	"strategies": {"list the strategies from the registry (--markdown: docs/strategies.md's table)", runStrategies},
 	"buy":        {"one purchase through nginx; prints the order or the error", runBuy},
 	"strategy":   {"show every instance's strategy, or switch them all (strategy NAME [knobs])", runStrategy},
