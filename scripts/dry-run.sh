@@ -110,16 +110,15 @@ def cell(name):
     scores = ", ".join(sorted({x[2] for x in r if x[2] != "-"})) or "-"
     failed = sum(1 for x in r if x[1] != 0)
     return f"{statistics.median(s):.1f} ({s[0]:.1f}–{s[-1]:.1f})", scores, failed
-rel = os.path.relpath(out)
 # Each language's block: its name, header, table head, step label and note.
 texts = {
     "workshop-dry-run": (
-        f"Printed by `scripts/dry-run.sh` (`make dry-run`, STUDENTS={students}, {day}) on {cpus} CPUs, {mem} GiB, load average {load} at the start: {students} students at once, each in a fresh clone, their grades at the same moment; {wall} s in all; logs in `{rel}/`.",
+        f"Printed by `scripts/dry-run.sh` (`make dry-run`, STUDENTS={students}, {day}) on {cpus} CPUs, {mem} GiB, load average {load} at the start: {students} students at once, each in a fresh clone, their grades at the same moment; {wall} s in all.",
         "| step | seconds, median (min–max) | score | exit ≠ 0 |",
         lambda en, zh: en,
         "A grade exits 1 while a check fails: the starter's non-zero exits are expected, the right answer's are not."),
     "workshop-zh-dry-run": (
-        f"由 `scripts/dry-run.sh`（`make dry-run`，STUDENTS={students}，{day}）在 {cpus} 个 CPU、{mem} GiB 的机器上生成，开始时负载 {load}：{students} 名学生同时进行，各用一份新克隆，评分同时开始；共 {wall} 秒；日志在 `{rel}/`。",
+        f"由 `scripts/dry-run.sh`（`make dry-run`，STUDENTS={students}，{day}）在 {cpus} 个 CPU、{mem} GiB 的机器上生成，开始时负载 {load}：{students} 名学生同时进行，各用一份新克隆，评分同时开始；共 {wall} 秒。",
         "| 步骤 | 秒，中位数（最小–最大） | 得分 | 非零退出 |",
         lambda en, zh: f"{zh}：{en}",
         "有检查未通过时评分以 1 退出：初始代码的非零退出是预期的，正确答案不应有。"),

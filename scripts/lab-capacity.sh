@@ -193,7 +193,7 @@ class_8_zh=$(fits 32 8 "$pss_all" zh)
 wall=$(( $(date +%s) - began ))
 
 {
-	echo "Printed by \`scripts/lab-capacity.sh\` (\`make lab-capacity\`, LESSON=$LESSON LABS=$LABS, $(date -u +%Y-%m-%d), $wall s) on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB RAM, load average $load0 at the start (other work on the machine counts in the CPU figures); the CPU labs with every server; report in \`${OUT#"$PWD"/}/\`."
+	echo "Printed by \`scripts/lab-capacity.sh\` (\`make lab-capacity\`, LESSON=$LESSON LABS=$LABS, $(date -u +%Y-%m-%d), $wall s) on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name: *//p')), $(free -g | awk '/^Mem:/ {print $2}') GiB RAM, load average $load0 at the start (other work on the machine counts in the CPU figures); the CPU labs with every server."
 	echo
 	echo "| lab | processes | RSS idle (MiB) | PSS idle (MiB) | RSS after the bench | PSS after the bench | CPU idle | \`bench --strategies redis --requests $BENCH_REQUESTS\` |"
 	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"

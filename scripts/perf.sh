@@ -75,7 +75,7 @@ else
 fi
 wall=$(( $(date +%s) - began ))
 {
-	echo "Measured by \`make perf\` on $(date -u +%Y-%m-%d) ($(nproc) CPUs, $wall s for the five steps; reports in \`$OUT/\`)."
+	echo "Measured by \`make perf\` on $(date -u +%Y-%m-%d) ($(nproc) CPUs, $wall s for the five steps)."
 	echo
 	echo "**1. The ceiling, each correct strategy's fraction of it, and the local queue** (\`seckill bench --strategies correct --compare-queue --repeat $REPEAT --seed $SEED\`: 500 purchases on a stock of 300, 50 clients, rounds in crossed order; medians, min–max in parentheses):"
 	echo

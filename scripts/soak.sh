@@ -20,6 +20,14 @@ bin/seckill up --dir "$SOAK_DIR" --base-port "$SOAK_BASE_PORT" --topology ha --i
 status=0
 bin/seckill soak --dir "$SOAK_DIR" --for "$SOAK_FOR" --rate "$SOAK_RATE" --out "$OUT" || status=$?
 if [ -f "$OUT/soak.md" ]; then
-  scripts/readme-block.sh soak "$OUT/soak.md"
+  # The block's header names the command and the date, not this machine's
+  # paths: soak.md writes the stack's and the report's directories DIR and OUT.
+  {
+    echo "Printed by \`scripts/soak.sh\` (\`make soak\`, SOAK_FOR=$SOAK_FOR SOAK_RATE=$SOAK_RATE, $(date -u +%Y-%m-%d))"
+    echo "on an ha stack of its own; its report stays on the machine that ran it (not committed)."
+    echo
+    cat "$OUT/soak.md"
+  } > "$OUT/soak-block.md"
+  scripts/readme-block.sh soak "$OUT/soak-block.md"
 fi
 exit "$status"

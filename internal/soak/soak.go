@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -548,8 +549,24 @@ func Markdown(r *Result) string {
 	} else {
 		b.WriteString("\n**Verdict: ok.** Flat after the warm-up, the stream open to the end, mutual exclusion over every sale.\n")
 	}
-	fmt.Fprintf(&b, "\nRepeat: `%s` (charts: soak-rss.svg, soak-goroutines.svg, soak-fds.svg; the bench's report: %s)\n", r.Command, r.BenchReport)
+	fmt.Fprintf(&b, "\nRepeat: `%s` (charts in OUT: soak-rss.svg, soak-goroutines.svg, soak-fds.svg; the bench's report: %s)\n",
+		PortableCommand(r.Command), r.BenchReport)
 	return b.String()
+}
+
+// pathFlag is a --dir or --out flag and its value in a command line.
+var pathFlag = regexp.MustCompile(`--(dir|out)[ =]\S+`)
+
+// PortableCommand is a soak's command line with the values of --dir and
+// --out (paths of the machine that ran it) written DIR and OUT, so the
+// summary names no path a clone lacks.
+func PortableCommand(cmd string) string {
+	return pathFlag.ReplaceAllStringFunc(cmd, func(f string) string {
+		if strings.HasPrefix(f, "--dir") {
+			return "--dir DIR"
+		}
+		return "--out OUT"
+	})
 }
 
 // machine names the machine the soak ran on: CPUs, memory, OS.

@@ -100,3 +100,23 @@ func cached(samples []Sample, a, b float64) []Sample {
 	}
 	return samples
 }
+
+// TestPortableCommand: the summary's repeat command names DIR and OUT, not
+// the paths of the machine that ran the soak.
+func TestPortableCommand(t *testing.T) {
+	for _, tc := range []struct{ cmd, want string }{
+		{"seckill soak --dir /work/soak-stack --for 1h0m0s --rate 40 --strategy redis --out /work/soak-1h",
+			"seckill soak --dir DIR --for 1h0m0s --rate 40 --strategy redis --out OUT"},
+		{"seckill soak --dir=.seckill-soak --out=results/soak-20261125-101010", "seckill soak --dir DIR --out OUT"},
+		{"seckill soak --for 1m", "seckill soak --for 1m"},
+	} {
+		if got := PortableCommand(tc.cmd); got != tc.want {
+			t.Errorf("PortableCommand(%q) = %q, want %q", tc.cmd, got, tc.want)
+		}
+	}
+	md := Markdown(&Result{Command: "seckill soak --dir /work/soak-stack --for 1h0m0s --rate 40 --strategy redis --out /work/soak-1h",
+		BenchReport: "bench/report.html"})
+	if strings.Contains(md, "/work/") || !strings.Contains(md, "--dir DIR") {
+		t.Errorf("the summary names the machine's paths:\n%s", md)
+	}
+}
