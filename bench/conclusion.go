@@ -129,11 +129,7 @@ func conclusionConditions(rep *Report) string {
 		r := rep.Runs[0]
 		clients := fmt.Sprintf("%d clients", r.Concurrency)
 		if rep.Sweep != nil {
-			cs := make([]string, len(rep.Sweep.Clients))
-			for i, c := range rep.Sweep.Clients {
-				cs[i] = fmt.Sprint(c)
-			}
-			clients = "clients swept over " + strings.Join(cs, ", ")
+			clients = "clients swept over " + sweptClients(rep)
 		}
 		parts = append(parts, clients, fmt.Sprintf("%d requests on a stock of %d", r.Requests, r.InitialStock))
 	}

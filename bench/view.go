@@ -115,6 +115,15 @@ func reportFacts(rep *Report) []fact {
 	return append(facts, fact{"wall time", fmt.Sprintf("%.1f s", rep.WallS)})
 }
 
+// sweptClients lists a sweep's client counts: "1, 10, 50".
+func sweptClients(rep *Report) string {
+	cs := make([]string, len(rep.Sweep.Clients))
+	for i, c := range rep.Sweep.Clients {
+		cs[i] = fmt.Sprint(c)
+	}
+	return strings.Join(cs, ", ")
+}
+
 // loadFacts are the load of the first run (the others share it): the
 // requests, the concurrency or the sweep's, the faults, and which
 // strategies sold in batches.
@@ -122,11 +131,7 @@ func loadFacts(rep *Report) []fact {
 	r := rep.Runs[0]
 	conc := fmt.Sprintf("concurrency %d", r.Concurrency)
 	if rep.Sweep != nil {
-		cs := make([]string, len(rep.Sweep.Clients))
-		for i, c := range rep.Sweep.Clients {
-			cs[i] = fmt.Sprint(c)
-		}
-		conc = "concurrency swept over " + strings.Join(cs, ", ") + " clients"
+		conc = "concurrency swept over " + sweptClients(rep) + " clients"
 	}
 	facts := []fact{{"load", fmt.Sprintf("%d requests of qty %d on a stock of %d, %s, rate %s, work delay %s, lock TTL %s, fencing %v, seed %d",
 		r.Requests, r.Qty, r.InitialStock, conc, rateString(r.Rate), r.WorkDelay, r.LockTTL, r.Fencing, r.Seed)}}
