@@ -24,7 +24,7 @@ OUT=${DRY_RUN_OUT:-results/dry-run-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 ORIGIN=$(pwd)
-ANSWER=$ORIGIN/internal/grade/testdata/answers/redislock/right/lock.go
+ANSWER=$ORIGIN/internal/grade/answers/testdata/answers/redislock/right/lock.go
 export SECKILL_LAB_REGISTRY=$OUT/registry
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 began=$(date +%s)

@@ -90,6 +90,7 @@ var Suite = []Range{
 	Span(26000, 150),  // cmd/seckill's stack (stacktest)
 	Span(26200, 150),  // internal/democli's stack
 	Span(26400, 150),  // internal/dashboard's stack
+	Span(26600, 150),  // internal/grade/answers' stack (stacktest)
 	Span(26800, 150),  // internal/grade's stack (stacktest)
 	Span(27000, 150),  // the make test stack (scripts/test.sh)
 	Span(27200, 150),  // internal/lesson's stack

@@ -1,15 +1,50 @@
-package grade_test
+package answers_test
 
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/seckill-lab/seckill/exercises"
+	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/grade"
 	"github.com/seckill-lab/seckill/internal/stack"
+	"github.com/seckill-lab/seckill/internal/stack/stacktest"
+	"github.com/seckill-lab/seckill/internal/testenv"
 )
+
+// TestMain gives the answers' grades a stack of their own (the bench and
+// the faults of the stack answers restart its instances and rebuild its
+// binary), so that they run beside internal/grade's, which has another.
+func TestMain(m *testing.M) {
+	os.Exit(stacktest.Main(m, stack.Options{BasePort: 26600, Instances: 3,
+		Backends: []stack.Backend{stack.BackendRedis, stack.Backend("etcd"), stack.BackendMySQL}}))
+}
+
+func options(t *testing.T, name string) grade.Options {
+	t.Helper()
+	e, err := exercises.Find(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := grade.ModuleRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return grade.Options{Exercise: e, Dir: testenv.Get(t, config.EnvStackDir), Root: root}
+}
+
+// ctxT bounds a grade by the grader's promise: under 3 minutes for one
+// exercise.
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 // answer is one answer to an exercise kept under testdata/answers/EXERCISE/
 // NAME/lock.go, graded in place of exercises/EXERCISE/lock.go (an overlay:
@@ -61,11 +96,12 @@ var answers = []answer{
 
 // TestAnswers grades each kept answer: a wrong one fails, on the checks
 // named, each with the hint of its own cause; a right one passes (the
-// redislock one on every part). The conformance-only grades run three at a time, the
-// ones on the stack one after another; the stack's binary is rebuilt
-// from the checkout at the end.
+// redislock one on every part). The conformance-only grades run three at
+// a time, beside the ones on the stack, which run one after another (each
+// rebuilds the stack's binary with its answer; the stack goes at the end).
 func TestAnswers(t *testing.T) {
 	t.Run("conformance", func(t *testing.T) {
+		t.Parallel()
 		sem := make(chan struct{}, 3)
 		for _, a := range answers {
 			if a.stack {
@@ -81,18 +117,7 @@ func TestAnswers(t *testing.T) {
 		}
 	})
 	t.Run("stack", func(t *testing.T) {
-		o := options(t, "redislock")
-		st, err := stack.Load(o.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			// The other tests grade the starters: the stack runs the
-			// checkout again.
-			if err := grade.Build(context.Background(), "", o.Root, st.Binary); err != nil {
-				t.Errorf("rebuild the stack's binary from the checkout: %v", err)
-			}
-		})
+		t.Parallel()
 		for _, a := range answers {
 			if a.stack {
 				t.Run(a.exercise+"/"+a.name, func(t *testing.T) { gradeAnswer(t, a) })
