@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/exercises"
@@ -301,4 +302,29 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// wrapList writes items after prefix, comma-separated, in lines of at most
+// width runes; the lines after the first are indented under the first
+// item.
+func wrapList(prefix string, items []string, width int) string {
+	var b strings.Builder
+	indent := strings.Repeat(" ", utf8.RuneCountInString(prefix))
+	line := prefix
+	for i, it := range items {
+		if i < len(items)-1 {
+			it += ","
+		}
+		switch {
+		case line == prefix:
+			line += it
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(it) > width:
+			b.WriteString(line + "\n")
+			line = indent + it
+		default:
+			line += " " + it
+		}
+	}
+	b.WriteString(line)
+	return b.String()
 }

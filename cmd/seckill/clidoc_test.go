@@ -91,8 +91,9 @@ func sectionOf(doc, heading string) string {
 	return "\n" + rest
 }
 
-// TestFlagHelpWidth: every line of every command's flags, as -h prints
-// them (tabs to 8 columns), fits in maxHelpWidth columns.
+// TestFlagHelpWidth: every line of every command's -h, its usage and
+// prose as well as its flags (tabs to 8 columns), fits in maxHelpWidth
+// columns.
 func TestFlagHelpWidth(t *testing.T) {
 	sections, err := helpSections()
 	if err != nil {
@@ -101,7 +102,7 @@ func TestFlagHelpWidth(t *testing.T) {
 	for _, s := range sections {
 		var b bytes.Buffer
 		s.fs.SetOutput(&b)
-		s.fs.PrintDefaults()
+		s.fs.Usage()
 		for _, line := range strings.Split(b.String(), "\n") {
 			if w := columns(line); w > maxHelpWidth {
 				t.Errorf("seckill %s -h: %d columns, want <= %d (move the rest to flagNotes):\n%s", s.name, w, maxHelpWidth, line)
@@ -133,6 +134,24 @@ func TestColumns(t *testing.T) {
 	} {
 		if got := columns(tt.line); got != tt.want {
 			t.Errorf("columns(%q) = %d, want %d", tt.line, got, tt.want)
+		}
+	}
+}
+
+func TestWrapList(t *testing.T) {
+	for _, tt := range []struct {
+		items []string
+		width int
+		want  string
+	}{
+		{nil, 20, "NAME: "},
+		{[]string{"a"}, 20, "NAME: a"},
+		{[]string{"aaaa", "bbbb", "cccc"}, 17, "NAME: aaaa, bbbb,\n      cccc"},
+		{[]string{"aaaa", "bbbb", "cccc"}, 18, "NAME: aaaa, bbbb,\n      cccc"},
+		{[]string{"aaaa", "bbbb", "cccc"}, 22, "NAME: aaaa, bbbb, cccc"},
+	} {
+		if got := wrapList("NAME: ", tt.items, tt.width); got != tt.want {
+			t.Errorf("wrapList(%q, %d) = %q, want %q", tt.items, tt.width, got, tt.want)
 		}
 	}
 }

@@ -93,9 +93,11 @@ func runStrategy(ctx context.Context, args []string) error {
 	noWatchdog := fs.Bool("no-watchdog", false, "do not renew held locks ("+strings.Join(bench.Renewing(), ", ")+")")
 	noQueue := fs.Bool("no-local-queue", false, "every waiter contends at the lock server")
 	noLeaseCheck := fs.Bool("no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
-	usage := "usage: seckill strategy [NAME [--work-delay D] [--lock-ttl D] [--lock-wait D] [--fencing] [--no-watchdog] [--no-local-queue] [--no-lease-check]]\n\n" +
-		"Without NAME: each instance's current setting. With NAME: switch every instance to it, then check they all run it.\n" +
-		"NAME: " + strings.Join(catalog.StrategyNames(), ", ")
+	usage := "usage: seckill strategy [NAME [--work-delay D] [--lock-ttl D] [--lock-wait D] [--fencing]\n" +
+		"                        [--no-watchdog] [--no-local-queue] [--no-lease-check]]\n\n" +
+		"Without NAME: each instance's current setting. With NAME: switch every instance to it, then\n" +
+		"check they all run it.\n" +
+		wrapList("NAME: ", catalog.StrategyNames(), maxHelpWidth)
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), usage); fs.PrintDefaults() }
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {

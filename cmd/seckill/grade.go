@@ -26,9 +26,10 @@ func runGrade(ctx context.Context, args []string) error {
 	buildS := fs.Float64("build-s", 0, "seconds the build before --built took (set by grade when it re-executes)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: seckill grade EXERCISE [--dir DIR] [--key]\n       seckill grade list\n\n"+
-			"Scores your lock of a workshop exercise (exercises/EXERCISE) on your stack: the conformance suite with the properties\n"+
-			"the exercise requires, a bench with its invariants, and the exercise's fault scenarios. It builds the lab from this\n"+
-			"checkout and restarts the stack's instances first. Prints a score sheet (中文 / English); exits 1 when a check fails.")
+			"Scores your lock of a workshop exercise (exercises/EXERCISE) on your stack: the conformance\n"+
+			"suite with the properties the exercise requires, a bench with its invariants, and the\n"+
+			"exercise's fault scenarios. It builds the lab from this checkout and restarts the stack's\n"+
+			"instances first. Prints a score sheet (中文 / English); exits 1 when a check fails.")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)

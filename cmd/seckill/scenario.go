@@ -17,7 +17,10 @@ import (
 )
 
 // scenarioUsage is the usage of `seckill scenario`.
-const scenarioUsage = "usage: seckill scenario list | seckill scenario chaos [NAME] | seckill scenario run NAME [--strategies a,b] [--protections unprotected,lease-check,fencing] [--fencing off,on] [--repeat N] [--out DIR]"
+const scenarioUsage = "usage: seckill scenario list\n" +
+	"       seckill scenario chaos [NAME]\n" +
+	"       seckill scenario run NAME [--strategies a,b] [--protections unprotected,lease-check,fencing]\n" +
+	"                                 [--fencing off,on] [--repeat N] [--out DIR]"
 
 // runScenario maps `seckill scenario list|chaos|run NAME` to package
 // scenario.
@@ -32,8 +35,11 @@ func runScenario(ctx context.Context, args []string) error {
 		return printChaos(args[1:])
 	case "run":
 		return runScenarioRun(ctx, args[1:])
+	case "-h", "-help", "--help":
+		fmt.Println(scenarioUsage)
+		return nil
 	}
-	return exitError{code: 2, msg: fmt.Sprintf("unknown scenario command %q; %s", args[0], scenarioUsage)}
+	return exitError{code: 2, msg: fmt.Sprintf("unknown scenario command %q\n%s", args[0], scenarioUsage)}
 }
 
 // listScenarios prints the catalogue: each scenario's stack, strategies
@@ -100,7 +106,7 @@ func (f *scenarioFlags) parse(args []string) error {
 		return err
 	}
 	if f.fs.NArg() > 0 {
-		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q; %s", f.fs.Arg(0), scenarioUsage)}
+		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q\n%s", f.fs.Arg(0), scenarioUsage)}
 	}
 	return checkBounds(f.fs, bound{name: "repeat", min: 1, max: 100, omit: "1"})
 }
