@@ -49,13 +49,13 @@ go-version:
 
 # deps installs the servers with apt-get, dnf or brew (whichever exists),
 # skipped entirely when all are there.
-# consul: Consul 1.16.1 (MPL-2.0, the last release before the BUSL), which
-# no distribution packages, built once from the module proxy into bin/
+# consul: Consul 1.16.3, the newest release under MPL-2.0 (its module's
+# LICENSE; later ones are under the BUSL), which no distribution packages, built once from the module proxy into bin/
 # against tools/consul's committed go.sum (2-9 min, about 165 MB). Skipped
 # when bin/consul already is that version. The checksum database does not
 # answer for some of its dependencies: go.sum is what verifies them.
 CONSUL := bin/consul
-CONSUL_VERSION := 1.16.1
+CONSUL_VERSION := 1.16.3
 $(CONSUL): tools/consul/go.mod tools/consul/go.sum | go-version
 	@if [ -x $(CONSUL) ] && $(CONSUL) version 2>/dev/null | grep -q "^Consul v$(CONSUL_VERSION)$$"; then \
 	  touch $(CONSUL); echo "deps: consul $(CONSUL_VERSION) present"; \

@@ -21,9 +21,10 @@ const (
 	KindConsulMember Kind = "consul-member"
 )
 
-// ConsulVersion is the Consul the lab builds and runs: 1.16.1, the last
-// release under MPL-2.0 (tools/consul pins it; `make deps` builds it).
-const ConsulVersion = "1.16.1"
+// ConsulVersion is the Consul the lab builds and runs: 1.16.3, the newest
+// release under MPL-2.0 (its module's LICENSE; later ones are under the
+// BUSL). tools/consul pins it; `make deps` builds it.
+const ConsulVersion = "1.16.3"
 
 // Port offsets: the single server's HTTP API B+41, server RPC B+42, Serf
 // LAN B+43; server K of the ha cluster: B+41+3(K-1) .. B+43+3(K-1) (B+41 ..
