@@ -19,8 +19,8 @@ mkdir -p "$WORK"
 direct="$WORK/direct" proxied="$WORK/proxied"
 cleanup() { "$BIN" down --dir "$direct" >/dev/null 2>&1 || true; "$BIN" down --dir "$proxied" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
-"$BIN" up --dir "$direct" --base-port 25000 --instances 3 >/dev/null
-"$BIN" up --dir "$proxied" --base-port 25200 --instances 3 --proxy >/dev/null
+"$BIN" up --dir "$direct" --base-port 20000 --instances 3 >/dev/null
+"$BIN" up --dir "$proxied" --base-port 20400 --instances 3 --proxy >/dev/null
 okps() { # DIR SEED -> "ok/s p50_ms" of one seeded redis bench
 	local out="$WORK/run-$(basename "$1")-$2"
 	rm -rf "$out"

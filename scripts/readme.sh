@@ -35,7 +35,7 @@ DIR=${DIR:-.seckill}
 ONLY=${ONLY:-demo lessons perf rtt handout}
 HANDOUT_LESSONS=${HANDOUT_LESSONS:-1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 27 28}
 RTT_DIR=${RTT_DIR:-.seckill-rtt}
-RTT_PORT=${RTT_PORT:-24000}
+RTT_PORT=${RTT_PORT:-19500}
 BIN=bin/seckill
 # DEMO_FLAGS: the flags of make demo's bench (the Makefile's DEMO_FLAGS).
 DEMO_FLAGS=(--strategies all --repeat 3 --seed 42)

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SOAK_DIR=${SOAK_DIR:-.seckill-soak}
-SOAK_BASE_PORT=${SOAK_BASE_PORT:-24000}
+SOAK_BASE_PORT=${SOAK_BASE_PORT:-19000}
 SOAK_FOR=${SOAK_FOR:-1h}
 SOAK_RATE=${SOAK_RATE:-40}
 OUT=${SOAK_OUT:-results/soak-$(date +%Y%m%d-%H%M%S)}

@@ -175,3 +175,35 @@ func TestSuiteCoversTests(t *testing.T) {
 		t.Errorf("scripts/test.sh does not start its stack on %d + the shift (ports.SuiteBase)", SuiteBase)
 	}
 }
+
+// TestScriptsOutsideSuite: the stacks the scripts start on a fixed base
+// port (make soak, make readme's round-trip sweep, make proxy-cost) stay
+// out of the test suite's ranges, so that `make test` can run beside them.
+// A stack's range reaches base+350 (the ha topology or the fault proxy).
+func TestScriptsOutsideSuite(t *testing.T) {
+	base := regexp.MustCompile(`(?:--base-port |PORT:-)(\d{4,5})\b`)
+	paths, err := filepath.Glob(filepath.Join("..", "..", "scripts", "*.sh"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	found := 0
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range base.FindAllStringSubmatch(string(b), -1) {
+			port, _ := strconv.Atoi(m[1])
+			if port == SuiteBase {
+				continue // scripts/test.sh: the suite's own stack
+			}
+			found++
+			if o, ok := Span(port, 350).OverlapsAny(Suite); ok {
+				t.Errorf("%s: a stack on base port %d overlaps the suite's range %s: pick a base outside ports.Suite", filepath.Base(p), port, o)
+			}
+		}
+	}
+	if found < 4 {
+		t.Errorf("found %d fixed base ports in scripts/, want at least 4 (soak, the round-trip sweep, proxy-cost's two)", found)
+	}
+}
