@@ -1236,7 +1236,7 @@ const (
 
 // firstScreenProblems returns what README.md's first readmeFirstScreen
 // lines lack of what a newcomer needs before any result: the
-// requirements with the Go version go.mod asks for (goVersion, "1.26"),
+// requirements with the Go version go.mod asks for (goVersion, "1.26.7"),
 // `make demo`, `make test`, how to stop (`make down`), the dashboard's
 // picture, and the heading of what the runs found; and any generated
 // block that starts there (the results come after). It also reports a
@@ -1276,14 +1276,15 @@ func firstScreenProblems(readme, goVersion string) []docProblem {
 // the first screen.
 var firstScreenBlocks = map[string]bool{"<!-- BEGIN generated:conclusion -->": true}
 
-// goModVersion returns go.mod's go line's major.minor ("1.26").
+// goModVersion returns go.mod's go line as it stands ("1.26.7"): the
+// oldest Go the module builds with.
 func goModVersion(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile("go.mod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(string(b))
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+(?:\.\d+)?)\s*$`).FindStringSubmatch(string(b))
 	if m == nil {
 		t.Fatal("go.mod has no go line")
 	}
