@@ -12,6 +12,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/internal/grade"
+	"github.com/seckill-lab/seckill/internal/grade/gradetest"
 	"github.com/seckill-lab/seckill/internal/lab"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/stack/stacktest"
@@ -24,28 +25,7 @@ import (
 // and runs fault scenarios, which the shared `make test` stack must not
 // see.
 func TestMain(m *testing.M) {
-	os.Exit(stacktest.Main(m, stack.Options{BasePort: 26800, Instances: 3,
-		Backends: []stack.Backend{stack.BackendRedis, stack.Backend("etcd"), stack.BackendMySQL}}))
-}
-
-func options(t *testing.T, name string) grade.Options {
-	t.Helper()
-	e, err := exercises.Find(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := grade.ModuleRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return grade.Options{Exercise: e, Dir: testenv.Get(t, config.EnvStackDir), Root: root}
-}
-
-func ctxT(t *testing.T) context.Context {
-	// The grader's promise: under 3 minutes for one exercise.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	os.Exit(stacktest.Main(m, stack.Options{BasePort: 26800, Instances: 3, Backends: gradetest.Backends}))
 }
 
 // TestStartersFail grades each exercise's starter as it is committed: the
@@ -75,10 +55,10 @@ func TestStartersFail(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.exercise, func(t *testing.T) {
-			o := options(t, tt.exercise)
+			o := gradetest.Options(t, tt.exercise)
 			o.Parts = tt.parts
 			o.BuiltS = 2.5 // as the CLI passes its build's time
-			sheet, err := grade.Run(ctxT(t), o)
+			sheet, err := grade.Run(gradetest.Ctx(t), o)
 			if !errors.Is(err, grade.ErrFailed) {
 				t.Fatalf("grade of the starter: err = %v, want ErrFailed", err)
 			}
@@ -132,9 +112,9 @@ func TestStartersFail(t *testing.T) {
 func TestKeysPass(t *testing.T) {
 	for _, e := range exercises.All() {
 		t.Run(e.Name, func(t *testing.T) {
-			o := options(t, e.Name)
+			o := gradetest.Options(t, e.Name)
 			o.Key = true
-			sheet, err := grade.Run(ctxT(t), o)
+			sheet, err := grade.Run(gradetest.Ctx(t), o)
 			if err != nil {
 				var out strings.Builder
 				if sheet != nil {
@@ -159,7 +139,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := exercises.Find("nope"); err == nil || !strings.Contains(err.Error(), "redislock") {
 		t.Errorf("Find(nope) = %v, want an error listing the exercises", err)
 	}
-	o := options(t, "redislock")
+	o := gradetest.Options(t, "redislock")
 	o.Dir = t.TempDir()
 	if _, err := grade.Run(context.Background(), o); !errors.Is(err, stack.ErrNotRunning) {
 		t.Errorf("grade without a stack: err = %v, want stack.ErrNotRunning", err)
@@ -186,7 +166,7 @@ func TestGradeRestoresFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t)
+	ctx := gradetest.Ctx(t)
 	before := stock.Config{Name: catalog.Redis, WorkDelay: 5 * time.Millisecond, LockTTL: 3 * time.Second, NoLeaseCheck: true, NoWatchdog: true}
 	if _, err := fleet.SetStrategy(ctx, before); err != nil {
 		t.Fatal(err)
@@ -208,7 +188,7 @@ func TestGradeRestoresFleet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.exercise, func(t *testing.T) {
-			o := options(t, tt.exercise)
+			o := gradetest.Options(t, tt.exercise)
 			o.Key, o.Parts = tt.key, tt.parts
 			sheet, err := grade.Run(ctx, o)
 			if err != nil && !errors.Is(err, grade.ErrFailed) {

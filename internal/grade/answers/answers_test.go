@@ -1,49 +1,23 @@
 package answers_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/seckill-lab/seckill/exercises"
-	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/grade"
+	"github.com/seckill-lab/seckill/internal/grade/gradetest"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/stack/stacktest"
-	"github.com/seckill-lab/seckill/internal/testenv"
 )
 
 // TestMain gives the answers' grades a stack of their own (the bench and
 // the faults of the stack answers restart its instances and rebuild its
 // binary), so that they run beside internal/grade's, which has another.
 func TestMain(m *testing.M) {
-	os.Exit(stacktest.Main(m, stack.Options{BasePort: 26600, Instances: 3,
-		Backends: []stack.Backend{stack.BackendRedis, stack.Backend("etcd"), stack.BackendMySQL}}))
-}
-
-func options(t *testing.T, name string) grade.Options {
-	t.Helper()
-	e, err := exercises.Find(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := grade.ModuleRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return grade.Options{Exercise: e, Dir: testenv.Get(t, config.EnvStackDir), Root: root}
-}
-
-// ctxT bounds a grade by the grader's promise: under 3 minutes for one
-// exercise.
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
+	os.Exit(stacktest.Main(m, stack.Options{BasePort: 26600, Instances: 3, Backends: gradetest.Backends}))
 }
 
 // answer is one answer to an exercise kept under testdata/answers/EXERCISE/
@@ -127,12 +101,12 @@ func TestAnswers(t *testing.T) {
 }
 
 func gradeAnswer(t *testing.T, a answer) {
-	o := options(t, a.exercise)
+	o := gradetest.Options(t, a.exercise)
 	o.Parts, o.Label, o.Build = a.parts, a.name, a.stack
 	o.Overlay = map[string]string{
 		filepath.Join("exercises", a.exercise, "lock.go"): filepath.Join("testdata", "answers", a.exercise, a.name, "lock.go"),
 	}
-	sheet, err := grade.Run(ctxT(t), o)
+	sheet, err := grade.Run(gradetest.Ctx(t), o)
 	var out strings.Builder
 	if sheet != nil {
 		_ = sheet.Write(&out)
