@@ -1339,12 +1339,10 @@ func TestREADMEFirstScreenCatches(t *testing.T) {
 const blockWidth = 120
 
 // widthChecked are README.md's generated blocks whose lines
-// TestREADMEBlockWidth holds to blockWidth: the blocks whose committed
-// text their width-aware generators already wrote. demo and lessons are
-// not in it yet: their committed text predates the compact tables and
-// the wrapped headers (scripts/readme.sh, parts demo and lessons). Add
-// both after the next `make readme` rewrites them.
-var widthChecked = map[string]bool{"conclusion": true}
+// TestREADMEBlockWidth holds to blockWidth: the conclusion, the compact
+// demo table and the short course table (scripts/readme.sh wraps their
+// headers; the full tables are in docs/bench.md and docs/course.md).
+var widthChecked = map[string]bool{"conclusion": true, "demo": true, "lessons": true}
 
 // blockWidthProblems returns the lines of text's generated blocks named in
 // checked that are wider than blockWidth runes, fenced tables included.
@@ -1431,5 +1429,61 @@ func TestDemoCommandSame(t *testing.T) {
 	}
 	if !strings.Contains(string(sh), `"$BIN" bench --dir "$DIR" "${DEMO_FLAGS[@]}" --out`) {
 		t.Error(`scripts/readme.sh's demo part does not run "$BIN" bench --dir "$DIR" "${DEMO_FLAGS[@]}"`)
+	}
+}
+
+// runFolder is a run's own folder under results/ (a timestamp in its
+// name), and blockMachinePath an absolute path of one machine, anywhere in
+// a line.
+var (
+	runFolder        = regexp.MustCompile(`results/[\w.-]*\d{8}[\w./-]*`)
+	blockMachinePath = regexp.MustCompile(`(?:^|[\s(` + "`" + `=])((?:/work|/home|/root|/Users)/[\w./-]+|/tmp/[\w.-][\w./-]*)`)
+)
+
+// blockPathProblems reports what a page's generated blocks name that a
+// clone has not: a run's folder under results/, or a path of the machine
+// that measured them. A block names the command and the date instead.
+func blockPathProblems(_, text string) []docProblem {
+	var out []docProblem
+	lines := strings.Split(text, "\n")
+	for i, g := range generatedMask(lines) {
+		if !g {
+			continue
+		}
+		if m := runFolder.FindString(lines[i]); m != "" {
+			out = append(out, docProblem{i + 1, m, "a generated block names a run's folder: a clone has no results/ (name the command and the date)"})
+		}
+		if m := blockMachinePath.FindStringSubmatch(lines[i]); m != nil {
+			out = append(out, docProblem{i + 1, m[1], "a generated block names a path of the machine that measured it"})
+		}
+	}
+	return out
+}
+
+// TestGeneratedBlocksPortable: no generated block of README.md or docs/
+// names a run's folder or a path of the measuring machine.
+func TestGeneratedBlocksPortable(t *testing.T) {
+	pageProblems(t, blockPathProblems, nil)
+}
+
+// TestGeneratedBlocksPortableCatches: blockPathProblems reports a run's
+// folder and a machine's path inside a block, and passes them outside one
+// (pathProblems reads those lines) and a block's placeholders.
+func TestGeneratedBlocksPortableCatches(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"<!-- BEGIN generated:x -->\nreport in `results/lab-capacity-20261128-161243/`.\n<!-- END generated:x -->\n", "results/lab-capacity-20261128-161243/"},
+		{"<!-- BEGIN generated:x -->\nRepeat: `seckill soak --dir /work/soak-stack --for 1h`\n<!-- END generated:x -->\n", "/work/soak-stack"},
+		{"<!-- BEGIN generated:x -->\nthe report in /tmp/cz/report.json\n<!-- END generated:x -->\n", "/tmp/cz/report.json"},
+	} {
+		ps := blockPathProblems("docs/x.md", tc.text)
+		if len(ps) != 1 || ps[0].found != tc.want {
+			t.Errorf("blockPathProblems(%q) = %v, want %q reported", tc.text, ps, tc.want)
+		}
+	}
+	good := "report in `results/readme-20261128-220947/`\n<!-- BEGIN generated:x -->\n" +
+		"Repeat: `seckill soak --dir DIR --out OUT`, reports under `results/<timestamp>/`, /usr/sbin/nginx, 2 ms/op\n" +
+		"<!-- END generated:x -->\n"
+	if ps := blockPathProblems("docs/x.md", good); len(ps) > 0 {
+		t.Errorf("blockPathProblems(good) = %v, want none", ps)
 	}
 }
