@@ -13,7 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/bench/adminclient"
 	"github.com/seckill-lab/seckill/stock"
 )
 

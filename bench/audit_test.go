@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/fault"
-	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/adminclient"
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/adminclient"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -169,6 +169,9 @@ type Environment struct {
 	// Durability is the servers' durability level (Fleet.Durability),
 	// "unknown" for a fleet started elsewhere.
 	Durability string `json:"durability"`
+	// DurabilityMeans says what Durability means (Fleet.DurabilityMeans);
+	// "" when the fleet did not say.
+	DurabilityMeans string `json:"durability_means,omitempty"`
 	// RTT is the round trip the fleet's links added (Fleet.RTT).
 	RTT fleet.RTT `json:"rtt"`
 	// Mode is what the critical section did (Options.Mode).
@@ -536,7 +539,7 @@ func environment(f fleet.Fleet, mode string) Environment {
 	return Environment{
 		GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Hostname: h, Target: f.Target, Instances: len(f.Instances),
-		Durability: cmp.Or(f.Durability, "unknown"), RTT: f.RTT, Mode: mode, Cluster: f.Cluster, Priority: f.Priority,
+		Durability: cmp.Or(f.Durability, "unknown"), DurabilityMeans: f.DurabilityMeans, RTT: f.RTT, Mode: mode, Cluster: f.Cluster, Priority: f.Priority,
 	}
 }
 

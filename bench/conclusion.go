@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
 

@@ -4,15 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
 
-	"github.com/seckill-lab/seckill/internal/api"
-	"github.com/seckill-lab/seckill/internal/cost"
-	"github.com/seckill-lab/seckill/internal/fleet"
-	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
@@ -30,11 +28,11 @@ type RunCost struct {
 	// divided by.
 	Purchases int `json:"purchases"`
 	// Counts are the fleet's requests during the run, by server and phase.
-	Counts cost.Snapshot `json:"counts"`
+	Counts costmodel.Snapshot `json:"counts"`
 	// PerPurchase is Counts over Purchases.
-	PerPurchase cost.PerPurchase `json:"per_purchase"`
+	PerPurchase costmodel.PerPurchase `json:"per_purchase"`
 	// RoundTrips are the round trips per purchase by server, every phase.
-	RoundTrips map[cost.Server]float64 `json:"round_trips"`
+	RoundTrips map[costmodel.Server]float64 `json:"round_trips"`
 	// Fsyncs are the writes per purchase on the servers that fsync at the
 	// fleet's durability level, every phase.
 	Fsyncs float64 `json:"fsyncs"`
@@ -42,13 +40,13 @@ type RunCost struct {
 
 // newRunCost divides counts by ok purchases; fsyncs says which servers'
 // writes cost an fsync. Nil when there was no sale.
-func newRunCost(counts cost.Snapshot, ok int, fsyncs map[cost.Server]bool) *RunCost {
+func newRunCost(counts costmodel.Snapshot, ok int, fsyncs map[costmodel.Server]bool) *RunCost {
 	per := counts.Per(ok)
 	if per == nil {
 		return nil
 	}
-	rc := &RunCost{Purchases: ok, Counts: counts, PerPurchase: per, RoundTrips: map[cost.Server]float64{}}
-	for _, s := range cost.Servers() {
+	rc := &RunCost{Purchases: ok, Counts: counts, PerPurchase: per, RoundTrips: map[costmodel.Server]float64{}}
+	for _, s := range costmodel.Servers() {
 		t := per.Total(s)
 		if t.RoundTrips > 0 {
 			rc.RoundTrips[s] = t.RoundTrips
@@ -60,11 +58,14 @@ func newRunCost(counts cost.Snapshot, ok int, fsyncs map[cost.Server]bool) *RunC
 	return rc
 }
 
-// costCounts sums GET /admin/cost over the instances.
-func (a *admin) costCounts(ctx context.Context, instances []string) (cost.Snapshot, error) {
-	total := cost.Snapshot{}
+// costCounts sums GET /admin/cost over the instances (the lab's
+// internal/api.CostReply: the instance and its servers' counts).
+func (a *admin) costCounts(ctx context.Context, instances []string) (costmodel.Snapshot, error) {
+	total := costmodel.Snapshot{}
 	for _, base := range instances {
-		var r api.CostReply
+		var r struct {
+			Servers costmodel.Snapshot `json:"servers"`
+		}
 		if err := a.do(ctx, http.MethodGet, base, "/admin/cost", nil, &r); err != nil {
 			return nil, fmt.Errorf("request counts of %s: %w", base, err)
 		}
@@ -73,19 +74,12 @@ func (a *admin) costCounts(ctx context.Context, instances []string) (cost.Snapsh
 	return total, nil
 }
 
-// fsyncServers are the servers whose writes cost an fsync at durability
-// level (internal/server's Spec.Fsyncs); an unknown level is taken as
-// the default.
-func fsyncServers(level string) map[cost.Server]bool {
-	level, err := server.ValidDurability(level)
-	if err != nil {
-		level = server.DurabilityDefault
-	}
-	out := map[cost.Server]bool{}
-	for _, sp := range server.All {
-		if sp.Fsyncs[level] {
-			out[cost.Server(sp.Group)] = true
-		}
+// fsyncServers are the servers whose writes cost an fsync on f
+// (Fleet.Fsyncs, as the lab describes its servers).
+func fsyncServers(f fleet.Fleet) map[costmodel.Server]bool {
+	out := map[costmodel.Server]bool{}
+	for _, s := range f.Fsyncs {
+		out[costmodel.Server(s)] = true
 	}
 	return out
 }
@@ -101,15 +95,15 @@ type CostConditions struct {
 	FsyncMS  float64 `json:"fsync_ms"`
 	FsyncDir string  `json:"fsync_dir"`
 	// FsyncServers are the servers whose writes cost an fsync.
-	FsyncServers []cost.Server `json:"fsync_servers"`
+	FsyncServers []costmodel.Server `json:"fsync_servers"`
 	// ServerProbes are the servers' idle times by operation, in ms, as the
 	// stack measured them at start (fleet.ServerProbes: the whole request,
 	// its loopback round trip ProbeRTTMS and, for a write where the server
 	// fsyncs, its fsync ProbeFsyncMS included); none when the fleet had
 	// none (no server time is priced).
-	ServerProbes cost.ServerTimes `json:"server_probes,omitempty"`
-	ProbeRTTMS   float64          `json:"probe_rtt_ms,omitempty"`
-	ProbeFsyncMS float64          `json:"probe_fsync_ms,omitempty"`
+	ServerProbes costmodel.ServerTimes `json:"server_probes,omitempty"`
+	ProbeRTTMS   float64               `json:"probe_rtt_ms,omitempty"`
+	ProbeFsyncMS float64               `json:"probe_fsync_ms,omitempty"`
 	// Error says why a figure could not be measured (no prediction then).
 	Error string `json:"error,omitempty"`
 }
@@ -123,13 +117,12 @@ const costProbes = 50
 // of its own; the fsync latency on the file system of Fleet.DataDir (the
 // stack's directory), else of the temporary directory.
 func measureCostConditions(ctx context.Context, f fleet.Fleet) CostConditions {
-	level := f.Durability
-	if _, err := server.ValidDurability(level); err != nil || level == "" {
-		level = server.DurabilityDefault + " (assumed: the fleet did not say)"
+	c := CostConditions{Durability: cmp.Or(f.Durability, "not given")}
+	if f.DurabilityMeans != "" {
+		c.Durability += " (" + f.DurabilityMeans + ")"
 	}
-	c := CostConditions{Durability: level}
-	fsyncs := fsyncServers(f.Durability)
-	for _, s := range cost.Servers() {
+	fsyncs := fsyncServers(f)
+	for _, s := range costmodel.Servers() {
 		if fsyncs[s] {
 			c.FsyncServers = append(c.FsyncServers, s)
 		}
@@ -141,14 +134,14 @@ func measureCostConditions(ctx context.Context, f fleet.Fleet) CostConditions {
 	case f.RTT.DirectMS > 0:
 		c.RTTMS, c.RTTSource = f.RTT.DirectMS, "the direct round trip measured by seckill up (no links measured)"
 	default:
-		rtt, err := cost.LoopbackRTTMS(ctx, costProbes)
+		rtt, err := costmodel.LoopbackRTTMS(ctx, costProbes)
 		if err != nil {
 			errs = append(errs, err.Error())
 		}
 		c.RTTMS, c.RTTSource = rtt, fmt.Sprintf("a TCP loopback probe of the bench (median of %d; the fleet gave none)", costProbes)
 	}
 	c.FsyncDir = cmp.Or(f.DataDir, os.TempDir())
-	fs, err := cost.FsyncMS(ctx, c.FsyncDir, costProbes)
+	fs, err := costmodel.FsyncMS(ctx, c.FsyncDir, costProbes)
 	if err != nil {
 		errs = append(errs, err.Error())
 	}
@@ -161,30 +154,30 @@ func measureCostConditions(ctx context.Context, f fleet.Fleet) CostConditions {
 // serverTimes are the probes' medians by server and operation (the
 // operations without a figure left out), with the round trip and the
 // fsync they include.
-func serverTimes(p *fleet.ServerProbes) (cost.ServerTimes, float64, float64) {
+func serverTimes(p *fleet.ServerProbes) (costmodel.ServerTimes, float64, float64) {
 	if p == nil {
 		return nil, 0, 0
 	}
-	out := cost.ServerTimes{}
+	out := costmodel.ServerTimes{}
 	for s, sp := range p.Servers {
 		for op := range sp.Ops {
 			if ms, ok := p.Median(s, op); ok {
-				if out[cost.Server(s)] == nil {
-					out[cost.Server(s)] = map[cost.Op]float64{}
+				if out[costmodel.Server(s)] == nil {
+					out[costmodel.Server(s)] = map[costmodel.Op]float64{}
 				}
-				out[cost.Server(s)][cost.Op(op)] = ms
+				out[costmodel.Server(s)][costmodel.Op(op)] = ms
 			}
 		}
 	}
 	return out, p.LoopbackRTTMS, p.FsyncMS
 }
 
-func (c CostConditions) conditions() cost.Conditions {
-	fs := map[cost.Server]bool{}
+func (c CostConditions) conditions() costmodel.Conditions {
+	fs := map[costmodel.Server]bool{}
 	for _, s := range c.FsyncServers {
 		fs[s] = true
 	}
-	return cost.Conditions{RTTMS: c.RTTMS, FsyncMS: c.FsyncMS, Fsyncs: fs, Probes: c.ServerProbes, ProbeRTTMS: c.ProbeRTTMS, ProbeFsyncMS: c.ProbeFsyncMS}
+	return costmodel.Conditions{RTTMS: c.RTTMS, FsyncMS: c.FsyncMS, Fsyncs: fs, Probes: c.ServerProbes, ProbeRTTMS: c.ProbeRTTMS, ProbeFsyncMS: c.ProbeFsyncMS}
 }
 
 // CostModel is report.json's cost_model: the conditions and, per summary
@@ -204,11 +197,11 @@ type CostRow struct {
 	// Purchases are the successful purchases of the row's runs.
 	Purchases int `json:"purchases"`
 	// RoundTrips (by server) and Fsyncs are per purchase, every phase.
-	RoundTrips map[cost.Server]float64 `json:"round_trips"`
-	Fsyncs     float64                 `json:"fsyncs"`
+	RoundTrips map[costmodel.Server]float64 `json:"round_trips"`
+	Fsyncs     float64                      `json:"fsyncs"`
 	// Critical is the critical path per purchase.
-	Critical   cost.Path       `json:"critical_path"`
-	Prediction cost.Prediction `json:"prediction"`
+	Critical   costmodel.Path       `json:"critical_path"`
+	Prediction costmodel.Prediction `json:"prediction"`
 	// MeasuredOKPerS is the row's median ok/s; Ratio is it over the
 	// predicted limit (nil without a prediction).
 	MeasuredOKPerS float64  `json:"measured_ok_per_s"`
@@ -245,7 +238,7 @@ type CostStep struct {
 // measured lock cycle: held (the read, the write and the commit under the
 // lock), the release, and the handoff (the wake-up and the next holder's
 // last acquire). nil without a measured cycle with its held split.
-func lockSteps(p cost.Prediction, cycles []*LockCycle, purchases int) []CostStep {
+func lockSteps(p costmodel.Prediction, cycles []*LockCycle, purchases int) []CostStep {
 	var held, release, handoff float64
 	holds := 0
 	for _, c := range cycles {
@@ -263,9 +256,9 @@ func lockSteps(p cost.Prediction, cycles []*LockCycle, purchases int) []CostStep
 	}
 	per := float64(purchases)
 	return []CostStep{
-		{"held", p.ByPhase[cost.Held], held / per},
-		{"release", p.ByPhase[cost.Release], release / per},
-		{"handoff", p.ByPhase[cost.AcquireLast], handoff / per},
+		{"held", p.ByPhase[costmodel.Held], held / per},
+		{"release", p.ByPhase[costmodel.Release], release / per},
+		{"handoff", p.ByPhase[costmodel.AcquireLast], handoff / per},
 	}
 }
 
@@ -299,7 +292,7 @@ func costModel(c CostConditions, runs []RunResult, sums []Summary) *CostModel {
 	nameOf := runNamer(runs)
 	cond := c.conditions()
 	for _, s := range sums {
-		counts, ok := cost.Snapshot{}, 0
+		counts, ok := costmodel.Snapshot{}, 0
 		for _, r := range runs {
 			if nameOf(r) == s.Name && r.Cost != nil {
 				counts = counts.Add(r.Cost.Counts)
@@ -319,11 +312,11 @@ func costModel(c CostConditions, runs []RunResult, sums []Summary) *CostModel {
 		info, _ := catalog.Lookup(s.Strategy)
 		locker := info.Kind == catalog.KindLocker
 		row := CostRow{Name: s.Name, Strategy: s.Strategy, Path: "row", Purchases: ok, RoundTrips: rc.RoundTrips, Fsyncs: rc.Fsyncs,
-			Critical: cost.CriticalPath(rc.PerPurchase, locker), MeasuredOKPerS: s.OKPerSec.Median}
+			Critical: costmodel.CriticalPath(rc.PerPurchase, locker), MeasuredOKPerS: s.OKPerSec.Median}
 		if locker {
 			row.Path = "lock"
 		}
-		row.Prediction = cost.Predict(row.Critical, cond)
+		row.Prediction = costmodel.Predict(row.Critical, cond)
 		if row.Prediction.LimitPerS > 0 && c.Error == "" {
 			r := row.MeasuredOKPerS / row.Prediction.LimitPerS
 			row.Ratio = &r
@@ -412,14 +405,14 @@ func serverNote(m *CostModel) string {
 		return "No server time is priced: the fleet had no idle probes of its servers (seckill up measures them)."
 	}
 	var parts []string
-	for _, s := range cost.Servers() {
-		ops, ok := cost.ServerOps[s]
+	for _, s := range costmodel.Servers() {
+		ops, ok := costmodel.ServerOps[s]
 		probes := m.ServerProbes[s]
 		if !ok || len(probes) == 0 {
 			continue
 		}
 		var figs []string
-		for _, op := range []cost.Op{ops.Read, ops.Write, ops.Release} {
+		for _, op := range []costmodel.Op{ops.Read, ops.Write, ops.Release} {
 			if ms, ok := probes[op]; ok && !slices.Contains(figs, fmt.Sprintf("%s %.3f", op, ms)) {
 				figs = append(figs, fmt.Sprintf("%s %.3f", op, ms))
 			}
@@ -466,9 +459,9 @@ var stepWords = map[string]string{
 }
 
 // serverFigures renders per-server figures as "redis 2.00 + mysql 5.00".
-func serverFigures(m map[cost.Server]float64) string {
+func serverFigures(m map[costmodel.Server]float64) string {
 	var parts []string
-	for _, s := range cost.Servers() {
+	for _, s := range costmodel.Servers() {
 		if v, ok := m[s]; ok && v >= 0.005 {
 			parts = append(parts, fmt.Sprintf("%s %.2f", s, v))
 		}

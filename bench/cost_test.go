@@ -2,69 +2,29 @@ package bench
 
 import (
 	"encoding/json"
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/seckill-lab/seckill/internal/cost"
-	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/bench/fleet"
 )
-
-// TestFsyncServers: which servers' writes cost an fsync comes from the
-// server descriptions, per durability level.
-func TestFsyncServers(t *testing.T) {
-	cases := []struct {
-		level string
-		want  []cost.Server
-	}{
-		{server.DurabilityDefault, []cost.Server{cost.Etcd, cost.ZooKeeper, cost.MySQL, cost.Consul}},
-		{"", []cost.Server{cost.Etcd, cost.ZooKeeper, cost.MySQL, cost.Consul}},
-		{"unknown", []cost.Server{cost.Etcd, cost.ZooKeeper, cost.MySQL, cost.Consul}},
-		{server.DurabilityFsync, cost.Servers()},
-		{server.DurabilityNone, nil},
-	}
-	for _, tc := range cases {
-		got := fsyncServers(tc.level)
-		for _, s := range cost.Servers() {
-			want := false
-			for _, w := range tc.want {
-				want = want || w == s
-			}
-			if got[s] != want {
-				t.Errorf("level %q: %s fsyncs %v, want %v", tc.level, s, got[s], want)
-			}
-		}
-	}
-	// Every server the meter counts is described, at every level.
-	for _, s := range cost.Servers() {
-		sp, ok := server.ByGroup(server.Group(s))
-		if !ok {
-			t.Errorf("no server description of group %q", s)
-			continue
-		}
-		for _, l := range server.Durabilities() {
-			if _, ok := sp.Fsyncs[l]; !ok {
-				t.Errorf("%s: Fsyncs says nothing at level %s", s, l)
-			}
-		}
-	}
-}
 
 // costedReport is craftedReport with the counts of two strategies: redis
 // (a lock: 4 acquire round trips, release and last acquire on Redis, the
 // transaction on MySQL) and sql-atomic (the row's serial section).
 func costedReport() *Report {
 	rep := craftedReport()
-	tx := map[cost.Phase]cost.Counts{cost.Held: {RoundTrips: 1500, Writes: 300}, cost.RowLocked: {RoundTrips: 600, Writes: 300}}
-	counts := map[string]cost.Snapshot{
+	tx := map[costmodel.Phase]costmodel.Counts{costmodel.Held: {RoundTrips: 1500, Writes: 300}, costmodel.RowLocked: {RoundTrips: 600, Writes: 300}}
+	counts := map[string]costmodel.Snapshot{
 		"redis": {
-			cost.Redis: {cost.Acquire: {RoundTrips: 1200, Writes: 1200}, cost.AcquireLast: {RoundTrips: 300, Writes: 300}, cost.Release: {RoundTrips: 300, Writes: 300}},
-			cost.MySQL: tx,
+			costmodel.Redis: {costmodel.Acquire: {RoundTrips: 1200, Writes: 1200}, costmodel.AcquireLast: {RoundTrips: 300, Writes: 300}, costmodel.Release: {RoundTrips: 300, Writes: 300}},
+			costmodel.MySQL: tx,
 		},
-		"sql-atomic": {cost.MySQL: {cost.Held: {RoundTrips: 1200, Writes: 300}, cost.RowLocked: {RoundTrips: 600, Writes: 300}}},
+		"sql-atomic": {costmodel.MySQL: {costmodel.Held: {RoundTrips: 1200, Writes: 300}, costmodel.RowLocked: {RoundTrips: 600, Writes: 300}}},
 	}
-	fs := fsyncServers(server.DurabilityDefault)
+	fs := fsyncServers(fleet.Fleet{Fsyncs: []string{"etcd", "zookeeper", "mysql", "consul"}})
 	for i, r := range rep.Runs {
 		if c, ok := counts[r.Strategy]; ok {
 			rep.Runs[i].Cost = newRunCost(c, r.OK, fs)
@@ -73,8 +33,8 @@ func costedReport() *Report {
 	// RTT 0.5 ms, fsync 3 ms: redis 7 round trips and 1 fsync = 6.5 ms,
 	// 154/s against 240 measured (agrees within 2x); sql-atomic 2 round
 	// trips and 1 fsync = 4 ms, 250/s against 720 measured (disagrees).
-	cond := CostConditions{Durability: server.DurabilityDefault, RTTMS: 0.5, RTTSource: "test", FsyncMS: 3, FsyncDir: "/tmp",
-		FsyncServers: []cost.Server{cost.Etcd, cost.ZooKeeper, cost.MySQL, cost.Consul}}
+	cond := CostConditions{Durability: "default", RTTMS: 0.5, RTTSource: "test", FsyncMS: 3, FsyncDir: "/tmp",
+		FsyncServers: []costmodel.Server{costmodel.Etcd, costmodel.ZooKeeper, costmodel.MySQL, costmodel.Consul}}
 	rep.CostModel = costModel(cond, rep.Runs, rep.Summary)
 	return rep
 }
@@ -163,7 +123,7 @@ func TestCostTableInReports(t *testing.T) {
 		}
 	}
 	for _, r := range back.Runs {
-		if r.Strategy == "redis" && (r.Cost == nil || r.Cost.PerPurchase[cost.MySQL][cost.Held].RoundTrips != 5) {
+		if r.Strategy == "redis" && (r.Cost == nil || r.Cost.PerPurchase[costmodel.MySQL][costmodel.Held].RoundTrips != 5) {
 			t.Errorf("report.json redis run cost: %+v", r.Cost)
 		}
 	}
@@ -175,9 +135,9 @@ func TestCostTableInReports(t *testing.T) {
 func TestCostModelServerTime(t *testing.T) {
 	rep := costedReport()
 	cond := rep.CostModel.CostConditions
-	cond.ServerProbes, cond.ProbeRTTMS = cost.ServerTimes{
-		cost.Redis: {cost.RedisGet: 0.05, cost.RedisSet: 0.15, cost.RedisEval: 0.25},
-		cost.MySQL: {cost.MySQLUpdate: 0.15, cost.MySQLCommit: 3.5},
+	cond.ServerProbes, cond.ProbeRTTMS = costmodel.ServerTimes{
+		costmodel.Redis: {costmodel.RedisGet: 0.05, costmodel.RedisSet: 0.15, costmodel.RedisEval: 0.25},
+		costmodel.MySQL: {costmodel.MySQLUpdate: 0.15, costmodel.MySQLCommit: 3.5},
 	}, 0.05
 	m := costModel(cond, rep.Runs, rep.Summary)
 	for _, r := range m.Rows {

@@ -1,10 +1,9 @@
 package bench
 
 import (
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"strings"
 	"testing"
-
-	"github.com/seckill-lab/seckill/internal/cost"
 )
 
 // TestLockSteps: a lock's cycle, measured per hold, is set beside the
@@ -15,7 +14,7 @@ func TestLockSteps(t *testing.T) {
 	cycle := func(holds int, read, write, release, handoff float64) *LockCycle {
 		return &LockCycle{Holds: holds, HandoffMS: *lat(handoff), ReadMS: lat(read), WriteMS: lat(write), ReleaseMS: lat(release)}
 	}
-	pred := cost.Prediction{ByPhase: map[cost.Phase]float64{cost.Held: 6, cost.Release: 2, cost.AcquireLast: 2.5}}
+	pred := costmodel.Prediction{ByPhase: map[costmodel.Phase]float64{costmodel.Held: 6, costmodel.Release: 2, costmodel.AcquireLast: 2.5}}
 	tests := []struct {
 		name      string
 		cycles    []*LockCycle

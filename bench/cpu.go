@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 )
 
 // CPUSampler reads how much CPU time the fleet's processes have used so

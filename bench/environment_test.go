@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 )
 
 // TestEnvironmentCluster: a bench on Kubernetes states where it ran, in

@@ -3,7 +3,7 @@ package bench
 import (
 	"context"
 
-	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/bench/adminclient"
 	"github.com/seckill-lab/seckill/stock"
 )
 

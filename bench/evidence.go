@@ -16,11 +16,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seckill-lab/seckill/bench/adminclient"
 	"github.com/seckill-lab/seckill/bench/chart"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/bench/history"
 	"github.com/seckill-lab/seckill/bench/lockcheck"
-	"github.com/seckill-lab/seckill/internal/adminclient"
-	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
 )
 

@@ -13,9 +13,8 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/bench/history"
-	"github.com/seckill-lab/seckill/internal/api"
-	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -156,7 +155,7 @@ func (s *eventServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for _, ev := range sc.kept {
 			send(ev)
 		}
-		fmt.Fprint(w, api.ReplayedComment+"\n\n")
+		fmt.Fprint(w, stock.ReplayedComment+"\n\n")
 	}
 	for _, ev := range sc.live {
 		send(ev)

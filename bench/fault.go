@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/lockimpl"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/fault"
-	"github.com/seckill-lab/seckill/internal/fleet"
 )
 
 // rec is a Faulter of our own that records when each fault began and ended.

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 )
 
 // Experiment is a fault applied to the fleet from outside the bench (a

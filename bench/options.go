@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 )
 
 func craftedReport() *Report {
@@ -154,16 +154,16 @@ func TestReportMarkdownAndTable(t *testing.T) {
 	}
 }
 
-// TestDurabilityStated: every report says the servers' durability, and
-// "unknown" for a fleet started elsewhere.
+// TestDurabilityStated: every report says the servers' durability as the
+// fleet describes it, and "unknown" for a fleet that did not say.
 func TestDurabilityStated(t *testing.T) {
-	for _, tc := range []struct{ fleet, want string }{
-		{"fsync", "fsync: every server fsyncs"},
-		{"none", "none: no server fsyncs per write"},
-		{"", "unknown (a fleet started elsewhere"},
+	for _, tc := range []struct{ fleet, means, want string }{
+		{"fsync", "every server fsyncs an acknowledged write", "fsync: every server fsyncs"},
+		{"none", "no server fsyncs per write", "none: no server fsyncs per write"},
+		{"", "", "unknown (the fleet did not say"},
 	} {
 		rep := craftedReport()
-		rep.Environment = environment(fleet.Fleet{Target: "http://127.0.0.1:1", Durability: tc.fleet}, ModePurchase)
+		rep.Environment = environment(fleet.Fleet{Target: "http://127.0.0.1:1", Durability: tc.fleet, DurabilityMeans: tc.means}, ModePurchase)
 		found := false
 		for _, f := range buildView(rep).Facts {
 			found = found || f.Label == "durability" && strings.Contains(f.Value, tc.want)

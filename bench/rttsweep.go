@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench/chart"
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 )
 
 // RTTSetter changes the round trip on a fleet's links and returns the
@@ -244,7 +244,7 @@ func (sw *RTTSweep) view() view {
 		fact{"date", sw.Date.Format("2006-01-02 15:04:05 MST")},
 		fact{"command", sw.CommandLine},
 		fact{"environment", fmt.Sprintf("%s %s/%s, %d CPUs, host %s", e.GoVersion, e.OS, e.Arch, e.CPUs, e.Hostname)},
-		fact{"durability", durabilityFact(e.Durability)},
+		fact{"durability", durabilityFact(e)},
 		fact{"fleet", fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)},
 		fact{"modes", "purchase: the critical section is the database transaction; lock alone: a Redis counter on a direct link instead (seckill bench --mode)"},
 		fact{"round trips", "added by the fault proxy on every link of an instance to a server (and the ha members' links when the stack started with --rtt); each point's measured round trip is a one-byte echo through a proxy with the same toxics (the proxy's own cost included), the requested one is in report.json"})

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 )
 
 // TestRTTSweepPages: the conditions cross (modes, then batch sizes), and the

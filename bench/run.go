@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/cost"
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -122,7 +122,7 @@ func (r *runner) reset(ctx context.Context, run *RunResult, label string) error 
 type counters struct {
 	locks   lockStats
 	lockErr error
-	cost    cost.Snapshot
+	cost    costmodel.Snapshot
 	costErr error
 }
 
@@ -145,7 +145,7 @@ type loadOutcome struct {
 	gaps       []string
 	evErr      error
 	// cost is the servers' work the load cost (nil when not counted).
-	cost cost.Snapshot
+	cost costmodel.Snapshot
 }
 
 // attack fires the run's purchases, its faults, lock event collection and
@@ -338,7 +338,7 @@ func (r *runner) audit(ctx context.Context, run *RunResult, l loadOutcome, befor
 	fillRun(run, a, st, l.res)
 	run.ServiceOversold, run.ServiceLostUpdates = au.Oversold, au.LostUpdates
 	if l.cost != nil {
-		run.Cost = newRunCost(l.cost, run.OK, fsyncServers(r.fleet.Durability))
+		run.Cost = newRunCost(l.cost, run.OK, fsyncServers(r.fleet))
 	}
 	return nil
 }

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
-	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/lockimpl"
 )
 
@@ -89,7 +88,7 @@ func reportFacts(rep *Report) []fact {
 		{"date", rep.Date.Format("2006-01-02 15:04:05 MST")},
 		{"command", rep.CommandLine},
 		{"environment", fmt.Sprintf("%s %s/%s, %d CPUs, host %s", e.GoVersion, e.OS, e.Arch, e.CPUs, e.Hostname)},
-		{"durability", durabilityFact(e.Durability)},
+		{"durability", durabilityFact(e)},
 		{"round trip", rttFact(e.RTT)},
 		{"mode", modeFact(e.Mode)},
 		{"fleet", fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)},
@@ -260,16 +259,11 @@ func backendTable(runs []RunResult) table {
 
 // durabilityFact says what the servers' durability level means, for the
 // report's facts.
-func durabilityFact(level string) string {
-	switch level {
-	case server.DurabilityDefault:
-		return "default: Redis without persistence, the other servers fsync every write (seckill up --durability)"
-	case server.DurabilityFsync:
-		return "fsync: every server fsyncs an acknowledged write, Redis with appendfsync always (seckill up --durability)"
-	case server.DurabilityNone:
-		return "none: no server fsyncs per write (each turns it off, or keeps its data on tmpfs: seckill status says which) (seckill up --durability)"
+func durabilityFact(e Environment) string {
+	if e.DurabilityMeans == "" {
+		return e.Durability + " (the fleet did not say what its servers make durable)"
 	}
-	return level + " (a fleet started elsewhere: its servers' durability was not given)"
+	return e.Durability + ": " + e.DurabilityMeans
 }
 
 // rttFact says the round trip the links added, for the report's facts.

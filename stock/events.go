@@ -10,6 +10,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ReplayedComment is the comment line of an instance's event stream (the
+// admin API's GET /admin/events?replay=true) that ends the replayed
+// events: what follows is live.
+const ReplayedComment = ": replayed"
+
 // EventKind is what happened to one purchase's lock or stock.
 type EventKind string
 

@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/config"
-	"github.com/seckill-lab/seckill/internal/fleet"
 	"github.com/seckill-lab/seckill/internal/netfault"
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
 )
@@ -340,6 +341,7 @@ func (f *benchFlags) findFleet(ctx context.Context, o *bench.Options) error {
 			tok = os.Getenv(config.EnvAdminToken)
 		}
 		o.Fleet = fleet.Fleet{Target: f.target, Instances: config.SplitList(f.instanceURLs), AdminToken: tok, Cluster: fleet.ClusterFromEnv(ctx)}
+		server.DescribeDurability(&o.Fleet)
 		if f.instancesDNS != "" {
 			var err error
 			if o.Fleet.Instances, err = fleet.ResolveInstances(ctx, net.DefaultResolver, f.instancesDNS); err != nil {

@@ -3,7 +3,8 @@ package main
 import (
 	"strings"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
+	"github.com/seckill-lab/seckill/internal/fault"
 )
 
 // faultFlags collects repeated --fault specs.
@@ -18,7 +19,7 @@ func (f *faultFlags) String() string {
 }
 
 func (f *faultFlags) Set(v string) error {
-	x, err := fleet.ParseFault(v)
+	x, err := fault.Parse(v)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"os"
 	"runtime"
 
@@ -31,7 +32,7 @@ func runProxy(ctx context.Context, args []string) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		errc := make(chan error, 1)
-		go func() { errc <- netfault.ServeEcho(ctx, *echo) }()
+		go func() { errc <- costmodel.ServeEcho(ctx, *echo) }()
 		err := netfault.Serve(ctx, *listen, *config, os.Stderr)
 		cancel()
 		return errors.Join(err, <-errc)

@@ -173,9 +173,9 @@ func TestEventsStream(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	buf := make([]byte, len(api.ReplayedComment))
-	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != api.ReplayedComment {
-		t.Errorf("first bytes %q (%v), want %q", buf, err, api.ReplayedComment)
+	buf := make([]byte, len(stock.ReplayedComment))
+	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != stock.ReplayedComment {
+		t.Errorf("first bytes %q (%v), want %q", buf, err, stock.ReplayedComment)
 	}
 }
 

@@ -29,14 +29,10 @@ const eventsBuffer = 1024
 // replayPiece is how many kept events a replay copies at once.
 const replayPiece = 256
 
-// ReplayedComment is the comment line that ends the replayed events of
-// GET /admin/events?replay=true: what follows is live.
-const ReplayedComment = ": replayed"
-
 // events streams the instance's lock events as server-sent events
 // (GET /admin/events): one `event: lock` with the Event as JSON per step,
 // oldest first. With ?replay=true the events the instance kept are sent
-// first, then the line ReplayedComment. The stream ends when the client
+// first, then the line stock.ReplayedComment. The stream ends when the client
 // goes away.
 func (h *handler) events(c *gin.Context) {
 	if h.Events == nil {
@@ -87,7 +83,7 @@ func (h *handler) events(c *gin.Context) {
 	if replay {
 		// A comment line (clients skip it): what follows is live. A
 		// reader that wants only the past stops here.
-		if _, err := fmt.Fprint(w, ReplayedComment+"\n\n"); err != nil {
+		if _, err := fmt.Fprint(w, stock.ReplayedComment+"\n\n"); err != nil {
 			return
 		}
 	}

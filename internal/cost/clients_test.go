@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/internal/testenv"
@@ -124,7 +125,7 @@ func TestRedisFanOut(t *testing.T) {
 	if want := (cost.Counts{RoundTrips: 4, Writes: 1, Overlapped: 2}); got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
-	path := cost.CriticalPath(m.Snapshot().Per(1), true)
+	path := costmodel.CriticalPath(m.Snapshot().Per(1), true)
 	if rt := path.RoundTrips[cost.Redis]; rt != 2 {
 		t.Errorf("critical path %v round trips, want 2 (the three at once, then the DEL)", rt)
 	}

@@ -1,7 +1,10 @@
 // Package cost counts, from the clients themselves, the round trips an
 // instance makes to each server and how many of them are writes the server
-// makes durable, by the phase of the purchase they belong to; and it turns
-// those counts into a prediction of each strategy's serial limit.
+// makes durable, by the phase of the purchase they belong to, which the
+// service marks on each request's context (WithPhase, Acquired). The counts'
+// vocabulary (Server, Phase, Counts, Snapshot) and the model that turns
+// them into a prediction of each strategy's serial limit are
+// bench/costmodel's.
 //
 // # What is counted, and where
 //
@@ -44,180 +47,53 @@
 // Redis hook tracks what is in flight: the other clients' requests within
 // one phase go one after the other.
 //
-// # Phases
-//
-// Each count is attributed to the phase of the purchase that made it, read
-// from the request's context (WithPhase, set by stock.Service): Acquire
-// (taking the lock, waiting included), Held (the deduction: the DB
-// transaction, under the lock for a locker strategy, or the whole deduction
-// of one that takes none), Release, and Other (no purchase: health checks,
-// resets, session upkeep). Two more rows overlap those four and are not
-// added to them:
-//
-//   - AcquireLast is the last round trip of each successful acquisition
-//     (Acquired): the one a waiter makes once the holder has released.
-//   - RowLocked is what a MySQL transaction does after the statement that
-//     took its row locks (the first write, or a SELECT ... FOR UPDATE) up
-//     to and including its COMMIT or ROLLBACK: the row's own serial
-//     section, from the locking statement's reply to the commit.
-//
-// go-zookeeper takes no context, so its counts cannot be attributed through
-// it. They are attributed by opcode, as a lock recipe uses them: create,
-// exists, getData, getChildren, sync and check are Acquire, delete is
-// Release, ping, setWatches, auth and close are Other. ZooKeeper has no
-// AcquireLast row; the model takes a waiter's last step as one read (the
-// getChildren after its watch fired).
-//
-// # The model
-//
-// One holder at a time, a strategy sells at most
-//
-//	limit = 1 / (round trips × RTT + fsyncs × fsync latency + server time)
-//
-// purchases per second, where round trips and fsyncs are those of its
-// critical path per purchase (CriticalPath), and the server time is each
-// step's reads and writes at the server's own idle time for the operation
-// the step uses (ServerOps: a release is the delete a waiter watches),
-// from probes made straight at the idle servers when the stack started
-// (internal/idleprobe), less the probe's own round trip and fsync, which
-// the first two terms price. The three terms are the prediction's wire,
-// disk and server parts; nothing in the model is fitted to a measured
-// throughput:
-//
-//   - a lock (catalog.KindLocker): what happens while the lock is held, plus
-//     the release, plus the next holder's final acquire round trip
-//     (AcquireLast), all servers together;
-//   - no lock of its own (mysql-forupdate, mysql-optimistic, sql-atomic,
-//     redis-atomic): the goods row's serial section (RowLocked).
-//
-// A write costs one fsync where its server fsyncs at the stack's durability
-// level (internal/server's Spec.Fsyncs). RTT is the measured round trip of
-// the stack's links; the fsync latency is the median of small write+fsync
-// calls measured on the disk holding the servers' data. The model counts
-// no server CPU beyond the idle probes' (none of a loaded server's
-// queueing), nor the network's bandwidth, nor the peer round trip
-// of a quorum write in the ha topology; nor the batching a server does
-// under load (a group commit makes one fsync of several transactions'
-// writes), which the serial path of one holder at a time does not get. A
-// measured figure more than twice off the prediction is therefore a
-// finding (something on the path is not serial, or something else limits)
-// or a bug (in the counts or in the lock).
+// Phases and the model: see bench/costmodel.
 package cost
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/seckill-lab/seckill/bench/costmodel"
 )
 
-// Server is a kind of server the instances talk to; the names are
-// internal/server's groups.
-type Server string
+// The counts' vocabulary is bench/costmodel's.
+type (
+	Server   = costmodel.Server
+	Phase    = costmodel.Phase
+	Counts   = costmodel.Counts
+	Snapshot = costmodel.Snapshot
+)
 
-// Servers.
+// Servers and phases (bench/costmodel).
 const (
-	Redis     Server = "redis"
-	Etcd      Server = "etcd"
-	ZooKeeper Server = "zookeeper"
-	MySQL     Server = "mysql"
-	Consul    Server = "consul"
+	Redis       = costmodel.Redis
+	Etcd        = costmodel.Etcd
+	ZooKeeper   = costmodel.ZooKeeper
+	MySQL       = costmodel.MySQL
+	Consul      = costmodel.Consul
+	Acquire     = costmodel.Acquire
+	Held        = costmodel.Held
+	Release     = costmodel.Release
+	Other       = costmodel.Other
+	AcquireLast = costmodel.AcquireLast
+	RowLocked   = costmodel.RowLocked
 )
-
-// Servers lists every server, in report order.
-func Servers() []Server { return []Server{Redis, Etcd, ZooKeeper, MySQL, Consul} }
-
-// Phase is the part of a purchase a round trip belongs to.
-type Phase string
-
-// Phases of a purchase (see the package doc). AcquireLast and RowLocked
-// overlap the others.
-const (
-	Acquire     Phase = "acquire"
-	Held        Phase = "held"
-	Release     Phase = "release"
-	Other       Phase = "other"
-	AcquireLast Phase = "acquire_last"
-	RowLocked   Phase = "row_locked"
-)
-
-// Phases lists every phase, in report order.
-func Phases() []Phase { return []Phase{Acquire, Held, Release, Other, AcquireLast, RowLocked} }
-
-// Counts are cumulative counts of one server in one phase.
-type Counts struct {
-	// RoundTrips are requests answered at once.
-	RoundTrips int64 `json:"round_trips"`
-	// Writes are the round trips the server makes durable before it
-	// answers (one fsync each where it fsyncs).
-	Writes int64 `json:"writes"`
-	// Waits are requests whose answer waits for a change (a blocking
-	// query, a watch): not round trips.
-	Waits int64 `json:"waits,omitempty"`
-	// Overlapped are the round trips sent while another request of the
-	// same purchase and phase was in flight (a fan-out: Redlock asks
-	// every master at once), and OverlappedWrites the writes among them:
-	// counted in RoundTrips and Writes (the servers' load), taken out of
-	// the critical path (they cost one round trip together).
-	Overlapped       int64 `json:"overlapped,omitempty"`
-	OverlappedWrites int64 `json:"overlapped_writes,omitempty"`
-}
-
-// Snapshot is a Meter's counts by server and phase; a server or phase
-// with nothing counted is left out.
-type Snapshot map[Server]map[Phase]Counts
-
-// Add returns s plus o.
-func (s Snapshot) Add(o Snapshot) Snapshot { return s.combine(o, 1) }
-
-// Sub returns s minus o (the counts of an interval between two snapshots).
-func (s Snapshot) Sub(o Snapshot) Snapshot { return s.combine(o, -1) }
-
-func (s Snapshot) combine(o Snapshot, sign int64) Snapshot {
-	out := Snapshot{}
-	put := func(src Snapshot, k int64) {
-		for srv, ps := range src {
-			for p, c := range ps {
-				if out[srv] == nil {
-					out[srv] = map[Phase]Counts{}
-				}
-				t := out[srv][p]
-				t.RoundTrips += k * c.RoundTrips
-				t.Writes += k * c.Writes
-				t.Waits += k * c.Waits
-				t.Overlapped += k * c.Overlapped
-				t.OverlappedWrites += k * c.OverlappedWrites
-				out[srv][p] = t
-			}
-		}
-	}
-	put(s, 1)
-	put(o, sign)
-	for srv, ps := range out {
-		for p, c := range ps {
-			if c == (Counts{}) {
-				delete(ps, p)
-			}
-		}
-		if len(ps) == 0 {
-			delete(out, srv)
-		}
-	}
-	return out
-}
 
 // Meter is one instance's counters. Its methods are safe for concurrent
 // use; the zero value is not: build it with NewMeter.
 type Meter struct {
-	c [][]counter // by index in Servers(), then in Phases()
+	c [][]counter // by index in costmodel.Servers(), then in costmodel.Phases()
 }
 
 type counter struct{ rt, w, wait, ort, ow atomic.Int64 }
 
 // NewMeter returns a Meter with every count at zero.
 func NewMeter() *Meter {
-	m := &Meter{c: make([][]counter, len(Servers()))}
+	m := &Meter{c: make([][]counter, len(costmodel.Servers()))}
 	for i := range m.c {
-		m.c[i] = make([]counter, len(Phases()))
+		m.c[i] = make([]counter, len(costmodel.Phases()))
 	}
 	return m
 }
@@ -232,7 +108,7 @@ func positions[T comparable](all []T) map[T]int {
 	return out
 }
 
-var serverPos, phasePos = positions(Servers()), positions(Phases())
+var serverPos, phasePos = positions(costmodel.Servers()), positions(costmodel.Phases())
 
 // add counts one request of s in phase p.
 func (m *Meter) add(s Server, p Phase, op op) {
@@ -285,8 +161,8 @@ func (m *Meter) recordIn(s Server, mk mark, o op) {
 // Snapshot returns the counts so far.
 func (m *Meter) Snapshot() Snapshot {
 	out := Snapshot{}
-	for i, s := range Servers() {
-		for j, p := range Phases() {
+	for i, s := range costmodel.Servers() {
+		for j, p := range costmodel.Phases() {
 			c := &m.c[i][j]
 			v := Counts{RoundTrips: c.rt.Load(), Writes: c.w.Load(), Waits: c.wait.Load(), Overlapped: c.ort.Load(), OverlappedWrites: c.ow.Load()}
 			if v == (Counts{}) {

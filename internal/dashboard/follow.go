@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/bench/adminclient"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
 )

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/bench/adminclient"
 	"github.com/seckill-lab/seckill/bench/lockcheck"
-	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/stock"
 )
 

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
-	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/bench/adminclient"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/stock"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/bench/adminclient"
 	"github.com/seckill-lab/seckill/stock"
 )
 

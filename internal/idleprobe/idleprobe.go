@@ -17,12 +17,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/cost"
-	"github.com/seckill-lab/seckill/internal/fleet"
 )
 
 // Prefix starts every key, znode and table name the probes use.
@@ -79,9 +80,9 @@ func Run(ctx context.Context, targets []Target, o Options) *fleet.ServerProbes {
 	out := &fleet.ServerProbes{At: time.Now().UTC(), Samples: o.Samples, BudgetMS: float64(o.Budget.Microseconds()) / 1000,
 		Servers: map[string]fleet.ServerProbe{}}
 	rctx, cancel := context.WithTimeout(ctx, o.Budget)
-	out.LoopbackRTTMS, _ = cost.LoopbackRTTMS(rctx, rttSamples) // 0 when it failed: nothing is taken off the probes
+	out.LoopbackRTTMS, _ = costmodel.LoopbackRTTMS(rctx, rttSamples) // 0 when it failed: nothing is taken off the probes
 	if o.FsyncDir != "" {
-		out.FsyncMS, _ = cost.FsyncMS(rctx, o.FsyncDir, fsyncSamples) // likewise
+		out.FsyncMS, _ = costmodel.FsyncMS(rctx, o.FsyncDir, fsyncSamples) // likewise
 	}
 	cancel()
 	for _, t := range targets {
@@ -101,7 +102,7 @@ func Run(ctx context.Context, targets []Target, o Options) *fleet.ServerProbes {
 // times each of its operations.
 type ServerProbes struct {
 	Server cost.Server
-	Ops    []cost.Op
+	Ops    []costmodel.Op
 	Probe  func(ctx context.Context, addr string, o Options) (map[string]fleet.OpProbe, string)
 }
 
@@ -119,7 +120,7 @@ var Table = []ServerProbes{
 // request of it on key (unique to the sample) and returns the time of the
 // request alone: whatever it sets up first or cleans up after is untimed.
 type op[C any] struct {
-	op     cost.Op
+	op     costmodel.Op
 	sample func(ctx context.Context, c C, key string) (time.Duration, error)
 }
 
@@ -138,7 +139,7 @@ type dialer[C any] func(ctx context.Context, addr string) (C, func(ctx context.C
 
 // probes makes a server's entry of Table from its dialer and operations.
 func probes[C any](s cost.Server, dial dialer[C], ops []op[C]) ServerProbes {
-	names := make([]cost.Op, len(ops))
+	names := make([]costmodel.Op, len(ops))
 	for i, o := range ops {
 		names[i] = o.op
 	}

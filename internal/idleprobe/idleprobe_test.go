@@ -2,6 +2,7 @@ package idleprobe_test
 
 import (
 	"context"
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"net"
 	"testing"
 	"time"
@@ -43,21 +44,21 @@ func TestServerDown(t *testing.T) {
 }
 
 // TestTable: every server the model prices has probes for the operations
-// it prices with (cost.ServerOps), once each.
+// it prices with (costmodel.ServerOps), once each.
 func TestTable(t *testing.T) {
-	for s, ops := range cost.ServerOps {
+	for s, ops := range costmodel.ServerOps {
 		t.Run(string(s), func(t *testing.T) {
-			var have []cost.Op
+			var have []costmodel.Op
 			for _, e := range idleprobe.Table {
 				if e.Server == s {
 					have = append(have, e.Ops...)
 				}
 			}
-			seen := map[cost.Op]int{}
+			seen := map[costmodel.Op]int{}
 			for _, op := range have {
 				seen[op]++
 			}
-			for _, op := range []cost.Op{ops.Read, ops.Write, ops.Release} {
+			for _, op := range []costmodel.Op{ops.Read, ops.Write, ops.Release} {
 				if seen[op] != 1 {
 					t.Errorf("%s %s probed %d times, want once (have %v)", s, op, seen[op], have)
 				}

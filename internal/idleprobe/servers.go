@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"net/http"
 	"time"
 
@@ -17,8 +18,6 @@ import (
 
 	// The MySQL driver of dialMySQL.
 	_ "github.com/go-sql-driver/mysql"
-
-	"github.com/seckill-lab/seckill/internal/cost"
 )
 
 // Redis: GET, SET NX PX (a lock's acquire) and the release script (a
@@ -28,13 +27,13 @@ import (
 const releaseScript = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
 
 var redisOps = []op[*redis.Client]{
-	{cost.RedisGet, timed(func(ctx context.Context, c *redis.Client, key string) error {
+	{costmodel.RedisGet, timed(func(ctx context.Context, c *redis.Client, key string) error {
 		return c.Get(ctx, Prefix).Err()
 	})},
-	{cost.RedisSet, timed(func(ctx context.Context, c *redis.Client, key string) error {
+	{costmodel.RedisSet, timed(func(ctx context.Context, c *redis.Client, key string) error {
 		return c.SetNX(ctx, key, "1", time.Minute).Err()
 	})},
-	{cost.RedisEval, func(ctx context.Context, c *redis.Client, key string) (time.Duration, error) {
+	{costmodel.RedisEval, func(ctx context.Context, c *redis.Client, key string) (time.Duration, error) {
 		if err := c.Set(ctx, key, "1", time.Minute).Err(); err != nil {
 			return 0, fmt.Errorf("set %s: %w", key, err)
 		}
@@ -70,21 +69,21 @@ func dialRedis(ctx context.Context, addr string) (*redis.Client, func(context.Co
 // untimed after).
 
 var etcdOps = []op[*clientv3.Client]{
-	{cost.EtcdPut, timed(func(ctx context.Context, c *clientv3.Client, key string) error {
+	{costmodel.EtcdPut, timed(func(ctx context.Context, c *clientv3.Client, key string) error {
 		_, err := c.Put(ctx, key, "1")
 		return err
 	})},
-	{cost.EtcdGet, timed(func(ctx context.Context, c *clientv3.Client, key string) error {
+	{costmodel.EtcdGet, timed(func(ctx context.Context, c *clientv3.Client, key string) error {
 		_, err := c.Get(ctx, Prefix)
 		return err
 	})},
-	{cost.EtcdTxn, timed(func(ctx context.Context, c *clientv3.Client, key string) error {
+	{costmodel.EtcdTxn, timed(func(ctx context.Context, c *clientv3.Client, key string) error {
 		_, err := c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, ""), clientv3.OpGet(Prefix+"-txn-", clientv3.WithFirstCreate()...)).
 			Else(clientv3.OpGet(key)).Commit()
 		return err
 	})},
-	{cost.EtcdDelete, func(ctx context.Context, c *clientv3.Client, key string) (time.Duration, error) {
+	{costmodel.EtcdDelete, func(ctx context.Context, c *clientv3.Client, key string) (time.Duration, error) {
 		if _, err := c.Put(ctx, key, "1"); err != nil {
 			return 0, fmt.Errorf("put %s: %w", key, err)
 		}
@@ -93,7 +92,7 @@ var etcdOps = []op[*clientv3.Client]{
 			return err
 		})(ctx, c, key)
 	}},
-	{cost.EtcdDeleteWatched, func(ctx context.Context, c *clientv3.Client, key string) (time.Duration, error) {
+	{costmodel.EtcdDeleteWatched, func(ctx context.Context, c *clientv3.Client, key string) (time.Duration, error) {
 		if _, err := c.Put(ctx, key, "1"); err != nil {
 			return 0, fmt.Errorf("put %s: %w", key, err)
 		}
@@ -172,14 +171,14 @@ func zkNode(ctx context.Context, c *zk.Conn) (string, error) {
 }
 
 var zooKeeperOps = []op[*zk.Conn]{
-	{cost.ZooKeeperCreate, timed(func(ctx context.Context, c *zk.Conn, _ string) error {
+	{costmodel.ZooKeeperCreate, timed(func(ctx context.Context, c *zk.Conn, _ string) error {
 		_, err := zkNode(ctx, c)
 		return err
 	})},
-	{cost.ZooKeeperGetChildren, timed(func(ctx context.Context, c *zk.Conn, _ string) error {
+	{costmodel.ZooKeeperGetChildren, timed(func(ctx context.Context, c *zk.Conn, _ string) error {
 		return zkDo(ctx, func() error { _, _, err := c.Children(zkDir); return err })
 	})},
-	{cost.ZooKeeperDelete, func(ctx context.Context, c *zk.Conn, _ string) (time.Duration, error) {
+	{costmodel.ZooKeeperDelete, func(ctx context.Context, c *zk.Conn, _ string) (time.Duration, error) {
 		path, err := zkNode(ctx, c)
 		if err != nil {
 			return 0, err
@@ -188,7 +187,7 @@ var zooKeeperOps = []op[*zk.Conn]{
 		err = zkDo(ctx, func() error { return c.Delete(path, -1) })
 		return time.Since(t0), err
 	}},
-	{cost.ZooKeeperDeleteWatched, func(ctx context.Context, c *zk.Conn, _ string) (time.Duration, error) {
+	{costmodel.ZooKeeperDeleteWatched, func(ctx context.Context, c *zk.Conn, _ string) (time.Duration, error) {
 		path, err := zkNode(ctx, c)
 		if err != nil {
 			return 0, err
@@ -269,18 +268,18 @@ func dialZooKeeper(ctx context.Context, addr string) (*zk.Conn, func(context.Con
 // untimed after).
 
 var consulOps = []op[*consul.Client]{
-	{cost.ConsulKVCAS, timed(func(ctx context.Context, c *consul.Client, key string) error {
+	{costmodel.ConsulKVCAS, timed(func(ctx context.Context, c *consul.Client, key string) error {
 		ok, _, err := c.KV().CAS(&consul.KVPair{Key: key, Value: []byte("1")}, (&consul.WriteOptions{}).WithContext(ctx))
 		if err == nil && !ok {
 			err = fmt.Errorf("cas %s: refused", key)
 		}
 		return err
 	})},
-	{cost.ConsulKVGet, timed(func(ctx context.Context, c *consul.Client, _ string) error {
+	{costmodel.ConsulKVGet, timed(func(ctx context.Context, c *consul.Client, _ string) error {
 		_, _, err := c.KV().Get(Prefix, (&consul.QueryOptions{}).WithContext(ctx))
 		return err
 	})},
-	{cost.ConsulSessionCreate, func(ctx context.Context, c *consul.Client, _ string) (time.Duration, error) {
+	{costmodel.ConsulSessionCreate, func(ctx context.Context, c *consul.Client, _ string) (time.Duration, error) {
 		t0 := time.Now()
 		id, _, err := c.Session().Create(&consul.SessionEntry{Name: Prefix, TTL: "10s", Behavior: consul.SessionBehaviorDelete},
 			(&consul.WriteOptions{}).WithContext(ctx))
@@ -328,7 +327,7 @@ func mysqlTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
 const mysqlUpdate = "UPDATE " + mysqlTable + " SET n = n + 1 WHERE id = 1"
 
 var mysqlOps = []op[*sql.DB]{
-	{cost.MySQLUpdate, func(ctx context.Context, db *sql.DB, _ string) (time.Duration, error) {
+	{costmodel.MySQLUpdate, func(ctx context.Context, db *sql.DB, _ string) (time.Duration, error) {
 		tx, err := mysqlTx(ctx, db)
 		if err != nil {
 			return 0, err
@@ -341,7 +340,7 @@ var mysqlOps = []op[*sql.DB]{
 		d := time.Since(t0)
 		return d, tx.Commit()
 	}},
-	{cost.MySQLCommit, func(ctx context.Context, db *sql.DB, _ string) (time.Duration, error) {
+	{costmodel.MySQLCommit, func(ctx context.Context, db *sql.DB, _ string) (time.Duration, error) {
 		tx, err := mysqlTx(ctx, db)
 		if err != nil {
 			return 0, err

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/seckill-lab/seckill/bench"
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 )
 
 // TestConditionsLine: a lesson's conditions line describes the benches

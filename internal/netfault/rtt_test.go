@@ -3,6 +3,7 @@ package netfault
 import (
 	"context"
 	"fmt"
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"net"
 	"syscall"
 	"testing"
@@ -16,7 +17,7 @@ func echoServer(ctx context.Context, t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = ServeEchoOn(ctx, ln) }()
+	go func() { _ = costmodel.ServeEchoOn(ctx, ln) }()
 	return ln.Addr().String()
 }
 
@@ -55,7 +56,7 @@ func TestRTTToxic(t *testing.T) {
 					}
 				}
 			}
-			d, err := MeasureRTT(ctx, p.Addr(), 50)
+			d, err := costmodel.MeasureRTT(ctx, p.Addr(), 50)
 			if err != nil || d < tc.min || tc.below > 0 && d >= tc.below {
 				t.Errorf("round trip %s (%v), want at least %s (and under %s if set)", d, err, tc.min, tc.below)
 			}
@@ -92,7 +93,7 @@ func TestRTTToxicIdleCPU(t *testing.T) {
 		errs := make(chan error, conns)
 		for range conns {
 			go func() {
-				_, err := MeasureRTT(ctx, p.Addr(), rounds)
+				_, err := costmodel.MeasureRTT(ctx, p.Addr(), rounds)
 				errs <- err
 			}()
 		}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )

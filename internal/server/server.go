@@ -17,6 +17,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"os"
 	"path/filepath"
 	"slices"
@@ -402,6 +403,35 @@ func ValidDurability(d string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("--durability %q: want %s", d, strings.Join(Durabilities(), ", "))
+}
+
+// DescribeDurability fills in what f's servers make durable at
+// f.Durability, as these descriptions say: the level's meaning and the
+// servers whose acknowledged writes cost an fsync there. A fleet that did
+// not say its level ("", started elsewhere) is taken to run the default,
+// and its meaning says so.
+func DescribeDurability(f *fleet.Fleet) {
+	level, err := ValidDurability(f.Durability)
+	if err != nil {
+		level = DurabilityDefault
+	}
+	f.Fsyncs = nil
+	for _, sp := range All {
+		if sp.Fsyncs[level] {
+			f.Fsyncs = append(f.Fsyncs, string(sp.Group))
+		}
+	}
+	f.DurabilityMeans = durabilityMeans[level]
+	if f.Durability != level {
+		f.DurabilityMeans = "not given by a fleet started elsewhere; the cost model assumes the default: " + f.DurabilityMeans
+	}
+}
+
+// durabilityMeans says what each level means, for the reports.
+var durabilityMeans = map[string]string{
+	DurabilityDefault: "Redis without persistence, the other servers fsync every write (seckill up --durability)",
+	DurabilityFsync:   "every server fsyncs an acknowledged write, Redis with appendfsync always (seckill up --durability)",
+	DurabilityNone:    "no server fsyncs per write (each turns it off, or keeps its data on tmpfs: seckill status says which) (seckill up --durability)",
 }
 
 // Tmpfs is where DurabilityNone puts the data of a server without a switch

@@ -32,8 +32,8 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/bench/adminclient"
 	"github.com/seckill-lab/seckill/bench/chart"
-	"github.com/seckill-lab/seckill/internal/adminclient"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/supervise"
 	"github.com/seckill-lab/seckill/stock/catalog"

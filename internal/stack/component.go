@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/bench/adminclient"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/supervise"
 	"github.com/seckill-lab/seckill/stock"

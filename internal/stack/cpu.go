@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/supervise"
 )
 

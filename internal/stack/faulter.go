@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 )
 
 // Faulter injects a bench's faults (bench.Options.Faults) into the stack in

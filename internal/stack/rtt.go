@@ -14,13 +14,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"slices"
 	"strings"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/netfault"
 	"github.com/seckill-lab/seckill/internal/server"
 )
@@ -142,11 +143,11 @@ func measureRTT(ctx context.Context, st *State) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second+time.Duration(rttProbes)*time.Duration(st.RTT.RequestedMS*float64(time.Millisecond)))
 	defer cancel()
-	through, err := netfault.MeasureRTT(ctx, addr(st.port(offProbe)), rttProbes)
+	through, err := costmodel.MeasureRTT(ctx, addr(st.port(offProbe)), rttProbes)
 	if err != nil {
 		return err
 	}
-	direct, err := netfault.MeasureRTT(ctx, addr(st.port(offEcho)), rttProbes)
+	direct, err := costmodel.MeasureRTT(ctx, addr(st.port(offEcho)), rttProbes)
 	if err != nil {
 		return err
 	}

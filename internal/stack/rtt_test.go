@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,7 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/seckill-lab/seckill/bench"
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/netfault"
 	"github.com/seckill-lab/seckill/internal/testenv"
 )
@@ -118,7 +119,7 @@ func TestRTT(t *testing.T) {
 	if out, code := runSeckill(t, "fault", "--dir", dir, "heal"); code != 0 {
 		t.Fatalf("heal: exit %d: %s", code, out)
 	}
-	if d, err := netfault.MeasureRTT(ctx, addr(base+offProbe), 20); err != nil || d < rtt {
+	if d, err := costmodel.MeasureRTT(ctx, addr(base+offProbe), 20); err != nil || d < rtt {
 		t.Errorf("round trip after heal %s (%v), want at least %s", d, err, rtt)
 	}
 

@@ -16,8 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/adminclient"
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/adminclient"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/supervise"
 	"github.com/seckill-lab/seckill/stock"

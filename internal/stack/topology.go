@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/seckill-lab/seckill/internal/fleet"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/server"
 )
 
@@ -76,6 +76,7 @@ func (s *State) Fleet() fleet.Fleet {
 	if s.RTT != nil {
 		f.RTT = *s.RTT
 	}
+	server.DescribeDurability(&f)
 	return f
 }
 

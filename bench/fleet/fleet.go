@@ -2,9 +2,10 @@
 // the process supervisor (internal/stack) and the bench use: where it is
 // (Fleet, ResolveInstances), the conditions it runs under (RTT, Cluster),
 // its processes' CPU time (CPUSample), the servers' idle latencies
-// (ServerProbes) and a fault injected into it (Fault,
-// ParseFault). It holds data and parsing only: it imports no lock backend,
-// no server and no HTTP framework.
+// (ServerProbes) and a fault injected into it (Fault; the lab's
+// internal/fault parses a spec into one). It holds data only: it imports
+// nothing of the lab, no lock backend, no server and no HTTP framework,
+// so a bench of any service can fill it in.
 package fleet
 
 import "time"
@@ -21,6 +22,14 @@ type Fleet struct {
 	// acknowledge a write (`seckill up --durability`); "" when the fleet
 	// was started elsewhere and nobody said. Reports state it.
 	Durability string
+	// DurabilityMeans says in one sentence what Durability means for the
+	// fleet's servers, for the report; "" when nobody said.
+	DurabilityMeans string
+	// Fsyncs are the servers, by group (redis, etcd, zookeeper, consul,
+	// mysql: the cost model's names), whose acknowledged writes cost an
+	// fsync of the disk at Durability; none when nobody said (the cost
+	// model then prices no fsync).
+	Fsyncs []string
 	// Cluster, when the bench runs on Kubernetes, says where (ClusterFromEnv).
 	Cluster *Cluster
 	// RTT is the network round trip the fleet's links add (`seckill up

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/adminclient"
+	"github.com/seckill-lab/seckill/bench/adminclient"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
 )

@@ -1,4 +1,4 @@
-package cost
+package costmodel
 
 import (
 	"cmp"

@@ -1,5 +1,5 @@
 // Package adminclient is the one client of a seckill instance's admin API
-// (internal/api: /admin/strategy, /admin/reset, /admin/audit,
+// (the lab service's internal/api: /admin/strategy, /admin/reset, /admin/audit,
 // /admin/orders, /admin/events, /metrics): the bearer token, bounded
 // timeouts, one error vocabulary (unreachable, token refused, admin
 // disabled, an *Error for any other answer but 200, with the body's JSON
@@ -20,7 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/api"
 	"github.com/seckill-lab/seckill/stock"
 )
 
@@ -156,7 +155,7 @@ func answerError(method, base, path, u string, status int, raw []byte) error {
 
 // OpenEvents opens the event stream of the instance at base (GET
 // /admin/events; with replay, the events the instance kept come first,
-// then the line api.ReplayedComment). The caller closes the body.
+// then the line stock.ReplayedComment). The caller closes the body.
 func (c *Client) OpenEvents(ctx context.Context, base string, replay bool) (io.ReadCloser, error) {
 	path := "/admin/events"
 	if replay {
@@ -199,7 +198,7 @@ func ReadEvents(r io.ReadCloser, each func(Item) bool) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if line == api.ReplayedComment {
+		if line == stock.ReplayedComment {
 			if !each(Item{Replayed: true}) {
 				return
 			}

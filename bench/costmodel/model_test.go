@@ -1,4 +1,4 @@
-package cost_test
+package costmodel_test
 
 import (
 	"context"
@@ -6,24 +6,24 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/seckill-lab/seckill/internal/cost"
+	"github.com/seckill-lab/seckill/bench/costmodel"
 )
 
 func TestSnapshotArithmetic(t *testing.T) {
-	a := cost.Snapshot{cost.Redis: {cost.Acquire: {RoundTrips: 10, Writes: 4, Waits: 2}}, cost.MySQL: {cost.Held: {RoundTrips: 50, Writes: 10}}}
-	b := cost.Snapshot{cost.Redis: {cost.Acquire: {RoundTrips: 4, Writes: 2, Waits: 2}}, cost.MySQL: {cost.Held: {RoundTrips: 50, Writes: 10}}}
+	a := costmodel.Snapshot{costmodel.Redis: {costmodel.Acquire: {RoundTrips: 10, Writes: 4, Waits: 2}}, costmodel.MySQL: {costmodel.Held: {RoundTrips: 50, Writes: 10}}}
+	b := costmodel.Snapshot{costmodel.Redis: {costmodel.Acquire: {RoundTrips: 4, Writes: 2, Waits: 2}}, costmodel.MySQL: {costmodel.Held: {RoundTrips: 50, Writes: 10}}}
 	d := a.Sub(b)
-	if got, want := d[cost.Redis][cost.Acquire], (cost.Counts{RoundTrips: 6, Writes: 2}); got != want {
+	if got, want := d[costmodel.Redis][costmodel.Acquire], (costmodel.Counts{RoundTrips: 6, Writes: 2}); got != want {
 		t.Errorf("Sub: got %+v, want %+v", got, want)
 	}
-	if _, ok := d[cost.MySQL]; ok {
+	if _, ok := d[costmodel.MySQL]; ok {
 		t.Errorf("Sub kept a server with nothing counted: %v", d)
 	}
-	if got := a.Add(b)[cost.MySQL][cost.Held]; got != (cost.Counts{RoundTrips: 100, Writes: 20}) {
+	if got := a.Add(b)[costmodel.MySQL][costmodel.Held]; got != (costmodel.Counts{RoundTrips: 100, Writes: 20}) {
 		t.Errorf("Add: got %+v", got)
 	}
 	per := a.Per(2)
-	if got, want := per[cost.Redis][cost.Acquire], (cost.Rates{RoundTrips: 5, Writes: 2, Waits: 1}); got != want {
+	if got, want := per[costmodel.Redis][costmodel.Acquire], (costmodel.Rates{RoundTrips: 5, Writes: 2, Waits: 1}); got != want {
 		t.Errorf("Per: got %+v, want %+v", got, want)
 	}
 	if a.Per(0) != nil {
@@ -31,83 +31,67 @@ func TestSnapshotArithmetic(t *testing.T) {
 	}
 }
 
-// TestPhaseMarks: a context carries the phase it was marked with; an
-// unmarked one is Other.
-func TestPhaseMarks(t *testing.T) {
-	for _, p := range cost.Phases() {
-		if got := cost.PhaseOf(cost.WithPhase(context.Background(), p)); got != p {
-			t.Errorf("PhaseOf(WithPhase(%s)) = %s", p, got)
-		}
-	}
-	if got := cost.PhaseOf(context.Background()); got != cost.Other {
-		t.Errorf("an unmarked context is in phase %s, want other", got)
-	}
-	if got := cost.NewMeter().Snapshot(); len(got) != 0 {
-		t.Errorf("a new meter counted %v", got)
-	}
-}
-
 func TestCriticalPathAndPrediction(t *testing.T) {
-	mysqlTx := map[cost.Phase]cost.Rates{cost.Held: {RoundTrips: 5, Writes: 1}, cost.RowLocked: {RoundTrips: 2, Writes: 1}}
-	cond := cost.Conditions{RTTMS: 1, FsyncMS: 4, Fsyncs: map[cost.Server]bool{cost.Etcd: true, cost.MySQL: true, cost.ZooKeeper: true}}
-	fsyncRedis := cost.Conditions{RTTMS: 1, FsyncMS: 4, Fsyncs: map[cost.Server]bool{cost.Redis: true, cost.MySQL: true}}
+	mysqlTx := map[costmodel.Phase]costmodel.Rates{costmodel.Held: {RoundTrips: 5, Writes: 1}, costmodel.RowLocked: {RoundTrips: 2, Writes: 1}}
+	cond := costmodel.Conditions{RTTMS: 1, FsyncMS: 4, Fsyncs: map[costmodel.Server]bool{costmodel.Etcd: true, costmodel.MySQL: true, costmodel.ZooKeeper: true}}
+	fsyncRedis := costmodel.Conditions{RTTMS: 1, FsyncMS: 4, Fsyncs: map[costmodel.Server]bool{costmodel.Redis: true, costmodel.MySQL: true}}
 	cases := []struct {
 		name     string
-		per      cost.PerPurchase
+		per      costmodel.PerPurchase
 		locker   bool
 		rts, fss float64 // the prediction's round trips and fsyncs
 		// cond, when set, replaces the common conditions.
-		cond *cost.Conditions
+		cond *costmodel.Conditions
 	}{
 		{
 			name: "redis lock, Redis without fsync",
-			per: cost.PerPurchase{
-				cost.Redis: {cost.Acquire: {RoundTrips: 4, Writes: 4}, cost.AcquireLast: {RoundTrips: 1, Writes: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
-				cost.MySQL: mysqlTx,
+			per: costmodel.PerPurchase{
+				costmodel.Redis: {costmodel.Acquire: {RoundTrips: 4, Writes: 4}, costmodel.AcquireLast: {RoundTrips: 1, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				costmodel.MySQL: mysqlTx,
 			},
 			locker: true, rts: 7, fss: 1,
 		},
 		{
 			name: "etcd lock: the release is a raft write, the waiter's last step a read",
-			per: cost.PerPurchase{
-				cost.Etcd:  {cost.Acquire: {RoundTrips: 4, Writes: 1}, cost.AcquireLast: {RoundTrips: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
-				cost.MySQL: mysqlTx,
+			per: costmodel.PerPurchase{
+				costmodel.Etcd:  {costmodel.Acquire: {RoundTrips: 4, Writes: 1}, costmodel.AcquireLast: {RoundTrips: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				costmodel.MySQL: mysqlTx,
 			},
 			locker: true, rts: 7, fss: 2,
 		},
 		{
 			name: "zookeeper: no context, the last step taken as one read",
-			per: cost.PerPurchase{
-				cost.ZooKeeper: {cost.Acquire: {RoundTrips: 5, Writes: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
-				cost.MySQL:     mysqlTx,
+			per: costmodel.PerPurchase{
+				costmodel.ZooKeeper: {costmodel.Acquire: {RoundTrips: 5, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				costmodel.MySQL:     mysqlTx,
 			},
 			locker: true, rts: 7, fss: 2,
 		},
 		{
 			name: "redlock over 3 masters at fsync: each round asks them at once, one round trip and one fsync",
-			per: cost.PerPurchase{
-				cost.Redis: {
-					cost.Acquire:     {RoundTrips: 6, Writes: 6, Overlapped: 4, OverlappedWrites: 4},
-					cost.AcquireLast: {RoundTrips: 1, Writes: 1},
-					cost.Release:     {RoundTrips: 3, Writes: 3, Overlapped: 2, OverlappedWrites: 2},
+			per: costmodel.PerPurchase{
+				costmodel.Redis: {
+					costmodel.Acquire:     {RoundTrips: 6, Writes: 6, Overlapped: 4, OverlappedWrites: 4},
+					costmodel.AcquireLast: {RoundTrips: 1, Writes: 1},
+					costmodel.Release:     {RoundTrips: 3, Writes: 3, Overlapped: 2, OverlappedWrites: 2},
 				},
-				cost.MySQL: mysqlTx,
+				costmodel.MySQL: mysqlTx,
 			},
 			locker: true, rts: 7, fss: 3, cond: &fsyncRedis,
 		},
 		{
 			name:   "in-process lock: the transaction alone",
-			per:    cost.PerPurchase{cost.MySQL: mysqlTx},
+			per:    costmodel.PerPurchase{costmodel.MySQL: mysqlTx},
 			locker: true, rts: 5, fss: 1,
 		},
 		{
 			name:   "no lock: the row's serial section",
-			per:    cost.PerPurchase{cost.MySQL: {cost.Held: {RoundTrips: 4, Writes: 1}, cost.RowLocked: {RoundTrips: 2, Writes: 1}}},
+			per:    costmodel.PerPurchase{costmodel.MySQL: {costmodel.Held: {RoundTrips: 4, Writes: 1}, costmodel.RowLocked: {RoundTrips: 2, Writes: 1}}},
 			locker: false, rts: 2, fss: 1,
 		},
 		{
 			name:   "nothing serial",
-			per:    cost.PerPurchase{cost.Redis: {cost.Held: {RoundTrips: 1, Writes: 1}}},
+			per:    costmodel.PerPurchase{costmodel.Redis: {costmodel.Held: {RoundTrips: 1, Writes: 1}}},
 			locker: false, rts: 0, fss: 0,
 		},
 	}
@@ -117,7 +101,7 @@ func TestCriticalPathAndPrediction(t *testing.T) {
 			if tc.cond != nil {
 				cond = *tc.cond
 			}
-			p := cost.Predict(cost.CriticalPath(tc.per, tc.locker), cond)
+			p := costmodel.Predict(costmodel.CriticalPath(tc.per, tc.locker), cond)
 			if p.RoundTrips != tc.rts || p.Fsyncs != tc.fss {
 				t.Fatalf("got %v round trips and %v fsyncs, want %v and %v", p.RoundTrips, p.Fsyncs, tc.rts, tc.fss)
 			}
@@ -138,14 +122,14 @@ func TestCriticalPathAndPrediction(t *testing.T) {
 
 func TestProbes(t *testing.T) {
 	ctx := context.Background()
-	fs, err := cost.FsyncMS(ctx, t.TempDir(), 5)
+	fs, err := costmodel.FsyncMS(ctx, t.TempDir(), 5)
 	if err != nil || fs <= 0 {
 		t.Errorf("FsyncMS = %v, %v", fs, err)
 	}
-	if _, err := cost.FsyncMS(ctx, "/nonexistent-dir-of-seckill", 1); err == nil {
+	if _, err := costmodel.FsyncMS(ctx, "/nonexistent-dir-of-seckill", 1); err == nil {
 		t.Error("FsyncMS in a missing directory did not fail")
 	}
-	rtt, err := cost.LoopbackRTTMS(ctx, 5)
+	rtt, err := costmodel.LoopbackRTTMS(ctx, 5)
 	if err != nil || rtt <= 0 {
 		t.Errorf("LoopbackRTTMS = %v, %v", rtt, err)
 	}
@@ -157,88 +141,88 @@ func TestProbes(t *testing.T) {
 // one fsync; never below 0; an operation not probed adds nothing and is
 // named.
 func TestServerTime(t *testing.T) {
-	mysqlTx := map[cost.Phase]cost.Rates{cost.Acquire: {RoundTrips: 1}, cost.Held: {RoundTrips: 5, Writes: 1}}
-	probes := cost.ServerTimes{
-		cost.Redis: {cost.RedisGet: 0.06, cost.RedisSet: 0.07, cost.RedisEval: 0.09},
-		cost.Etcd:  {cost.EtcdGet: 0.35, cost.EtcdTxn: 0.55, cost.EtcdDelete: 0.45, cost.EtcdDeleteWatched: 0.75},
-		cost.MySQL: {cost.MySQLUpdate: 0.15, cost.MySQLCommit: 0.45},
+	mysqlTx := map[costmodel.Phase]costmodel.Rates{costmodel.Acquire: {RoundTrips: 1}, costmodel.Held: {RoundTrips: 5, Writes: 1}}
+	probes := costmodel.ServerTimes{
+		costmodel.Redis: {costmodel.RedisGet: 0.06, costmodel.RedisSet: 0.07, costmodel.RedisEval: 0.09},
+		costmodel.Etcd:  {costmodel.EtcdGet: 0.35, costmodel.EtcdTxn: 0.55, costmodel.EtcdDelete: 0.45, costmodel.EtcdDeleteWatched: 0.75},
+		costmodel.MySQL: {costmodel.MySQLUpdate: 0.15, costmodel.MySQLCommit: 0.45},
 	}
-	base := cost.Conditions{RTTMS: 1, FsyncMS: 0.2, Fsyncs: map[cost.Server]bool{cost.Etcd: true, cost.MySQL: true, cost.ZooKeeper: true},
+	base := costmodel.Conditions{RTTMS: 1, FsyncMS: 0.2, Fsyncs: map[costmodel.Server]bool{costmodel.Etcd: true, costmodel.MySQL: true, costmodel.ZooKeeper: true},
 		Probes: probes, ProbeRTTMS: 0.05}
 	// MySQL's transaction: 4 statements at 0.10 and a COMMIT at 0.45-0.05-0.2.
 	const tx = 4*0.10 + 0.20
 	cases := []struct {
 		name            string
-		per             cost.PerPurchase
+		per             costmodel.PerPurchase
 		locker          bool
-		cond            func(c cost.Conditions) cost.Conditions
+		cond            func(c costmodel.Conditions) costmodel.Conditions
 		wire, disk, srv float64
-		byServer        map[cost.Server]float64
+		byServer        map[costmodel.Server]float64
 		unprobed        []string
 	}{
 		{
 			name: "etcd lock: the waiter's read, the watched delete less its fsync, the transaction",
-			per: cost.PerPurchase{
-				cost.Etcd:  {cost.Acquire: {RoundTrips: 4, Writes: 1}, cost.AcquireLast: {RoundTrips: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
-				cost.MySQL: mysqlTx,
+			per: costmodel.PerPurchase{
+				costmodel.Etcd:  {costmodel.Acquire: {RoundTrips: 4, Writes: 1}, costmodel.AcquireLast: {RoundTrips: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				costmodel.MySQL: mysqlTx,
 			},
 			locker: true, wire: 7, disk: 0.4, srv: 0.30 + 0.50 + tx,
-			byServer: map[cost.Server]float64{cost.Etcd: 0.80, cost.MySQL: tx},
+			byServer: map[costmodel.Server]float64{costmodel.Etcd: 0.80, costmodel.MySQL: tx},
 		},
 		{
 			name: "redis lock, Redis without fsync: SET and the release script keep their whole server time",
-			per: cost.PerPurchase{
-				cost.Redis: {cost.Acquire: {RoundTrips: 3, Writes: 3}, cost.AcquireLast: {RoundTrips: 1, Writes: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
-				cost.MySQL: mysqlTx,
+			per: costmodel.PerPurchase{
+				costmodel.Redis: {costmodel.Acquire: {RoundTrips: 3, Writes: 3}, costmodel.AcquireLast: {RoundTrips: 1, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				costmodel.MySQL: mysqlTx,
 			},
 			locker: true, wire: 7, disk: 0.2, srv: 0.02 + 0.04 + tx,
-			byServer: map[cost.Server]float64{cost.Redis: 0.06, cost.MySQL: tx},
+			byServer: map[costmodel.Server]float64{costmodel.Redis: 0.06, costmodel.MySQL: tx},
 		},
 		{
 			name: "redlock at fsync: a fan-out's writes priced once, each less an fsync, clamped at 0",
-			per: cost.PerPurchase{
-				cost.Redis: {
-					cost.AcquireLast: {RoundTrips: 1, Writes: 1},
-					cost.Release:     {RoundTrips: 3, Writes: 3, Overlapped: 2, OverlappedWrites: 2},
+			per: costmodel.PerPurchase{
+				costmodel.Redis: {
+					costmodel.AcquireLast: {RoundTrips: 1, Writes: 1},
+					costmodel.Release:     {RoundTrips: 3, Writes: 3, Overlapped: 2, OverlappedWrites: 2},
 				},
 			},
 			locker: true,
-			cond: func(c cost.Conditions) cost.Conditions {
-				c.Fsyncs = map[cost.Server]bool{cost.Redis: true}
+			cond: func(c costmodel.Conditions) costmodel.Conditions {
+				c.Fsyncs = map[costmodel.Server]bool{costmodel.Redis: true}
 				return c
 			},
 			wire: 2, disk: 0.4, srv: 0,
 		},
 		{
 			name:   "no lock: the row's serial section at MySQL's statement and COMMIT",
-			per:    cost.PerPurchase{cost.MySQL: {cost.Held: {RoundTrips: 4, Writes: 1}, cost.RowLocked: {RoundTrips: 3, Writes: 1}}},
+			per:    costmodel.PerPurchase{costmodel.MySQL: {costmodel.Held: {RoundTrips: 4, Writes: 1}, costmodel.RowLocked: {RoundTrips: 3, Writes: 1}}},
 			locker: false, wire: 3, disk: 0.2, srv: 2*0.10 + 0.20,
-			byServer: map[cost.Server]float64{cost.MySQL: 2*0.10 + 0.20},
+			byServer: map[costmodel.Server]float64{costmodel.MySQL: 2*0.10 + 0.20},
 		},
 		{
 			name: "zookeeper not probed: its operations add nothing and are named",
-			per: cost.PerPurchase{
-				cost.ZooKeeper: {cost.Acquire: {RoundTrips: 3, Writes: 1}, cost.Release: {RoundTrips: 1, Writes: 1}},
-				cost.MySQL:     mysqlTx,
+			per: costmodel.PerPurchase{
+				costmodel.ZooKeeper: {costmodel.Acquire: {RoundTrips: 3, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				costmodel.MySQL:     mysqlTx,
 			},
 			locker: true, wire: 7, disk: 0.4, srv: tx,
-			byServer: map[cost.Server]float64{cost.MySQL: tx},
+			byServer: map[costmodel.Server]float64{costmodel.MySQL: tx},
 			unprobed: []string{"zookeeper delete_watched", "zookeeper get_children"},
 		},
 		{
 			name: "the fsync measured with the probes is the one taken off a write's probe",
-			per:  cost.PerPurchase{cost.MySQL: mysqlTx},
-			cond: func(c cost.Conditions) cost.Conditions {
+			per:  costmodel.PerPurchase{costmodel.MySQL: mysqlTx},
+			cond: func(c costmodel.Conditions) costmodel.Conditions {
 				c.ProbeFsyncMS = 0.3
 				return c
 			},
 			locker: true, wire: 5, disk: 0.2, srv: 4*0.10 + 0.10,
-			byServer: map[cost.Server]float64{cost.MySQL: 4*0.10 + 0.10},
+			byServer: map[costmodel.Server]float64{costmodel.MySQL: 4*0.10 + 0.10},
 		},
 		{
 			name: "no probes: wire and disk alone",
-			per:  cost.PerPurchase{cost.MySQL: mysqlTx},
-			cond: func(c cost.Conditions) cost.Conditions {
+			per:  costmodel.PerPurchase{costmodel.MySQL: mysqlTx},
+			cond: func(c costmodel.Conditions) costmodel.Conditions {
 				c.Probes = nil
 				return c
 			},
@@ -246,13 +230,13 @@ func TestServerTime(t *testing.T) {
 		},
 		{
 			name: "durability none: no fsync is taken off, the COMMIT keeps its whole time",
-			per:  cost.PerPurchase{cost.MySQL: mysqlTx},
-			cond: func(c cost.Conditions) cost.Conditions {
+			per:  costmodel.PerPurchase{costmodel.MySQL: mysqlTx},
+			cond: func(c costmodel.Conditions) costmodel.Conditions {
 				c.Fsyncs = nil
 				return c
 			},
 			locker: true, wire: 5, disk: 0, srv: 4*0.10 + 0.40,
-			byServer: map[cost.Server]float64{cost.MySQL: 4*0.10 + 0.40},
+			byServer: map[costmodel.Server]float64{costmodel.MySQL: 4*0.10 + 0.40},
 		},
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -262,7 +246,7 @@ func TestServerTime(t *testing.T) {
 			if tc.cond != nil {
 				c = tc.cond(c)
 			}
-			p := cost.Predict(cost.CriticalPath(tc.per, tc.locker), c)
+			p := costmodel.Predict(costmodel.CriticalPath(tc.per, tc.locker), c)
 			if !near(p.WireMS, tc.wire) || !near(p.DiskMS, tc.disk) || !near(p.ServerMS, tc.srv) {
 				t.Errorf("wire %v, disk %v, server %v ms; want %v, %v, %v", p.WireMS, p.DiskMS, p.ServerMS, tc.wire, tc.disk, tc.srv)
 			}
