@@ -2,8 +2,12 @@ package contract
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -282,3 +286,28 @@ func mapsUnion[V any](a, b map[int]V) map[int]bool {
 	}
 	return out
 }
+
+// TestOutcomesDocumented: docs/contract.md's outcome table is Outcomes(),
+// row by row: status, code, meaning and what the bench counts it as.
+func TestOutcomesDocumented(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "contract.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if statusRow.MatchString(l) {
+			rows = append(rows, l)
+		}
+	}
+	var want []string
+	for _, o := range Outcomes() {
+		want = append(want, fmt.Sprintf("| %d | `%s` | %s | %s |", o.Status, o.Code, o.Meaning, o.Effect))
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("docs/contract.md's outcome table:\n%s\nwant contract.Outcomes():\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// statusRow is a row of a Markdown table that starts with a status.
+var statusRow = regexp.MustCompile(`^\| [1-5][0-9][0-9] \| `)
