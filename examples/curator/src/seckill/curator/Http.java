@@ -114,7 +114,7 @@ final class Http {
             case "/healthz" -> {
                 allow(method, "GET");
                 svc.health();
-                return new Reply(200, Map.of("status", "ok"));
+                return new Reply(200, Service.json("status", "ok"));
             }
             default -> {
                 if (path.startsWith("/api/v1/goods/")) {
@@ -127,8 +127,7 @@ final class Http {
     }
 
     private static Reply error(int status, String code, String detail) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("error", code);
+        Map<String, Object> m = Service.json("error", code);
         if (detail != null && !detail.isEmpty()) {
             m.put("detail", detail);
         }

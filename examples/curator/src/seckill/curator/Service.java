@@ -242,15 +242,9 @@ final class Service implements AutoCloseable {
     }
 
     private Map<String, Object> receipt(Purchase p, long remaining, long orderId, double waited, boolean replayed) {
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("goods_id", p.goodsId());
-        m.put("qty", p.qty());
-        m.put("remaining", remaining);
-        m.put("request_id", p.key());
-        m.put("order_id", orderId);
-        m.put("instance", cfg.instance);
-        m.put("strategy", strategy());
-        m.put("lock_wait_ms", Math.round(waited * 1000) / 1000.0);
+        Map<String, Object> m = json("goods_id", p.goodsId(), "qty", p.qty(), "remaining", remaining,
+            "request_id", p.key(), "order_id", orderId, "instance", cfg.instance, "strategy", strategy(),
+            "lock_wait_ms", Math.round(waited * 1000) / 1000.0);
         if (replayed) {
             m.put("replayed", true);
         }
@@ -281,10 +275,7 @@ final class Service implements AutoCloseable {
         } catch (SQLException e) {
             throw backend("reset", e);
         }
-        Map<String, Object> m = new LinkedHashMap<>();
-        m.put("goods_id", goodsId);
-        m.put("stock", stock);
-        return m;
+        return json("goods_id", goodsId, "stock", stock);
     }
 
     /** goods answers the stock and the units its orders sold. */
@@ -310,11 +301,7 @@ final class Service implements AutoCloseable {
                     sold = rs.getLong(1);
                 }
             }
-            Map<String, Object> m = new LinkedHashMap<>();
-            m.put("id", goodsId);
-            m.put("stock", stock);
-            m.put("sold", sold);
-            return m;
+            return json("id", goodsId, "stock", stock, "sold", sold);
         } catch (SQLException e) {
             throw backend("goods", e);
         }
@@ -337,9 +324,15 @@ final class Service implements AutoCloseable {
         } catch (SQLException e) {
             throw backend("orders", e);
         }
+        return json("goods_id", goodsId, "request_ids", keys);
+    }
+
+    /** json is an object of the pairs key, value, ... in their order. */
+    static Map<String, Object> json(Object... kv) {
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("goods_id", goodsId);
-        m.put("request_ids", keys);
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put((String) kv[i], kv[i + 1]);
+        }
         return m;
     }
 
