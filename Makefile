@@ -23,9 +23,12 @@ PROXY     ?=
 # presence skips the install. A|B: either name will do; "zookeeper": the
 # Debian jar or a zkServer.sh install (see `seckill doctor`, which checks
 # the same servers with their versions); "cjkfont": a font with Chinese
-# glyphs (fc-list), for the lessons, reports and dashboard in a browser.
-DEB_PKGS  := redis-server etcd-server etcd-client zookeeper mariadb-server nginx-light wrk docker-compose chromium fonts-wqy-microhei
-DEB_BINS  := redis-server etcd etcdctl zookeeper mariadbd mysql_install_db nginx wrk docker-compose java chromium cjkfont
+# glyphs (fc-list), for the lessons, reports and dashboard in a browser;
+# "curatorjars": the jars examples/curator compiles against (Curator's
+# recipes, MariaDB Connector/J, Gson under /usr/share/java), Debian only.
+DEB_PKGS  := redis-server etcd-server etcd-client zookeeper mariadb-server nginx-light wrk docker-compose chromium fonts-wqy-microhei \
+             default-jdk-headless libcurator-recipes-java libmariadb-java libgoogle-gson-java
+DEB_BINS  := redis-server etcd etcdctl zookeeper mariadbd mysql_install_db nginx wrk docker-compose java javac chromium cjkfont curatorjars
 # Fedora: mariadbd lives in /usr/libexec; ZooKeeper is not packaged in
 # every release (then unpack the Apache tarball and set ZOOKEEPER_HOME).
 RPM_PKGS  := redis etcd zookeeper java-21-openjdk-headless mariadb-server nginx wrk chromium wqy-microhei-fonts
@@ -37,7 +40,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all go-version deps packages build up down status test demo bench lint clean lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests
+.PHONY: all go-version deps packages build up down status test demo bench lint clean curator lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests
 
 all: build
 
@@ -88,6 +91,7 @@ packages: | go-version
 	      /opt/homebrew/opt/zookeeper/libexec/bin/zkServer.sh /usr/local/opt/zookeeper/libexec/bin/zkServer.sh; do [ -e "$$z" ] && return 0; done; \
 	    continue; fi; \
 	  if [ "$$n" = cjkfont ]; then fc-list :lang=zh 2>/dev/null | grep -q . && return 0; continue; fi; \
+	  if [ "$$n" = curatorjars ]; then $(CURATOR_HAVE_JARS) && return 0; continue; fi; \
 	  command -v $$n >/dev/null 2>&1 && return 0; \
 	  for d in /usr/sbin /sbin /usr/libexec /opt/homebrew/bin /opt/homebrew/opt/*/bin /usr/local/bin /usr/local/opt/*/bin; do [ -x "$$d/$$n" ] && return 0; done; \
 	done; return 1; }; \
@@ -112,6 +116,19 @@ doctor: build
 # git checkout.
 build: go-version
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/seckill
+	@if command -v javac >/dev/null 2>&1 && $(CURATOR_HAVE_JARS); then $(MAKE) -s --no-print-directory $(CURATOR_JAR); fi
+
+# curator: examples/curator, the sources' Java recipe (Apache Curator's
+# InterProcessMutex) as a stock service, compiled with javac --release 17
+# against Debian's jars into bin/curator/ (examples/curator/build.sh: no
+# Maven, no network). make build builds it too when javac and the jars are
+# there (make deps installs them on Debian).
+CURATOR_JAR := bin/curator/seckill-curator.jar
+CURATOR_HAVE_JARS := (for j in curator-recipes mariadb-java-client gson; do [ -f /usr/share/java/$$j.jar ] || exit 1; done)
+$(CURATOR_JAR): examples/curator/build.sh $(wildcard examples/curator/src/seckill/curator/*.java)
+	examples/curator/build.sh bin/curator
+
+curator: $(CURATOR_JAR)
 
 up: build
 	$(BIN) up --dir $(DIR) --topology $(TOPOLOGY) --instances $(INSTANCES) --strategy $(STRATEGY) --base-port $(BASE_PORT) $(if $(PROXY),--proxy)
