@@ -58,7 +58,7 @@ type receipt struct {
 // a refusal included (409 sold_out), is no error: Purchase.Effect says
 // what it did. Any other (a status or a code the outcome table lacks, a
 // receipt that misses a property or has one the contract does not name,
-// a wrong type, a negative remaining, a body that is not JSON) is a
+// a wrong type, a body that is not JSON) is a
 // *CallError matching ErrViolation.
 func CheckPurchase(status int, body []byte) (Purchase, error) {
 	a := answer{call: http.MethodPost + " " + PathPurchase, method: http.MethodPost, status: status, body: body}

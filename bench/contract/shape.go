@@ -49,7 +49,7 @@ var (
 	receiptShape = shape{"Receipt", []field{
 		{name: "goods_id", kind: kindInteger, required: true, min: 1, hasMin: true},
 		{name: "qty", kind: kindInteger, required: true, min: 1, hasMin: true},
-		{name: "remaining", kind: kindInteger, required: true, hasMin: true},
+		{name: "remaining", kind: kindInteger, required: true},
 		{name: "request_id", kind: kindString, required: true, minLen: 1},
 		{name: "order_id", kind: kindInteger},
 		{name: "instance", kind: kindString},
