@@ -148,6 +148,10 @@ type RunResult struct {
 	// SalesNeverResumed is set. 0 when nobody asked after the strike.
 	SalesStoppedS     float64 `json:"sales_stopped_after_strike_s,omitempty"`
 	SalesNeverResumed bool    `json:"sales_never_resumed,omitempty"`
+	// ServiceURL is the URL of the service the run loaded and audited
+	// through the contract alone (Options.Services); "" for a strategy of
+	// the lab's fleet.
+	ServiceURL string `json:"service_url,omitempty"`
 	// Warnings are what the run went on despite: the reset before it
 	// skipped a dead backend that this strategy does not use.
 	Warnings []string `json:"warnings,omitempty"`
@@ -192,10 +196,7 @@ func (e Environment) Conditions() string {
 	if mode == ModeLock {
 		mode = "lock alone"
 	}
-	insts := fmt.Sprintf("%d instances", e.Instances)
-	if e.Instances == 1 {
-		insts = "1 instance"
-	}
+	insts := instancesOf(e)
 	where := e.Hostname
 	if e.Cluster != nil {
 		where += ", " + e.Cluster.String()
@@ -205,6 +206,17 @@ func (e Environment) Conditions() string {
 		prio = ", CPU priority " + e.Priority
 	}
 	return fmt.Sprintf("round trip %s, durability %s, mode %s, %s%s, %d CPUs (%s)", rtt, e.Durability, mode, insts, prio, e.CPUs, where)
+}
+
+// instancesOf says how many of the lab's instances the run had.
+func instancesOf(e Environment) string {
+	switch {
+	case e.Instances == 1:
+		return "1 instance"
+	case e.Instances == 0 && e.Target == "":
+		return "services alone (none of the lab's instances)"
+	}
+	return fmt.Sprintf("%d instances", e.Instances)
 }
 
 // Report is everything a bench produced (report.json).
@@ -263,6 +275,9 @@ func labelOf(strategy, variant string) string {
 type unit struct {
 	Strategy string
 	NoQueue  bool
+	// svc is the service the unit loads through the contract (Strategy
+	// is then its name); nil for a strategy of the lab's fleet.
+	svc *Service
 }
 
 func (u unit) variant() string {
@@ -281,6 +296,9 @@ func units(o Options) []unit {
 		if o.CompareQueue && slices.Contains(Queued(), s) {
 			out = append(out, unit{Strategy: s, NoQueue: true})
 		}
+	}
+	for i := range o.Services {
+		out = append(out, unit{Strategy: o.Services[i].Name, svc: &o.Services[i]})
 	}
 	return out
 }
@@ -344,6 +362,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := r.checkInstances(ctx); err != nil {
 		return nil, err
 	}
+	if err := r.checkServices(ctx); err != nil {
+		return nil, err
+	}
 	rep := &Report{
 		Date:        began.UTC(),
 		CommandLine: strings.Join(o.CommandLine, " "),
@@ -388,6 +409,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // URLs are checked.
 func readyFleet(ctx context.Context, o Options) (fleet.Fleet, error) {
 	fl := o.Fleet
+	if o.contractOnly() {
+		return fl, nil // the services alone: nothing of the lab's
+	}
 	if o.Instances > 0 {
 		switch {
 		case o.Scaler != nil:
@@ -417,6 +441,9 @@ func readyFleet(ctx context.Context, o Options) (fleet.Fleet, error) {
 // checkInstances fails unless every instance's admin API and the target
 // answer.
 func (r *runner) checkInstances(ctx context.Context) error {
+	if r.o.contractOnly() {
+		return nil
+	}
 	for _, base := range r.fleet.Instances {
 		if _, err := r.adm.getStrategy(ctx, base); err != nil {
 			return err

@@ -32,6 +32,8 @@ func Conclusion(rep *Report) string {
 	for i := range rep.Summary {
 		s := &rep.Summary[i]
 		cat, _ := catalog.Lookup(s.Strategy)
+		// A service without a lock on purpose is flawed by design.
+		cat.Flawed = cat.Flawed || s.ServiceURL != "" && !s.ExpectedCorrect
 		oversold := s.Oversold.Max > 0
 		switch {
 		case oversold && cat.Flawed:
@@ -120,11 +122,7 @@ func fastestText(best, bestLock *Summary) string {
 // and the repeats.
 func conclusionConditions(rep *Report) string {
 	e := rep.Environment
-	insts := fmt.Sprintf("%d instances", e.Instances)
-	if e.Instances == 1 {
-		insts = "1 instance"
-	}
-	parts := []string{insts}
+	parts := []string{instancesOf(e)}
 	if len(rep.Runs) > 0 {
 		r := rep.Runs[0]
 		clients := fmt.Sprintf("%d clients", r.Concurrency)

@@ -50,7 +50,7 @@ func limitOf(runs []RunResult, s Summary, ceilingRPS float64) (Limit, bool) {
 			us = append(us, r.CPU)
 		}
 	}
-	if len(us) == 0 {
+	if len(us) == 0 || s.ServiceURL != "" { // a service's processes are not the lab's to read
 		return Limit{}, false
 	}
 	med := func(f func(*CPUUse) float64) float64 {

@@ -126,8 +126,13 @@ type Options struct {
 	Experiment         string
 	ExperimentDuration time.Duration
 
-	Fleet  fleet.Fleet
-	Scaler Scaler // nil: the fleet cannot be re-scaled
+	Fleet fleet.Fleet
+	// Services are stock services loaded and audited through the service
+	// contract alone (Service), each a unit of every round after the
+	// strategies. With a Fleet that has no target and no instances, they
+	// run alone and Strategies must be empty. Default none.
+	Services []Service
+	Scaler   Scaler // nil: the fleet cannot be re-scaled
 	// CPU samples the fleet's processes' CPU time around each run's load
 	// (RunResult.CPU, the report's "CPU per purchase"). nil: only the
 	// bench's own and the machine's are read.
@@ -239,6 +244,13 @@ func (o *Options) fillStrategies() error {
 	if !slices.Contains(Modes(), o.Mode) {
 		return fmt.Errorf("%w: Mode %q: want %s", ErrInvalidOptions, o.Mode, strings.Join(Modes(), " or "))
 	}
+	if o.contractOnly() {
+		if len(o.Strategies) > 0 {
+			return fmt.Errorf("%w: Strategies %s need the lab's fleet (its admin API switches them); with Services alone, drop them",
+				ErrInvalidOptions, strings.Join(o.Strategies, ", "))
+		}
+		return o.checkServices()
+	}
 	if len(o.Strategies) == 0 {
 		o.Strategies = Strategies()
 		if o.Mode == ModeLock {
@@ -254,6 +266,9 @@ func (o *Options) fillStrategies() error {
 		if err := o.keepLocks(); err != nil {
 			return err
 		}
+	}
+	if err := o.checkServices(); err != nil {
+		return err
 	}
 	for _, s := range o.Strategies {
 		if o.Config.NoWatchdog && !slices.Contains(Renewing(), s) {

@@ -34,28 +34,31 @@ func (r *runner) runOne(ctx context.Context, rs runSpec, label string) (RunResul
 		return RunResult{}, err
 	}
 	if rs.Warm {
-		if err := r.warmup(ctx, run.Name, rs.Concurrency); err != nil {
+		if err := r.warmup(ctx, rs, run.Name, rs.Concurrency); err != nil {
 			return RunResult{}, err
 		}
 		run.Warmup = r.o.Warmup
 	}
-	if err := r.reset(ctx, &run, label); err != nil {
+	if err := r.reset(ctx, rs, &run, label); err != nil {
 		return RunResult{}, err
 	}
-	before := r.counters(ctx, run.Strategy)
-	l, err := r.attack(ctx, &run, rs.Concurrency, label)
+	before := r.counters(ctx, rs, run.Strategy)
+	l, err := r.attack(ctx, &run, rs, label)
 	if err != nil {
 		return run, err
 	}
 	if err := r.settle(ctx, &run, &l, before); err != nil {
 		return run, err
 	}
-	return run, r.audit(ctx, &run, l, before)
+	return run, r.audit(ctx, &run, rs, l, before)
 }
 
 // switchTo switches every instance to rs's setting and starts the run's
 // record with the setting the fleet then reports.
 func (r *runner) switchTo(ctx context.Context, rs runSpec) (RunResult, error) {
+	if rs.svc != nil {
+		return r.serviceRun(rs), nil
+	}
 	eff, err := r.adm.setStrategy(ctx, r.fleet.Instances, r.o.serviceConfig(rs.unit))
 	if err != nil {
 		return RunResult{}, err
@@ -76,10 +79,10 @@ func (r *runner) switchTo(ctx context.Context, rs runSpec) (RunResult, error) {
 // of its own (GoodsID + warmupGoodsOffset), counted nowhere, so the
 // measured run does not pay for cold connections, sessions and caches. A
 // warm-up longer than warmupTimeout (a long WorkDelay) is cut short.
-func (r *runner) warmup(ctx context.Context, name string, concurrency int) error {
+func (r *runner) warmup(ctx context.Context, rs runSpec, name string, concurrency int) error {
 	o := r.o
 	goods := o.GoodsID + warmupGoodsOffset
-	if _, err := r.adm.reset(ctx, r.fleet.Instances[0], goods, o.Warmup*o.Qty); err != nil {
+	if err := r.resetGoods(ctx, rs, goods, o.Warmup*o.Qty); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, warmupTimeout)
@@ -87,7 +90,7 @@ func (r *runner) warmup(ctx context.Context, name string, concurrency int) error
 	wname := name + "-warmup"
 	_, err := attack(wctx, attackSpec{
 		Name: wname, Requests: o.Warmup, Concurrency: max(1, min(concurrency, o.Warmup)), Timeout: o.RequestTimeout,
-		Purchases: purchases{Target: r.fleet.Target, Goods: goods, Qty: o.Qty, Seed: o.Seed, Run: wname},
+		Purchases: purchases{Target: r.target(rs), Goods: goods, Qty: o.Qty, Seed: o.Seed, Run: wname},
 	})
 	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return nil // cut short on purpose
@@ -101,7 +104,10 @@ func (r *runner) warmup(ctx context.Context, name string, concurrency int) error
 // reset sets the goods' stock and deletes its orders; the lock backends
 // the reset skipped become the run's warnings, or its error when the
 // run's strategy needs them.
-func (r *runner) reset(ctx context.Context, run *RunResult, label string) error {
+func (r *runner) reset(ctx context.Context, rs runSpec, run *RunResult, label string) error {
+	if rs.svc != nil {
+		return r.resetGoods(ctx, rs, r.o.GoodsID, r.o.Stock)
+	}
 	skipped, err := r.adm.reset(ctx, r.fleet.Instances[0], r.o.GoodsID, r.o.Stock)
 	if err != nil {
 		return err
@@ -117,6 +123,33 @@ func (r *runner) reset(ctx context.Context, run *RunResult, label string) error 
 	return nil
 }
 
+// resetGoods sets goods' stock and deletes its orders, on the lab's fleet
+// (the strategies it skipped are not looked at) or through a service's
+// contract.
+func (r *runner) resetGoods(ctx context.Context, rs runSpec, goods int64, stock int) error {
+	if rs.svc != nil {
+		if err := rs.svc.client().Reset(ctx, goods, stock); err != nil {
+			return fmt.Errorf("service %s: %w", rs.svc.Name, err)
+		}
+		return nil
+	}
+	_, err := r.adm.reset(ctx, r.fleet.Instances[0], goods, stock)
+	return err
+}
+
+// target is where rs's purchases go: the fleet's load balancer, or the
+// service's URL.
+func (r *runner) target(rs runSpec) string {
+	if rs.svc != nil {
+		return rs.svc.URL
+	}
+	return r.fleet.Target
+}
+
+// errNotLab is why a service's run has no lock metrics, cost counts or
+// lock events.
+var errNotLab = errors.New("a service audited through the contract alone reports none")
+
 // counters are the fleet's lock metrics and cost counts before a run's
 // load; a part that could not be read (its error set) goes unmeasured.
 type counters struct {
@@ -127,8 +160,12 @@ type counters struct {
 }
 
 // counters reads the fleet's lock metrics and cost counts.
-func (r *runner) counters(ctx context.Context, strategy string) counters {
+func (r *runner) counters(ctx context.Context, rs runSpec, strategy string) counters {
 	var c counters
+	if rs.svc != nil {
+		c.lockErr, c.costErr = errNotLab, errNotLab
+		return c
+	}
 	c.locks, c.lockErr = r.adm.scrapeLocks(ctx, r.fleet.Instances, strategy)
 	c.cost, c.costErr = r.adm.costCounts(ctx, r.fleet.Instances)
 	return c
@@ -146,13 +183,20 @@ type loadOutcome struct {
 	evErr      error
 	// cost is the servers' work the load cost (nil when not counted).
 	cost costmodel.Snapshot
+	// answers checks a service's purchase answers against the contract
+	// (nil for the lab's fleet).
+	answers *answerCheck
 }
 
 // attack fires the run's purchases, its faults, lock event collection and
 // striker beside them, and writes the raw results. Every fault has ended
 // when it returns (a paused instance must answer the audit).
-func (r *runner) attack(ctx context.Context, run *RunResult, concurrency int, label string) (loadOutcome, error) {
-	o := r.o
+func (r *runner) attack(ctx context.Context, run *RunResult, rs runSpec, label string) (loadOutcome, error) {
+	o, concurrency := r.o, rs.Concurrency
+	cpu := o.CPU
+	if rs.svc != nil {
+		cpu = nil // the lab's processes do not serve it
+	}
 	raw, err := r.createRaw(run)
 	if err != nil {
 		return loadOutcome{}, err
@@ -164,15 +208,21 @@ func (r *runner) attack(ctx context.Context, run *RunResult, concurrency int, la
 	// is the generator's CPU, taken from the system it measures.
 	var kept []*vegetaResult
 	l := loadOutcome{responses: make([]Response, 0, o.Requests)}
+	if rs.svc != nil {
+		l.answers = &answerCheck{}
+	}
 	spec := attackSpec{
 		Name: run.Name, Requests: o.Requests, Concurrency: concurrency, Rate: o.Rate, Timeout: o.RequestTimeout,
-		Purchases: purchases{Target: r.fleet.Target, Goods: o.GoodsID, Qty: o.Qty, Seed: o.Seed,
+		Purchases: purchases{Target: r.target(rs), Goods: o.GoodsID, Qty: o.Qty, Seed: o.Seed,
 			Run: run.Name, Users: o.Users},
 		// The load ends with its last answer: the results are read after.
-		Loaded: func() { l.cpu1 = markCPU(o.CPU) },
+		Loaded: func() { l.cpu1 = markCPU(cpu) },
 		OnResult: func(v *vegetaResult, id string) {
 			if raw != nil {
 				kept = append(kept, v)
+			}
+			if l.answers != nil {
+				l.answers.check(int(v.Code), v.Body)
 			}
 			resp := toResponse(v, id)
 			if resp.Instance != "" {
@@ -184,8 +234,8 @@ func (r *runner) attack(ctx context.Context, run *RunResult, concurrency int, la
 	pl := newProgress(o.Progress, label, o.Requests)
 	spec.Progress = pl.update
 	l.t0 = time.Now()
-	sd := r.startSide(ctx, run, l.t0)
-	l.cpu0 = markCPU(o.CPU)
+	sd := r.startSide(ctx, run, rs, l.t0)
+	l.cpu0 = markCPU(cpu)
 	l.res, err = attack(ctx, spec)
 	pl.done()
 	if raw != nil {
@@ -195,6 +245,9 @@ func (r *runner) attack(ctx context.Context, run *RunResult, concurrency int, la
 	}
 	if serr := sd.stop(&l); serr != nil && err == nil {
 		err = serr
+	}
+	if err == nil && l.answers != nil && l.answers.first != nil {
+		err = fmt.Errorf("service %s: %w", rs.svc.Name, l.answers.first)
 	}
 	if err != nil {
 		return l, err
@@ -232,9 +285,13 @@ type side struct {
 
 // startSide schedules the run's faults from t0 and starts collecting the
 // lock events and the striker.
-func (r *runner) startSide(ctx context.Context, run *RunResult, t0 time.Time) side {
+func (r *runner) startSide(ctx context.Context, run *RunResult, rs runSpec, t0 time.Time) side {
 	o := r.o
 	s := side{healed: func() error { return nil }, struck: func() ([]Strike, error) { return nil, nil }}
+	if rs.svc != nil {
+		s.evErr = errNotLab // nor does the lab's fault or striker reach it
+		return s
+	}
 	if len(o.Faults) > 0 {
 		s.healed = scheduleFaults(ctx, o.Faulter, o.Faults, t0)
 		for _, f := range o.Faults {
@@ -307,28 +364,27 @@ func (r *runner) settle(ctx context.Context, run *RunResult, l *loadOutcome, bef
 		run.Queue = &q
 		l.cpu1 = markCPU(r.o.CPU) // the consumers' writes are the purchase's too
 	}
-	run.CPU = cpuSince(l.cpu0, l.cpu1, l.res.Results)
+	if run.ServiceURL == "" { // a service's processes are not the lab's to read
+		run.CPU = cpuSince(l.cpu0, l.cpu1, l.res.Results)
+	}
 	return nil
 }
 
 // audit reads the goods' audit, orders and the fleet's lock metrics, and
 // checks the run's invariants against the answers.
-func (r *runner) audit(ctx context.Context, run *RunResult, l loadOutcome, before counters) error {
-	o, first := r.o, r.fleet.Instances[0]
-	au, err := r.adm.audit(ctx, first, o.GoodsID)
+func (r *runner) audit(ctx context.Context, run *RunResult, rs runSpec, l loadOutcome, before counters) error {
+	st, au, err := r.state(ctx, rs)
 	if err != nil {
 		return err
 	}
-	ids, err := r.adm.orders(ctx, first, o.GoodsID)
-	if err != nil {
-		return err
-	}
+	ids := st.RequestIDs
 	if before.lockErr == nil {
 		r.lockMetrics(ctx, run, before.locks)
 	}
-	st := ServerState{InitialStock: o.Stock, FinalStock: au.Stock, Orders: au.Orders, SoldQty: au.SoldQty,
-		PerInstance: au.PerInstance, RequestIDs: ids}
-	a := Evaluate(l.responses, st, o.Qty)
+	if l.answers != nil {
+		run.LockWaitMS = l.answers.lockWaitMS()
+	}
+	a := Evaluate(l.responses, st, r.o.Qty)
 	run.LatencyCDF = latencyCDF(l.responses)
 	more, err := r.invariants(ctx, run, l, ids)
 	if err != nil {
@@ -341,6 +397,29 @@ func (r *runner) audit(ctx context.Context, run *RunResult, l loadOutcome, befor
 		run.Cost = newRunCost(l.cost, run.OK, fsyncServers(r.fleet))
 	}
 	return nil
+}
+
+// state reads what the run left: the lab's audit and orders, or a
+// service's stock and orders through the contract (its audit then is the
+// bench's own count from them).
+func (r *runner) state(ctx context.Context, rs runSpec) (ServerState, AuditReply, error) {
+	o := r.o
+	if rs.svc != nil {
+		st, err := r.serviceState(ctx, rs.svc)
+		a := Evaluate(nil, st, o.Qty)
+		return st, AuditReply{Oversold: a.Oversold, LostUpdates: a.LostUpdates}, err
+	}
+	first := r.fleet.Instances[0]
+	au, err := r.adm.audit(ctx, first, o.GoodsID)
+	if err != nil {
+		return ServerState{}, au, err
+	}
+	ids, err := r.adm.orders(ctx, first, o.GoodsID)
+	if err != nil {
+		return ServerState{}, au, err
+	}
+	return ServerState{InitialStock: o.Stock, FinalStock: au.Stock, Orders: au.Orders, SoldQty: au.SoldQty,
+		PerInstance: au.PerInstance, RequestIDs: ids}, au, nil
 }
 
 // lockMetrics records the run's lock waits, holds and backend events: the

@@ -38,15 +38,18 @@ type Summary struct {
 	Concurrency     int    `json:"concurrency"`
 	Repeats         int    `json:"repeats"`
 	ExpectedCorrect bool   `json:"expected_correct"`
-	Oversold        Stat   `json:"oversold"`
-	LostUpdates     Stat   `json:"lost_updates"`
-	OK              Stat   `json:"ok"`
-	FinalStock      Stat   `json:"final_stock"`
-	ThroughputRPS   Stat   `json:"throughput_rps"`
-	OKPerSec        Stat   `json:"ok_per_s"`
-	P50MS           Stat   `json:"p50_ms"`
-	P99MS           Stat   `json:"p99_ms"`
-	LockWaitMS      *Stat  `json:"lock_wait_ms"`
+	// ServiceURL is the service a row of Options.Services loaded through
+	// the contract; "" for a strategy of the lab's fleet.
+	ServiceURL    string `json:"service_url,omitempty"`
+	Oversold      Stat   `json:"oversold"`
+	LostUpdates   Stat   `json:"lost_updates"`
+	OK            Stat   `json:"ok"`
+	FinalStock    Stat   `json:"final_stock"`
+	ThroughputRPS Stat   `json:"throughput_rps"`
+	OKPerSec      Stat   `json:"ok_per_s"`
+	P50MS         Stat   `json:"p50_ms"`
+	P99MS         Stat   `json:"p99_ms"`
+	LockWaitMS    *Stat  `json:"lock_wait_ms"`
 	// InvariantsPassed/Total add up every repeat's invariants.
 	InvariantsPassed int `json:"invariants_passed"`
 	InvariantsTotal  int `json:"invariants_total"`
@@ -102,7 +105,7 @@ func Summarize(runs []RunResult) []Summary {
 		}
 		sm := Summary{
 			Name: name, Strategy: rs[0].Strategy, Variant: rs[0].Variant, Concurrency: rs[0].Concurrency,
-			Repeats: len(rs), ExpectedCorrect: rs[0].ExpectedCorrect,
+			Repeats: len(rs), ExpectedCorrect: rs[0].ExpectedCorrect, ServiceURL: rs[0].ServiceURL,
 			Oversold:      get(func(r RunResult) float64 { return float64(r.Oversold) }),
 			LostUpdates:   get(func(r RunResult) float64 { return float64(r.LostUpdates) }),
 			OK:            get(func(r RunResult) float64 { return float64(r.OK) }),

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/seckill-lab/seckill/bench/fleet"
@@ -91,10 +92,13 @@ func reportFacts(rep *Report) []fact {
 		{"durability", durabilityFact(e)},
 		{"round trip", rttFact(e.RTT)},
 		{"mode", modeFact(e.Mode)},
-		{"fleet", fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)},
+		{"fleet", fleetFact(e)},
 	}
 	if len(rep.Skipped) > 0 {
 		facts = append(facts, fact{"skipped", SkippedLine(rep.Skipped)})
+	}
+	if sv := servicesFact(rep.Runs); sv != "" {
+		facts = append(facts, fact{"services", sv})
 	}
 	if len(rep.Runs) > 0 {
 		facts = append(facts, loadFacts(rep)...)
@@ -255,6 +259,29 @@ func backendTable(runs []RunResult) table {
 		t.Bad = append(t.Bad, false)
 	}
 	return t
+}
+
+// fleetFact says what the lab's fleet was, if any.
+func fleetFact(e Environment) string {
+	if e.Target == "" && e.Instances == 0 {
+		return "none of the lab's: the services alone"
+	}
+	return fmt.Sprintf("%d instances behind %s", e.Instances, e.Target)
+}
+
+// servicesFact names the services the runs loaded through the contract
+// alone, and what their rows lack and why (ServiceNote); "" when none.
+func servicesFact(runs []RunResult) string {
+	var names []string
+	for _, r := range runs {
+		if n := r.Strategy + " at " + r.ServiceURL; r.ServiceURL != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return strings.Join(names, ", ") + ": " + ServiceNote
 }
 
 // durabilityFact says what the servers' durability level means, for the

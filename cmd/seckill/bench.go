@@ -79,6 +79,8 @@ type benchFlags struct {
 	out, dbDSN, experiment                              string
 	experimentDuration                                  time.Duration
 	faults                                              faultFlags
+	services                                            serviceFlags
+	unprotected                                         string
 
 	// Read by Validate.
 	names   []string      // the strategies to run
@@ -123,7 +125,9 @@ func newBenchFlags() *benchFlags {
 	fs.Int64Var(&f.seed, "seed", 0, "seed of request and user ids (0 = from the clock; recorded in the report)")
 	fs.Int64Var(&f.goods, "goods", bench.DefaultGoodsID, "goods id to sell")
 	fs.StringVar(&f.dir, "dir", stack.DefaultDir, "run directory of the local stack (ignored with --target)")
-	fs.StringVar(&f.target, "target", "", "URL of a fleet's load balancer started elsewhere; needs --instance-urls")
+	fs.StringVar(&f.target, "target", "", "URL of a fleet's load balancer started elsewhere (with --instance-urls), or of any service that speaks the contract (without them: docs/contract.md)")
+	fs.Var(&f.services, "service", "NAME=URL: also load and audit a service that speaks the contract, beside the strategies (repeatable)")
+	fs.StringVar(&f.unprotected, "unprotected", "", "comma-separated --service names that take no lock on purpose: their oversold is expected")
 	fs.StringVar(&f.instanceURLs, "instance-urls", "", "comma-separated base URLs of every instance of that fleet (admin API)")
 	fs.StringVar(&f.instancesDNS, "instances-dns", "", "NAME:PORT of a headless Service whose A records are the fleet's instances")
 	fs.StringVar(&f.adminToken, "admin-token", "", "admin token of that fleet (default $SECKILL_ADMIN_TOKEN)")
@@ -349,9 +353,9 @@ func (f *benchFlags) findFleet(ctx context.Context, o *bench.Options) error {
 			}
 		}
 		if len(o.Fleet.Instances) == 0 {
-			return exitError{code: 2, msg: "bench: --target needs --instance-urls or --instances-dns (the admin API must reach every instance)"}
+			return f.contractOnly(o, tok)
 		}
-		return nil
+		return f.addServices(o, tok)
 	}
 	st, err := stack.Load(f.dir)
 	if errors.Is(err, stack.ErrNotRunning) {
@@ -361,6 +365,9 @@ func (f *benchFlags) findFleet(ctx context.Context, o *bench.Options) error {
 		return fmt.Errorf("load the stack in %s: %w", f.dir, err)
 	}
 	o.Fleet = f.stackFleet(st)
+	if err := f.addServices(o, o.Fleet.AdminToken); err != nil {
+		return err
+	}
 	o.DatabaseDSN = st.MySQLDSN()
 	o.Faulter = stack.Faulter{Dir: st.Dir}
 	o.CPU = st
@@ -372,6 +379,37 @@ func (f *benchFlags) findFleet(ctx context.Context, o *bench.Options) error {
 		}
 		return f.stackFleet(st), nil
 	})
+	return nil
+}
+
+// contractOnly makes o a bench of the service at --target alone, through
+// the contract: no lab fleet, no strategies (its name is "service", or
+// the --service naming the same URL).
+func (f *benchFlags) contractOnly(o *bench.Options, tok string) error {
+	if setFlags(f.fs)["strategies"] || setFlags(f.fs)["strategy"] {
+		return exitError{code: 2, msg: "bench: --strategies switch the lab's instances through their admin API: give --instance-urls for a fleet of the lab's, or drop --strategies to load --target through the contract alone"}
+	}
+	o.Strategies, o.Fleet = nil, fleet.Fleet{}
+	if !slices.ContainsFunc(f.services, func(s bench.Service) bool { return s.URL == f.target }) {
+		f.services = append(serviceFlags{{Name: "service", URL: f.target}}, f.services...)
+	}
+	return f.addServices(o, tok)
+}
+
+// addServices adds the --service list to o, each with tok as its bearer
+// token and --unprotected's mark.
+func (f *benchFlags) addServices(o *bench.Options, tok string) error {
+	unprotected := config.SplitList(f.unprotected)
+	for _, s := range f.services {
+		s.Token = tok
+		s.Unprotected = slices.Contains(unprotected, s.Name)
+		o.Services = append(o.Services, s)
+	}
+	for _, n := range unprotected {
+		if !slices.ContainsFunc(o.Services, func(s bench.Service) bool { return s.Name == n }) {
+			return exitError{code: 2, msg: fmt.Sprintf("bench: --unprotected %s: no --service of that name", n)}
+		}
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 
+	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/fault"
 )
@@ -24,5 +25,25 @@ func (f *faultFlags) Set(v string) error {
 		return err
 	}
 	*f = append(*f, x)
+	return nil
+}
+
+// serviceFlags collects repeated --service NAME=URL values.
+type serviceFlags []bench.Service
+
+func (f *serviceFlags) String() string {
+	var s []string
+	for _, x := range *f {
+		s = append(s, x.Name+"="+x.URL)
+	}
+	return strings.Join(s, ",")
+}
+
+func (f *serviceFlags) Set(v string) error {
+	s, err := bench.ParseService(v)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, s)
 	return nil
 }
