@@ -142,7 +142,7 @@ func serveNull(c net.Conn) error {
 	for {
 		length := int64(-1)
 		for first := true; ; first = false {
-			line, err := readLine(br)
+			line, _, err := readLine(br)
 			if err != nil {
 				return err
 			}
