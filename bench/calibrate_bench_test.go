@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,11 +28,15 @@ func BenchmarkCalibrateFasthttp(b *testing.B) {
 }
 
 // benchmarkCalibrate runs calibrations of the bench's defaults, through
-// via's senders when via is set, and reports their mean ceiling as req/s.
-// Every answer must be the null server's 200: an error is quick to count
-// but is no request served.
+// via's senders when via is set, and reports their mean ceiling as req/s
+// and this process's CPU time (generator and null server, user and
+// system) per request as cpu-us/req: on a shared machine the CPU a request
+// takes moves less than the rate. Every answer must be the null server's
+// 200: an error is quick to count but is no request served.
 func benchmarkCalibrate(b *testing.B, via func(addr string) func() sender) {
 	var rps float64
+	requests := 0
+	cpu0 := processCPU(b)
 	for b.Loop() {
 		c, err := calibrateVia(context.Background(), DefaultCalibrateRequests, DefaultConcurrency, 0, via)
 		if err != nil {
@@ -41,8 +46,19 @@ func benchmarkCalibrate(b *testing.B, via func(addr string) func() sender) {
 			b.Fatalf("%d of %d answers were the null server's 200", c.OK, c.Requests)
 		}
 		rps += c.CeilingRPS
+		requests += c.Requests
 	}
 	b.ReportMetric(rps/float64(b.N), "req/s")
+	b.ReportMetric(float64((processCPU(b)-cpu0)/time.Microsecond)/float64(requests), "cpu-us/req")
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestCalibrateVia: through the lean path and through fasthttp's senders
