@@ -40,7 +40,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all go-version deps packages build up down status test demo bench lint clean curator lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests
+.PHONY: all go-version deps packages build up down status test demo bench lint clean curator lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests client-bench
 
 all: build
 
@@ -206,6 +206,14 @@ lab-capacity: build
 # with it and one without, interleaved seeded runs (scripts/proxy-cost.sh).
 proxy-cost: build
 	scripts/proxy-cost.sh
+
+# client-bench: the bench's hand-written HTTP/1.1 client (bench/transport.go)
+# against fasthttp's HostClient behind the same workers and null server, in
+# alternated pairs of `go test -bench` runs (PAIRS, BENCHTIME); rewrites
+# docs/performance.md's client-bench block (scripts/client-bench.sh). It
+# needs no stack.
+client-bench: go-version
+	GO="$(GO)" scripts/client-bench.sh
 
 # lint: gofmt (any file listed fails), go vet and staticcheck, all clean.
 # staticcheck is pinned in tools/staticcheck (go.mod + go.sum) and built

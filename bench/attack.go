@@ -50,7 +50,17 @@ type attackSpec struct {
 	// the lean path for http://, a net/http client of the attack's own
 	// for https://.
 	client *http.Client
+	// via, when set, gives each worker a sender that sends every request
+	// of an http:// target instead of the lean path (a benchmark compares
+	// a client library with it, behind the same workers).
+	via func() sender
 }
+
+// sender sends one purchase some other way than the lean path: its
+// Idempotency-Key and JSON body, within deadline (zero = none). It
+// returns what readResponse would, the body's first maxBody bytes
+// appended to (*body)[:0]. A worker's sender serves that worker only.
+type sender func(deadline time.Time, id string, reqBody []byte, maxBody int, body *[]byte) (leanResponse, error)
 
 // attackResult summarises one attack.
 type attackResult struct {
@@ -101,6 +111,9 @@ func attack(ctx context.Context, spec attackSpec) (attackResult, error) {
 	var wg sync.WaitGroup
 	for i := range a.workers {
 		w := &worker{a: a, hits: make([]hit, 0, spec.Requests/len(a.workers)+1)}
+		if spec.via != nil && a.client == nil {
+			w.via = spec.via()
+		}
 		a.workers[i] = w
 		wg.Go(func() { w.run(ctx) })
 	}
@@ -194,6 +207,7 @@ type worker struct {
 	a       *attacker
 	conn    *leanConn
 	stop    func() bool // ends conn's watch of the attack's context
+	via     sender      // non-nil: requests go through it, not conn
 	req     []byte      // the request being sent
 	scratch []byte      // its body, being built
 	bodyLen int         // its body's length (its last bytes)
@@ -220,9 +234,12 @@ func (w *worker) run(ctx context.Context) {
 		h := hit{id: id, Result: vegeta.Result{Attack: a.spec.Name, Seq: uint64(i - 1), Method: http.MethodPost, URL: a.src.url}}
 		h.Timestamp = time.Now()
 		var err error
-		if a.client != nil {
+		switch {
+		case a.client != nil:
 			err = w.viaNetHTTP(ctx, &h.Result, id)
-		} else {
+		case w.via != nil:
+			err = w.viaSender(&h.Result, id, h.Timestamp)
+		default:
 			err = w.send(ctx, &h.Result, h.Timestamp)
 		}
 		h.Latency = time.Since(h.Timestamp)
@@ -262,10 +279,7 @@ func (w *worker) waitUntil(ctx context.Context, t time.Time) bool {
 // before any answer) and fills r in.
 func (w *worker) send(ctx context.Context, r *vegeta.Result, began time.Time) error {
 	a := w.a
-	var deadline time.Time
-	if a.spec.Timeout > 0 {
-		deadline = began.Add(a.spec.Timeout)
-	}
+	deadline := w.deadline(began)
 	for attempt := 0; ; attempt++ {
 		if w.conn == nil {
 			d := net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Deadline: deadline}
@@ -290,14 +304,37 @@ func (w *worker) send(ctx context.Context, r *vegeta.Result, began time.Time) er
 		if resp.close {
 			w.closeConn()
 		}
-		r.Code = uint16(resp.code)
-		r.Error = resp.status
-		r.BytesIn = uint64(resp.bytesIn)
-		r.BytesOut = uint64(w.bodyLen)
-		r.Body = bytes.Clone(w.body)
-		r.Headers = w.headers(resp.instance)
+		w.record(r, resp)
 		return nil
 	}
+}
+
+// deadline is the end of the request sent at began (zero = none).
+func (w *worker) deadline(began time.Time) time.Time {
+	if w.a.spec.Timeout <= 0 {
+		return time.Time{}
+	}
+	return began.Add(w.a.spec.Timeout)
+}
+
+// record fills r in from resp and the body in w.body.
+func (w *worker) record(r *vegeta.Result, resp leanResponse) {
+	r.Code = uint16(resp.code)
+	r.Error = resp.status
+	r.BytesIn = uint64(resp.bytesIn)
+	r.BytesOut = uint64(w.bodyLen)
+	r.Body = bytes.Clone(w.body)
+	r.Headers = w.headers(resp.instance)
+}
+
+// viaSender sends w.req's purchase through w.via and fills r in.
+func (w *worker) viaSender(r *vegeta.Result, id string, began time.Time) error {
+	resp, err := w.via(w.deadline(began), id, w.req[len(w.req)-w.bodyLen:], attackMaxBody, &w.body)
+	if err != nil {
+		return err
+	}
+	w.record(r, resp)
+	return nil
 }
 
 // headers is the results' Headers for an answer from instance: only its

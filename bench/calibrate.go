@@ -36,6 +36,13 @@ type Calibration struct {
 // server's (net/http's server, in this process and on the same CPUs, took
 // as much CPU per request as the generator).
 func Calibrate(ctx context.Context, requests, concurrency, rate int) (Calibration, error) {
+	return calibrateVia(ctx, requests, concurrency, rate, nil)
+}
+
+// calibrateVia is Calibrate, its workers sending through the senders
+// via(the null server's host:port) makes when via is set (a benchmark
+// compares a client library with the lean path).
+func calibrateVia(ctx context.Context, requests, concurrency, rate int, via func(addr string) func() sender) (Calibration, error) {
 	if requests <= 0 || concurrency <= 0 || rate < 0 {
 		return Calibration{}, fmt.Errorf("%w: calibrate needs requests > 0, concurrency > 0 and rate >= 0", ErrInvalidOptions)
 	}
@@ -46,7 +53,7 @@ func Calibrate(ctx context.Context, requests, concurrency, rate int) (Calibratio
 	defer srv.close()
 
 	ok := 0
-	res, err := attack(ctx, attackSpec{
+	spec := attackSpec{
 		Name:        "calibrate",
 		Requests:    requests,
 		Concurrency: concurrency,
@@ -58,7 +65,11 @@ func Calibrate(ctx context.Context, requests, concurrency, rate int) (Calibratio
 				ok++
 			}
 		},
-	})
+	}
+	if via != nil {
+		spec.via = via(srv.addr())
+	}
+	res, err := attack(ctx, spec)
 	if err != nil {
 		return Calibration{}, fmt.Errorf("calibrate: %w", err)
 	}
@@ -142,7 +153,7 @@ func serveNull(c net.Conn) error {
 	for {
 		length := int64(-1)
 		for first := true; ; first = false {
-			line, err := readLine(br)
+			line, _, err := readLine(br)
 			if err != nil {
 				return err
 			}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // leanConn is one keep-alive HTTP/1.1 connection of the load generator
@@ -118,13 +120,18 @@ func readResponse(br *bufio.Reader, names interner, maxBody int, body *[]byte) (
 // framing is how a response's body is delimited.
 type framing struct {
 	length  int64 // Content-Length, -1 = none
+	digits  int   // of the Content-Length as sent: a repeat must be the same text
 	chunked bool
 }
 
-// readHead reads a status line and the headers after it.
+// readHead reads a status line and the headers after it. It rejects, as
+// net/http's client does, a framing it cannot be sure of: a
+// Content-Length that is not a plain decimal, repeats that differ, a
+// Transfer-Encoding other than one "chunked" (ignored in HTTP/1.0), and
+// folded lines (obs-fold, which could hide a framing header's real value).
 func readHead(br *bufio.Reader, names interner) (leanResponse, framing, error) {
 	h := framing{length: -1}
-	line, err := readLine(br)
+	line, _, err := readLine(br)
 	if err != nil {
 		return leanResponse{}, h, unexpected(err)
 	}
@@ -133,65 +140,104 @@ func readHead(br *bufio.Reader, names interner) (leanResponse, framing, error) {
 	if ok && len(status) >= 3 {
 		r.code, err = strconv.Atoi(string(status[:3]))
 	}
-	if !ok || !bytes.HasPrefix(version, []byte("HTTP/1.")) || err != nil || r.code < 100 || r.code > 999 ||
-		(len(status) > 3 && status[3] != ' ') {
+	if !ok || len(version) != len("HTTP/1.1") || !bytes.HasPrefix(version, []byte("HTTP/1.")) || version[7] < '0' || version[7] > '9' ||
+		err != nil || r.code < 100 || r.code > 999 || (len(status) > 3 && status[3] != ' ') {
 		return r, h, fmt.Errorf("malformed HTTP status line %q", line)
 	}
 	if r.code < 200 || r.code >= 400 {
 		r.status = string(status) // vegeta's Error for such a status
 	}
-	http10 := string(version) == "HTTP/1.0"
+	http10 := version[7] == '0'
 	r.close = http10
 	for {
-		line, err := readLine(br)
+		line, long, err := readLine(br)
 		if err != nil {
 			return r, h, unexpected(err)
 		}
 		if len(line) == 0 {
 			return r, h, nil
 		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return r, h, fmt.Errorf("folded HTTP header line %q", line)
+		}
 		k, v, ok := bytes.Cut(line, []byte(":"))
 		if !ok {
 			return r, h, fmt.Errorf("malformed HTTP header line %q", line)
 		}
-		v = bytes.TrimSpace(v)
-		switch {
-		case bytes.EqualFold(k, []byte("Content-Length")):
-			n, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil || n < 0 || (h.length >= 0 && n != h.length) {
+		v = trimOWS(v)
+		field := whichField(k)
+		if field != otherField && long {
+			return r, h, fmt.Errorf("HTTP header %s longer than %d bytes", k, leanBuffer)
+		}
+		switch field {
+		case contentLength:
+			n, ok := parseDecimal(v)
+			if !ok || (h.length >= 0 && (n != h.length || len(v) != h.digits)) {
 				return r, h, fmt.Errorf("bad Content-Length %q", v)
 			}
-			h.length = n
-		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
-			h.chunked = bytes.EqualFold(lastToken(v), []byte("chunked"))
-		case bytes.EqualFold(k, []byte("Connection")):
+			h.length, h.digits = n, len(v)
+		case transferEncoding:
+			if http10 {
+				break // HTTP/1.0 has none: net/http ignores it too
+			}
+			if h.chunked || !equalFold(v, "chunked") {
+				return r, h, fmt.Errorf("unsupported Transfer-Encoding %q", v)
+			}
+			h.chunked = true
+		case connection:
 			switch {
 			case hasToken(v, "close"):
 				r.close = true
 			case http10 && hasToken(v, "keep-alive"):
 				r.close = false
 			}
-		case bytes.EqualFold(k, []byte("X-Instance")):
+		case xInstance:
 			r.instance = names.get(v)
 		}
 	}
 }
 
-// readLine reads one line without its CR LF; of a line longer than the
-// buffer it returns the start and skips the rest.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
+// The header fields readHead reads.
+const (
+	otherField = iota
+	contentLength
+	transferEncoding
+	connection
+	xInstance
+)
+
+// whichField is the field named k (any case, ASCII only).
+func whichField(k []byte) int {
+	switch {
+	case equalFold(k, "content-length"):
+		return contentLength
+	case equalFold(k, "transfer-encoding"):
+		return transferEncoding
+	case equalFold(k, "connection"):
+		return connection
+	case equalFold(k, "x-instance"):
+		return xInstance
+	}
+	return otherField
+}
+
+// readLine reads one line without its LF and a CR before it; of a line
+// longer than the buffer it returns the start, skips the rest and
+// reports long.
+func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
+	line, err = br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		head := bytes.Clone(line)
 		for errors.Is(err, bufio.ErrBufferFull) {
 			_, err = br.ReadSlice('\n')
 		}
-		line = head
+		line, long = head, true
 	}
 	if err != nil {
-		return nil, err
+		return nil, long, err
 	}
-	return bytes.TrimRight(line, "\r\n"), nil
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	return bytes.TrimSuffix(line, []byte("\r")), long, nil
 }
 
 // readBody reads a body of n bytes (n < 0: up to EOF), keeping its first
@@ -219,40 +265,139 @@ func readBody(br *bufio.Reader, n int64, maxBody int, body *[]byte) error {
 	return nil
 }
 
-// readChunked reads a chunked body and its trailers.
+// readChunked reads a chunked body and its trailers, as strictly as
+// net/http's client: every line ends in CR LF and fits the buffer, a size
+// is hexadecimal digits (then optional blanks and ;extensions), a chunk's
+// data is followed by CR LF, and the trailers are header fields that end
+// within one buffer of their start.
 func readChunked(br *bufio.Reader, maxBody int, body *[]byte) error {
 	for {
-		line, err := readLine(br)
+		line, err := readChunkLine(br)
 		if err != nil {
-			return unexpected(err)
+			return err
 		}
-		size, _, _ := bytes.Cut(line, []byte(";"))
-		n, err := strconv.ParseInt(string(bytes.TrimSpace(size)), 16, 64)
-		if err != nil || n < 0 {
+		size, _, _ := bytes.Cut(bytes.TrimRight(line, " \t"), []byte(";"))
+		n, ok := parseHex(size)
+		if !ok {
 			return fmt.Errorf("bad chunk size line %q", line)
 		}
 		if n == 0 {
-			for { // trailers, up to the empty line
-				line, err := readLine(br)
-				if err != nil {
-					return unexpected(err)
-				}
-				if len(line) == 0 {
-					return nil
-				}
-			}
+			return readTrailers(br)
 		}
 		if err := readBody(br, n, maxBody, body); err != nil {
 			return err
 		}
-		line, err = readLine(br)
+		crlf, err := br.Peek(2)
 		if err != nil {
 			return unexpected(err)
 		}
-		if len(line) != 0 {
-			return fmt.Errorf("chunk of %d bytes followed by %q, not CRLF", n, line)
+		if string(crlf) != "\r\n" {
+			return fmt.Errorf("chunk of %d bytes followed by %q, not CRLF", n, crlf)
+		}
+		_, _ = br.Discard(2)
+	}
+}
+
+// readChunkLine reads a line of a chunked body, without its CR LF.
+func readChunkLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		return nil, fmt.Errorf("a line of a chunked body longer than %d bytes", br.Size())
+	case err != nil:
+		return nil, unexpected(err)
+	case len(line) < 2 || bytes.IndexByte(line, '\r') != len(line)-2:
+		return nil, fmt.Errorf("a line of a chunked body %q does not end in CRLF", line)
+	}
+	return line[:len(line)-2], nil
+}
+
+// readTrailers reads the trailer fields after a chunked body's last
+// chunk, up to the empty line.
+func readTrailers(br *bufio.Reader) error {
+	for size := 0; ; {
+		line, err := readChunkLine(br)
+		if err != nil {
+			return err
+		}
+		if size += len(line) + 2; size+2 > br.Size() && len(line) > 0 {
+			return fmt.Errorf("trailers longer than %d bytes", br.Size())
+		}
+		if len(line) == 0 {
+			return nil
+		}
+		if !validField(line) {
+			return fmt.Errorf("malformed trailer line %q", line)
 		}
 	}
+}
+
+// validField reports whether line is a header field net/http's textproto
+// reads as it is: a name of token characters (a space allowed), a colon, a
+// value without control characters other than tab.
+func validField(line []byte) bool {
+	k, v, ok := bytes.Cut(line, []byte(":"))
+	if !ok || len(k) == 0 {
+		return false
+	}
+	for _, c := range k {
+		if c != ' ' && (c >= utf8.RuneSelf || !tokenChar[c]) {
+			return false
+		}
+	}
+	for _, c := range v {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// tokenChar holds the characters of an HTTP token (RFC 9110, tchar).
+var tokenChar = func() (t [utf8.RuneSelf]bool) {
+	for _, c := range "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" {
+		t[c] = true
+	}
+	return t
+}()
+
+// parseDecimal parses a Content-Length: decimal digits only, at most
+// math.MaxInt64.
+func parseDecimal(b []byte) (int64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' || n > (math.MaxInt64-int64(c-'0'))/10 {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// parseHex parses a chunk size: 1 to 16 hexadecimal digits, at most
+// math.MaxInt64.
+func parseHex(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | uint64(c)
+	}
+	return int64(n), n <= math.MaxInt64
 }
 
 // unexpected is err, with an EOF within an answer made io.ErrUnexpectedEOF.
@@ -263,22 +408,45 @@ func unexpected(err error) error {
 	return err
 }
 
-// hasToken reports whether the comma-separated list v has token (any case).
+// hasToken reports whether the comma-separated list v has token (ASCII,
+// any case).
 func hasToken(v []byte, token string) bool {
 	for t := range bytes.SplitSeq(v, []byte(",")) {
-		if bytes.EqualFold(bytes.TrimSpace(t), []byte(token)) {
+		if equalFold(trimOWS(t), token) {
 			return true
 		}
 	}
 	return false
 }
 
-// lastToken is the last element of the comma-separated list v.
-func lastToken(v []byte) []byte {
-	if i := bytes.LastIndexByte(v, ','); i >= 0 {
-		v = v[i+1:]
+// equalFold reports whether b is lower (ASCII lower case) in any case of
+// ASCII letters. Unlike bytes.EqualFold, no other character matches: the
+// Kelvin sign is not a "k", nor the long s an "s".
+func equalFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
 	}
-	return bytes.TrimSpace(v)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// trimOWS is v without the spaces and tabs around it (HTTP's optional
+// white space; not Unicode's).
+func trimOWS(v []byte) []byte {
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	for len(v) > 0 && (v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		v = v[:len(v)-1]
+	}
+	return v
 }
 
 // interner hands out one string per distinct value (the fleet's few

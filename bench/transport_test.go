@@ -64,6 +64,22 @@ func TestReadResponse(t *testing.T) {
 		{name: "conflicting content-lengths", stream: "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxx", anyErr: true},
 		{name: "bad chunk size", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", anyErr: true},
 		{name: "chunk without its CRLF", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nxy\r\n0\r\n\r\n", maxBody: 64, anyErr: true},
+		// Framings net/http's client rejects (FuzzReadResponse holds the two alike).
+		{name: "HTTP/1.0 ignores Transfer-Encoding", stream: "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n1\r\n",
+			maxBody: 64, code: 200, body: "1\r\n", close: true},
+		{name: "a Transfer-Encoding other than chunked", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", anyErr: true},
+		{name: "two Transfer-Encodings", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", anyErr: true},
+		{name: "a Transfer-Encoding spelt with a Kelvin sign", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chun\u212aed\r\nContent-Length: 0\r\n\r\n", anyErr: true},
+		{name: "a signed content-length", stream: "HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok", anyErr: true},
+		{name: "repeated content-lengths spelt apart", stream: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 02\r\n\r\nok", anyErr: true},
+		{name: "repeated content-lengths alike", stream: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length:2 \r\n\r\nok" + next,
+			maxBody: 64, code: 200, body: "ok"},
+		{name: "a folded header line", stream: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n 0\r\n\r\nok", anyErr: true},
+		{name: "a content-length longer than the buffer", stream: "HTTP/1.1 200 OK\r\nContent-Length: 2" + strings.Repeat(" ", leanBuffer) + "9\r\n\r\nok", anyErr: true},
+		{name: "a chunk line ending in a bare LF", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\nok\r\n0\r\n\r\n", maxBody: 64, anyErr: true},
+		{name: "a signed chunk size", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-0\r\n\r\n", anyErr: true},
+		{name: "a chunk followed by CR CR LF", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\r\n0\r\n\r\n", maxBody: 64, anyErr: true},
+		{name: "a trailer without a colon", stream: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nno colon\r\n\r\n", anyErr: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
