@@ -40,7 +40,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all go-version deps packages build up down status test demo bench lint clean curator lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests client-bench
+.PHONY: all go-version deps packages build up down status test demo bench lint clean curator lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests client-bench curator-bench
 
 all: build
 
@@ -214,6 +214,12 @@ proxy-cost: build
 # needs no stack.
 client-bench: go-version
 	GO="$(GO)" scripts/client-bench.sh
+
+# curator-bench: the sources' Curator recipe (examples/curator) beside the
+# lab's zookeeper strategy in one bench report, on a stack of its own;
+# rewrites the block "curator" of docs/sources.md.
+curator-bench: build curator
+	scripts/curator-bench.sh
 
 # lint: gofmt (any file listed fails), go vet and staticcheck, all clean.
 # staticcheck is pinned in tools/staticcheck (go.mod + go.sum) and built

@@ -170,6 +170,9 @@ func inAny(rep *Report) string {
 
 // oversoldName is a row's name with its median oversold units.
 func oversoldName(s Summary) string {
+	if s.Repeats > 1 && s.OversoldRuns > 0 { // a report of before OversoldRuns has 0
+		return fmt.Sprintf("%s (%.0f; in %d of %d repeats)", s.Name, s.Oversold.Median, s.OversoldRuns, s.Repeats)
+	}
 	return fmt.Sprintf("%s (%.0f)", s.Name, s.Oversold.Median)
 }
 

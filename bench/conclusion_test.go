@@ -45,6 +45,17 @@ func TestConclusion(t *testing.T) {
 		notWant []string
 	}{
 		{
+			name: "a service without a lock oversold in 3 of 3 repeats, beside a lock",
+			rep: conclusionReport(2, fleet.RTT{}, "default",
+				func() Summary {
+					s := summaryRow("curator-no-lock", false, 200, 275, 3)
+					s.ServiceURL, s.OversoldRuns = "http://127.0.0.1:21250", 3
+					return s
+				}(),
+				summaryRow(catalog.ZooKeeper, true, 0, 112, 3)),
+			want: []string{"Oversold (median units): curator-no-lock (200; in 3 of 3 repeats), flawed by design."},
+		},
+		{
 			name: "the demo: the flawed oversell, a lock-free strategy wins",
 			rep: conclusionReport(3, fleet.RTT{}, "default",
 				summaryRow(catalog.None, false, 200, 3517, 3),

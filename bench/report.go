@@ -146,6 +146,9 @@ func WriteCompactTable(w io.Writer, rep *Report) error {
 		if c, ok := catalog.Lookup(s.Strategy); ok {
 			flawed = yesNo(c.Flawed)
 		}
+		if s.ServiceURL != "" {
+			flawed = yesNo(!s.ExpectedCorrect) // --unprotected: no lock on purpose
+		}
 		fmt.Fprintln(tw, strings.Join([]string{s.Name, flawed, yesNo(s.ExpectedCorrect),
 			fmtStat(s.Oversold, s.Repeats, "%.0f"), fmt.Sprintf("%.0f", s.OKPerSec.Median),
 			fmt.Sprintf("%d/%d", s.InvariantsPassed, s.InvariantsTotal)}, "\t"))

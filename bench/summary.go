@@ -40,16 +40,18 @@ type Summary struct {
 	ExpectedCorrect bool   `json:"expected_correct"`
 	// ServiceURL is the service a row of Options.Services loaded through
 	// the contract; "" for a strategy of the lab's fleet.
-	ServiceURL    string `json:"service_url,omitempty"`
-	Oversold      Stat   `json:"oversold"`
-	LostUpdates   Stat   `json:"lost_updates"`
-	OK            Stat   `json:"ok"`
-	FinalStock    Stat   `json:"final_stock"`
-	ThroughputRPS Stat   `json:"throughput_rps"`
-	OKPerSec      Stat   `json:"ok_per_s"`
-	P50MS         Stat   `json:"p50_ms"`
-	P99MS         Stat   `json:"p99_ms"`
-	LockWaitMS    *Stat  `json:"lock_wait_ms"`
+	ServiceURL string `json:"service_url,omitempty"`
+	Oversold   Stat   `json:"oversold"`
+	// OversoldRuns is how many of the Repeats oversold.
+	OversoldRuns  int   `json:"oversold_runs"`
+	LostUpdates   Stat  `json:"lost_updates"`
+	OK            Stat  `json:"ok"`
+	FinalStock    Stat  `json:"final_stock"`
+	ThroughputRPS Stat  `json:"throughput_rps"`
+	OKPerSec      Stat  `json:"ok_per_s"`
+	P50MS         Stat  `json:"p50_ms"`
+	P99MS         Stat  `json:"p99_ms"`
+	LockWaitMS    *Stat `json:"lock_wait_ms"`
 	// InvariantsPassed/Total add up every repeat's invariants.
 	InvariantsPassed int `json:"invariants_passed"`
 	InvariantsTotal  int `json:"invariants_total"`
@@ -117,6 +119,9 @@ func Summarize(runs []RunResult) []Summary {
 		}
 		var waits []float64
 		for _, r := range rs {
+			if r.Oversold > 0 {
+				sm.OversoldRuns++
+			}
 			sm.InvariantsPassed += r.InvariantsPassed
 			sm.InvariantsTotal += r.InvariantsTotal
 			if r.LockWaitMS != nil {

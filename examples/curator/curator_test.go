@@ -2,6 +2,7 @@ package curator_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/testenv"
 )
 
@@ -318,6 +320,47 @@ func TestCuratorService(t *testing.T) {
 	if free.orders != free.ok {
 		t.Errorf("--no-lock: %d answers 200 but %d orders", free.ok, free.orders)
 	}
+	underTheBench(t, goods+3, a, nolock)
+}
+
+// underTheBench loads the service with the lab's bench, through the
+// contract alone (bench.Options.Services): Curator's mutex oversells in
+// none of 2 runs and every 2xx has its order; --no-lock oversells in at
+// least one of up to 3 (a race: the runs stop at the first that does).
+func underTheBench(t *testing.T, goods int64, locked, nolock *instance) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o := bench.Options{Stock: 50, Requests: 150, Concurrency: 25, Repeat: 2, GoodsID: goods, Seed: 1,
+		CalibrateRequests: -1, Warmup: -1, RunTimeout: time.Minute,
+		Services: []bench.Service{{Name: "curator", URL: locked.url, Token: token}}}
+	rep, err := bench.Run(ctx, o)
+	if err != nil {
+		t.Fatalf("bench of the Curator service: %v", err)
+	}
+	for _, r := range rep.Runs {
+		if r.Oversold != 0 || r.Orders != r.OK || r.OK != o.Stock {
+			t.Errorf("curator, run %d: oversold %d, %d answers 2xx, %d orders; want 0 and the stock (%d) sold", r.Repeat, r.Oversold, r.OK, r.Orders, o.Stock)
+		}
+		for _, inv := range r.Invariants {
+			if inv.Applicable && !inv.Pass {
+				t.Errorf("curator, run %d: invariant %s failed: %+v", r.Repeat, inv.Name, inv)
+			}
+		}
+	}
+	o.Services, o.Repeat = []bench.Service{{Name: "curator-no-lock", URL: nolock.url, Token: token, Unprotected: true}}, 1
+	for try := 1; try <= 3; try++ {
+		o.Seed = int64(try)
+		rep, err := bench.Run(ctx, o)
+		if err != nil {
+			t.Fatalf("bench of the --no-lock service: %v", err)
+		}
+		if r := rep.Runs[0]; r.Oversold > 0 {
+			t.Logf("--no-lock under the bench, try %d: oversold %d, lost updates %d", try, r.Oversold, r.LostUpdates)
+			return
+		}
+	}
+	t.Error("--no-lock oversold in none of 3 bench runs of 150 purchases, 25 at a time, on a stock of 50")
 }
 
 // outcome is what a rush sold.
