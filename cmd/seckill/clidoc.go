@@ -70,6 +70,11 @@ var flagNotes = map[string]string{
 	"bench -sweep":         "At most 10 counts; replaces --concurrency. The report adds throughput and p99 by clients and the locks' scaling ratio.",
 	"bench -compare-queue": "The locks: " + strings.Join(bench.Queued(), ", ") + "; the run without the queue is named \"NAME (no queue)\".",
 	"bench -warmup":        "0: no warm-up.",
+	"bench -target": "With --instance-urls (or --instances-dns), a fleet of the lab's service started elsewhere (e.g. a docker compose fleet's nginx), benched through its admin API. " +
+		"Without them, any service that keeps the service contract (docs/contract.md), benched through the contract alone, as the row \"service\".",
+	"bench -service": "Repeatable. The service is loaded and audited through the contract alone, a row of its own in every round of the same report; " +
+		"its row has no cost model, lock cycle or CPU per process, and the report says why.",
+	"bench -unprotected":   "Comma-separated. Such a service counts as flawed by design: its oversold is expected, not a finding.",
 	"bench -release-pause": "A pause longer than the rest of --lock-ttl makes the DEL delete the next holder's lock.",
 	"bench -batch": fmt.Sprintf("At most %d, in one critical section and one transaction. Applies to %s; the other strategies run unbatched.",
 		bench.MaxBatch, strings.Join(bench.Batching(), ", ")),
@@ -77,7 +82,6 @@ var flagNotes = map[string]string{
 		"the strategies flawed by design check then insert, redis-atomic checks in Lua; the run checks %s.", stock.MaxPerUserLimit, bench.InvPerUserLimit),
 	"bench -fault":               "E.g. pause:inst-2@5s+5s or kill:redis-1@5s+5s. Needs --rate and the local stack.",
 	"bench -repeat":              "The table shows the median and min–max of the rounds.",
-	"bench -target":              "E.g. a docker compose fleet's nginx.",
 	"bench -instances-dns":       "On Kubernetes, instead of --instance-urls.",
 	"bench -calibrate":           "The load generator's ceiling: an in-process null server. The database's: the purchase transaction straight at MariaDB, with the local stack or --database-dsn.",
 	"bench -preset":              presetNote(),

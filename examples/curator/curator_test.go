@@ -29,7 +29,7 @@ import (
 // under CI=true.
 
 // basePort is the first of the instances' ports (ports.Suite).
-var basePort = testenv.Port(25600)
+var basePort = testenv.Port(28500)
 
 const (
 	database = "seckill_curator_test"
