@@ -15,12 +15,18 @@ const modulePath = "github.com/seckill-lab/seckill/"
 // TestLayers: the packages under a folder import none of the module's
 // packages the folder must not reach (tests aside). bench/ stands alone:
 // what the lab adds reaches a run through bench/fleet and the options the
-// lab fills in, so a bench of any service links nothing of the lab.
+// lab fills in, so a bench of any service links nothing of the lab. The
+// core (stock/, lockimpl/) links nothing of the lab either: the backend
+// wiring is the service's start-up's (internal/lockwire), the phase tag a
+// leaf (stock/phase), the test helpers the lab's (internal/testenv,
+// internal/sqltest).
 func TestLayers(t *testing.T) {
 	rules := []struct {
 		dir, forbidden string
 	}{
 		{"bench", "internal/"},
+		{"stock", "internal/"},
+		{"lockimpl", "internal/"},
 	}
 	for _, r := range rules {
 		bad := importsUnder(t, r.dir, r.forbidden)

@@ -6,9 +6,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/seckill-lab/seckill/internal/lockwire"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/stock/catalog"
-	"github.com/seckill-lab/seckill/stock/lockwire"
 )
 
 // Prefix is where e's lock keeps its keys in the lab: Redis keys

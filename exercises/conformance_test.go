@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/exercises"
+	"github.com/seckill-lab/seckill/internal/lockwire"
+	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/stock/catalog"
-	"github.com/seckill-lab/seckill/stock/lockwire"
 )
 
 // TestConformance runs lockimpl's conformance suite on each exercise's
@@ -42,7 +43,7 @@ func TestConformance(t *testing.T) {
 					c, p := clients, (*pauser)(nil)
 					if pausable {
 						p = &pauser{}
-						hooked := locktest.RedisClient(tb)
+						hooked := testenv.RedisClient(tb)
 						hooked.AddHook(p)
 						c = lockwire.Clients{Redis: hooked}
 					}
@@ -96,9 +97,9 @@ func clientsFor(t *testing.T, s catalog.Server) lockwire.Clients {
 	t.Helper()
 	switch s {
 	case catalog.ServerRedis:
-		return lockwire.Clients{Redis: locktest.RedisClient(t)}
+		return lockwire.Clients{Redis: testenv.RedisClient(t)}
 	case catalog.ServerEtcd:
-		return lockwire.Clients{Etcd: locktest.EtcdClient(t)}
+		return lockwire.Clients{Etcd: testenv.EtcdClient(t)}
 	}
 	t.Fatalf("no client for server %q", s)
 	return lockwire.Clients{}

@@ -25,12 +25,12 @@ import (
 	"github.com/seckill-lab/seckill/exercises/fencing"
 	"github.com/seckill-lab/seckill/exercises/redislock"
 	"github.com/seckill-lab/seckill/exercises/watchdog"
+	"github.com/seckill-lab/seckill/internal/lockwire"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	rl "github.com/seckill-lab/seckill/lockimpl/redislock"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
-	"github.com/seckill-lab/seckill/stock/lockwire"
 )
 
 // Text is a sentence in both of the course's languages.

@@ -13,9 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/exercises"
+	"github.com/seckill-lab/seckill/internal/lockwire"
+	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
-	"github.com/seckill-lab/seckill/stock/lockwire"
 )
 
 // The cases below watch the commands a Redis exercise's lock sends for its
@@ -114,8 +115,8 @@ func spiedLocker(t *testing.T, e exercises.Exercise, key bool, opts lockimpl.Opt
 	t.Helper()
 	name := locktest.Key(t)
 	full := e.Prefix() + name
-	plain := locktest.RedisClient(t)
-	hooked := locktest.RedisClient(t)
+	plain := testenv.RedisClient(t)
+	hooked := testenv.RedisClient(t)
 	s := newSpy(full)
 	hooked.AddHook(s)
 	opts.Prefix = e.Prefix()

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/sqltest"
+	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
-	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
 	. "github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
-	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // batchBuy is one purchase of a batch test: its qty, its idempotency key
@@ -38,7 +38,7 @@ type batchWant struct {
 // redisBackend opens the redis strategy's backend on the test Redis.
 func redisBackend(t *testing.T) LockBackend {
 	t.Helper()
-	rdb := locktest.RedisClient(t)
+	rdb := testenv.RedisClient(t)
 	b := redislock.NewBackend(rdb)
 	t.Cleanup(func() { b.Close() })
 	return b

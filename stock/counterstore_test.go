@@ -8,13 +8,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/seckill-lab/seckill/internal/sqltest"
+	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
-	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	. "github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/counterstore"
-	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // TestLockAloneGoods: a goods from CounterGoodsBase is a Redis counter
@@ -24,7 +24,7 @@ import (
 // the strategies that deduct in the database itself refuse it; an instance
 // without the counter answers backend_unavailable.
 func TestLockAloneGoods(t *testing.T) {
-	rdb := locktest.RedisClient(t)
+	rdb := testenv.RedisClient(t)
 	ctx := context.Background()
 	st := sqltest.Store(t)
 	mutex := map[string]LockBackend{catalog.Mutex: mutexlock.NewBackend(mutexlock.New(lockimpl.Options{}))}

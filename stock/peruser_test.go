@@ -8,11 +8,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/seckill-lab/seckill/lockimpl/locktest"
+	"github.com/seckill-lab/seckill/internal/sqltest"
+	"github.com/seckill-lab/seckill/internal/testenv"
 	. "github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/orderstream"
-	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // TestPerUserLimit: with PerUserLimit, every correct strategy sells a user
@@ -21,7 +21,7 @@ import (
 // replayed request is answered with its order, not refused.
 func TestPerUserLimit(t *testing.T) {
 	st := sqltest.Store(t)
-	rdb := locktest.RedisClient(t)
+	rdb := testenv.RedisClient(t)
 	ctx := context.Background()
 	backends := map[string]LockBackend{catalog.Redis: redisBackend(t)}
 	for _, tc := range []struct {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/stock/phase"
 )
 
 // protected runs the read-modify-write of the strategies without their
@@ -81,7 +81,7 @@ func (s *Service) runTraced(ctx context.Context, a *active, d Deduction, tr trac
 // ErrLockTimeout. While the lock is held, a loss the backend reports is
 // recorded as an event.
 func (s *Service) acquire(ctx context.Context, a *active, key string, tr trace) (*lockimpl.Lease, error) {
-	ctx = cost.WithPhase(ctx, cost.Acquire) // the round trips counted as the wait's
+	ctx = phase.With(ctx, phase.Acquire) // the round trips counted as the wait's
 	cfg := a.cfg
 	lctx, cancel := context.WithTimeout(ctx, cfg.LockWait)
 	defer cancel()
@@ -91,7 +91,7 @@ func (s *Service) acquire(ctx context.Context, a *active, key string, tr trace) 
 		s.opts.Observer.LockWait(cfg.Name, time.Since(start))
 	}
 	if err == nil {
-		cost.Acquired(ctx)
+		phase.Acquired(ctx)
 		tr.emit(EventAcquired, func(ev *Event) { ev.Token, ev.WaitedNS = lease.Token, time.Since(start).Nanoseconds() })
 		if tr.events != nil {
 			s.bg.Go(func() {
@@ -170,7 +170,7 @@ const pingBudget = 500 * time.Millisecond
 const releaseTimeout = 3 * time.Second
 
 func (s *Service) release(ctx context.Context, cfg Config, lease *lockimpl.Lease, held time.Time, tr trace) {
-	ctx = cost.WithPhase(ctx, cost.Release)
+	ctx = phase.With(ctx, phase.Release)
 	if s.opts.Observer != nil {
 		s.opts.Observer.LockHold(cfg.Name, time.Since(held))
 	}

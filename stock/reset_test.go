@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/internal/sqltest"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl/mysqllock"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
@@ -16,7 +17,6 @@ import (
 	. "github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/orderstream"
-	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // TestResetSkipsDeadBackends resets with lock backends opened over a real

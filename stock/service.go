@@ -11,9 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/stock/catalog"
+	"github.com/seckill-lab/seckill/stock/phase"
 )
 
 // locker is what the service needs of a lock.
@@ -221,7 +221,7 @@ func (s *Service) deduct(ctx context.Context, r PurchaseRequest) (Result, error)
 	d.Order.Rule = UserRule{Limit: a.cfg.PerUserLimit, CheckThenInsert: a.info.Flawed}
 	// What the deduction sends is the held phase's, but for the lock's
 	// own acquire and release (which mark theirs).
-	ctx = cost.WithPhase(ctx, cost.Held)
+	ctx = phase.With(ctx, phase.Held)
 	if own := ownDeduction[a.cfg.Name]; own != nil {
 		return own(s, ctx, a.cfg, d)
 	}

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill-lab/seckill/internal/sqltest"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	. "github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
-	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // gatedBackend is the in-process mutex lock behind two test gates: its

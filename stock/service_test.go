@@ -6,18 +6,18 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/seckill-lab/seckill/lockimpl/locktest"
+	"github.com/seckill-lab/seckill/internal/sqltest"
+	"github.com/seckill-lab/seckill/internal/testenv"
 	. "github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/orderstream"
-	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // TestRedisAtomicReturnsUnitOnFailure: when the MySQL half fails, the unit
 // goes back to Redis.
 func TestRedisAtomicReturnsUnitOnFailure(t *testing.T) {
 	st := sqltest.Store(t)
-	rdb := locktest.RedisClient(t)
+	rdb := testenv.RedisClient(t)
 	ctx := context.Background()
 	mirror := orderstream.NewMirror(rdb)
 	svc, err := NewService(ServiceOptions{Instance: "test", Store: st, Mirror: mirror, Initial: Config{Name: catalog.RedisAtomic}})

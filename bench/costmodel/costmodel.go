@@ -10,7 +10,7 @@
 // # Phases
 //
 // Each count is attributed to the phase of the purchase that made it, read
-// from the request's context (internal/cost.WithPhase, set by stock.Service): Acquire
+// from the request's context (stock/phase.With, set by stock.Service): Acquire
 // (taking the lock, waiting included), Held (the deduction: the DB
 // transaction, under the lock for a locker strategy, or the whole deduction
 // of one that takes none), Release, and Other (no purchase: health checks,
@@ -18,7 +18,7 @@
 // added to them:
 //
 //   - AcquireLast is the last round trip of each successful acquisition
-//     (internal/cost.Acquired): the one a waiter makes once the holder has released.
+//     (phase.Acquired): the one a waiter makes once the holder has released.
 //   - RowLocked is what a MySQL transaction does after the statement that
 //     took its row locks (the first write, or a SELECT ... FOR UPDATE) up
 //     to and including its COMMIT or ROLLBACK: the row's own serial
@@ -67,6 +67,8 @@
 // or a bug (in the counts or in the lock).
 package costmodel
 
+import "github.com/seckill-lab/seckill/stock/phase"
+
 // Server is a kind of server the instances talk to; the names are
 // internal/server's groups.
 type Server string
@@ -83,22 +85,23 @@ const (
 // Servers lists every server, in report order.
 func Servers() []Server { return []Server{Redis, Etcd, ZooKeeper, MySQL, Consul} }
 
-// Phase is the part of a purchase a round trip belongs to.
-type Phase string
+// Phase is the part of a purchase a round trip belongs to: the service's
+// tag (stock/phase).
+type Phase = phase.Phase
 
 // Phases of a purchase (see the package doc). AcquireLast and RowLocked
 // overlap the others.
 const (
-	Acquire     Phase = "acquire"
-	Held        Phase = "held"
-	Release     Phase = "release"
-	Other       Phase = "other"
-	AcquireLast Phase = "acquire_last"
-	RowLocked   Phase = "row_locked"
+	Acquire     = phase.Acquire
+	Held        = phase.Held
+	Release     = phase.Release
+	Other       = phase.Other
+	AcquireLast = phase.AcquireLast
+	RowLocked   = phase.RowLocked
 )
 
 // Phases lists every phase, in report order.
-func Phases() []Phase { return []Phase{Acquire, Held, Release, Other, AcquireLast, RowLocked} }
+func Phases() []Phase { return phase.All() }
 
 // Counts are cumulative counts of one server in one phase.
 type Counts struct {

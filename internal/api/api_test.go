@@ -14,12 +14,12 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill-lab/seckill/internal/api"
+	"github.com/seckill-lab/seckill/internal/sqltest"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
-	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 const token = "test-token"

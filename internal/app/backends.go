@@ -15,12 +15,12 @@ import (
 	"github.com/seckill-lab/seckill/internal/api"
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/cost"
+	"github.com/seckill-lab/seckill/internal/lockwire"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
-	"github.com/seckill-lab/seckill/stock/lockwire"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
 )
 

@@ -21,6 +21,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl/consullock"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
+	"github.com/seckill-lab/seckill/stock/phase"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
 )
 
@@ -41,7 +42,7 @@ func runSteps(t *testing.T, m *cost.Meter, server cost.Server, steps []step) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			before := m.Snapshot()
-			if err := s.do(cost.WithPhase(ctx, cost.Held)); err != nil {
+			if err := s.do(phase.With(ctx, phase.Held)); err != nil {
 				t.Fatal(err)
 			}
 			d := m.Snapshot().Sub(before)
@@ -105,7 +106,7 @@ func TestRedisHook(t *testing.T) {
 func TestRedisFanOut(t *testing.T) {
 	c, m := meteredRedis(t)
 	k := key(t)
-	ctx := cost.WithPhase(context.Background(), cost.Release)
+	ctx := phase.With(context.Background(), phase.Release)
 	// Three BLPOPs that wait on an empty list (go-redis rounds the 0.3 s
 	// up to Redis's 1 s): in flight together for sure. Then one DEL on its
 	// own.
@@ -256,7 +257,7 @@ func TestMySQLConnector(t *testing.T) {
 	// The row's serial section: after the statement that locks the row,
 	// up to the commit.
 	before := m.Snapshot()
-	if err := inTx(cost.WithPhase(ctx, cost.Held), "SELECT n FROM cost_probe WHERE id = ? FOR UPDATE", "UPDATE cost_probe SET n = n + 1 WHERE id = ?"); err != nil {
+	if err := inTx(phase.With(ctx, phase.Held), "SELECT n FROM cost_probe WHERE id = ? FOR UPDATE", "UPDATE cost_probe SET n = n + 1 WHERE id = ?"); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := m.Snapshot().Sub(before)[cost.MySQL][cost.RowLocked], (cost.Counts{RoundTrips: 2, Writes: 1}); got != want {

@@ -1,7 +1,7 @@
 // Package cost counts, from the clients themselves, the round trips an
 // instance makes to each server and how many of them are writes the server
 // makes durable, by the phase of the purchase they belong to, which the
-// service marks on each request's context (WithPhase, Acquired). The counts'
+// service marks on each request's context (stock/phase: With, Acquired). The counts'
 // vocabulary (Server, Phase, Counts, Snapshot) and the model that turns
 // them into a prediction of each strategy's serial limit are
 // bench/costmodel's.
@@ -52,10 +52,10 @@ package cost
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	"github.com/seckill-lab/seckill/bench/costmodel"
+	"github.com/seckill-lab/seckill/stock/phase"
 )
 
 // The counts' vocabulary is bench/costmodel's.
@@ -145,16 +145,19 @@ type op struct{ write, wait, overlapped bool }
 // record counts one request of s made under ctx: in ctx's phase, and, in
 // the Acquire phase, as the acquisition's last request so far.
 func (m *Meter) record(ctx context.Context, s Server, o op) {
-	mk := markOf(ctx)
-	m.recordIn(s, mk, o)
+	m.recordIn(s, phase.Of(ctx), o)
 }
 
 // recordIn is record with the context's mark already read (a MySQL COMMIT
 // has no context: it uses its transaction's).
-func (m *Meter) recordIn(s Server, mk mark, o op) {
-	m.add(s, mk.phase, o)
-	if mk.last != nil && !o.wait {
-		mk.last.note(m, s, o)
+func (m *Meter) recordIn(s Server, mk phase.Mark, o op) {
+	m.add(s, mk.Phase, o)
+	if l := mk.Last(); l != nil && !o.wait && m != nil {
+		// The last request is a round trip on the critical path even
+		// when it overlapped others (the last round of a fan-out costs
+		// one).
+		o.overlapped = false
+		l.Note(func() { m.add(s, AcquireLast, o) })
 	}
 }
 
@@ -175,91 +178,4 @@ func (m *Meter) Snapshot() Snapshot {
 		}
 	}
 	return out
-}
-
-// mark is what a context says about the purchase: its phase, the requests
-// of that phase in flight and, while acquiring, where the acquisition's
-// last request is noted.
-type mark struct {
-	phase  Phase
-	flight *flight
-	last   *last
-}
-
-// flight counts the requests in flight under one mark.
-type flight struct{ n atomic.Int32 }
-
-// begin is called as a request under mk is sent: overlapped says another
-// one under mk was in flight (a fan-out, sent at once). end is called when
-// its answer came. Unmarked requests never overlap.
-func (mk mark) begin() (overlapped bool) {
-	return mk.flight != nil && mk.flight.n.Add(1) > 1
-}
-
-// end is begin's pair.
-func (mk mark) end() {
-	if mk.flight != nil {
-		mk.flight.n.Add(-1)
-	}
-}
-
-type markKey struct{}
-
-// WithPhase returns ctx marked as being in phase p of a purchase: the
-// requests made under it are counted there. Marking Acquire also starts
-// noting the acquisition's last request (see Acquired).
-func WithPhase(ctx context.Context, p Phase) context.Context {
-	mk := mark{phase: p, flight: &flight{}}
-	if p == Acquire {
-		mk.last = &last{}
-	}
-	return context.WithValue(ctx, markKey{}, mk)
-}
-
-// PhaseOf returns ctx's phase (Other when unmarked).
-func PhaseOf(ctx context.Context) Phase { return markOf(ctx).phase }
-
-func markOf(ctx context.Context) mark {
-	if mk, ok := ctx.Value(markKey{}).(mark); ok {
-		return mk
-	}
-	return mark{phase: Other}
-}
-
-// Acquired records, once the lock is taken under actx (a context
-// WithPhase(ctx, Acquire) returned), the acquisition's last request in the
-// AcquireLast row of the meter that counted it. It does nothing when no
-// request was counted (an in-process lock).
-func Acquired(actx context.Context) {
-	if l := markOf(actx).last; l != nil {
-		l.flush()
-	}
-}
-
-// last notes the last request of one acquisition.
-type last struct {
-	mu sync.Mutex
-	m  *Meter
-	s  Server
-	op op
-}
-
-// note keeps o as the acquisition's last request so far. The last request
-// is a round trip on the critical path even when it overlapped others (the
-// last round of a fan-out costs one).
-func (l *last) note(m *Meter, s Server, o op) {
-	o.overlapped = false
-	l.mu.Lock()
-	l.m, l.s, l.op = m, s, o
-	l.mu.Unlock()
-}
-
-func (l *last) flush() {
-	l.mu.Lock()
-	m, s, o := l.m, l.s, l.op
-	l.m = nil
-	l.mu.Unlock()
-	if m != nil {
-		m.add(s, AcquireLast, o)
-	}
 }

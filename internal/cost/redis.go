@@ -3,6 +3,7 @@ package cost
 import (
 	"context"
 	"errors"
+	"github.com/seckill-lab/seckill/stock/phase"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -38,12 +39,12 @@ func (redisHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		mk := markOf(ctx)
-		overlapped := mk.begin()
+		mk := phase.Of(ctx)
+		overlapped := mk.Begin()
 		err := next(ctx, cmd)
-		mk.end()
+		mk.End()
 		if redisSetup[cmd.Name()] {
-			h.m.recordIn(Redis, mark{phase: Other}, op{})
+			h.m.recordIn(Redis, phase.Mark{Phase: Other}, op{})
 			return err
 		}
 		h.m.recordIn(Redis, mk, op{write: redisWrote(err, cmd), overlapped: overlapped})
@@ -53,17 +54,17 @@ func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		mk := markOf(ctx)
-		overlapped := mk.begin()
+		mk := phase.Of(ctx)
+		overlapped := mk.Begin()
 		err := next(ctx, cmds)
-		mk.end()
+		mk.End()
 		wrote, setup := false, true
 		for _, c := range cmds {
 			wrote = wrote || redisWrote(c.Err(), c)
 			setup = setup && redisSetup[c.Name()]
 		}
 		if setup {
-			h.m.recordIn(Redis, mark{phase: Other}, op{})
+			h.m.recordIn(Redis, phase.Mark{Phase: Other}, op{})
 			return err
 		}
 		h.m.recordIn(Redis, mk, op{write: wrote, overlapped: overlapped})

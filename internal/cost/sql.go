@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"github.com/seckill-lab/seckill/stock/phase"
 	"strings"
 	"sync"
 )
@@ -41,7 +42,7 @@ type sqlTx struct {
 	c      *sqlConn
 	wrote  bool
 	locked bool
-	mark   mark
+	mark   phase.Mark
 }
 
 // statement classifies a statement: whether it writes and whether it takes
@@ -119,7 +120,7 @@ func classify(query string) (write, locks bool) {
 func (c *sqlConn) counted(ctx context.Context, query string, err error) {
 	write, locks := classify(query)
 	write, locks = write && err == nil, locks && err == nil
-	mk := markOf(ctx)
+	mk := phase.Of(ctx)
 	t := c.tx
 	if t == nil {
 		c.m.recordIn(MySQL, mk, op{write: write})
@@ -179,7 +180,7 @@ func (c *sqlConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx
 		return nil, errors.New("cost: the MySQL driver's connection has no BeginTx")
 	}
 	tx, err := b.BeginTx(ctx, opts)
-	mk := markOf(ctx)
+	mk := phase.Of(ctx)
 	c.m.recordIn(MySQL, mk, op{})
 	if err != nil {
 		return nil, err

@@ -9,13 +9,14 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 )
 
 // client opens a new etcd client, closed at cleanup.
-func client(tb testing.TB) *clientv3.Client { return locktest.EtcdClient(tb) }
+func client(tb testing.TB) *clientv3.Client { return testenv.EtcdClient(tb) }
 
 func newLocker(tb testing.TB, opts lockimpl.Options) *etcdlock.Locker {
 	l := etcdlock.New(client(tb), opts)

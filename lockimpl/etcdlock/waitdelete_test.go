@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 )
 
@@ -23,7 +24,7 @@ import (
 func TestWaitDeleteMissesNoGap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c := locktest.EtcdClient(t)
+	c := testenv.EtcdClient(t)
 	key := "/seckill-test/waitdelete/" + locktest.Key(t)
 	put := func() (*clientv3.GetResponse, int64) {
 		t.Helper()

@@ -34,8 +34,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/seckill-lab/seckill/internal/mysqlerr"
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/mysqlerr"
 )
 
 // Table is the lock table's name.

@@ -15,7 +15,7 @@ import (
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
 )
 
-func client(tb testing.TB) *redis.Client { return locktest.RedisClient(tb) }
+func client(tb testing.TB) *redis.Client { return testenv.RedisClient(tb) }
 
 func newLocker(tb testing.TB, opts lockimpl.Options) *redislock.Locker {
 	l := redislock.New(client(tb), opts)

@@ -9,13 +9,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/locktest"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
 	"github.com/seckill-lab/seckill/lockimpl/redisnaive"
 )
 
-func client(tb testing.TB) *redis.Client { return locktest.RedisClient(tb) }
+func client(tb testing.TB) *redis.Client { return testenv.RedisClient(tb) }
 
 type keyer interface{ Key(string) string }
 

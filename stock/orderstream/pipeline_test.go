@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill-lab/seckill/lockimpl/locktest"
+	"github.com/seckill-lab/seckill/internal/testenv"
 )
 
 // gate is a go-redis hook that holds every command and pipeline until
@@ -57,14 +57,14 @@ func (g *gate) record(n int) {
 // script Redis lost (SCRIPT FLUSH) is sent again with EVAL, and a caller
 // whose context ends stops waiting.
 func TestPipeliner(t *testing.T) {
-	rdb := locktest.RedisClient(t)
+	rdb := testenv.RedisClient(t)
 	g := &gate{open: make(chan struct{})}
 	rdb.AddHook(g)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	key := fmt.Sprintf("test:pipeliner:%d", rand.Int64())
-	t.Cleanup(func() { locktest.RedisClient(t).Del(context.Background(), key) })
-	if err := locktest.RedisClient(t).ScriptFlush(ctx).Err(); err != nil {
+	t.Cleanup(func() { testenv.RedisClient(t).Del(context.Background(), key) })
+	if err := testenv.RedisClient(t).ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	incr := redis.NewScript(`return redis.call('INCRBY', KEYS[1], ARGV[1])`)
@@ -120,7 +120,7 @@ func TestPipeliner(t *testing.T) {
 	if len(seen) != calls {
 		t.Errorf("%d distinct answers from %d INCRBY 1 calls, want one each (1..%d)", len(seen), calls, calls)
 	}
-	total, err := locktest.RedisClient(t).Get(ctx, key).Int64()
+	total, err := testenv.RedisClient(t).Get(ctx, key).Int64()
 	if err != nil || total != calls {
 		t.Errorf("counter %d (%v), want %d: the cancelled call ran, or a call ran twice", total, err, calls)
 	}
@@ -138,7 +138,7 @@ func TestPipeliner(t *testing.T) {
 // TestPipelinerNoScript: a pipeline of a script Redis does not have (a
 // restarted Redis) answers each call all the same, through EVAL.
 func TestPipelinerNoScript(t *testing.T) {
-	rdb := locktest.RedisClient(t)
+	rdb := testenv.RedisClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {

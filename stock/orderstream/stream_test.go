@@ -11,11 +11,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill-lab/seckill/lockimpl/locktest"
+	"github.com/seckill-lab/seckill/internal/sqltest"
+	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
-	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 // streamFixture is a redis-stream service on a stream of the test's own
@@ -31,7 +31,7 @@ type streamFixture struct {
 func newStreamFixture(t *testing.T, inStock int64, limit int) streamFixture {
 	t.Helper()
 	st := sqltest.Store(t)
-	rdb := locktest.RedisClient(t)
+	rdb := testenv.RedisClient(t)
 	ctx := context.Background()
 	q := &Stream{rdb: rdb, key: fmt.Sprintf("test:orders:%d", rand.Int64()), pipe: newPipeliner(rdb)}
 	t.Cleanup(func() { rdb.Del(context.Background(), q.key) })

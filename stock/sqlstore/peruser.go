@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/seckill-lab/seckill/internal/mysqlerr"
+	"github.com/seckill-lab/seckill/lockimpl/mysqlerr"
 	"github.com/seckill-lab/seckill/stock"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
-	"github.com/seckill-lab/seckill/internal/mysqlerr"
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/lockimpl/mysqlerr"
 	"github.com/seckill-lab/seckill/stock"
 )
 

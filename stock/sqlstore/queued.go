@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/mysqlerr"
+	"github.com/seckill-lab/seckill/lockimpl/mysqlerr"
 	"github.com/seckill-lab/seckill/stock"
 )
 

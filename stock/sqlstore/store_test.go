@@ -17,11 +17,12 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/seckill-lab/seckill/internal/cost"
+	"github.com/seckill-lab/seckill/internal/sqltest"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
+	"github.com/seckill-lab/seckill/stock/phase"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
-	"github.com/seckill-lab/seckill/stock/sqlstore/sqltest"
 )
 
 func order(goods int64, rid string) stock.Order {
@@ -194,7 +195,7 @@ func TestBatchOneInsert(t *testing.T) {
 	if err := st.Migrate(context.Background()); err != nil {
 		testenv.Unavailable(t, "MySQL", err)
 	}
-	ctx := cost.WithPhase(context.Background(), cost.Held)
+	ctx := phase.With(context.Background(), phase.Held)
 	// sell sells one batch of qty-1 deductions (request ids
 	// "<goods>-<key>"; presold sold before it) on a new goods of stock and
 	// returns the MySQL round trips the batch took.
