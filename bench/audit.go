@@ -2,22 +2,30 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seckill-lab/seckill/bench/contract"
 )
 
-// Outcome labels of a purchase response.
+// Outcome labels of a purchase response: the codes of the outcome table
+// (bench/contract, kept equal to stock/errors.go) the reports count apart,
+// "ok" for a sale and "errors" for anything else.
 const (
 	OutcomeOK          = "ok"           // 2xx: the purchase went through
-	OutcomeSoldOut     = "sold_out"     // 409 sold_out
-	OutcomeStaleLock   = "stale_lock"   // 409 stale_lock (fencing refused a stale holder)
-	OutcomeLeaseLost   = "lease_lost"   // 409 lease_lost (the holder's lease was lost before COMMIT)
-	OutcomeLockTimeout = "lock_timeout" // 503 lock_timeout
-	OutcomeUserLimit   = "user_limit"   // 409 user_limit (the user is at the per-user limit)
+	OutcomeSoldOut     = "sold_out"     // the stock did not cover qty
+	OutcomeStaleLock   = "stale_lock"   // fencing refused a stale holder
+	OutcomeLeaseLost   = "lease_lost"   // the holder's lease was lost before COMMIT
+	OutcomeLockTimeout = "lock_timeout" // the lock wait ran out
+	OutcomeUserLimit   = "user_limit"   // the user is at the per-user limit
 	OutcomeError       = "errors"       // anything else (other 4xx/5xx, transport errors)
 )
+
+// countedApart are the outcome table's codes the reports count apart.
+var countedApart = []string{OutcomeSoldOut, OutcomeStaleLock, OutcomeLeaseLost, OutcomeLockTimeout, OutcomeUserLimit}
 
 // Response is what the harness keeps of one purchase: the request id it
 // sent (Idempotency-Key), the HTTP status (0 when no response came back),
@@ -42,21 +50,30 @@ type Response struct {
 
 // Outcome classifies r into one of the Outcome labels.
 func (r Response) Outcome() string {
-	switch {
-	case r.Code >= 200 && r.Code < 300:
+	if r.Code >= 200 && r.Code < 300 {
 		return OutcomeOK
-	case r.Code == 409 && r.Error == "sold_out":
-		return OutcomeSoldOut
-	case r.Code == 409 && r.Error == "user_limit":
-		return OutcomeUserLimit
-	case r.Code == 409 && r.Error == "stale_lock":
-		return OutcomeStaleLock
-	case r.Code == 409 && r.Error == "lease_lost":
-		return OutcomeLeaseLost
-	case r.Code == 503 && r.Error == "lock_timeout":
-		return OutcomeLockTimeout
+	}
+	if o, ok := contract.OutcomeFor(r.Code, r.Error); ok && slices.Contains(countedApart, o.Code) {
+		return o.Code
 	}
 	return OutcomeError
+}
+
+// Effect is what r says of the sale, by the outcome table: sold, nothing
+// sold, or unknown. An answer the table lacks is nothing sold for a 4xx
+// (refused before any effect: a proxy's or a framework's) and unknown
+// otherwise (a 5xx, a transport error).
+func (r Response) Effect() contract.Effect {
+	if r.Code >= 200 && r.Code < 300 {
+		return contract.Sold
+	}
+	if o, ok := contract.OutcomeFor(r.Code, r.Error); ok {
+		return o.Effect
+	}
+	if r.Code >= 400 && r.Code < 500 {
+		return contract.NothingSold
+	}
+	return contract.Unknown
 }
 
 // Definite reports whether r is a definite answer: a 2xx (the purchase

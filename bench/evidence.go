@@ -18,6 +18,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench/adminclient"
 	"github.com/seckill-lab/seckill/bench/chart"
+	"github.com/seckill-lab/seckill/bench/contract"
 	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/bench/history"
 	"github.com/seckill-lab/seckill/bench/lockcheck"
@@ -261,25 +262,23 @@ func writeEvents(path string, events []stock.Event) error {
 }
 
 // historyOps turns the responses of a run into the history the
-// linearizability check reads: a 2xx sold qty (with the remaining stock it
-// reported), 409 sold_out sold nothing, another 4xx or a 503 lock_timeout
-// took no effect, and anything else (5xx, a transport error) may or may
-// not have.
+// linearizability check reads, by the outcome table (Response.Effect): a
+// sale sold qty (with the remaining stock it reported), sold_out sold
+// nothing because the stock was short, another answer that sold nothing
+// (a 4xx, 503 lock_timeout) took no effect, and anything else (a 5xx, a
+// transport error) may or may not have.
 func historyOps(responses []Response, qty int) []history.Op {
 	ops := make([]history.Op, 0, len(responses))
 	for _, r := range responses {
 		op := history.Op{ID: r.RequestID, Qty: int64(qty), Call: r.Sent, Return: r.Sent.Add(r.Latency)}
-		switch o := r.Outcome(); {
-		case o == OutcomeOK && r.Remaining != nil:
+		switch e := r.Effect(); {
+		case e == contract.Sold && r.Remaining != nil:
 			op.Result, op.Remaining = history.Sold, *r.Remaining
-		case o == OutcomeOK: // a sale whose remaining is unknown: it may sit anywhere
+		case e == contract.Sold: // a sale whose remaining is unknown: it may sit anywhere
 			op.Result = history.Unknown
-		case o == OutcomeSoldOut:
+		case e == contract.NothingSold && r.Outcome() == OutcomeSoldOut:
 			op.Result = history.SoldOut
-		case r.Definite() || o == OutcomeLockTimeout:
-			// A lock wait that ran out never reached the deduction: the
-			// service answers lock_timeout only before it (or after a
-			// rolled-back row lock or compare-and-swap).
+		case e == contract.NothingSold:
 			op.Result = history.Refused
 		default:
 			op.Result = history.Unknown

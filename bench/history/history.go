@@ -33,7 +33,7 @@ const (
 	Sold    Result = iota // 2xx: the server sold Qty and reported Remaining
 	SoldOut               // 409 sold_out: legal only if stock < Qty at that point
 	Unknown               // timeout/5xx/transport error: may or may not have taken effect
-	Refused               // any other 4xx (lock_timeout, stale_lock, lease_lost...): took no effect
+	Refused               // any other answer that sold nothing (4xx, 503 lock_timeout): took no effect
 )
 
 func (r Result) String() string {
