@@ -67,13 +67,12 @@ type benchFlags struct {
 
 	strategies                                          aliasFlag
 	initial, requests, concurrency, qty, rate           int
-	instances, warmup, batch, perUserLimit, users       int
+	instances, warmup, users                            int
 	repeat, calRequests                                 int
 	seed, goods                                         int64
-	workDelay, lockTTL, lockWait, releasePause          time.Duration
 	reqTimeout, runTimeout                              time.Duration
-	fencing, noWatchdog, noEvents, noQueue              bool
-	compareQueue, noLeaseCheck, calibrate               bool
+	noEvents, compareQueue, calibrate                   bool
+	knobs                                               *stock.Config
 	mode, sweepRTT, sweepBatch, sweep, preset           string
 	dir, target, instanceURLs, instancesDNS, adminToken string
 	out, dbDSN, experiment                              string
@@ -101,25 +100,16 @@ func newBenchFlags() *benchFlags {
 	fs.IntVar(&f.concurrency, "concurrency", bench.DefaultConcurrency, "concurrent workers (closed model) or worker cap (with --rate)")
 	fs.IntVar(&f.qty, "qty", bench.DefaultQty, "units per purchase")
 	fs.IntVar(&f.rate, "rate", 0, "requests per second; 0 = closed model, --concurrency workers as fast as they go")
+	f.knobs = knobFlags(fs)
 	fs.IntVar(&f.instances, "instances", 0, "re-scale the local stack to N instances first, 1.."+strconv.Itoa(stack.MaxInstances)+" (default: as it is)")
-	fs.DurationVar(&f.workDelay, "work-delay", 0, "simulated work inside the critical section, up to "+stock.MaxWorkDelay.String())
-	fs.DurationVar(&f.lockTTL, "lock-ttl", 0, "lock TTL, "+stock.MinLockTTL.String()+".."+stock.MaxLockTTL.String()+" (default: the service's, "+stock.DefaultLockTTL.String()+")")
-	fs.DurationVar(&f.lockWait, "lock-wait", 0, "lock wait budget, up to "+stock.MaxLockWait.String()+" (default: the service's, "+stock.DefaultLockWait.String()+")")
-	fs.BoolVar(&f.fencing, "fencing", false, "have the service check fencing tokens")
-	fs.BoolVar(&f.noWatchdog, "no-watchdog", false, "have the locks that renew not renew: with --work-delay > --lock-ttl, holders go stale")
 	fs.BoolVar(&f.noEvents, "no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
-	fs.BoolVar(&f.noQueue, "no-local-queue", false, "every waiter contends at the lock server (no in-process queue in front of it)")
 	fs.StringVar(&f.mode, "mode", bench.ModePurchase, "what a purchase's critical section does: purchase, lock, or both")
 	fs.StringVar(&f.sweepRTT, "sweep-rtt", "", "run the bench at each of these round trips, e.g. 0,0.2,2 (ms) or loopback,zone")
 	fs.StringVar(&f.sweepBatch, "sweep-batch", "", "with --sweep-rtt: run each round trip at these batch sizes, e.g. 1,8,32")
 	fs.StringVar(&f.sweep, "sweep", "", "run each strategy at each of these client counts, e.g. 1,10,50,200")
 	fs.BoolVar(&f.compareQueue, "compare-queue", false, "run each distributed lock with and without the local queue")
 	fs.IntVar(&f.warmup, "warmup", bench.DefaultWarmup, "uncounted purchases on a separate goods before each strategy's first run")
-	fs.DurationVar(&f.releasePause, "release-pause", 0, "pause between the owner check and the DEL of "+strings.Join(bench.Pausing(), ", "))
-	fs.IntVar(&f.batch, "batch", 0, "a lock holder sells up to B queued purchases in one transaction (0 = off)")
-	fs.IntVar(&f.perUserLimit, "per-user-limit", 0, "at most N orders per user and goods, for every strategy (0 = no limit)")
 	fs.IntVar(&f.users, "users", 0, "draw each request's user id from N users, so users repeat (0 = a new user per request)")
-	fs.BoolVar(&f.noLeaseCheck, "no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
 	fs.Var(&f.faults, "fault", "inject KIND:COMPONENT@START+DURATION into every run (repeatable)")
 	fs.IntVar(&f.repeat, "repeat", 1, "rounds over all strategies, in orders shuffled from --seed")
 	fs.Int64Var(&f.seed, "seed", 0, "seed of request and user ids (0 = from the clock; recorded in the report)")
@@ -229,7 +219,7 @@ func (f *benchFlags) validateLoad() error {
 	if f.conc != 0 && len(f.points) > 0 {
 		return exitError{code: 2, msg: "bench: --sweep sets the clients of each point; drop --concurrency (or drop --sweep)"}
 	}
-	if f.compareQueue && f.noQueue {
+	if f.compareQueue && f.knobs.NoLocalQueue {
 		return exitError{code: 2, msg: "bench: --compare-queue runs each distributed lock with and without the local queue; drop --no-local-queue"}
 	}
 	if f.conc == 0 && len(f.points) == 0 {
@@ -307,8 +297,7 @@ func (f *benchFlags) options(args []string) bench.Options {
 		Strategies: f.names, Stock: f.initial, Requests: f.requests, Concurrency: f.conc, Qty: f.qty, Sweep: f.points,
 		CompareQueue: f.compareQueue, Warmup: f.warmup,
 		Rate: f.rate, Repeat: f.repeat, Seed: f.seed, GoodsID: f.goods, Instances: f.instances,
-		Config: stock.Config{WorkDelay: f.workDelay, LockTTL: f.lockTTL, LockWait: f.lockWait, Fencing: f.fencing, NoWatchdog: f.noWatchdog,
-			NoLocalQueue: f.noQueue, NoLeaseCheck: f.noLeaseCheck, ReleasePause: f.releasePause, Batch: f.batch, PerUserLimit: f.perUserLimit},
+		Config:   *f.knobs,
 		NoEvents: f.noEvents, Faults: f.faults, Users: f.users, Experiment: f.experiment, ExperimentDuration: f.experimentDuration,
 		RequestTimeout: f.reqTimeout, RunTimeout: f.runTimeout, CalibrateRequests: f.calRequests,
 		Progress: os.Stderr, CommandLine: append([]string{"seckill", "bench"}, args...),

@@ -6,11 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/democli"
-	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
@@ -86,15 +84,8 @@ func runBuy(ctx context.Context, args []string) error {
 
 func runStrategy(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("strategy")
-	workDelay := fs.Duration("work-delay", 0, "simulated work inside the critical section, up to "+stock.MaxWorkDelay.String())
-	lockTTL := fs.Duration("lock-ttl", stock.DefaultLockTTL, "lock TTL, "+stock.MinLockTTL.String()+".."+stock.MaxLockTTL.String())
-	lockWait := fs.Duration("lock-wait", stock.DefaultLockWait, "lock wait budget, up to "+stock.MaxLockWait.String())
-	fencing := fs.Bool("fencing", false, "check fencing tokens (locks with tokens only)")
-	noWatchdog := fs.Bool("no-watchdog", false, "do not renew held locks ("+strings.Join(bench.Renewing(), ", ")+")")
-	noQueue := fs.Bool("no-local-queue", false, "every waiter contends at the lock server")
-	noLeaseCheck := fs.Bool("no-lease-check", false, "let a holder whose lease was reported lost commit anyway")
-	usage := "usage: seckill strategy [NAME [--work-delay D] [--lock-ttl D] [--lock-wait D] [--fencing]\n" +
-		"                        [--no-watchdog] [--no-local-queue] [--no-lease-check]]\n\n" +
+	knobs := knobFlags(fs)
+	usage := "usage: seckill strategy [NAME [--work-delay D] [--lock-ttl D] [--fencing] ... (flags below)]\n\n" +
 		"Without NAME: each instance's current setting. With NAME: switch every instance to it, then\n" +
 		"check they all run it.\n" +
 		wrapList("NAME: ", catalog.StrategyNames(), maxHelpWidth)
@@ -119,8 +110,8 @@ func runStrategy(ctx context.Context, args []string) error {
 		}
 		got, err = f.Strategies(ctx)
 	} else {
-		cfg := stock.Config{Name: pos[0], WorkDelay: *workDelay, LockTTL: *lockTTL, LockWait: *lockWait, Fencing: *fencing,
-			NoWatchdog: *noWatchdog, NoLocalQueue: *noQueue, NoLeaseCheck: *noLeaseCheck}
+		cfg := *knobs
+		cfg.Name = pos[0]
 		got, err = f.SetStrategy(ctx, cfg)
 	}
 	for _, s := range got {
