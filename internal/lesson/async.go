@@ -54,18 +54,6 @@ var (
 	asyncKillTarget = "inst-2"
 )
 
-var asyncLesson = Lesson{N: 28, Slug: "async-orders", TitleZH: "异步下单：Redis 预扣减 + Stream 消息队列", TitleEN: "Asynchronous orders: Redis pre-deduction and a stream",
-	ShowsZH: "生产上的秒杀答案：一段 Lua 在 Redis 里检查库存和一人一单、扣减、把订单 XADD 进 Stream，立刻回 202“已受理”；每个实例里的消费者组把订单写进 MySQL（请求号唯一，重复投递只写一次），提交之后才 XACK；实例被 kill -9，它没确认的消息由别的消费者 XAUTOCLAIM 接手。" +
-		"这一课比较它和 sql-atomic、redis-atomic 的吞吐量，给出订单延迟（受理到提交），再在压测中途 kill -9 一个实例：排空之后订单数等于卖出的件数，不丢也不重。最后在压测中途杀掉 Redis：默认不落盘时，已经回了 202 的订单会丢（数出来是多少），MySQL 的条件扣减仍然不让超卖；Redis 每次写都 fsync（--durability fsync）时一单不丢。原文只讲到 Redis 预扣减（003），Stream 和消费者组来自实践：黑马点评 Redis 课程的“异步秒杀”。",
-	ShowsEN: "The answer production flash sales give: one Lua script checks the stock and the per-user limit in Redis, deducts, and XADDs the order to a stream, and the purchase is answered 202 \"accepted\" at once; a consumer group inside each instance writes the orders to MySQL (the request id is unique, so an entry delivered twice is written once) and XACKs only after the COMMIT; when an instance is killed with kill -9, another consumer takes over its unacknowledged entries with XAUTOCLAIM. " +
-		"The lesson sets its throughput beside sql-atomic's and redis-atomic's, gives the order lag (accept to COMMIT), and kills an instance mid-run: once the queue drained, the orders equal the units sold, none lost and none doubled. Last it kills Redis mid-run: at the default durability (Redis writes nothing to disk) orders already answered 202 are lost, and counted, while MySQL's conditional deduction still refuses to oversell; with Redis fsyncing every write (--durability fsync) none is lost. The sources stop at Redis pre-deduction (Chapter 1); the stream and its consumer group come from practice: the hm-dianping (黑马点评) Redis course's 异步秒杀.",
-	Seed:       srcChapter1 + ": Redis 预扣减 (pre-deduction, redis-atomic); the asynchronous order (Redis Stream, consumer group, XACK after the write, pending entries taken over) is not in the sources: the practice is the hm-dianping (黑马点评) Redis course, 异步秒杀",
-	SeedFigure: "none given (not in the sources); the practice's claim: answering before the order is written is faster than writing it in the purchase (redis-stream's ok/s above sql-atomic's and redis-atomic's), oversold 0, orders = units sold after a consumer's kill -9",
-	Look: inBench(1, "Order queue",
-		"report 1: in the Comparison table redis-stream's ok/s beside sql-atomic's and redis-atomic's; the Order queue table gives the drain time, the orders per batch (one MySQL transaction each: a consumer waits 20 ms after a short batch, --stream-gather, so that the next one gathers) and the order lag (p50, p99). Report 2 is the kill -9: its Order queue row has orders equal to accepted, reclaimed above 0 (the killed consumer's entries, taken over or read again) and duplicates skipped; the fault windows show the sales going on through the kill. Reports 3 and 4 kill Redis: at the default durability ok_has_order fails by the orders lost, at fsync every check passes.",
-		"第 1 份报告：Comparison 表里 redis-stream 的 ok/s 和 sql-atomic、redis-atomic 并排；Order queue 表给出排空时间、每批订单数（每批一个 MySQL 事务：消费者读到不满的一批之后等 20 ms，--stream-gather，让下一批攒满一些）和订单延迟（p50、p99）。第 2 份报告是 kill -9：Order queue 那一行 orders 等于 accepted，reclaimed 大于 0（被杀实例没确认的消息，被接手或重读），duplicates 被跳过；故障窗口表显示杀掉实例期间照样在卖。第 3、4 份报告杀掉 Redis：默认持久化下 ok_has_order 失败，失败数就是丢掉的订单；fsync 下每项检查都通过。"),
-	Speed: true, Estimate: 45 * time.Second, run: asyncOrders}
-
 // asyncOrders is lesson 28's experiment: the three strategies in one
 // bench, then redis-stream with inst-2 killed mid-run, then with Redis
 // killed mid-run.

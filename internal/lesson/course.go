@@ -796,8 +796,28 @@ var course = []Lesson{
 			"第 3 份报告（2 ms + fsync 下只测锁）：Comparison 表里每把锁的 ok/s，三遍的中位数和最小–最大值；再看 cost model 里每次购买的往返次数和 fsync 次数：Consul 每一步都把会话和键写进每次 fsync 的 raft 日志，排在最后。报告 1、2 是整笔购买：本机回环，以及 2 ms 往返 + 全部 fsync；两份里 sql-atomic 那一行都高过每一把锁。"),
 		Speed: true, Estimate: 300 * time.Second, run: ranking,
 		Longer: "it starts two stacks of its own (default and fsync durability, with the proxy) and runs every lock service three times under each of three conditions, two of them at a 2 ms round trip where Consul sells 15 to 30 a second: about 5 minutes"},
-	perUserLesson,
-	asyncLesson,
+	{N: 27, Slug: "one-order-per-user", TitleZH: "一人一单：先查再插入的竞态", TitleEN: "One order per user: check, then insert, is a race",
+		ShowsZH: "库存对了以后，秒杀还要限制每人只能买一单。朴素写法先查这个用户有没有订单、没有再下单：查和插入之间没有保护，同一用户的并发请求都查到 0，都下单了。" +
+			"正确的做法把规则放到一个原子步骤里：MySQL 里用 (商品, 用户, 序号) 的唯一键，或者在扣库存的同一段 Lua 里检查并记下这个用户。来源文章没有讲这一课，它来自实践：黑马点评 Redis 课程的“一人一单”。",
+		ShowsEN: "Once the stock is safe, a flash sale also limits each user to one order. The naive code asks whether the user has an order and inserts one when not: nothing guards the two steps, so a user's concurrent requests all find 0 and all buy. " +
+			"The fix puts the rule in one atomic step: a unique key (goods, user, slot) in MySQL, or a check of the user in the same Lua script that takes the stock. The sources do not cover this lesson; it comes from practice: the hm-dianping (黑马点评) Redis course's 一人一单.",
+		Seed:       "none of the sources covers a per-user limit; the practice is the hm-dianping (黑马点评) Redis course, 一人一单: “查询订单……判断是否存在……扣减库存……创建订单” (query, check, deduct, create: the race), then a lock per user and the Lua check in Redis",
+		SeedFigure: "none given (not in the sources); practice: the check-then-insert lets one user buy several times under concurrency, a key or the Lua check makes it one",
+		Look: inBench(1, "Invariants per strategy",
+			"the column orders per user within limit: none FAILs (the link gives how many orders past the limit, held by how many users), sql-atomic and redis-atomic pass. In the Comparison table ok is at most the number of users for them, above it for none.",
+			"orders per user within limit 这一列：none 是 FAIL（链接里有超出限制的订单数、涉及多少个用户），sql-atomic 和 redis-atomic 都通过。Comparison 表里这两者的 ok 不超过用户数，none 超过了。"),
+		Estimate: 15 * time.Second, run: onePerUser},
+	{N: 28, Slug: "async-orders", TitleZH: "异步下单：Redis 预扣减 + Stream 消息队列", TitleEN: "Asynchronous orders: Redis pre-deduction and a stream",
+		ShowsZH: "生产上的秒杀答案：一段 Lua 在 Redis 里检查库存和一人一单、扣减、把订单 XADD 进 Stream，立刻回 202“已受理”；每个实例里的消费者组把订单写进 MySQL（请求号唯一，重复投递只写一次），提交之后才 XACK；实例被 kill -9，它没确认的消息由别的消费者 XAUTOCLAIM 接手。" +
+			"这一课比较它和 sql-atomic、redis-atomic 的吞吐量，给出订单延迟（受理到提交），再在压测中途 kill -9 一个实例：排空之后订单数等于卖出的件数，不丢也不重。最后在压测中途杀掉 Redis：默认不落盘时，已经回了 202 的订单会丢（数出来是多少），MySQL 的条件扣减仍然不让超卖；Redis 每次写都 fsync（--durability fsync）时一单不丢。原文只讲到 Redis 预扣减（003），Stream 和消费者组来自实践：黑马点评 Redis 课程的“异步秒杀”。",
+		ShowsEN: "The answer production flash sales give: one Lua script checks the stock and the per-user limit in Redis, deducts, and XADDs the order to a stream, and the purchase is answered 202 \"accepted\" at once; a consumer group inside each instance writes the orders to MySQL (the request id is unique, so an entry delivered twice is written once) and XACKs only after the COMMIT; when an instance is killed with kill -9, another consumer takes over its unacknowledged entries with XAUTOCLAIM. " +
+			"The lesson sets its throughput beside sql-atomic's and redis-atomic's, gives the order lag (accept to COMMIT), and kills an instance mid-run: once the queue drained, the orders equal the units sold, none lost and none doubled. Last it kills Redis mid-run: at the default durability (Redis writes nothing to disk) orders already answered 202 are lost, and counted, while MySQL's conditional deduction still refuses to oversell; with Redis fsyncing every write (--durability fsync) none is lost. The sources stop at Redis pre-deduction (Chapter 1); the stream and its consumer group come from practice: the hm-dianping (黑马点评) Redis course's 异步秒杀.",
+		Seed:       srcChapter1 + ": Redis 预扣减 (pre-deduction, redis-atomic); the asynchronous order (Redis Stream, consumer group, XACK after the write, pending entries taken over) is not in the sources: the practice is the hm-dianping (黑马点评) Redis course, 异步秒杀",
+		SeedFigure: "none given (not in the sources); the practice's claim: answering before the order is written is faster than writing it in the purchase (redis-stream's ok/s above sql-atomic's and redis-atomic's), oversold 0, orders = units sold after a consumer's kill -9",
+		Look: inBench(1, "Order queue",
+			"report 1: in the Comparison table redis-stream's ok/s beside sql-atomic's and redis-atomic's; the Order queue table gives the drain time, the orders per batch (one MySQL transaction each: a consumer waits 20 ms after a short batch, --stream-gather, so that the next one gathers) and the order lag (p50, p99). Report 2 is the kill -9: its Order queue row has orders equal to accepted, reclaimed above 0 (the killed consumer's entries, taken over or read again) and duplicates skipped; the fault windows show the sales going on through the kill. Reports 3 and 4 kill Redis: at the default durability ok_has_order fails by the orders lost, at fsync every check passes.",
+			"第 1 份报告：Comparison 表里 redis-stream 的 ok/s 和 sql-atomic、redis-atomic 并排；Order queue 表给出排空时间、每批订单数（每批一个 MySQL 事务：消费者读到不满的一批之后等 20 ms，--stream-gather，让下一批攒满一些）和订单延迟（p50、p99）。第 2 份报告是 kill -9：Order queue 那一行 orders 等于 accepted，reclaimed 大于 0（被杀实例没确认的消息，被接手或重读），duplicates 被跳过；故障窗口表显示杀掉实例期间照样在卖。第 3、4 份报告杀掉 Redis：默认持久化下 ok_has_order 失败，失败数就是丢掉的订单；fsync 下每项检查都通过。"),
+		Speed: true, Estimate: 45 * time.Second, run: asyncOrders},
 }
 
 // consulStory runs a Consul story three ways: lock-delay 0 unprotected
