@@ -8,13 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Defaults and bounds of Config: each default is defined here once.
 const (
-	// DefaultLockTTL is Config.LockTTL's default.
-	DefaultLockTTL = 10 * time.Second
+	// DefaultLockTTL is Config.LockTTL's default: the lock contract's
+	// (lockimpl.DefaultTTL), one default for both.
+	DefaultLockTTL = lockimpl.DefaultTTL
 	// DefaultLockWait is Config.LockWait's default.
 	DefaultLockWait = 5 * time.Second
 	MaxWorkDelay    = 30 * time.Second
