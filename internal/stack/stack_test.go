@@ -1048,8 +1048,11 @@ func TestNginxExposesOnlyTheAPI(t *testing.T) {
 			t.Errorf("%s %s through nginx: %d %s, want 404 not_found", tc.method, tc.path, code, body)
 		}
 	}
-	if code, body := get(http.MethodGet, nginx+"/healthz", ""); code != http.StatusOK {
-		t.Errorf("/healthz through nginx: %d %s", code, body)
+	// /healthz passes through nginx: the instance answers it, 200 or, when
+	// a backend of the shared test stack is down at that moment (another
+	// package's fault on its Redis), 503 "degraded"; never nginx's 404.
+	if code, body := get(http.MethodGet, nginx+"/healthz", ""); (code != http.StatusOK && code != http.StatusServiceUnavailable) || !strings.Contains(body, `"instance"`) {
+		t.Errorf("/healthz through nginx: %d %s, want the instance's answer", code, body)
 	}
 	if code, body := get(http.MethodGet, nginx+"/api/v1/goods/1", ""); code != http.StatusOK {
 		t.Errorf("/api/v1/goods/1 through nginx: %d %s", code, body)
