@@ -18,9 +18,9 @@ import (
 )
 
 // TestIntegrationDeadRedisBlocksOnlyItsStrategies kills redis-1 of the
-// stack in $SECKILL_STACK_DIR (the one env.sh of `seckill up` names: run it
-// against a stack of your own, it stops one of its servers) and starts it
-// again at the end. With redis-1 down, POST /admin/reset still answers 200
+// package's own stack (TestMain; by hand, the stack in $SECKILL_STACK_DIR:
+// run it against a stack of your own, it stops one of its servers) and
+// starts it again at the end. With redis-1 down, POST /admin/reset still answers 200
 // and lists the Redis strategies it could not clear; a sql-atomic bench
 // warns and runs; a redis bench fails at the reset, saying why.
 func TestIntegrationDeadRedisBlocksOnlyItsStrategies(t *testing.T) {

@@ -87,6 +87,7 @@ var Suite = []Range{
 	Span(22400, 350),  // internal/stack TestRTT (ha, proxy)
 	Span(23000, 2099), // internal/lab's two labs side by side (each B..B+349), room for their lessons' side stacks
 	Span(25400, 150),  // internal/soak's stack
+	Span(25600, 150),  // bench's stack (stacktest)
 	Span(26000, 150),  // cmd/seckill's stack (stacktest)
 	Span(26200, 150),  // internal/democli's stack
 	Span(26400, 150),  // internal/dashboard's stack
