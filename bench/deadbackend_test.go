@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"syscall"
@@ -12,45 +13,53 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
-// TestIntegrationDeadRedisBlocksOnlyItsStrategies kills redis-1 of the
-// package's own stack (TestMain; by hand, the stack in $SECKILL_STACK_DIR:
-// run it against a stack of your own, it stops one of its servers) and
-// starts it again at the end. With redis-1 down, POST /admin/reset still answers 200
-// and lists the Redis strategies it could not clear; a sql-atomic bench
-// warns and runs; a redis bench fails at the reset, saying why.
+// deadRedisBase is the base port of the stack of
+// TestIntegrationDeadRedisBlocksOnlyItsStrategies (internal/ports.Suite).
+const deadRedisBase = 28600
+
+// TestIntegrationDeadRedisBlocksOnlyItsStrategies starts a stack of its own
+// (Redis and MariaDB, 2 instances: it kills one of the stack's servers,
+// which no other package's test may find dead) and kills its redis-1. With
+// redis-1 down, POST /admin/reset still answers 200 and lists the Redis
+// strategies it could not clear; a sql-atomic bench warns and runs; a
+// redis bench fails at the reset, saying why.
 func TestIntegrationDeadRedisBlocksOnlyItsStrategies(t *testing.T) {
-	fleet, dir := fleetFromEnv(t)
-	st, err := stack.Load(dir)
+	testenv.Binary(t, "redis-server")
+	bin, cleanup, err := testenv.BuildSeckill()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := st.Component("redis-1"); !ok {
-		testenv.Unavailable(t, "redis-1 in the stack", errors.New("it was started with up --backends without redis"))
+	t.Cleanup(cleanup)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	f := stack.SystemFinder()
+	f.Lab = testenv.LabBin()
+	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: testenv.Port(deadRedisBase), Instances: 2, Binary: bin, Out: io.Discard,
+		Backends: []stack.Backend{stack.BackendRedis, stack.BackendMySQL}, Finder: &f})
+	t.Cleanup(func() { _ = stack.Down(context.Background(), dir, io.Discard) })
+	if err != nil {
+		testenv.Unavailable(t, "a stack of Redis and MariaDB", err)
 	}
+	fl := fleet.Fleet{Target: st.NginxURL(), Instances: st.InstanceURLs(), AdminToken: st.AdminToken}
 	if err := stack.Signal(dir, "redis-1", syscall.SIGKILL); err != nil {
 		t.Fatalf("kill redis-1: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := stack.Start(ctx, dir, "redis-1"); err != nil {
-			t.Errorf("start redis-1 again: %v", err)
-		}
-	})
 
 	t.Run("admin reset lists the skipped backends", func(t *testing.T) {
 		body, _ := json.Marshal(map[string]any{"goods_id": 4242, "stock": 5})
-		req, err := http.NewRequest(http.MethodPost, fleet.Instances[0]+"/admin/reset", bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, fl.Instances[0]+"/admin/reset", bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+fleet.AdminToken)
+		req.Header.Set("Authorization", "Bearer "+fl.AdminToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -72,8 +81,8 @@ func TestIntegrationDeadRedisBlocksOnlyItsStrategies(t *testing.T) {
 				t.Errorf("%s: skip %+v, want one on redis with a reason; got %v", s, sk, got.Skipped)
 			}
 		}
-		// Redlock keeps a quorum (4 of 5); the others do not use redis-1.
-		for _, s := range []string{catalog.Redlock, catalog.Etcd, catalog.ZooKeeper, catalog.MySQLUnique} {
+		// Redlock keeps a quorum (4 of 5); mysql-unique does not use redis-1.
+		for _, s := range []string{catalog.Redlock, catalog.MySQLUnique} {
 			if sk, ok := skipped[s]; ok {
 				t.Errorf("%s skipped: %+v", s, sk)
 			}
@@ -90,7 +99,7 @@ func TestIntegrationDeadRedisBlocksOnlyItsStrategies(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.strategy, func(t *testing.T) {
 			var progress bytes.Buffer
-			o := bench.Options{Fleet: fleet, Strategies: []string{tc.strategy}, Seed: 5, Progress: &progress}
+			o := bench.Options{Fleet: fl, Strategies: []string{tc.strategy}, Seed: 5, Progress: &progress}
 			if tc.wantErr == nil {
 				r := runOne(t, o)
 				t.Log(describe(r))

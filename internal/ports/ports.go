@@ -87,7 +87,6 @@ var Suite = []Range{
 	Span(22400, 350),  // internal/stack TestRTT (ha, proxy)
 	Span(23000, 2099), // internal/lab's two labs side by side (each B..B+349), room for their lessons' side stacks
 	Span(25400, 150),  // internal/soak's stack
-	Span(25600, 150),  // bench's stack (stacktest)
 	Span(26000, 150),  // cmd/seckill's stack (stacktest)
 	Span(26200, 150),  // internal/democli's stack
 	Span(26400, 150),  // internal/dashboard's stack
@@ -98,6 +97,7 @@ var Suite = []Range{
 	Span(27550, 693),  // its lessons' side stacks (lessons 26 and 28: stack.SideBase(27200, 0) and (27200, 1))
 	Span(28300, 150),  // internal/stack TestIdleProbes
 	Span(28500, 10),   // examples/curator's Java instances (its test)
+	Span(28600, 150),  // bench TestIntegrationDeadRedisBlocksOnlyItsStrategies
 	Span(29000, 350),  // internal/stack TestProxy
 	Span(29500, 150),  // internal/stack TestNginxRoutesAroundDeadInstances
 	Span(29800, 150),  // internal/stack TestNginxConfValid (nginx -t: nothing listens)
