@@ -406,7 +406,7 @@ func serverNote(m *CostModel) string {
 	}
 	var parts []string
 	for _, s := range costmodel.Servers() {
-		ops, ok := costmodel.ServerOps[s]
+		ops, ok := costmodel.OpsOf(s)
 		probes := m.ServerProbes[s]
 		if !ok || len(probes) == 0 {
 			continue

@@ -2,11 +2,13 @@ package bench
 
 import (
 	"encoding/json"
-	"github.com/seckill-lab/seckill/bench/costmodel"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/seckill-lab/seckill/bench/costmodel"
+	"github.com/seckill-lab/seckill/stock/catalog"
 
 	"github.com/seckill-lab/seckill/bench/fleet"
 )
@@ -19,10 +21,10 @@ func costedReport() *Report {
 	tx := map[costmodel.Phase]costmodel.Counts{costmodel.Held: {RoundTrips: 1500, Writes: 300}, costmodel.RowLocked: {RoundTrips: 600, Writes: 300}}
 	counts := map[string]costmodel.Snapshot{
 		"redis": {
-			costmodel.Redis: {costmodel.Acquire: {RoundTrips: 1200, Writes: 1200}, costmodel.AcquireLast: {RoundTrips: 300, Writes: 300}, costmodel.Release: {RoundTrips: 300, Writes: 300}},
-			costmodel.MySQL: tx,
+			catalog.ServerRedis: {costmodel.Acquire: {RoundTrips: 1200, Writes: 1200}, costmodel.AcquireLast: {RoundTrips: 300, Writes: 300}, costmodel.Release: {RoundTrips: 300, Writes: 300}},
+			catalog.ServerMySQL: tx,
 		},
-		"sql-atomic": {costmodel.MySQL: {costmodel.Held: {RoundTrips: 1200, Writes: 300}, costmodel.RowLocked: {RoundTrips: 600, Writes: 300}}},
+		"sql-atomic": {catalog.ServerMySQL: {costmodel.Held: {RoundTrips: 1200, Writes: 300}, costmodel.RowLocked: {RoundTrips: 600, Writes: 300}}},
 	}
 	fs := fsyncServers(fleet.Fleet{Fsyncs: []string{"etcd", "zookeeper", "mysql", "consul"}})
 	for i, r := range rep.Runs {
@@ -34,7 +36,7 @@ func costedReport() *Report {
 	// 154/s against 240 measured (agrees within 2x); sql-atomic 2 round
 	// trips and 1 fsync = 4 ms, 250/s against 720 measured (disagrees).
 	cond := CostConditions{Durability: "default", RTTMS: 0.5, RTTSource: "test", FsyncMS: 3, FsyncDir: "/tmp",
-		FsyncServers: []costmodel.Server{costmodel.Etcd, costmodel.ZooKeeper, costmodel.MySQL, costmodel.Consul}}
+		FsyncServers: []costmodel.Server{catalog.ServerEtcd, catalog.ServerZooKeeper, catalog.ServerMySQL, catalog.ServerConsul}}
 	rep.CostModel = costModel(cond, rep.Runs, rep.Summary)
 	return rep
 }
@@ -123,7 +125,7 @@ func TestCostTableInReports(t *testing.T) {
 		}
 	}
 	for _, r := range back.Runs {
-		if r.Strategy == "redis" && (r.Cost == nil || r.Cost.PerPurchase[costmodel.MySQL][costmodel.Held].RoundTrips != 5) {
+		if r.Strategy == "redis" && (r.Cost == nil || r.Cost.PerPurchase[catalog.ServerMySQL][costmodel.Held].RoundTrips != 5) {
 			t.Errorf("report.json redis run cost: %+v", r.Cost)
 		}
 	}
@@ -136,8 +138,8 @@ func TestCostModelServerTime(t *testing.T) {
 	rep := costedReport()
 	cond := rep.CostModel.CostConditions
 	cond.ServerProbes, cond.ProbeRTTMS = costmodel.ServerTimes{
-		costmodel.Redis: {costmodel.RedisGet: 0.05, costmodel.RedisSet: 0.15, costmodel.RedisEval: 0.25},
-		costmodel.MySQL: {costmodel.MySQLUpdate: 0.15, costmodel.MySQLCommit: 3.5},
+		catalog.ServerRedis: {costmodel.Op("get"): 0.05, costmodel.Op("set"): 0.15, costmodel.Op("eval"): 0.25},
+		catalog.ServerMySQL: {costmodel.Op("update"): 0.15, costmodel.Op("commit"): 3.5},
 	}, 0.05
 	m := costModel(cond, rep.Runs, rep.Summary)
 	for _, r := range m.Rows {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/seckill-lab/seckill/bench/fleet"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // CPUSampler reads how much CPU time the fleet's processes have used so
@@ -106,9 +107,16 @@ func cpuSince(m0, m1 cpuMark, requests int) *CPUUse {
 	return u
 }
 
-// cpuGroupOrder puts the usual groups first: the database and the lock
-// servers, then the fleet's own processes, then the bench.
-var cpuGroupOrder = []string{"mysql", "redis", "redis-ha", "sentinel", "etcd", "etcd-member", "zookeeper", "zookeeper-member", "consul", "consul-member", "instance", "nginx", "proxy", "dashboard", "bench"}
+// cpuGroupOrder puts the usual groups first: the lock servers' and the
+// database's (catalog.ServerInfo.Groups, in report order), then the
+// fleet's own processes, then the bench.
+func cpuGroupOrder() []string {
+	var out []string
+	for _, s := range catalog.Servers() {
+		out = append(out, s.Groups...)
+	}
+	return append(out, "instance", "nginx", "proxy", "dashboard", "bench")
+}
 
 // cpuTable is the CPU per purchase, one row per summary (medians over
 // its repeats).
@@ -135,11 +143,12 @@ func cpuTable(runs []RunResult) table {
 	if len(order) == 0 {
 		return table{}
 	}
+	groupOrder := cpuGroupOrder()
 	rank := func(g string) int {
-		if i := slices.Index(cpuGroupOrder, g); i >= 0 {
+		if i := slices.Index(groupOrder, g); i >= 0 {
 			return i
 		}
-		return len(cpuGroupOrder)
+		return len(groupOrder)
 	}
 	groups := slices.SortedFunc(maps.Keys(used), func(a, b string) int {
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))

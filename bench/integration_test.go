@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/seckill-lab/seckill/bench/costmodel"
 	"os"
 	"path/filepath"
 	"slices"
@@ -398,7 +397,7 @@ func TestIntegrationLockAlone(t *testing.T) {
 			// sale) asks MySQL anything.
 			if r.Outcomes[bench.OutcomeSoldOut] != 30 || r.Cost == nil {
 				t.Errorf("redis, lock alone: outcomes %v, cost %+v: want 30 sold out, counted", r.Outcomes, r.Cost)
-			} else if mysql := r.Cost.Counts[costmodel.MySQL]; len(mysql) > 0 {
+			} else if mysql := r.Cost.Counts[catalog.ServerMySQL]; len(mysql) > 0 {
 				t.Errorf("redis, lock alone: MySQL requests %+v, want none (the lock-alone goods is a Redis counter)", mysql)
 			}
 		case catalog.None:

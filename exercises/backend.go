@@ -40,7 +40,7 @@ func (b backend) NewLocker(_ context.Context, opts lockimpl.Options) (lockimpl.L
 // Ping asks the lock's server.
 func (b backend) Ping(ctx context.Context) error {
 	if b.e.Server == catalog.ServerEtcd {
-		if _, err := b.c.Etcd.Get(ctx, "health-check"); err != nil {
+		if _, err := etcdOf(b.c).Get(ctx, "health-check"); err != nil {
 			return fmt.Errorf("exercise %s: etcd: %w", b.e.Name, err)
 		}
 		return nil
@@ -56,7 +56,7 @@ func (b backend) Clear(ctx context.Context, key string) error {
 	full := b.e.Prefix() + key
 	var err error
 	if b.e.Server == catalog.ServerEtcd {
-		_, err = b.c.Etcd.Delete(ctx, full, clientv3.WithPrefix())
+		_, err = etcdOf(b.c).Delete(ctx, full, clientv3.WithPrefix())
 	} else {
 		err = b.c.Redis.Del(ctx, full).Err()
 	}

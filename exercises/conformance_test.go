@@ -99,7 +99,7 @@ func clientsFor(t *testing.T, s catalog.Server) lockwire.Clients {
 	case catalog.ServerRedis:
 		return lockwire.Clients{Redis: testenv.RedisClient(t)}
 	case catalog.ServerEtcd:
-		return lockwire.Clients{Etcd: testenv.EtcdClient(t)}
+		return lockwire.Clients{Shared: map[catalog.Server]any{catalog.ServerEtcd: testenv.EtcdClient(t)}}
 	}
 	t.Fatalf("no client for server %q", s)
 	return lockwire.Clients{}

@@ -243,11 +243,19 @@ func onRedis(build func(redis.UniversalClient, lockimpl.Options) lockimpl.Locker
 
 func onEtcd(build func(*clientv3.Client, lockimpl.Options) lockimpl.Locker) func(lockwire.Clients, lockimpl.Options) (lockimpl.Locker, error) {
 	return func(c lockwire.Clients, o lockimpl.Options) (lockimpl.Locker, error) {
-		if c.Etcd == nil {
+		cli := etcdOf(c)
+		if cli == nil {
 			return nil, fmt.Errorf("%s: %w", catalog.ServerEtcd, stock.ErrNotConfigured)
 		}
-		return build(c.Etcd, o), nil
+		return build(cli, o), nil
 	}
+}
+
+// etcdOf is the instance's shared etcd client (lockwire.Connect), nil
+// without one.
+func etcdOf(c lockwire.Clients) *clientv3.Client {
+	cli, _ := c.Shared[catalog.ServerEtcd].(*clientv3.Client)
+	return cli
 }
 
 // EnvGradeTarget names whose lock the exercises' conformance test grades:

@@ -24,12 +24,11 @@
 //     to and including its COMMIT or ROLLBACK: the row's own serial
 //     section, from the locking statement's reply to the commit.
 //
-// go-zookeeper takes no context, so its counts cannot be attributed through
-// it. They are attributed by opcode, as a lock recipe uses them: create,
-// exists, getData, getChildren, sync and check are Acquire, delete is
-// Release, ping, setWatches, auth and close are Other. ZooKeeper has no
-// AcquireLast row; the model takes a waiter's last step as one read (the
-// getChildren after its watch fired).
+// A client that takes no context (catalog.ServerInfo.NoContext) cannot
+// have its counts attributed through it: its meter attributes them by the
+// request's kind, as a lock recipe uses them (internal/cost says how), and
+// has no AcquireLast row; the model takes a waiter's last step there as
+// one read.
 //
 // # The model
 //
@@ -40,7 +39,7 @@
 // purchases per second, where round trips and fsyncs are those of its
 // critical path per purchase (CriticalPath), and the server time is each
 // step's reads and writes at the server's own idle time for the operation
-// the step uses (ServerOps: a release is the delete a waiter watches),
+// the step uses (OpsOf: a release is the delete a waiter watches),
 // from probes made straight at the idle servers when the stack started
 // (internal/idleprobe), less the probe's own round trip and fsync, which
 // the first two terms price. The three terms are the prediction's wire,
@@ -67,23 +66,23 @@
 // or a bug (in the counts or in the lock).
 package costmodel
 
-import "github.com/seckill-lab/seckill/stock/phase"
-
-// Server is a kind of server the instances talk to; the names are
-// internal/server's groups.
-type Server string
-
-// Servers.
-const (
-	Redis     Server = "redis"
-	Etcd      Server = "etcd"
-	ZooKeeper Server = "zookeeper"
-	MySQL     Server = "mysql"
-	Consul    Server = "consul"
+import (
+	"github.com/seckill-lab/seckill/stock/catalog"
+	"github.com/seckill-lab/seckill/stock/phase"
 )
 
-// Servers lists every server, in report order.
-func Servers() []Server { return []Server{Redis, Etcd, ZooKeeper, MySQL, Consul} }
+// Server is a kind of server the instances talk to: the catalogue's lock
+// servers (catalog.Servers).
+type Server = catalog.Server
+
+// Servers lists every server, in report order (catalog.Servers).
+func Servers() []Server {
+	var out []Server
+	for _, s := range catalog.Servers() {
+		out = append(out, s.Name)
+	}
+	return out
+}
 
 // Phase is the part of a purchase a round trip belongs to: the service's
 // tag (stock/phase).

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Rates are counts per purchase.
@@ -67,7 +69,7 @@ type Path struct {
 	Writes     map[Server]float64 `json:"writes"`
 	// Steps are the same round trips and writes by server and phase (a
 	// fan-out counted once), in Servers() then Phases() order: what the
-	// server part of the prediction prices (ServerOps).
+	// server part of the prediction prices (OpsOf).
 	Steps []Step `json:"steps,omitempty"`
 }
 
@@ -79,10 +81,13 @@ type Step struct {
 	Writes     float64 `json:"writes"`
 }
 
-// noContext are the servers whose client takes no context, so that no
+// noContext reports whether s's client takes no context, so that no
 // acquisition's last request is known (see the package doc): a waiter's
 // last step there is taken as one read.
-var noContext = map[Server]bool{ZooKeeper: true}
+func noContext(s Server) bool {
+	info, _ := catalog.ServerOf(s)
+	return info.NoContext
+}
 
 // CriticalPath returns the critical path of a strategy with counts p (the
 // round trips and writes of a fan-out counted once, see Counts.Overlapped): for
@@ -114,7 +119,7 @@ func CriticalPath(p PerPurchase, locker bool) Path {
 	}
 	if !last {
 		for _, s := range Servers() {
-			if noContext[s] && p[s][Acquire].RoundTrips > 0 {
+			if noContext(s) && p[s][Acquire].RoundTrips > 0 {
 				add(s, AcquireLast, Rates{RoundTrips: 1})
 				break
 			}
@@ -124,55 +129,23 @@ func CriticalPath(p PerPurchase, locker bool) Path {
 }
 
 // Op is an operation of one server, as the idle probes measure it
-// (internal/idleprobe) and the model prices a step with (ServerOps).
+// (internal/idleprobe) and the model prices a step with (OpsOf).
 type Op string
-
-// The operations probed, by server.
-const (
-	RedisGet  Op = "get"
-	RedisSet  Op = "set"
-	RedisEval Op = "eval"
-
-	EtcdGet           Op = "get"
-	EtcdPut           Op = "put"
-	EtcdTxn           Op = "txn"
-	EtcdDelete        Op = "delete"
-	EtcdDeleteWatched Op = "delete_watched"
-
-	ZooKeeperGetChildren   Op = "get_children"
-	ZooKeeperCreate        Op = "create"
-	ZooKeeperDelete        Op = "delete"
-	ZooKeeperDeleteWatched Op = "delete_watched"
-
-	ConsulKVGet         Op = "kv_get"
-	ConsulKVCAS         Op = "kv_cas"
-	ConsulSessionCreate Op = "session_create"
-
-	MySQLUpdate Op = "update"
-	MySQLCommit Op = "commit"
-)
 
 // StepOps are the operations a step of one server is priced with: a read
 // (a round trip that is not a write), a write, and a write of the Release
 // phase (the one a waiter watches).
 type StepOps struct{ Read, Write, Release Op }
 
-// ServerOps are, by server, the operations the model prices its steps
-// with, as the lab's locks use them: Redis reads with GET, takes a lock
-// with SET NX and releases with a script; etcd reads with a range (the
-// waiter's last step is a read-only txn), takes with a put in a txn and
-// releases with a delete a waiter watches; ZooKeeper reads children,
-// takes with a create and releases with a delete a waiter watches; Consul
-// reads a key and takes and releases with a check-and-set PUT; MySQL
-// prices a statement as a point UPDATE in a transaction and a write as
-// the COMMIT of one (a write outside a transaction is priced at the
-// COMMIT alone).
-var ServerOps = map[Server]StepOps{
-	Redis:     {Read: RedisGet, Write: RedisSet, Release: RedisEval},
-	Etcd:      {Read: EtcdGet, Write: EtcdTxn, Release: EtcdDeleteWatched},
-	ZooKeeper: {Read: ZooKeeperGetChildren, Write: ZooKeeperCreate, Release: ZooKeeperDeleteWatched},
-	Consul:    {Read: ConsulKVGet, Write: ConsulKVCAS, Release: ConsulKVCAS},
-	MySQL:     {Read: MySQLUpdate, Write: MySQLCommit, Release: MySQLCommit},
+// OpsOf are the operations the model prices s's steps with, as the lab's
+// locks use them (catalog.ServerInfo: Read, Write, Release); known is
+// false for a server the catalogue does not list.
+func OpsOf(s Server) (ops StepOps, known bool) {
+	info, ok := catalog.ServerOf(s)
+	if !ok {
+		return StepOps{}, false
+	}
+	return StepOps{Read: Op(info.Read), Write: Op(info.Write), Release: Op(info.Release)}, true
 }
 
 // ServerTimes are the idle probes' medians, in ms, by server and
@@ -288,7 +261,7 @@ func Predict(path Path, c Conditions) Prediction {
 // the Release phase). An operation without a probe adds 0 and is noted in
 // unprobed (once).
 func stepServerMS(st Step, c Conditions, unprobed *[]string) float64 {
-	ops, known := ServerOps[st.Server]
+	ops, known := OpsOf(st.Server)
 	price := func(op Op, write bool, n float64) float64 {
 		if n <= 0 {
 			return 0

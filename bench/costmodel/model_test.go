@@ -7,23 +7,24 @@ import (
 	"testing"
 
 	"github.com/seckill-lab/seckill/bench/costmodel"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 func TestSnapshotArithmetic(t *testing.T) {
-	a := costmodel.Snapshot{costmodel.Redis: {costmodel.Acquire: {RoundTrips: 10, Writes: 4, Waits: 2}}, costmodel.MySQL: {costmodel.Held: {RoundTrips: 50, Writes: 10}}}
-	b := costmodel.Snapshot{costmodel.Redis: {costmodel.Acquire: {RoundTrips: 4, Writes: 2, Waits: 2}}, costmodel.MySQL: {costmodel.Held: {RoundTrips: 50, Writes: 10}}}
+	a := costmodel.Snapshot{catalog.ServerRedis: {costmodel.Acquire: {RoundTrips: 10, Writes: 4, Waits: 2}}, catalog.ServerMySQL: {costmodel.Held: {RoundTrips: 50, Writes: 10}}}
+	b := costmodel.Snapshot{catalog.ServerRedis: {costmodel.Acquire: {RoundTrips: 4, Writes: 2, Waits: 2}}, catalog.ServerMySQL: {costmodel.Held: {RoundTrips: 50, Writes: 10}}}
 	d := a.Sub(b)
-	if got, want := d[costmodel.Redis][costmodel.Acquire], (costmodel.Counts{RoundTrips: 6, Writes: 2}); got != want {
+	if got, want := d[catalog.ServerRedis][costmodel.Acquire], (costmodel.Counts{RoundTrips: 6, Writes: 2}); got != want {
 		t.Errorf("Sub: got %+v, want %+v", got, want)
 	}
-	if _, ok := d[costmodel.MySQL]; ok {
+	if _, ok := d[catalog.ServerMySQL]; ok {
 		t.Errorf("Sub kept a server with nothing counted: %v", d)
 	}
-	if got := a.Add(b)[costmodel.MySQL][costmodel.Held]; got != (costmodel.Counts{RoundTrips: 100, Writes: 20}) {
+	if got := a.Add(b)[catalog.ServerMySQL][costmodel.Held]; got != (costmodel.Counts{RoundTrips: 100, Writes: 20}) {
 		t.Errorf("Add: got %+v", got)
 	}
 	per := a.Per(2)
-	if got, want := per[costmodel.Redis][costmodel.Acquire], (costmodel.Rates{RoundTrips: 5, Writes: 2, Waits: 1}); got != want {
+	if got, want := per[catalog.ServerRedis][costmodel.Acquire], (costmodel.Rates{RoundTrips: 5, Writes: 2, Waits: 1}); got != want {
 		t.Errorf("Per: got %+v, want %+v", got, want)
 	}
 	if a.Per(0) != nil {
@@ -33,8 +34,8 @@ func TestSnapshotArithmetic(t *testing.T) {
 
 func TestCriticalPathAndPrediction(t *testing.T) {
 	mysqlTx := map[costmodel.Phase]costmodel.Rates{costmodel.Held: {RoundTrips: 5, Writes: 1}, costmodel.RowLocked: {RoundTrips: 2, Writes: 1}}
-	cond := costmodel.Conditions{RTTMS: 1, FsyncMS: 4, Fsyncs: map[costmodel.Server]bool{costmodel.Etcd: true, costmodel.MySQL: true, costmodel.ZooKeeper: true}}
-	fsyncRedis := costmodel.Conditions{RTTMS: 1, FsyncMS: 4, Fsyncs: map[costmodel.Server]bool{costmodel.Redis: true, costmodel.MySQL: true}}
+	cond := costmodel.Conditions{RTTMS: 1, FsyncMS: 4, Fsyncs: map[costmodel.Server]bool{catalog.ServerEtcd: true, catalog.ServerMySQL: true, catalog.ServerZooKeeper: true}}
+	fsyncRedis := costmodel.Conditions{RTTMS: 1, FsyncMS: 4, Fsyncs: map[costmodel.Server]bool{catalog.ServerRedis: true, catalog.ServerMySQL: true}}
 	cases := []struct {
 		name     string
 		per      costmodel.PerPurchase
@@ -46,52 +47,52 @@ func TestCriticalPathAndPrediction(t *testing.T) {
 		{
 			name: "redis lock, Redis without fsync",
 			per: costmodel.PerPurchase{
-				costmodel.Redis: {costmodel.Acquire: {RoundTrips: 4, Writes: 4}, costmodel.AcquireLast: {RoundTrips: 1, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
-				costmodel.MySQL: mysqlTx,
+				catalog.ServerRedis: {costmodel.Acquire: {RoundTrips: 4, Writes: 4}, costmodel.AcquireLast: {RoundTrips: 1, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				catalog.ServerMySQL: mysqlTx,
 			},
 			locker: true, rts: 7, fss: 1,
 		},
 		{
 			name: "etcd lock: the release is a raft write, the waiter's last step a read",
 			per: costmodel.PerPurchase{
-				costmodel.Etcd:  {costmodel.Acquire: {RoundTrips: 4, Writes: 1}, costmodel.AcquireLast: {RoundTrips: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
-				costmodel.MySQL: mysqlTx,
+				catalog.ServerEtcd:  {costmodel.Acquire: {RoundTrips: 4, Writes: 1}, costmodel.AcquireLast: {RoundTrips: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				catalog.ServerMySQL: mysqlTx,
 			},
 			locker: true, rts: 7, fss: 2,
 		},
 		{
 			name: "zookeeper: no context, the last step taken as one read",
 			per: costmodel.PerPurchase{
-				costmodel.ZooKeeper: {costmodel.Acquire: {RoundTrips: 5, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
-				costmodel.MySQL:     mysqlTx,
+				catalog.ServerZooKeeper: {costmodel.Acquire: {RoundTrips: 5, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				catalog.ServerMySQL:     mysqlTx,
 			},
 			locker: true, rts: 7, fss: 2,
 		},
 		{
 			name: "redlock over 3 masters at fsync: each round asks them at once, one round trip and one fsync",
 			per: costmodel.PerPurchase{
-				costmodel.Redis: {
+				catalog.ServerRedis: {
 					costmodel.Acquire:     {RoundTrips: 6, Writes: 6, Overlapped: 4, OverlappedWrites: 4},
 					costmodel.AcquireLast: {RoundTrips: 1, Writes: 1},
 					costmodel.Release:     {RoundTrips: 3, Writes: 3, Overlapped: 2, OverlappedWrites: 2},
 				},
-				costmodel.MySQL: mysqlTx,
+				catalog.ServerMySQL: mysqlTx,
 			},
 			locker: true, rts: 7, fss: 3, cond: &fsyncRedis,
 		},
 		{
 			name:   "in-process lock: the transaction alone",
-			per:    costmodel.PerPurchase{costmodel.MySQL: mysqlTx},
+			per:    costmodel.PerPurchase{catalog.ServerMySQL: mysqlTx},
 			locker: true, rts: 5, fss: 1,
 		},
 		{
 			name:   "no lock: the row's serial section",
-			per:    costmodel.PerPurchase{costmodel.MySQL: {costmodel.Held: {RoundTrips: 4, Writes: 1}, costmodel.RowLocked: {RoundTrips: 2, Writes: 1}}},
+			per:    costmodel.PerPurchase{catalog.ServerMySQL: {costmodel.Held: {RoundTrips: 4, Writes: 1}, costmodel.RowLocked: {RoundTrips: 2, Writes: 1}}},
 			locker: false, rts: 2, fss: 1,
 		},
 		{
 			name:   "nothing serial",
-			per:    costmodel.PerPurchase{costmodel.Redis: {costmodel.Held: {RoundTrips: 1, Writes: 1}}},
+			per:    costmodel.PerPurchase{catalog.ServerRedis: {costmodel.Held: {RoundTrips: 1, Writes: 1}}},
 			locker: false, rts: 0, fss: 0,
 		},
 	}
@@ -143,11 +144,11 @@ func TestProbes(t *testing.T) {
 func TestServerTime(t *testing.T) {
 	mysqlTx := map[costmodel.Phase]costmodel.Rates{costmodel.Acquire: {RoundTrips: 1}, costmodel.Held: {RoundTrips: 5, Writes: 1}}
 	probes := costmodel.ServerTimes{
-		costmodel.Redis: {costmodel.RedisGet: 0.06, costmodel.RedisSet: 0.07, costmodel.RedisEval: 0.09},
-		costmodel.Etcd:  {costmodel.EtcdGet: 0.35, costmodel.EtcdTxn: 0.55, costmodel.EtcdDelete: 0.45, costmodel.EtcdDeleteWatched: 0.75},
-		costmodel.MySQL: {costmodel.MySQLUpdate: 0.15, costmodel.MySQLCommit: 0.45},
+		catalog.ServerRedis: {costmodel.Op("get"): 0.06, costmodel.Op("set"): 0.07, costmodel.Op("eval"): 0.09},
+		catalog.ServerEtcd:  {costmodel.Op("get"): 0.35, costmodel.Op("txn"): 0.55, costmodel.Op("delete"): 0.45, costmodel.Op("delete_watched"): 0.75},
+		catalog.ServerMySQL: {costmodel.Op("update"): 0.15, costmodel.Op("commit"): 0.45},
 	}
-	base := costmodel.Conditions{RTTMS: 1, FsyncMS: 0.2, Fsyncs: map[costmodel.Server]bool{costmodel.Etcd: true, costmodel.MySQL: true, costmodel.ZooKeeper: true},
+	base := costmodel.Conditions{RTTMS: 1, FsyncMS: 0.2, Fsyncs: map[costmodel.Server]bool{catalog.ServerEtcd: true, catalog.ServerMySQL: true, catalog.ServerZooKeeper: true},
 		Probes: probes, ProbeRTTMS: 0.05}
 	// MySQL's transaction: 4 statements at 0.10 and a COMMIT at 0.45-0.05-0.2.
 	const tx = 4*0.10 + 0.20
@@ -163,65 +164,65 @@ func TestServerTime(t *testing.T) {
 		{
 			name: "etcd lock: the waiter's read, the watched delete less its fsync, the transaction",
 			per: costmodel.PerPurchase{
-				costmodel.Etcd:  {costmodel.Acquire: {RoundTrips: 4, Writes: 1}, costmodel.AcquireLast: {RoundTrips: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
-				costmodel.MySQL: mysqlTx,
+				catalog.ServerEtcd:  {costmodel.Acquire: {RoundTrips: 4, Writes: 1}, costmodel.AcquireLast: {RoundTrips: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				catalog.ServerMySQL: mysqlTx,
 			},
 			locker: true, wire: 7, disk: 0.4, srv: 0.30 + 0.50 + tx,
-			byServer: map[costmodel.Server]float64{costmodel.Etcd: 0.80, costmodel.MySQL: tx},
+			byServer: map[costmodel.Server]float64{catalog.ServerEtcd: 0.80, catalog.ServerMySQL: tx},
 		},
 		{
 			name: "redis lock, Redis without fsync: SET and the release script keep their whole server time",
 			per: costmodel.PerPurchase{
-				costmodel.Redis: {costmodel.Acquire: {RoundTrips: 3, Writes: 3}, costmodel.AcquireLast: {RoundTrips: 1, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
-				costmodel.MySQL: mysqlTx,
+				catalog.ServerRedis: {costmodel.Acquire: {RoundTrips: 3, Writes: 3}, costmodel.AcquireLast: {RoundTrips: 1, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				catalog.ServerMySQL: mysqlTx,
 			},
 			locker: true, wire: 7, disk: 0.2, srv: 0.02 + 0.04 + tx,
-			byServer: map[costmodel.Server]float64{costmodel.Redis: 0.06, costmodel.MySQL: tx},
+			byServer: map[costmodel.Server]float64{catalog.ServerRedis: 0.06, catalog.ServerMySQL: tx},
 		},
 		{
 			name: "redlock at fsync: a fan-out's writes priced once, each less an fsync, clamped at 0",
 			per: costmodel.PerPurchase{
-				costmodel.Redis: {
+				catalog.ServerRedis: {
 					costmodel.AcquireLast: {RoundTrips: 1, Writes: 1},
 					costmodel.Release:     {RoundTrips: 3, Writes: 3, Overlapped: 2, OverlappedWrites: 2},
 				},
 			},
 			locker: true,
 			cond: func(c costmodel.Conditions) costmodel.Conditions {
-				c.Fsyncs = map[costmodel.Server]bool{costmodel.Redis: true}
+				c.Fsyncs = map[costmodel.Server]bool{catalog.ServerRedis: true}
 				return c
 			},
 			wire: 2, disk: 0.4, srv: 0,
 		},
 		{
 			name:   "no lock: the row's serial section at MySQL's statement and COMMIT",
-			per:    costmodel.PerPurchase{costmodel.MySQL: {costmodel.Held: {RoundTrips: 4, Writes: 1}, costmodel.RowLocked: {RoundTrips: 3, Writes: 1}}},
+			per:    costmodel.PerPurchase{catalog.ServerMySQL: {costmodel.Held: {RoundTrips: 4, Writes: 1}, costmodel.RowLocked: {RoundTrips: 3, Writes: 1}}},
 			locker: false, wire: 3, disk: 0.2, srv: 2*0.10 + 0.20,
-			byServer: map[costmodel.Server]float64{costmodel.MySQL: 2*0.10 + 0.20},
+			byServer: map[costmodel.Server]float64{catalog.ServerMySQL: 2*0.10 + 0.20},
 		},
 		{
 			name: "zookeeper not probed: its operations add nothing and are named",
 			per: costmodel.PerPurchase{
-				costmodel.ZooKeeper: {costmodel.Acquire: {RoundTrips: 3, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
-				costmodel.MySQL:     mysqlTx,
+				catalog.ServerZooKeeper: {costmodel.Acquire: {RoundTrips: 3, Writes: 1}, costmodel.Release: {RoundTrips: 1, Writes: 1}},
+				catalog.ServerMySQL:     mysqlTx,
 			},
 			locker: true, wire: 7, disk: 0.4, srv: tx,
-			byServer: map[costmodel.Server]float64{costmodel.MySQL: tx},
+			byServer: map[costmodel.Server]float64{catalog.ServerMySQL: tx},
 			unprobed: []string{"zookeeper delete_watched", "zookeeper get_children"},
 		},
 		{
 			name: "the fsync measured with the probes is the one taken off a write's probe",
-			per:  costmodel.PerPurchase{costmodel.MySQL: mysqlTx},
+			per:  costmodel.PerPurchase{catalog.ServerMySQL: mysqlTx},
 			cond: func(c costmodel.Conditions) costmodel.Conditions {
 				c.ProbeFsyncMS = 0.3
 				return c
 			},
 			locker: true, wire: 5, disk: 0.2, srv: 4*0.10 + 0.10,
-			byServer: map[costmodel.Server]float64{costmodel.MySQL: 4*0.10 + 0.10},
+			byServer: map[costmodel.Server]float64{catalog.ServerMySQL: 4*0.10 + 0.10},
 		},
 		{
 			name: "no probes: wire and disk alone",
-			per:  costmodel.PerPurchase{costmodel.MySQL: mysqlTx},
+			per:  costmodel.PerPurchase{catalog.ServerMySQL: mysqlTx},
 			cond: func(c costmodel.Conditions) costmodel.Conditions {
 				c.Probes = nil
 				return c
@@ -230,13 +231,13 @@ func TestServerTime(t *testing.T) {
 		},
 		{
 			name: "durability none: no fsync is taken off, the COMMIT keeps its whole time",
-			per:  costmodel.PerPurchase{costmodel.MySQL: mysqlTx},
+			per:  costmodel.PerPurchase{catalog.ServerMySQL: mysqlTx},
 			cond: func(c costmodel.Conditions) costmodel.Conditions {
 				c.Fsyncs = nil
 				return c
 			},
 			locker: true, wire: 5, disk: 0, srv: 4*0.10 + 0.40,
-			byServer: map[costmodel.Server]float64{costmodel.MySQL: 4*0.10 + 0.40},
+			byServer: map[costmodel.Server]float64{catalog.ServerMySQL: 4*0.10 + 0.40},
 		},
 	}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }

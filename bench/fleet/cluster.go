@@ -43,7 +43,7 @@ type Cluster struct {
 // ClusterPod is one pod of the lab and its node.
 type ClusterPod struct {
 	Name string `json:"name"`
-	// App is its app.kubernetes.io/name label (seckill, nginx, etcd...).
+	// App is its app.kubernetes.io/name label (seckill, nginx, a server's group...).
 	App  string `json:"app"`
 	Node string `json:"node"`
 }

@@ -25,8 +25,8 @@ type Fleet struct {
 	// DurabilityMeans says in one sentence what Durability means for the
 	// fleet's servers, for the report; "" when nobody said.
 	DurabilityMeans string
-	// Fsyncs are the servers, by group (redis, etcd, zookeeper, consul,
-	// mysql: the cost model's names), whose acknowledged writes cost an
+	// Fsyncs are the servers, by name (catalog.Server: the cost model's
+	// names), whose acknowledged writes cost an
 	// fsync of the disk at Durability; none when nobody said (the cost
 	// model then prices no fsync).
 	Fsyncs []string
@@ -83,14 +83,13 @@ type ServerProbes struct {
 	// data directory's file system measured with them: the disk inside a
 	// write's probe where the server fsyncs; 0 when not measured.
 	FsyncMS float64 `json:"fsync_ms,omitempty"`
-	// Servers are the probes by server group (redis, etcd, zookeeper,
-	// consul, mysql).
+	// Servers are the probes by server group (catalog.Server).
 	Servers map[string]ServerProbe `json:"servers"`
 }
 
 // ServerProbe is one server's idle probes.
 type ServerProbe struct {
-	// Component is the node probed (redis-1, etcd, ...), Addr its address.
+	// Component is the node probed (redis-1, ...), Addr its address.
 	Component string `json:"component"`
 	Addr      string `json:"addr"`
 	// Ops are the operations by name (cost.Op), in ms.

@@ -32,14 +32,13 @@ type instance struct {
 func fleet(t *testing.T, n int, mutate func(*config.Config)) []instance {
 	t.Helper()
 	base := config.Config{
-		MySQLDSN:      testenv.Get(t, testenv.MySQLDSN),
-		RedisAddrs:    testenv.List(t, testenv.RedisAddrs),
-		EtcdEndpoints: testenv.List(t, config.EnvEtcdEndpoints),
-		ZKServers:     testenv.List(t, testenv.ZKServers),
-		ConsulAddrs:   testenv.List(t, config.EnvConsulAddrs),
-		AdminToken:    token,
-		Strategy:      catalog.None,
-		MaxQty:        100,
+		MySQLDSN:   testenv.Get(t, testenv.MySQLDSN),
+		RedisAddrs: testenv.List(t, testenv.RedisAddrs),
+		Servers: map[catalog.Server][]string{
+			catalog.ServerEtcd: testenv.List(t, testenv.EtcdEndpoints), catalog.ServerZooKeeper: testenv.List(t, testenv.ZKServers), catalog.ServerConsul: testenv.List(t, testenv.ConsulAddrs)},
+		AdminToken: token,
+		Strategy:   catalog.None,
+		MaxQty:     100,
 	}
 	out := make([]instance, n)
 	for i := range out {
@@ -383,8 +382,7 @@ func TestBackendUnavailable(t *testing.T) {
 	ins := fleet(t, 1, func(c *config.Config) {
 		// Loopback ports below 1024 that nothing listens on: refused at once.
 		c.RedisAddrs = []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"}
-		c.EtcdEndpoints = []string{"127.0.0.1:6"}
-		c.ZKServers = []string{"127.0.0.1:7"}
+		c.Servers = map[catalog.Server][]string{catalog.ServerEtcd: []string{"127.0.0.1:6"}, catalog.ServerZooKeeper: []string{"127.0.0.1:7"}}
 	})
 	goods := goodsID()
 	r := do(t, http.MethodPost, ins[0].url+"/admin/reset", "application/json", jsonBody(map[string]any{"goods_id": goods, "stock": 5}), admin)

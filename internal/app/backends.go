@@ -1,6 +1,7 @@
 package app
 
 import (
+	// The lock servers' descriptors provide their wiring (lockwire.Provide).
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	_ "github.com/seckill-lab/seckill/internal/server"
+
 	"github.com/redis/go-redis/v9"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"gorm.io/gorm"
 
 	"github.com/seckill-lab/seckill/internal/api"
@@ -17,7 +19,6 @@ import (
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/internal/lockwire"
 	"github.com/seckill-lab/seckill/lockimpl"
-	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
@@ -38,6 +39,8 @@ type backends struct {
 	// directly; nil without one.
 	counter *redis.Client
 	locks   map[string]stock.LockBackend
+	// closeShared closes the lock servers' shared clients (lockwire.Connect).
+	closeShared func() error
 }
 
 // newBackends connects the clients cfg names (lazily: servers that are down
@@ -51,8 +54,7 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB, meter *cos
 	b := &backends{}
 	b.clients.MySQL = sqlDB
 	b.clients.Mutex = mutexlock.New(lockimpl.Options{})
-	b.clients.ZooKeeper = cfg.ZKServers
-	b.clients.Addrs = cfg.Addrs()
+	b.clients.Addrs = cfg.Servers
 	b.clients.Cost = meter
 	for _, addr := range cfg.RedisAddrs {
 		c := newRedis(addr, meter)
@@ -81,15 +83,9 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB, meter *cos
 		b.failover.AddHook(meter.RedisHook())
 		b.clients.Redis = b.failover
 	}
-	if len(cfg.EtcdEndpoints) > 0 {
-		ec := etcdlock.ClientConfig(context.WithoutCancel(ctx), cfg.EtcdEndpoints)
-		ec.DialOptions = append(ec.DialOptions, meter.EtcdDialOptions()...)
-		cli, err := clientv3.New(ec)
-		if err != nil {
-			b.Close()
-			return nil, fmt.Errorf("etcd client for %v: %w", cfg.EtcdEndpoints, err)
-		}
-		b.clients.Etcd = cli
+	if b.closeShared, err = lockwire.Connect(ctx, &b.clients); err != nil {
+		b.Close()
+		return nil, err
 	}
 	if b.locks, err = lockwire.Open(ctx, b.clients); err != nil {
 		b.Close()
@@ -99,8 +95,9 @@ func newBackends(ctx context.Context, cfg config.Config, db *gorm.DB, meter *cos
 }
 
 // checks are the /healthz probes of the configured servers; MySQL, without
-// which no purchase runs, is also /readyz's. The ZooKeeper probe is the lock
-// backend's, which waits for a session.
+// which no purchase runs, is also /readyz's. A lock server with no client
+// here is probed by its first lock backend (which, for a server whose
+// backends open sessions, waits for one).
 func (b *backends) checks(store *sqlstore.Store) []api.Check {
 	out := []api.Check{{Name: "mysql", Ping: store.Ping, Ready: true}}
 	for i, c := range b.redis {
@@ -136,8 +133,8 @@ func (b *backends) Close() error {
 	if b.counter != nil {
 		errs = append(errs, b.counter.Close())
 	}
-	if b.clients.Etcd != nil {
-		errs = append(errs, b.clients.Etcd.Close())
+	if b.closeShared != nil {
+		errs = append(errs, b.closeShared())
 	}
 	if b.clients.MySQL != nil {
 		errs = append(errs, b.clients.MySQL.Close())

@@ -46,22 +46,22 @@ func TestPurchasePhases(t *testing.T) {
 	// The read-modify-write under a lock: the SELECT, then BEGIN, UPDATE,
 	// INSERT and COMMIT as one batch (two round trips, one write); the row
 	// is locked only while the server runs the batch: no round trip.
-	rmw := []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 2, Writes: 1}}, {cost.MySQL, cost.RowLocked, cost.Counts{}}}
+	rmw := []want{{catalog.ServerMySQL, cost.Held, cost.Counts{RoundTrips: 2, Writes: 1}}, {catalog.ServerMySQL, cost.RowLocked, cost.Counts{}}}
 	cases := []struct {
 		strategy string
 		lock     cost.Server // the lock server ("" for none)
 		want     []want
 	}{
-		{catalog.Redis, cost.Redis, append(rmw, want{cost.Redis, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}}, want{cost.Redis, cost.AcquireLast, cost.Counts{RoundTrips: 1, Writes: 1}})},
-		{catalog.Etcd, cost.Etcd, append(rmw, want{cost.Etcd, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}})},
-		{catalog.ZooKeeper, cost.ZooKeeper, append(rmw, want{cost.ZooKeeper, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}})},
-		{catalog.Consul, cost.Consul, rmw},
-		{catalog.MySQLUnique, cost.MySQL, []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 2, Writes: 1}}}},
+		{catalog.Redis, catalog.ServerRedis, append(rmw, want{catalog.ServerRedis, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}}, want{catalog.ServerRedis, cost.AcquireLast, cost.Counts{RoundTrips: 1, Writes: 1}})},
+		{catalog.Etcd, catalog.ServerEtcd, append(rmw, want{catalog.ServerEtcd, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}})},
+		{catalog.ZooKeeper, catalog.ServerZooKeeper, append(rmw, want{catalog.ServerZooKeeper, cost.Release, cost.Counts{RoundTrips: 1, Writes: 1}})},
+		{catalog.Consul, catalog.ServerConsul, rmw},
+		{catalog.MySQLUnique, catalog.ServerMySQL, []want{{catalog.ServerMySQL, cost.Held, cost.Counts{RoundTrips: 2, Writes: 1}}}},
 		// BEGIN; UPDATE (locks the row); INSERT; COMMIT in one batch
 		// (sqlstore.SQLPurchase): one round trip, no row lock across one.
-		{catalog.SQLAtomic, "", []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 1, Writes: 1}}, {cost.MySQL, cost.RowLocked, cost.Counts{}}}},
+		{catalog.SQLAtomic, "", []want{{catalog.ServerMySQL, cost.Held, cost.Counts{RoundTrips: 1, Writes: 1}}, {catalog.ServerMySQL, cost.RowLocked, cost.Counts{}}}},
 		// BEGIN, SELECT ... FOR UPDATE (locks the row), UPDATE, INSERT, COMMIT.
-		{catalog.MySQLForUpdate, "", []want{{cost.MySQL, cost.Held, cost.Counts{RoundTrips: 5, Writes: 1}}, {cost.MySQL, cost.RowLocked, cost.Counts{RoundTrips: 3, Writes: 1}}}},
+		{catalog.MySQLForUpdate, "", []want{{catalog.ServerMySQL, cost.Held, cost.Counts{RoundTrips: 5, Writes: 1}}, {catalog.ServerMySQL, cost.RowLocked, cost.Counts{RoundTrips: 3, Writes: 1}}}},
 	}
 	in := fleet(t, 1, nil)[0]
 	for _, tc := range cases {

@@ -55,11 +55,10 @@ func subscribe(t *testing.T, url string) <-chan stock.Event {
 // flawed mutex-tx shows its release before the commit.
 func TestEventStream(t *testing.T) {
 	_, url := start(t, single(config.Config{
-		MySQLDSN:      testenv.Get(t, testenv.MySQLDSN),
-		RedisAddrs:    testenv.List(t, testenv.RedisAddrs),
-		EtcdEndpoints: testenv.List(t, config.EnvEtcdEndpoints),
-		ZKServers:     testenv.List(t, testenv.ZKServers),
-		ConsulAddrs:   testenv.List(t, config.EnvConsulAddrs),
+		MySQLDSN:   testenv.Get(t, testenv.MySQLDSN),
+		RedisAddrs: testenv.List(t, testenv.RedisAddrs),
+		Servers: map[catalog.Server][]string{
+			catalog.ServerEtcd: testenv.List(t, testenv.EtcdEndpoints), catalog.ServerZooKeeper: testenv.List(t, testenv.ZKServers), catalog.ServerConsul: testenv.List(t, testenv.ConsulAddrs)},
 	}))
 	ins := []instance{{name: "f1", url: url}}
 	events := subscribe(t, url)

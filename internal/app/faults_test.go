@@ -63,12 +63,11 @@ func proxy(t *testing.T, name, upstream string) *netfault.Proxy {
 // + 1s, and purchases sell again once the link heals.
 func TestStalledBackendAnswersWithinLockWait(t *testing.T) {
 	const lockWait = time.Second
-	etcdP := proxy(t, "etcd", testenv.List(t, config.EnvEtcdEndpoints)[0])
+	etcdP := proxy(t, "etcd", testenv.List(t, testenv.EtcdEndpoints)[0])
 	zkP := proxy(t, "zookeeper", testenv.List(t, testenv.ZKServers)[0])
 	_, url := start(t, single(config.Config{
-		MySQLDSN:      testenv.Get(t, testenv.MySQLDSN),
-		EtcdEndpoints: []string{etcdP.Addr()},
-		ZKServers:     []string{zkP.Addr()},
+		MySQLDSN: testenv.Get(t, testenv.MySQLDSN),
+		Servers:  map[catalog.Server][]string{catalog.ServerEtcd: []string{etcdP.Addr()}, catalog.ServerZooKeeper: []string{zkP.Addr()}},
 	}))
 	in := []instance{{name: "f1", url: url}}
 	cases := []struct {
@@ -165,10 +164,9 @@ func TestNoLockerLeakAcrossSettings(t *testing.T) {
 	_, zkPortS, _ := net.SplitHostPort(zkAddr)
 	zkPort, _ := strconv.Atoi(zkPortS)
 	inst, url := start(t, single(config.Config{
-		MySQLDSN:      testenv.Get(t, testenv.MySQLDSN),
-		RedisAddrs:    testenv.List(t, testenv.RedisAddrs),
-		EtcdEndpoints: testenv.List(t, config.EnvEtcdEndpoints),
-		ZKServers:     []string{zkAddr},
+		MySQLDSN:   testenv.Get(t, testenv.MySQLDSN),
+		RedisAddrs: testenv.List(t, testenv.RedisAddrs),
+		Servers:    map[catalog.Server][]string{catalog.ServerEtcd: testenv.List(t, testenv.EtcdEndpoints), catalog.ServerZooKeeper: []string{zkAddr}},
 	}))
 	ins := []instance{{name: "f1", url: url}}
 	goods := goodsID()

@@ -18,6 +18,7 @@ import (
 	"github.com/seckill-lab/seckill/internal/app"
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 func TestMain(m *testing.M) {
@@ -165,8 +166,7 @@ func TestStrictJSONKeys(t *testing.T) {
 func TestNoBackendTextInErrors(t *testing.T) {
 	ins := fleet(t, 1, func(c *config.Config) {
 		c.RedisAddrs = []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3", "127.0.0.1:4", "127.0.0.1:5"}
-		c.EtcdEndpoints = []string{"127.0.0.1:6"}
-		c.ZKServers = []string{"127.0.0.1:7"}
+		c.Servers = map[catalog.Server][]string{catalog.ServerEtcd: []string{"127.0.0.1:6"}, catalog.ServerZooKeeper: []string{"127.0.0.1:7"}}
 	})
 	url := ins[0].url
 	leaks := []string{"dial tcp", "127.0.0.1", "connection refused", "Error 1", "SQL", "mysql", "redis:", "etcd", "zk:", "goroutine", "panic"}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/internal/testenv"
 )
 
 // TestCommittedIsRendered: deploy/k8s is exactly what Render writes (run
@@ -250,9 +251,9 @@ func TestValidationCatches(t *testing.T) {
 			return docs
 		}, "replicas"},
 		{"instances lose a server variable", func(docs []doc) []doc {
-			delete(serversCM(docs), config.EnvEtcdEndpoints)
+			delete(serversCM(docs), testenv.EtcdEndpoints)
 			return docs
-		}, config.EnvEtcdEndpoints},
+		}, testenv.EtcdEndpoints},
 		{"instances lose their own variable", func(docs []doc) []doc {
 			c := container(find(docs, "Deployment", InstanceApp))
 			env := c["env"].([]any)
@@ -269,11 +270,11 @@ func TestValidationCatches(t *testing.T) {
 			return docs
 		}, "redis-4.redis"},
 		{"a wrong port", func(docs []doc) []doc {
-			serversCM(docs)[config.EnvZKServers] = "zookeeper-0.zookeeper:2182"
+			serversCM(docs)[testenv.ZKServers] = "zookeeper-0.zookeeper:2182"
 			return docs
 		}, "no port 2182"},
 		{"a wrong service name", func(docs []doc) []doc {
-			serversCM(docs)[config.EnvConsulAddrs] = "consul-0.consul-servers:8500"
+			serversCM(docs)[testenv.ConsulAddrs] = "consul-0.consul-servers:8500"
 			return docs
 		}, "no Service consul-servers"},
 		{"an unpinned image", func(docs []doc) []doc {
@@ -335,13 +336,13 @@ func TestServerEnv(t *testing.T) {
 		topology string
 		want     map[string]string
 	}{
-		{"single", map[string]string{config.EnvEtcdEndpoints: "etcd-0.etcd:2379", config.EnvSentinels: "",
+		{"single", map[string]string{testenv.EtcdEndpoints: "etcd-0.etcd:2379", config.EnvSentinels: "",
 			config.EnvMySQLDSN: server.MySQLDSN("mariadb-0.mariadb:3306", server.DatabaseName)}},
-		{"ha", map[string]string{config.EnvEtcdEndpoints: "etcd-0.etcd:2379,etcd-1.etcd:2379,etcd-2.etcd:2379",
-			config.EnvSentinels:   "sentinel-0.sentinel:26379,sentinel-1.sentinel:26379,sentinel-2.sentinel:26379",
-			config.EnvZKServers:   "zookeeper-0.zookeeper:2181,zookeeper-1.zookeeper:2181,zookeeper-2.zookeeper:2181",
-			config.EnvConsulAddrs: "consul-0.consul:8500,consul-1.consul:8500,consul-2.consul:8500",
-			config.EnvRedisAddrs:  "redis-0.redis:6379,redis-1.redis:6379,redis-2.redis:6379,redis-3.redis:6379,redis-4.redis:6379"}},
+		{"ha", map[string]string{testenv.EtcdEndpoints: "etcd-0.etcd:2379,etcd-1.etcd:2379,etcd-2.etcd:2379",
+			config.EnvSentinels:  "sentinel-0.sentinel:26379,sentinel-1.sentinel:26379,sentinel-2.sentinel:26379",
+			testenv.ZKServers:    "zookeeper-0.zookeeper:2181,zookeeper-1.zookeeper:2181,zookeeper-2.zookeeper:2181",
+			testenv.ConsulAddrs:  "consul-0.consul:8500,consul-1.consul:8500,consul-2.consul:8500",
+			config.EnvRedisAddrs: "redis-0.redis:6379,redis-1.redis:6379,redis-2.redis:6379,redis-3.redis:6379,redis-4.redis:6379"}},
 	} {
 		env, err := ServerEnv(tc.topology)
 		if err != nil {

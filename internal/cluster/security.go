@@ -29,17 +29,6 @@ var (
 	// server's socket and the init's temporary files need /run/mysqld
 	// and /tmp.
 	mariadbSecurity = podSecurity{user: 999, group: 999, scratch: []string{"/run/mysqld", "/tmp"}}
-	// zookeeperSecurity: the official zookeeper image's user zookeeper
-	// (1000). Its entrypoint writes zoo.cfg into the configuration
-	// directory, which the container copies to zkConfDir first.
-	zookeeperSecurity = podSecurity{user: 1000, group: 1000, scratch: []string{zkConfDir, "/logs", "/tmp"}}
-	// consulSecurity: the hashicorp/consul image's user consul (uid 100,
-	// group consul 1000); the container runs `consul agent` itself, not
-	// the entrypoint, which would chown and su-exec as root.
-	consulSecurity = podSecurity{user: 100, group: 1000, scratch: []string{"/tmp"}}
-	// etcdSecurity: etcd's image is distroless without a user of its own;
-	// distroless's nonroot (65532), the PVC made writable by fsGroup.
-	etcdSecurity = podSecurity{user: 65532, group: 65532}
 	// seckillSecurity: the lab's image (the Dockerfile's USER 65532:65532,
 	// distroless's nonroot), for the instances and the bench Jobs; their
 	// busybox helpers (the pauser, the report printer) run as the same

@@ -31,7 +31,6 @@ import (
 
 	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/server"
-	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
@@ -183,6 +182,8 @@ func memberURLs(s set, port int) string {
 	return strings.Join(out, ",")
 }
 
+// workloads are the lab's workloads; each lock server's file here adds
+// its own (addWorkloads).
 var workloads = []*workload{
 	{kind: server.KindRedis, set: named("redis"), port: 6379, ports: []corev1.ContainerPort{tcp("redis", 6379)}, mount: "/data", quorum: true,
 		container: redisServer(), cpu: [2]string{"50m", "500m"}, mem: [2]string{"64Mi", "256Mi"}, sec: redisSecurity},
@@ -204,9 +205,6 @@ var workloads = []*workload{
 				ReadinessProbe: execProbe(5, "sh", "-c", "redis-cli -p 26379 sentinel ckquorum "+server.SentinelMaster+" | grep -q '^OK'"),
 				LivenessProbe:  tcpProbe(26379, 10)}
 		}, cpu: [2]string{"20m", "200m"}, mem: [2]string{"32Mi", "128Mi"}, sec: redisSecurity},
-	etcdWorkload(server.KindEtcd), etcdWorkload(server.KindEtcdMember),
-	zkWorkload(server.KindZooKeeper), zkWorkload(server.KindZKMember),
-	consulWorkload(server.KindConsul), consulWorkload(server.KindConsulMember),
 	{kind: server.KindMySQL, set: named("mariadb"), port: 3306, ports: []corev1.ContainerPort{tcp("mysql", 3306)}, mount: "/var/lib/mysql",
 		container: func(s set, d string) corev1.Container {
 			return corev1.Container{Name: "mariadb", Image: server.MariaDB.Image, Args: server.MariaDBArgs(d),
@@ -216,97 +214,8 @@ var workloads = []*workload{
 		}, cpu: [2]string{"200m", "2"}, mem: [2]string{"256Mi", "1Gi"}, sec: mariadbSecurity},
 }
 
-// etcdNoFsync is etcd's switch for its fsync (etcd 3.5 and later; the
-// image is 3.7).
-const etcdNoFsync = "--unsafe-no-fsync"
-
-func etcdWorkload(k server.Kind) *workload {
-	return &workload{kind: k, set: named("etcd"), port: 2379, ports: []corev1.ContainerPort{tcp("client", 2379), tcp("peer", 2380)},
-		mount: "/var/lib/etcd", quorum: true,
-		container: func(s set, d string) corev1.Container {
-			args := []string{"--name=$(POD_NAME)", "--data-dir=/var/lib/etcd/data",
-				"--listen-client-urls=http://0.0.0.0:2379", "--advertise-client-urls=http://$(POD_NAME).etcd:2379",
-				"--listen-peer-urls=http://0.0.0.0:2380", "--initial-advertise-peer-urls=http://$(POD_NAME).etcd:2380",
-				"--initial-cluster=" + memberURLs(s, 2380), "--initial-cluster-state=new", "--initial-cluster-token=seckill"}
-			if k == server.KindEtcdMember {
-				args = append(args, etcdlock.ServerFlags()...)
-			}
-			// Durability none keeps the data on the PVC and turns etcd's
-			// fsync off (etcd 3.5 and later): a member whose pod is
-			// replaced comes back with its data and rejoins, where
-			// --initial-cluster-state is ignored. The flag comes last, so
-			// the durability component appends it to either topology's
-			// arguments.
-			if d == server.DurabilityNone {
-				args = append(args, etcdNoFsync)
-			}
-			return corev1.Container{Name: "etcd", Image: server.Etcd.Image, Command: []string{"/usr/local/bin/etcd"}, Args: args,
-				Env:            []corev1.EnvVar{podEnv("POD_NAME", "metadata.name")},
-				ReadinessProbe: execProbe(5, "/usr/local/bin/etcdctl", "--endpoints=http://127.0.0.1:2379", "endpoint", "health"),
-				LivenessProbe:  tcpProbe(2379, 10)}
-		}, cpu: [2]string{"100m", "1"}, mem: [2]string{"128Mi", "512Mi"}, sec: etcdSecurity}
-}
-
-func zkWorkload(k server.Kind) *workload {
-	return &workload{kind: k, set: named("zookeeper"), port: 2181,
-		ports: []corev1.ContainerPort{tcp("client", 2181), tcp("peer", 2888), tcp("election", 3888)},
-		mount: "/data", quorum: true,
-		container: func(s set, d string) corev1.Container {
-			env := []corev1.EnvVar{
-				{Name: "ZOO_TICK_TIME", Value: "2000"}, {Name: "ZOO_INIT_LIMIT", Value: "10"}, {Name: "ZOO_SYNC_LIMIT", Value: "5"},
-				{Name: "ZOO_DATA_LOG_DIR", Value: "/data/log"},
-				{Name: "ZOO_4LW_COMMANDS_WHITELIST", Value: "ruok,srvr,stat,mntr"},
-				{Name: "ZOO_ADMINSERVER_ENABLED", Value: "false"}, {Name: "ZOO_MAX_CLIENT_CNXNS", Value: "0"},
-				{Name: "ZOO_CFG_EXTRA", Value: "forceSync=" + server.ZKForceSync(d) + " quorumListenOnAllIPs=true"},
-				{Name: "JVMFLAGS", Value: "-Xmx256m"},
-				// The entrypoint writes zoo.cfg there, zkServer.sh (the
-				// probe's too) reads it there.
-				{Name: "ZOO_CONF_DIR", Value: zkConfDir}, {Name: "ZOOCFGDIR", Value: zkConfDir},
-			}
-			if k == server.KindZKMember {
-				var servers []string
-				for i := range s.nodes {
-					servers = append(servers, fmt.Sprintf("server.%d=%s-%d.%s:2888:3888;2181", i+1, s.name, i, s.name))
-				}
-				env = append(env, corev1.EnvVar{Name: "ZOO_SERVERS", Value: strings.Join(servers, " ")})
-			}
-			return corev1.Container{Name: "zookeeper", Image: server.ZooKeeper.Image,
-				// The image's configuration (logback.xml) is copied to the
-				// writable zkConfDir; myid is the pod's ordinal plus one.
-				Command: []string{"sh", "-c", "cp /conf/* " + zkConfDir + "/ && export ZOO_MY_ID=$((${HOSTNAME##*-}+1)) && " +
-					"exec /docker-entrypoint.sh zkServer.sh start-foreground"},
-				Env:            env,
-				ReadinessProbe: execProbe(10, "zkServer.sh", "status"),
-				LivenessProbe:  tcpProbe(2181, 20)}
-		}, cpu: [2]string{"100m", "1"}, mem: [2]string{"384Mi", "512Mi"}, sec: zookeeperSecurity}
-}
-
-// zkConfDir is ZooKeeper's configuration directory on a cluster: an
-// emptyDir (the image's /conf is on the read-only root filesystem).
-const zkConfDir = "/zk-conf"
-
-func consulWorkload(k server.Kind) *workload {
-	return &workload{kind: k, set: named("consul"), port: 8500,
-		ports: []corev1.ContainerPort{tcp("http", 8500), tcp("server", 8300), tcp("serf-lan", 8301),
-			{Name: "serf-lan-udp", ContainerPort: 8301, Protocol: corev1.ProtocolUDP}},
-		mount: "/consul/data", tmpfsAt: []string{server.DurabilityNone}, quorum: true,
-		container: func(s set, d string) corev1.Container {
-			args := []string{"agent", "-server", "-bootstrap-expect=" + strconv.Itoa(len(s.nodes)), "-node=$(POD_NAME)",
-				"-data-dir=/consul/data", "-bind=0.0.0.0", "-advertise=$(POD_IP)", "-client=0.0.0.0", "-log-level=warn",
-				"-disable-host-node-id=true", "-hcl=performance { raft_multiplier = 1 }", "-hcl=disable_update_check = true"}
-			if len(s.nodes) > 1 {
-				for i := range s.nodes {
-					args = append(args, fmt.Sprintf("-retry-join=%s-%d.%s", s.name, i, s.name))
-				}
-			}
-			// `consul agent` itself: the image's entrypoint chowns the data
-			// directory and su-execs, which a non-root container cannot.
-			return corev1.Container{Name: "consul", Image: server.Consul.Image, Command: []string{"consul"}, Args: args,
-				Env:            []corev1.EnvVar{podEnv("POD_NAME", "metadata.name"), podEnv("POD_IP", "status.podIP")},
-				ReadinessProbe: execProbe(5, "consul", "operator", "raft", "list-peers"),
-				LivenessProbe:  tcpProbe(8500, 10)}
-		}, cpu: [2]string{"100m", "1"}, mem: [2]string{"128Mi", "512Mi"}, sec: consulSecurity}
-}
+// addWorkloads adds a server's workloads, one per kind.
+func addWorkloads(ws ...*workload) { workloads = append(workloads, ws...) }
 
 // workloadOf returns the workload of kind k.
 func workloadOf(k server.Kind) (*workload, bool) {

@@ -9,9 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Environment variables read by `seckill serve`.
@@ -22,15 +25,12 @@ const (
 	EnvRedisAddrs = "SECKILL_REDIS_ADDRS"
 	// EnvCounterRedis is the Redis of the lock-alone goods' counter
 	// (counterstore.Store), dialled directly, never through the proxy.
-	EnvCounterRedis  = "SECKILL_COUNTER_REDIS"
-	EnvSentinels     = "SECKILL_REDIS_SENTINELS"
-	EnvRedisMaster   = "SECKILL_REDIS_MASTER"
-	EnvEtcdEndpoints = "SECKILL_ETCD_ENDPOINTS"
-	EnvZKServers     = "SECKILL_ZK_SERVERS"
-	EnvConsulAddrs   = "SECKILL_CONSUL_ADDRS"
-	EnvAdminToken    = "SECKILL_ADMIN_TOKEN"
-	EnvStrategy      = "SECKILL_STRATEGY"
-	EnvMaxQty        = "SECKILL_MAX_QTY"
+	EnvCounterRedis = "SECKILL_COUNTER_REDIS"
+	EnvSentinels    = "SECKILL_REDIS_SENTINELS"
+	EnvRedisMaster  = "SECKILL_REDIS_MASTER"
+	EnvAdminToken   = "SECKILL_ADMIN_TOKEN"
+	EnvStrategy     = "SECKILL_STRATEGY"
+	EnvMaxQty       = "SECKILL_MAX_QTY"
 	// EnvDBInflight bounds the lock-free purchases one instance runs
 	// against MySQL at once (sqlstore.NewBounded); 0 is no bound.
 	EnvDBInflight = "SECKILL_DB_INFLIGHT"
@@ -60,17 +60,39 @@ const (
 	EnvStackDir     = "SECKILL_STACK_DIR"
 )
 
-// EnvVars lists every variable `seckill serve` reads, in a fixed order: the
 // ServerVars are the variables that give the servers' addresses (and the
-// database's DSN).
+// database's DSN), in a fixed order: Redis's, the lock servers' that Config
+// keeps in Servers (catalog.ServerInfo.Env), MySQL's.
 func ServerVars() []string {
-	return []string{EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvCounterRedis, EnvEtcdEndpoints, EnvZKServers, EnvConsulAddrs, EnvMySQLDSN}
+	return slices.Concat([]string{EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvCounterRedis}, listServerVars(), []string{EnvMySQLDSN})
 }
 
+// EnvVars lists every variable `seckill serve` reads, in a fixed order:
 // one list the config, the stack and the compose check use.
 func EnvVars() []string {
-	return []string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvCounterRedis,
-		EnvEtcdEndpoints, EnvZKServers, EnvConsulAddrs, EnvAdminToken, EnvStrategy, EnvMaxQty, EnvDBInflight, EnvStreamGather, EnvProxyShift}
+	return slices.Concat([]string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvCounterRedis},
+		listServerVars(), []string{EnvAdminToken, EnvStrategy, EnvMaxQty, EnvDBInflight, EnvStreamGather, EnvProxyShift})
+}
+
+// listServers are the lock servers whose addresses Config keeps in
+// Servers: the catalogue's with a flag of their own.
+func listServers() []catalog.ServerInfo {
+	var out []catalog.ServerInfo
+	for _, s := range catalog.Servers() {
+		if s.Flag != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// listServerVars are listServers' variables.
+func listServerVars() []string {
+	var out []string
+	for _, s := range listServers() {
+		out = append(out, s.Env)
+	}
+	return out
 }
 
 // Defaults.
@@ -115,12 +137,11 @@ type Config struct {
 	// (counterstore.Store), reached directly. Optional: without it the
 	// lock-alone goods answer backend_unavailable.
 	CounterRedis string
-	// EtcdEndpoints are etcd client endpoints. Optional.
-	EtcdEndpoints []string
-	// ZKServers are ZooKeeper host:port. Optional.
-	ZKServers []string
-	// ConsulAddrs are the Consul agents' HTTP host:port. Optional.
-	ConsulAddrs []string
+	// Servers are the addresses (host:port) of the lock servers that have
+	// no field of their own here, by server: those of the catalogue with
+	// a flag (catalog.ServerInfo: its variable, its flag). Optional: a
+	// server without addresses leaves its strategies off.
+	Servers map[catalog.Server][]string
 	// AdminToken guards /admin. Empty disables the admin API (403).
 	AdminToken string
 	// Strategy is the starting strategy. Default: the service's (none);
@@ -150,13 +171,6 @@ type Config struct {
 	ProxyShift int
 }
 
-// Addrs are the addresses of the lock servers whose backends open their
-// own clients, by server group (catalog.Server): what the instance passes to
-// the strategy registry without naming each server.
-func (c Config) Addrs() map[string][]string {
-	return map[string][]string{"consul": c.ConsulAddrs}
-}
-
 // FromEnv reads the variables through getenv (os.Getenv in production).
 func FromEnv(getenv func(string) string) (Config, error) {
 	c := Config{
@@ -167,15 +181,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		RedisSentinels: SplitList(getenv(EnvSentinels)),
 		RedisMaster:    getenv(EnvRedisMaster),
 		CounterRedis:   getenv(EnvCounterRedis),
-		EtcdEndpoints:  SplitList(getenv(EnvEtcdEndpoints)),
-		ZKServers:      SplitList(getenv(EnvZKServers)),
-		ConsulAddrs:    SplitList(getenv(EnvConsulAddrs)),
 		AdminToken:     getenv(EnvAdminToken),
 		Strategy:       getenv(EnvStrategy),
 		Setting:        getenv(EnvSetting),
 		MaxQty:         DefaultMaxQty,
 		DBInflight:     DefaultDBInflight,
 		StreamGather:   DefaultStreamGather,
+		Servers:        map[catalog.Server][]string{},
+	}
+	for _, s := range listServers() {
+		if addrs := SplitList(getenv(s.Env)); len(addrs) > 0 {
+			c.Servers[s.Name] = addrs
+		}
 	}
 	if v := getenv(EnvProxyShift); v != "" {
 		n, err := strconv.Atoi(v)
@@ -228,6 +245,27 @@ func (l listFlag) String() string {
 }
 func (l listFlag) Set(s string) error { *l.dst = SplitList(s); return nil }
 
+// serverFlag is a lock server's address list in Config.Servers.
+type serverFlag struct {
+	c    *Config
+	name catalog.Server
+}
+
+func (f serverFlag) String() string {
+	if f.c == nil {
+		return ""
+	}
+	return strings.Join(f.c.Servers[f.name], ",")
+}
+
+func (f serverFlag) Set(s string) error {
+	if f.c.Servers == nil {
+		f.c.Servers = map[catalog.Server][]string{}
+	}
+	f.c.Servers[f.name] = SplitList(s)
+	return nil
+}
+
 // BindFlags registers flags that override c's fields (the admin token is
 // environment-only, so it never shows in `ps`).
 func (c *Config) BindFlags(fs *flag.FlagSet) {
@@ -238,9 +276,9 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Var(listFlag{&c.RedisSentinels}, "redis-sentinels", "comma-separated Redis Sentinel addresses ($"+EnvSentinels+")")
 	fs.StringVar(&c.RedisMaster, "redis-master", c.RedisMaster, "Sentinel master name ($"+EnvRedisMaster+")")
 	fs.StringVar(&c.CounterRedis, "counter-redis", c.CounterRedis, "Redis of the lock-alone goods' counter, dialled directly ($"+EnvCounterRedis+")")
-	fs.Var(listFlag{&c.EtcdEndpoints}, "etcd-endpoints", "comma-separated etcd endpoints ($"+EnvEtcdEndpoints+")")
-	fs.Var(listFlag{&c.ZKServers}, "zk-servers", "comma-separated ZooKeeper servers ($"+EnvZKServers+")")
-	fs.Var(listFlag{&c.ConsulAddrs}, "consul-addrs", "comma-separated Consul agents' HTTP addresses ($"+EnvConsulAddrs+")")
+	for _, s := range listServers() {
+		fs.Var(serverFlag{c, s.Name}, s.Flag, s.FlagHelp+" ($"+s.Env+")")
+	}
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "starting strategy ($"+EnvStrategy+")")
 	fs.Int64Var(&c.MaxQty, "max-qty", c.MaxQty, "largest qty per purchase ($"+EnvMaxQty+")")
 	fs.IntVar(&c.DBInflight, "db-inflight", c.DBInflight, "lock-free purchases at MySQL at once; 0: no bound ($"+EnvDBInflight+")")

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 func TestFromEnvAndFlags(t *testing.T) {
@@ -53,7 +55,7 @@ func TestFromEnvAndFlags(t *testing.T) {
 			env:  map[string]string{EnvMySQLDSN: "dsn-env", EnvStrategy: "redis"},
 			args: []string{"--mysql-dsn", "dsn-flag", "--strategy", "etcd", "--listen", ":9000", "--zk-servers", "z:1,z:2"},
 			want: func(c Config) bool {
-				return c.MySQLDSN == "dsn-flag" && c.Strategy == "etcd" && c.Listen == ":9000" && len(c.ZKServers) == 2
+				return c.MySQLDSN == "dsn-flag" && c.Strategy == "etcd" && c.Listen == ":9000" && len(c.Servers[catalog.ServerZooKeeper]) == 2
 			},
 		},
 		{

@@ -16,11 +16,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/seckill-lab/seckill/bench/costmodel"
-	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl/consullock"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/phase"
 	"github.com/seckill-lab/seckill/stock/sqlstore"
 )
@@ -71,7 +71,7 @@ func meteredRedis(t *testing.T) (*redis.Client, *cost.Meter) {
 func TestRedisHook(t *testing.T) {
 	c, m := meteredRedis(t)
 	k := key(t)
-	runSteps(t, m, cost.Redis, []step{
+	runSteps(t, m, catalog.ServerRedis, []step{
 		{"SET", func(ctx context.Context) error { return c.Set(ctx, k, "v", time.Minute).Err() }, cost.Counts{RoundTrips: 1, Writes: 1}},
 		{"GET", func(ctx context.Context) error { return c.Get(ctx, k).Err() }, cost.Counts{RoundTrips: 1}},
 		{"GET missing (redis.Nil)", func(ctx context.Context) error { return ignoreNil(c.Get(ctx, k+"-none").Err()) }, cost.Counts{RoundTrips: 1}},
@@ -122,12 +122,12 @@ func TestRedisFanOut(t *testing.T) {
 	if err := c.Del(ctx, k).Err(); err != nil {
 		t.Fatal(err)
 	}
-	got := m.Snapshot()[cost.Redis][cost.Release]
+	got := m.Snapshot()[catalog.ServerRedis][cost.Release]
 	if want := (cost.Counts{RoundTrips: 4, Writes: 1, Overlapped: 2}); got != want {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}
 	path := costmodel.CriticalPath(m.Snapshot().Per(1), true)
-	if rt := path.RoundTrips[cost.Redis]; rt != 2 {
+	if rt := path.RoundTrips[catalog.ServerRedis]; rt != 2 {
 		t.Errorf("critical path %v round trips, want 2 (the three at once, then the DEL)", rt)
 	}
 }
@@ -141,7 +141,7 @@ func ignoreNil(err error) error {
 
 func TestEtcdInterceptors(t *testing.T) {
 	m := cost.NewMeter()
-	cfg := etcdlock.ClientConfig(context.Background(), testenv.List(t, config.EnvEtcdEndpoints))
+	cfg := etcdlock.ClientConfig(context.Background(), testenv.List(t, testenv.EtcdEndpoints))
 	cfg.DialOptions = append(cfg.DialOptions, m.EtcdDialOptions()...)
 	c, err := clientv3.New(cfg)
 	if err != nil {
@@ -154,7 +154,7 @@ func TestEtcdInterceptors(t *testing.T) {
 		testenv.Unavailable(t, "etcd", err)
 	}
 	k := key(t)
-	runSteps(t, m, cost.Etcd, []step{
+	runSteps(t, m, catalog.ServerEtcd, []step{
 		{"Put", func(ctx context.Context) error { _, err := c.Put(ctx, k, "v"); return err }, cost.Counts{RoundTrips: 1, Writes: 1}},
 		{"Get", func(ctx context.Context) error { _, err := c.Get(ctx, k); return err }, cost.Counts{RoundTrips: 1}},
 		{"Txn with a put", func(ctx context.Context) error {
@@ -217,7 +217,7 @@ func TestMySQLConnector(t *testing.T) {
 		}
 		return tx.Commit()
 	}
-	runSteps(t, m, cost.MySQL, []step{
+	runSteps(t, m, catalog.ServerMySQL, []step{
 		// BEGIN, UPDATE, COMMIT: the commit makes the write durable
 		// (one fsync with innodb_flush_log_at_trx_commit=1).
 		{"transaction with one UPDATE", func(ctx context.Context) error {
@@ -260,14 +260,14 @@ func TestMySQLConnector(t *testing.T) {
 	if err := inTx(phase.With(ctx, phase.Held), "SELECT n FROM cost_probe WHERE id = ? FOR UPDATE", "UPDATE cost_probe SET n = n + 1 WHERE id = ?"); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := m.Snapshot().Sub(before)[cost.MySQL][cost.RowLocked], (cost.Counts{RoundTrips: 2, Writes: 1}); got != want {
+	if got, want := m.Snapshot().Sub(before)[catalog.ServerMySQL][cost.RowLocked], (cost.Counts{RoundTrips: 2, Writes: 1}); got != want {
 		t.Errorf("row locked by SELECT ... FOR UPDATE: got %+v, want %+v (UPDATE and COMMIT)", got, want)
 	}
 }
 
 func TestConsulTransport(t *testing.T) {
 	m := cost.NewMeter()
-	c, err := consullock.NewClient(testenv.List(t, config.EnvConsulAddrs), nil, m.ConsulTransport)
+	c, err := consullock.NewClient(testenv.List(t, testenv.ConsulAddrs), nil, m.ConsulTransport)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestConsulTransport(t *testing.T) {
 	var session string
 	wo := func(ctx context.Context) *api.WriteOptions { return (&api.WriteOptions{}).WithContext(ctx) }
 	qo := func(ctx context.Context) *api.QueryOptions { return (&api.QueryOptions{}).WithContext(ctx) }
-	runSteps(t, m, cost.Consul, []step{
+	runSteps(t, m, catalog.ServerConsul, []step{
 		{"KV put", func(ctx context.Context) error {
 			_, err := c.KV().Put(&api.KVPair{Key: k, Value: []byte("v")}, wo(ctx))
 			return err
@@ -327,7 +327,7 @@ func TestConsulTransport(t *testing.T) {
 			return err
 		}
 	}
-	runSteps(t, m, cost.Consul, []step{
+	runSteps(t, m, catalog.ServerConsul, []step{
 		{"txn lock", lock(holder, true), cost.Counts{RoundTrips: 1, Writes: 1}},
 		{"txn refused by the store (held)", lock(other, false), cost.Counts{RoundTrips: 1, Writes: 1}},
 		{"session destroy (the lock-delay starts)", func(ctx context.Context) error { _, err := c.Session().Destroy(holder, wo(ctx)); return err }, cost.Counts{RoundTrips: 1, Writes: 1}},
@@ -365,12 +365,12 @@ func TestZooKeeperDialer(t *testing.T) {
 				}
 				t.Fatal(err)
 			}
-			if got := m.Snapshot().Sub(before)[cost.ZooKeeper][tc.phase]; got != tc.want {
+			if got := m.Snapshot().Sub(before)[catalog.ServerZooKeeper][tc.phase]; got != tc.want {
 				t.Errorf("%s: got %+v, want %+v", tc.phase, got, tc.want)
 			}
 		})
 	}
-	if got := m.Snapshot()[cost.ZooKeeper][cost.Other]; got.Writes < 1 {
+	if got := m.Snapshot()[catalog.ServerZooKeeper][cost.Other]; got.Writes < 1 {
 		t.Errorf("the session's connect request was not counted: other %+v", got)
 	}
 }

@@ -5,7 +5,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
+
+// The meter counts Consul's client with an http.RoundTripper (ConsulTransport). A request is one
+// round trip, a blocking query (a GET with ?index=) a wait; a PUT or
+// DELETE to /v1/kv/, /v1/txn and a session create or destroy is a raft
+// write (a session renew is not: the leader resets a timer).
 
 // consulWrites are the Consul HTTP API paths (by prefix) whose PUT or
 // DELETE is a raft write. A session renew is not one: the leader resets
@@ -26,7 +33,7 @@ type consulTransport struct {
 func (t consulTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(req)
 	ok := err == nil && (resp.StatusCode < 300 || refusedInRaft(req, resp))
-	t.m.record(req.Context(), Consul, consulOp(req, ok))
+	t.m.record(req.Context(), catalog.ServerConsul, consulOp(req, ok))
 	return resp, err
 }
 

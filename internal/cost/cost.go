@@ -11,34 +11,9 @@
 // A Meter is one instance's set of counters. It hooks into every client the
 // instance has, so nothing is hand-written per strategy:
 //
-//   - Redis: a go-redis hook (RedisHook). A command is one round trip, a
-//     pipeline (or MULTI/EXEC) one round trip for all its commands. A write
-//     is a command of the writes table (SET, DEL, PEXPIRE, EVAL, ...); a
-//     pipeline with any write counts one write, since Redis appends the
-//     whole batch to its AOF before one fsync. A failed command (NOSCRIPT,
-//     for one) writes nothing. A script (EVAL, EVALSHA, FCALL) is counted
-//     as a write: the lab's scripts are lock steps that write when they
-//     succeed; a failed try that changed nothing is an over-count, off the
-//     critical path. Pub/sub runs on go-redis's own connections and is not
-//     seen.
-//   - etcd: gRPC interceptors added to clientv3.Config.DialOptions
-//     (EtcdDialOptions). A unary call is one round trip; its write is a
-//     raft entry: Put, DeleteRange, Compact, LeaseGrant, LeaseRevoke, and a
-//     Txn with a put or a delete in either branch (etcd sends such a Txn
-//     through raft whichever branch runs). A message sent on a Watch stream
-//     is a wait, on another stream (lease keep-alive) a round trip.
-//   - MySQL/MariaDB: a wrapping driver.Connector (Connector). Exec, Query,
-//     Begin, Commit, Rollback and Prepare are one round trip each; the
-//     Commit of a transaction that wrote (an INSERT, UPDATE, DELETE or
-//     REPLACE ran in it), or a write outside a transaction, is one write:
-//     with innodb_flush_log_at_trx_commit=1 one redo-log fsync.
-//   - Consul: an http.RoundTripper (ConsulTransport). A request is one
-//     round trip, a blocking query (a GET with ?index=) a wait; a PUT or
-//     DELETE to /v1/kv/, /v1/txn and a session create or destroy is a raft
-//     write (a session renew is not: the leader resets a timer).
-//   - ZooKeeper: a wrapping dialer (ZooKeeperDialer) that reads the opcode
-//     of every request packet the client writes: create, delete, setData,
-//     multi and close are transactions (writes), ping is session upkeep.
+//   - each server's client by a hook of its own: that server's file here
+//     says what one round trip and one write are there (MySQL's is
+//     sql.go).
 //
 // Requests of one purchase and phase sent at once, a fan-out (Redlock asks
 // every master in parallel), are each counted, and all but the first are
@@ -66,13 +41,8 @@ type (
 	Snapshot = costmodel.Snapshot
 )
 
-// Servers and phases (bench/costmodel).
+// Phases (bench/costmodel).
 const (
-	Redis       = costmodel.Redis
-	Etcd        = costmodel.Etcd
-	ZooKeeper   = costmodel.ZooKeeper
-	MySQL       = costmodel.MySQL
-	Consul      = costmodel.Consul
 	Acquire     = costmodel.Acquire
 	Held        = costmodel.Held
 	Release     = costmodel.Release
@@ -84,14 +54,17 @@ const (
 // Meter is one instance's counters. Its methods are safe for concurrent
 // use; the zero value is not: build it with NewMeter.
 type Meter struct {
-	c [][]counter // by index in costmodel.Servers(), then in costmodel.Phases()
+	servers []Server       // costmodel.Servers() when the meter was made
+	pos     map[Server]int // index in servers
+	c       [][]counter    // by index in servers, then in costmodel.Phases()
 }
 
 type counter struct{ rt, w, wait, ort, ow atomic.Int64 }
 
 // NewMeter returns a Meter with every count at zero.
 func NewMeter() *Meter {
-	m := &Meter{c: make([][]counter, len(costmodel.Servers()))}
+	servers := costmodel.Servers()
+	m := &Meter{servers: servers, pos: positions(servers), c: make([][]counter, len(servers))}
 	for i := range m.c {
 		m.c[i] = make([]counter, len(costmodel.Phases()))
 	}
@@ -108,14 +81,14 @@ func positions[T comparable](all []T) map[T]int {
 	return out
 }
 
-var serverPos, phasePos = positions(costmodel.Servers()), positions(costmodel.Phases())
+var phasePos = positions(costmodel.Phases())
 
 // add counts one request of s in phase p.
 func (m *Meter) add(s Server, p Phase, op op) {
 	if m == nil {
 		return
 	}
-	i, iok := serverPos[s]
+	i, iok := m.pos[s]
 	j, jok := phasePos[p]
 	if !iok || !jok {
 		return
@@ -142,6 +115,14 @@ func (m *Meter) add(s Server, p Phase, op op) {
 // request under the same mark was in flight (see begin).
 type op struct{ write, wait, overlapped bool }
 
+// Record counts one request a client of server s made under ctx, in
+// ctx's phase (a write when the server makes it durable before it
+// answers): the hook a lock server's client calls when it has no hook of
+// its own here. A server the meter was not made with is not counted.
+func (m *Meter) Record(ctx context.Context, s Server, write bool) {
+	m.record(ctx, s, op{write: write})
+}
+
 // record counts one request of s made under ctx: in ctx's phase, and, in
 // the Acquire phase, as the acquisition's last request so far.
 func (m *Meter) record(ctx context.Context, s Server, o op) {
@@ -164,7 +145,7 @@ func (m *Meter) recordIn(s Server, mk phase.Mark, o op) {
 // Snapshot returns the counts so far.
 func (m *Meter) Snapshot() Snapshot {
 	out := Snapshot{}
-	for i, s := range costmodel.Servers() {
+	for i, s := range m.servers {
 		for j, p := range costmodel.Phases() {
 			c := &m.c[i][j]
 			v := Counts{RoundTrips: c.rt.Load(), Writes: c.w.Load(), Waits: c.wait.Load(), Overlapped: c.ort.Load(), OverlappedWrites: c.ow.Load()}

@@ -3,9 +3,17 @@ package cost
 import (
 	"context"
 
+	"github.com/seckill-lab/seckill/stock/catalog"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 )
+
+// The meter counts etcd's client with gRPC interceptors added to clientv3.Config.DialOptions
+// (EtcdDialOptions). A unary call is one round trip; its write is a
+// raft entry: Put, DeleteRange, Compact, LeaseGrant, LeaseRevoke, and a
+// Txn with a put or a delete in either branch (etcd sends such a Txn
+// through raft whichever branch runs). A message sent on a Watch stream
+// is a wait, on another stream (lease keep-alive) a round trip.
 
 // etcdWrites say, per gRPC method, whether a call is a raft entry (fsynced
 // to the WAL of a quorum before the answer). A method not listed is a read.
@@ -56,7 +64,7 @@ func (m *Meter) etcdUnary() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		w := etcdWrites[method]
-		m.record(ctx, Etcd, op{write: err == nil && w != nil && w(req)})
+		m.record(ctx, catalog.ServerEtcd, op{write: err == nil && w != nil && w(req)})
 		return err
 	}
 }
@@ -83,7 +91,7 @@ type etcdStream struct {
 func (s *etcdStream) SendMsg(msg any) error {
 	err := s.ClientStream.SendMsg(msg)
 	if err == nil {
-		s.m.record(s.ctx, Etcd, op{wait: s.wait})
+		s.m.record(s.ctx, catalog.ServerEtcd, op{wait: s.wait})
 	}
 	return err
 }

@@ -3,10 +3,23 @@ package cost
 import (
 	"context"
 	"errors"
+
+	"github.com/seckill-lab/seckill/stock/catalog"
 	"github.com/seckill-lab/seckill/stock/phase"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// The meter counts Redis's client with a go-redis hook (RedisHook). A command is one round trip, a
+// pipeline (or MULTI/EXEC) one round trip for all its commands. A write
+// is a command of the writes table (SET, DEL, PEXPIRE, EVAL, ...); a
+// pipeline with any write counts one write, since Redis appends the
+// whole batch to its AOF before one fsync. A failed command (NOSCRIPT,
+// for one) writes nothing. A script (EVAL, EVALSHA, FCALL) is counted
+// as a write: the lab's scripts are lock steps that write when they
+// succeed; a failed try that changed nothing is an over-count, off the
+// critical path. Pub/sub runs on go-redis's own connections and is not
+// seen.
 
 // redisWrites are the Redis commands that change the data set: appended to
 // the AOF, so fsynced before the reply under appendfsync always. Kept to
@@ -44,10 +57,10 @@ func (h redisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		err := next(ctx, cmd)
 		mk.End()
 		if redisSetup[cmd.Name()] {
-			h.m.recordIn(Redis, phase.Mark{Phase: Other}, op{})
+			h.m.recordIn(catalog.ServerRedis, phase.Mark{Phase: Other}, op{})
 			return err
 		}
-		h.m.recordIn(Redis, mk, op{write: redisWrote(err, cmd), overlapped: overlapped})
+		h.m.recordIn(catalog.ServerRedis, mk, op{write: redisWrote(err, cmd), overlapped: overlapped})
 		return err
 	}
 }
@@ -64,10 +77,10 @@ func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 			setup = setup && redisSetup[c.Name()]
 		}
 		if setup {
-			h.m.recordIn(Redis, phase.Mark{Phase: Other}, op{})
+			h.m.recordIn(catalog.ServerRedis, phase.Mark{Phase: Other}, op{})
 			return err
 		}
-		h.m.recordIn(Redis, mk, op{write: wrote, overlapped: overlapped})
+		h.m.recordIn(catalog.ServerRedis, mk, op{write: wrote, overlapped: overlapped})
 		return err
 	}
 }

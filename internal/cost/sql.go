@@ -4,10 +4,18 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"github.com/seckill-lab/seckill/stock/phase"
 	"strings"
 	"sync"
+
+	"github.com/seckill-lab/seckill/stock/catalog"
+	"github.com/seckill-lab/seckill/stock/phase"
 )
+
+// The meter counts MySQL/MariaDB's client with a wrapping driver.Connector (Connector). Exec, Query,
+// Begin, Commit, Rollback and Prepare are one round trip each; the
+// Commit of a transaction that wrote (an INSERT, UPDATE, DELETE or
+// REPLACE ran in it), or a write outside a transaction, is one write:
+// with innodb_flush_log_at_trx_commit=1 one redo-log fsync.
 
 // Connector wraps c so that every connection it opens counts its round
 // trips against MySQL (sql.OpenDB(m.Connector(c))). A new connection's
@@ -123,13 +131,13 @@ func (c *sqlConn) counted(ctx context.Context, query string, err error) {
 	mk := phase.Of(ctx)
 	t := c.tx
 	if t == nil {
-		c.m.recordIn(MySQL, mk, op{write: write})
+		c.m.recordIn(catalog.ServerMySQL, mk, op{write: write})
 		return
 	}
 	t.mark = mk
-	c.m.recordIn(MySQL, mk, op{})
+	c.m.recordIn(catalog.ServerMySQL, mk, op{})
 	if t.locked {
-		c.m.add(MySQL, RowLocked, op{})
+		c.m.add(catalog.ServerMySQL, RowLocked, op{})
 	}
 	t.wrote = t.wrote || write
 	t.locked = t.locked || locks
@@ -167,7 +175,7 @@ func (c *sqlConn) PrepareContext(ctx context.Context, query string) (driver.Stmt
 	} else {
 		s, err = c.Conn.Prepare(query)
 	}
-	c.m.record(ctx, MySQL, op{})
+	c.m.record(ctx, catalog.ServerMySQL, op{})
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +189,7 @@ func (c *sqlConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx
 	}
 	tx, err := b.BeginTx(ctx, opts)
 	mk := phase.Of(ctx)
-	c.m.recordIn(MySQL, mk, op{})
+	c.m.recordIn(catalog.ServerMySQL, mk, op{})
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +203,7 @@ func (c *sqlConn) Ping(ctx context.Context) error {
 		return nil
 	}
 	err := p.Ping(ctx)
-	c.m.record(ctx, MySQL, op{})
+	c.m.record(ctx, catalog.ServerMySQL, op{})
 	return err
 }
 
@@ -225,9 +233,9 @@ func (c *sqlConn) CheckNamedValue(nv *driver.NamedValue) error {
 func (t *sqlTx) end(commit bool, err error) {
 	t.c.tx = nil
 	w := commit && err == nil && t.wrote
-	t.c.m.recordIn(MySQL, t.mark, op{write: w})
+	t.c.m.recordIn(catalog.ServerMySQL, t.mark, op{write: w})
 	if t.locked {
-		t.c.m.add(MySQL, RowLocked, op{write: w})
+		t.c.m.add(catalog.ServerMySQL, RowLocked, op{write: w})
 	}
 }
 

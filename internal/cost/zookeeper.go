@@ -4,7 +4,13 @@ import (
 	"encoding/binary"
 	"net"
 	"time"
+
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
+
+// The meter counts ZooKeeper's client with a wrapping dialer (ZooKeeperDialer) that reads the opcode
+// of every request packet the client writes: create, delete, setData,
+// multi and close are transactions (writes), ping is session upkeep.
 
 // zkOps say, per ZooKeeper request opcode, in which phase a lock recipe
 // sends it and whether it is a transaction (written to the transaction
@@ -87,7 +93,7 @@ func (c *zkConn) read(p []byte) {
 			// The connect request creates (or resumes) a session: a
 			// transaction of session upkeep.
 			c.started = true
-			c.m.add(ZooKeeper, Other, op{write: true})
+			c.m.add(catalog.ServerZooKeeper, Other, op{write: true})
 			c.skip = size
 		} else {
 			opcode := int32(binary.BigEndian.Uint32(c.head[8:12]))
@@ -95,7 +101,7 @@ func (c *zkConn) read(p []byte) {
 			if !ok {
 				o.phase = Acquire
 			}
-			c.m.add(ZooKeeper, o.phase, op{write: o.write})
+			c.m.add(catalog.ServerZooKeeper, o.phase, op{write: o.write})
 			c.skip = size - 8
 		}
 		c.head = c.head[:0]

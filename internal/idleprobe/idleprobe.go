@@ -1,13 +1,13 @@
 // Package idleprobe measures each server's own idle latency for the
-// operations a lock uses (Redis SET and EVAL, an etcd put, txn and a
-// delete a watch waits for, a ZooKeeper create and delete, a Consul
-// check-and-set and session create, a MySQL UPDATE and its COMMIT): the
+// operations a lock uses (a lock server's acquire and release, a MySQL
+// UPDATE and its COMMIT): the
 // median of a few dozen requests made straight at the server, one at a
 // time, on keys and a table the lab does not use. The cost model
 // (internal/cost) prices a critical step's server time with them.
 //
-// The probes are data: Table lists, per server, how to connect and, per
-// operation, one sample's request (its setup and cleanup untimed). Every
+// The probes are data: each lock server's descriptor (internal/server's
+// Spec.Idle) says how to connect and, per operation, one sample's request
+// (its setup and cleanup untimed), built with For. Every
 // server gets a time budget (Options.Budget, 2 s by default) for all of
 // its operations, within which a server that is down or stops answering
 // ends in an error entry, never a hang.
@@ -17,11 +17,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/seckill-lab/seckill/bench/costmodel"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/seckill-lab/seckill/bench/costmodel"
 	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/internal/cost"
 )
@@ -63,18 +63,18 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Target is one server to probe: its group (cost.Server), the node probed
-// and its address (host:port; for MySQL a go-sql-driver DSN).
+// Target is one server to probe: its probes, the node probed and its
+// address (host:port; for MySQL a go-sql-driver DSN).
 type Target struct {
-	Server    cost.Server
+	Probes    ServerProbes
 	Component string
 	Addr      string
 }
 
 // Run probes every target, one server after the other (so that none
 // competes with another for the CPU), and measures the loopback round
-// trip the figures include. A target whose server Table does not know,
-// or that is down, gets an error entry.
+// trip the figures include. A target without probes, or whose server is
+// down, gets an error entry.
 func Run(ctx context.Context, targets []Target, o Options) *fleet.ServerProbes {
 	o = o.withDefaults()
 	out := &fleet.ServerProbes{At: time.Now().UTC(), Samples: o.Samples, BudgetMS: float64(o.Budget.Microseconds()) / 1000,
@@ -87,13 +87,12 @@ func Run(ctx context.Context, targets []Target, o Options) *fleet.ServerProbes {
 	cancel()
 	for _, t := range targets {
 		sp := fleet.ServerProbe{Component: t.Component, Addr: t.Addr}
-		i := slices.IndexFunc(Table, func(p ServerProbes) bool { return p.Server == t.Server })
-		if i < 0 {
-			sp.Error = fmt.Sprintf("no probes for server %q", t.Server)
+		if t.Probes.Probe == nil {
+			sp.Error = fmt.Sprintf("no probes for server %q", t.Probes.Server)
 		} else {
-			sp.Ops, sp.Error = Table[i].Probe(ctx, t.Addr, o)
+			sp.Ops, sp.Error = t.Probes.Probe(ctx, t.Addr, o)
 		}
-		out.Servers[string(t.Server)] = sp
+		out.Servers[string(t.Probes.Server)] = sp
 	}
 	return out
 }
@@ -106,26 +105,17 @@ type ServerProbes struct {
 	Probe  func(ctx context.Context, addr string, o Options) (map[string]fleet.OpProbe, string)
 }
 
-// Table is every server's probes, by server: how to connect, and one
-// sample's request per operation.
-var Table = []ServerProbes{
-	probes(cost.Redis, dialRedis, redisOps),
-	probes(cost.Etcd, dialEtcd, etcdOps),
-	probes(cost.ZooKeeper, dialZooKeeper, zooKeeperOps),
-	probes(cost.Consul, dialConsul, consulOps),
-	probes(cost.MySQL, dialMySQL, mysqlOps),
-}
-
-// op is one operation of a server with client C. sample makes one
+// Op is one operation of a server with client C, named as the cost model
+// prices it (catalog.ServerInfo's Read, Write, Release). Sample makes one
 // request of it on key (unique to the sample) and returns the time of the
 // request alone: whatever it sets up first or cleans up after is untimed.
-type op[C any] struct {
-	op     costmodel.Op
-	sample func(ctx context.Context, c C, key string) (time.Duration, error)
+type Op[C any] struct {
+	Op     costmodel.Op
+	Sample func(ctx context.Context, c C, key string) (time.Duration, error)
 }
 
-// timed is the sample of an operation that needs no setup: req, timed.
-func timed[C any](req func(ctx context.Context, c C, key string) error) func(context.Context, C, string) (time.Duration, error) {
+// Timed is the sample of an operation that needs no setup: req, timed.
+func Timed[C any](req func(ctx context.Context, c C, key string) error) func(context.Context, C, string) (time.Duration, error) {
 	return func(ctx context.Context, c C, key string) (time.Duration, error) {
 		t0 := time.Now()
 		err := req(ctx, c, key)
@@ -133,15 +123,15 @@ func timed[C any](req func(ctx context.Context, c C, key string) error) func(con
 	}
 }
 
-// dialer connects to addr within ctx, and returns the client and what
+// Dialer connects to addr within ctx, and returns the client and what
 // removes the probes' keys and closes it (within its own ctx).
-type dialer[C any] func(ctx context.Context, addr string) (C, func(ctx context.Context) error, error)
+type Dialer[C any] func(ctx context.Context, addr string) (C, func(ctx context.Context) error, error)
 
-// probes makes a server's entry of Table from its dialer and operations.
-func probes[C any](s cost.Server, dial dialer[C], ops []op[C]) ServerProbes {
+// For makes server s's probes from its dialer and operations.
+func For[C any](s cost.Server, dial Dialer[C], ops []Op[C]) ServerProbes {
 	names := make([]costmodel.Op, len(ops))
 	for i, o := range ops {
-		names[i] = o.op
+		names[i] = o.Op
 	}
 	return ServerProbes{Server: s, Ops: names, Probe: func(ctx context.Context, addr string, o Options) (map[string]fleet.OpProbe, string) {
 		o = o.withDefaults()
@@ -162,7 +152,7 @@ func probes[C any](s cost.Server, dial dialer[C], ops []op[C]) ServerProbes {
 			// Each operation gets an equal share of what the connection left.
 			share := (o.Budget - time.Since(t0)) / time.Duration(len(ops)-i)
 			octx, cancel := context.WithTimeout(ctx, share)
-			out[string(p.op)] = sampleOp(octx, c, p, o.Samples, fmt.Sprintf("%s-%s-", Prefix, p.op))
+			out[string(p.Op)] = sampleOp(octx, c, p, o.Samples, fmt.Sprintf("%s-%s-", Prefix, p.Op))
 			cancel()
 		}
 		return out, ""
@@ -174,12 +164,12 @@ func probes[C any](s cost.Server, dial dialer[C], ops []op[C]) ServerProbes {
 func warmups(n int) int { return max(5, n/10) }
 
 // sampleOp times n samples of p after its warm-ups, until ctx is done.
-func sampleOp[C any](ctx context.Context, c C, p op[C], n int, key string) fleet.OpProbe {
+func sampleOp[C any](ctx context.Context, c C, p Op[C], n int, key string) fleet.OpProbe {
 	var ds, warm []time.Duration
 	var errs []error
 	w := warmups(n)
 	for i := 0; i < n+w && ctx.Err() == nil; i++ {
-		d, err := p.sample(ctx, c, key+strconv.Itoa(i))
+		d, err := p.Sample(ctx, c, key+strconv.Itoa(i))
 		switch {
 		case err != nil:
 			if ctx.Err() == nil {

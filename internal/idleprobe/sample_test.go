@@ -12,7 +12,7 @@ import (
 // by them and says so, rather than left without a figure.
 func TestSampleOp(t *testing.T) {
 	const d = 2 * time.Millisecond
-	fixed := op[struct{}]{op: "x", sample: func(ctx context.Context, _ struct{}, _ string) (time.Duration, error) {
+	fixed := Op[struct{}]{Op: "x", Sample: func(ctx context.Context, _ struct{}, _ string) (time.Duration, error) {
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()

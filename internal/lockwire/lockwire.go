@@ -1,9 +1,10 @@
 // Package lockwire wires the lab's locker strategies to the lockimpl
 // backends that open them: the Clients of one instance, the table of each
-// registry strategy's opener, the openers of the strategies added beside
+// registry strategy's opener on the servers it types (the process, Redis,
+// MySQL), the wiring each other lock server's descriptor provides
+// (Provide: internal/server), the openers of the strategies added beside
 // the registry (Extend), and Open, which opens them all. Package stock sees
-// only lockimpl's contract (stock.LockBackend); this package is the one
-// place that imports every lock backend.
+// only lockimpl's contract (stock.LockBackend).
 package lockwire
 
 import (
@@ -11,21 +12,16 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/seckill-lab/seckill/internal/cost"
-	"github.com/seckill-lab/seckill/lockimpl/consullock"
-	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	"github.com/seckill-lab/seckill/lockimpl/mutexlock"
 	"github.com/seckill-lab/seckill/lockimpl/mysqllock"
 	"github.com/seckill-lab/seckill/lockimpl/redislock"
 	"github.com/seckill-lab/seckill/lockimpl/redisnaive"
 	"github.com/seckill-lab/seckill/lockimpl/redlock"
-	"github.com/seckill-lab/seckill/lockimpl/zklock"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
@@ -38,31 +34,22 @@ type Clients struct {
 	Redis redis.UniversalClient
 	// Redlock are the independent Redis servers of the Redlock set.
 	Redlock []redis.UniversalClient
-	// Etcd is the etcd client.
-	Etcd *clientv3.Client
-	// ZooKeeper are the ZooKeeper servers (host:port); the backend opens
-	// its own sessions, one per session timeout.
-	ZooKeeper []string
-	// Addrs are the addresses (host:port) of the servers whose backends
-	// open their own clients, by Server: Consul's agents.
-	Addrs map[string][]string
+	// Addrs are the addresses (host:port) of the other lock servers, by
+	// server (config.Config.Servers): their wiring (Provide) opens their
+	// clients from them.
+	Addrs map[catalog.Server][]string
+	// Shared are the clients a server's wiring connected (Connect) for
+	// its backends and the workshop's exercises to share, by server.
+	Shared map[catalog.Server]any
 	// MySQL is the database handle shared with the store.
 	MySQL *sql.DB
 	// Mutex is the instance's in-process lock table, shared by the
 	// strategies that lock in memory.
 	Mutex *mutexlock.Locker
 	// Cost, when not nil, counts the requests of the clients the backends
-	// open themselves (ZooKeeper's sessions, Consul's HTTP client); the
-	// caller hooks it into the clients it gives here.
+	// and the wirings open themselves; the caller hooks it into the
+	// clients it gives here.
 	Cost *cost.Meter
-}
-
-// zkOptions are the ZooKeeper backend's options for c.
-func (c Clients) zkOptions() []zklock.BackendOption {
-	if c.Cost == nil {
-		return nil
-	}
-	return []zklock.BackendOption{zklock.WithDialer(c.Cost.ZooKeeperDialer(nil))}
 }
 
 // Opener builds a strategy's LockBackend over an instance's clients. It
@@ -70,8 +57,10 @@ func (c Clients) zkOptions() []zklock.BackendOption {
 // address.
 type Opener func(ctx context.Context, c Clients) (stock.LockBackend, error)
 
-// openers are the registry's locker strategies' openers: every
-// catalog.KindLocker strategy has one, no other strategy does.
+// openers are the registry's locker strategies' openers on the servers
+// Clients types; the other lock servers' come with their wiring
+// (Provide). Every catalog.KindLocker strategy has one, no other strategy
+// does.
 var openers = map[string]Opener{
 	catalog.Mutex:          openMutex,
 	catalog.MutexTx:        openMutex,
@@ -86,29 +75,9 @@ var openers = map[string]Opener{
 		}
 		return redlock.NewBackend(c.Redlock), nil
 	},
-	catalog.ZooKeeper: func(_ context.Context, c Clients) (stock.LockBackend, error) {
-		if len(c.ZooKeeper) == 0 {
-			return nil, notConfigured(catalog.ServerZooKeeper)
-		}
-		return zklock.NewBackend(c.ZooKeeper, c.zkOptions()...), nil
-	},
-	catalog.ZooKeeperHerd: func(_ context.Context, c Clients) (stock.LockBackend, error) {
-		if len(c.ZooKeeper) == 0 {
-			return nil, notConfigured(catalog.ServerZooKeeper)
-		}
-		return zklock.NewHerdBackend(c.ZooKeeper, c.zkOptions()...), nil
-	},
-	catalog.Etcd: func(_ context.Context, c Clients) (stock.LockBackend, error) {
-		if c.Etcd == nil {
-			return nil, notConfigured(catalog.ServerEtcd)
-		}
-		return etcdlock.NewBackend(c.Etcd), nil
-	},
-	catalog.Consul:        onConsul(consullock.Config{}),
-	catalog.ConsulNoDelay: onConsul(consullock.Config{LockDelay: consullock.NoLockDelay}),
 	catalog.MySQLUnique: func(ctx context.Context, c Clients) (stock.LockBackend, error) {
 		if c.MySQL == nil {
-			return nil, notConfigured(catalog.ServerMySQL)
+			return nil, NotConfigured(catalog.ServerMySQL)
 		}
 		return mysqllock.NewBackend(ctx, c.MySQL)
 	},
@@ -137,14 +106,100 @@ func Extend(s catalog.Strategy, open Opener) error {
 	return nil
 }
 
-// OpenerOf returns the opener of strategy name: a registry locker's, or an
-// extension's (Extend).
+// Wiring is how an instance reaches one lock server of the catalogue
+// beyond the clients Clients types: its descriptor's (internal/server).
+type Wiring struct {
+	// Server is the server (catalog.ServerInfo.Name).
+	Server catalog.Server
+	// Connect, when set, opens the client the server's backends and the
+	// workshop's exercises share (kept in Clients.Shared), from the
+	// server's addresses, its requests counted by meter (nil: not
+	// counted); close closes it. Optional: a backend may open its own.
+	Connect func(ctx context.Context, addrs []string, meter *cost.Meter) (client any, close func() error, err error)
+	// Openers are the backends of the registry's strategies on the
+	// server, by strategy.
+	Openers map[string]Opener
+}
+
+// wirings are the lock servers' wirings (Provide), by server.
+var wirings = map[catalog.Server]Wiring{}
+
+// Provide adds lock server w.Server's wiring: Connect opens its client
+// and OpenerOf finds its strategies' openers. A server or a strategy
+// that already has one is an error; remove takes it away again.
+func Provide(w Wiring) (remove func(), err error) {
+	extMu.Lock()
+	defer extMu.Unlock()
+	if _, ok := wirings[w.Server]; ok || w.Server == "" {
+		return nil, fmt.Errorf("wiring of server %q: none or one already", w.Server)
+	}
+	for name := range w.Openers {
+		if _, ok := openerOfLocked(name); ok {
+			return nil, fmt.Errorf("wiring of server %q: strategy %q has an opener already", w.Server, name)
+		}
+	}
+	wirings[w.Server] = w
+	return func() {
+		extMu.Lock()
+		defer extMu.Unlock()
+		delete(wirings, w.Server)
+	}, nil
+}
+
+// Connect opens the shared client of every provided server that has
+// addresses in c.Addrs into c.Shared, and returns what closes them all.
+// On an error, the clients opened so far are closed.
+func Connect(ctx context.Context, c *Clients) (closeAll func() error, err error) {
+	extMu.RLock()
+	ws := make([]Wiring, 0, len(wirings))
+	for _, w := range wirings {
+		ws = append(ws, w)
+	}
+	extMu.RUnlock()
+	var closers []func() error
+	closeAll = func() error {
+		var errs []error
+		for _, cl := range closers {
+			errs = append(errs, cl())
+		}
+		return errors.Join(errs...)
+	}
+	for _, w := range ws {
+		addrs := c.Addrs[w.Server]
+		if w.Connect == nil || len(addrs) == 0 {
+			continue
+		}
+		client, cl, err := w.Connect(ctx, addrs, c.Cost)
+		if err != nil {
+			_ = closeAll()
+			return nil, fmt.Errorf("%s client for %v: %w", w.Server, addrs, err)
+		}
+		if c.Shared == nil {
+			c.Shared = map[catalog.Server]any{}
+		}
+		c.Shared[w.Server], closers = client, append(closers, cl)
+	}
+	return closeAll, nil
+}
+
+// OpenerOf returns the opener of strategy name: a registry locker's (on
+// a server Clients types, or a provided wiring's), or an extension's
+// (Extend).
 func OpenerOf(name string) (Opener, bool) {
+	extMu.RLock()
+	defer extMu.RUnlock()
+	return openerOfLocked(name)
+}
+
+func openerOfLocked(name string) (Opener, bool) {
 	if o, ok := openers[name]; ok {
 		return o, true
 	}
-	extMu.RLock()
-	defer extMu.RUnlock()
+	for _, w := range wirings {
+		if o, ok := w.Openers[name]; ok {
+			return o, true
+		}
+	}
 	o, ok := extensions[name]
 	return o, ok
 }
@@ -175,26 +230,8 @@ func Open(ctx context.Context, c Clients) (map[string]stock.LockBackend, error) 
 	return out, nil
 }
 
-// onConsul opens a backend of the Consul agents with cfg.
-func onConsul(cfg consullock.Config) Opener {
-	return func(_ context.Context, c Clients) (stock.LockBackend, error) {
-		addrs := c.Addrs[string(catalog.ServerConsul)]
-		if len(addrs) == 0 {
-			return nil, notConfigured(catalog.ServerConsul)
-		}
-		var wrap []func(http.RoundTripper) http.RoundTripper
-		if c.Cost != nil {
-			wrap = append(wrap, c.Cost.ConsulTransport)
-		}
-		client, err := consullock.NewClient(addrs, nil, wrap...)
-		if err != nil {
-			return nil, err
-		}
-		return consullock.NewBackend(client, cfg), nil
-	}
-}
-
-func notConfigured(s catalog.Server) error {
+// NotConfigured is the error of an opener whose server s has no address.
+func NotConfigured(s catalog.Server) error {
 	return fmt.Errorf("%s: %w", s, stock.ErrNotConfigured)
 }
 
@@ -202,7 +239,7 @@ func notConfigured(s catalog.Server) error {
 func onRedis(build func(redis.UniversalClient) stock.LockBackend) Opener {
 	return func(_ context.Context, c Clients) (stock.LockBackend, error) {
 		if c.Redis == nil {
-			return nil, notConfigured(catalog.ServerRedis)
+			return nil, NotConfigured(catalog.ServerRedis)
 		}
 		return build(c.Redis), nil
 	}
@@ -210,7 +247,7 @@ func onRedis(build func(redis.UniversalClient) stock.LockBackend) Opener {
 
 func openMutex(_ context.Context, c Clients) (stock.LockBackend, error) {
 	if c.Mutex == nil {
-		return nil, notConfigured(catalog.ServerProcess)
+		return nil, NotConfigured(catalog.ServerProcess)
 	}
 	return mutexlock.NewBackend(c.Mutex), nil
 }

@@ -9,8 +9,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
-	"github.com/seckill-lab/seckill/internal/config"
+	consul "github.com/hashicorp/consul/api"
+
+	"github.com/seckill-lab/seckill/internal/idleprobe"
+	"github.com/seckill-lab/seckill/internal/lockwire"
+	"github.com/seckill-lab/seckill/lockimpl/consullock"
+	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Consul component kinds.
@@ -49,6 +56,8 @@ func consulPorts(http int) (int, int, int) { return http, http + 1, http + 2 }
 var Consul = Spec{
 	Position: 6,
 	Group:    "consul",
+	Idle:     &idleConsul,
+	Wiring:   &wireConsul,
 	Optional: true,
 	Tools: []Tool{{Key: "consul", Names: []string{"consul"}, Version: []string{"version"},
 		Hint: "Consul " + ConsulVersion + " (MPL-2.0; no distribution packages it): `make deps` builds it from the Go module proxy into bin/"}},
@@ -96,7 +105,7 @@ var Consul = Spec{
 		return ns
 	},
 	Env: func(base int, ha, has bool) [][2]string {
-		return [][2]string{{config.EnvConsulAddrs, clientAddrs(base, ha, has, offConsul, consulMemberHTTP)}}
+		return [][2]string{{envOf(catalog.ServerConsul), clientAddrs(base, ha, has, offConsul, consulMemberHTTP)}}
 	},
 	Links:  func(bool) []Link { return []Link{{Name: "consul", Kinds: []Kind{KindConsul, KindConsulMember}}} },
 	Serves: map[string]string{"consul": "consul"},
@@ -179,3 +188,80 @@ func consulRole(ctx context.Context, hostport string) (string, error) {
 }
 
 func init() { register(&Consul) }
+
+// The idle probes of Consul (internal/idleprobe): a key read, a check-and-set PUT creating a key (a lock's
+// acquire and release are such PUTs), and a session create (destroyed
+// untimed after).
+
+var consulOps = []idleprobe.Op[*consul.Client]{
+	{Op: "kv_cas", Sample: idleprobe.Timed(func(ctx context.Context, c *consul.Client, key string) error {
+		ok, _, err := c.KV().CAS(&consul.KVPair{Key: key, Value: []byte("1")}, (&consul.WriteOptions{}).WithContext(ctx))
+		if err == nil && !ok {
+			err = fmt.Errorf("cas %s: refused", key)
+		}
+		return err
+	})},
+	{Op: "kv_get", Sample: idleprobe.Timed(func(ctx context.Context, c *consul.Client, _ string) error {
+		_, _, err := c.KV().Get(idleprobe.Prefix, (&consul.QueryOptions{}).WithContext(ctx))
+		return err
+	})},
+	{Op: "session_create", Sample: func(ctx context.Context, c *consul.Client, _ string) (time.Duration, error) {
+		t0 := time.Now()
+		id, _, err := c.Session().Create(&consul.SessionEntry{Name: idleprobe.Prefix, TTL: "10s", Behavior: consul.SessionBehaviorDelete},
+			(&consul.WriteOptions{}).WithContext(ctx))
+		d := time.Since(t0)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := c.Session().Destroy(id, (&consul.WriteOptions{}).WithContext(ctx)); err != nil {
+			return 0, fmt.Errorf("destroy session %s: %w", id, err)
+		}
+		return d, nil
+	}},
+}
+
+func dialConsul(ctx context.Context, addr string) (*consul.Client, func(context.Context) error, error) {
+	c, err := consul.NewClient(&consul.Config{Address: addr, HttpClient: &http.Client{Timeout: 2 * time.Second}})
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := c.KV().Put(&consul.KVPair{Key: idleprobe.Prefix, Value: []byte("1")}, (&consul.WriteOptions{}).WithContext(ctx)); err != nil {
+		return nil, nil, err
+	}
+	return c, func(ctx context.Context) error {
+		_, err := c.KV().DeleteTree(idleprobe.Prefix, (&consul.WriteOptions{}).WithContext(ctx))
+		return err
+	}, nil
+}
+
+// idleConsul is the server's entry of IdleProbes.
+var idleConsul = idleprobe.For(catalog.ServerConsul, dialConsul, consulOps)
+
+// wireConsul is how an instance reaches Consul: each backend opens an HTTP
+// client of the agents, its requests counted by the instance's meter.
+var wireConsul = lockwire.Wiring{
+	Server: catalog.ServerConsul,
+	Openers: map[string]lockwire.Opener{
+		catalog.Consul:        onConsul(consullock.Config{}),
+		catalog.ConsulNoDelay: onConsul(consullock.Config{LockDelay: consullock.NoLockDelay}),
+	},
+}
+
+// onConsul opens a backend of the Consul agents with cfg.
+func onConsul(cfg consullock.Config) lockwire.Opener {
+	return func(_ context.Context, c lockwire.Clients) (stock.LockBackend, error) {
+		addrs := c.Addrs[catalog.ServerConsul]
+		if len(addrs) == 0 {
+			return nil, lockwire.NotConfigured(catalog.ServerConsul)
+		}
+		var wrap []func(http.RoundTripper) http.RoundTripper
+		if c.Cost != nil {
+			wrap = append(wrap, c.Cost.ConsulTransport)
+		}
+		client, err := consullock.NewClient(addrs, nil, wrap...)
+		if err != nil {
+			return nil, err
+		}
+		return consullock.NewBackend(client, cfg), nil
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench/costmodel"
 	"github.com/seckill-lab/seckill/bench/fleet"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // TestDescribeDurability: which servers' writes cost an fsync comes from
@@ -17,9 +18,9 @@ func TestDescribeDurability(t *testing.T) {
 		level string
 		want  []costmodel.Server
 	}{
-		{DurabilityDefault, []costmodel.Server{costmodel.Etcd, costmodel.ZooKeeper, costmodel.MySQL, costmodel.Consul}},
-		{"", []costmodel.Server{costmodel.Etcd, costmodel.ZooKeeper, costmodel.MySQL, costmodel.Consul}},
-		{"unknown", []costmodel.Server{costmodel.Etcd, costmodel.ZooKeeper, costmodel.MySQL, costmodel.Consul}},
+		{DurabilityDefault, []costmodel.Server{catalog.ServerEtcd, catalog.ServerZooKeeper, catalog.ServerMySQL, catalog.ServerConsul}},
+		{"", []costmodel.Server{catalog.ServerEtcd, catalog.ServerZooKeeper, catalog.ServerMySQL, catalog.ServerConsul}},
+		{"unknown", []costmodel.Server{catalog.ServerEtcd, catalog.ServerZooKeeper, catalog.ServerMySQL, catalog.ServerConsul}},
 		{DurabilityFsync, costmodel.Servers()},
 		{DurabilityNone, nil},
 	}

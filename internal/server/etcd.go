@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,8 +15,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/cost"
+	"github.com/seckill-lab/seckill/internal/idleprobe"
+	"github.com/seckill-lab/seckill/internal/lockwire"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
+	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // etcd component kinds.
@@ -55,6 +63,8 @@ func wipePrepare(name, dir string) func(context.Context) error {
 var Etcd = Spec{
 	Position: 2,
 	Group:    "etcd",
+	Idle:     &idleEtcd,
+	Wiring:   &wireEtcd,
 	Tools: []Tool{{Key: "etcd", Names: []string{"etcd"}, Version: []string{"--version"}, PinFlag: "--etcd",
 		Pkgs: map[string]string{pmApt: "etcd-server", pmDnf: "etcd", pmBrew: "etcd"},
 		Hint: "etcd " + EtcdVersion + ": `make deps` builds it from the Go module proxy into bin/ (distributions package older releases)"}},
@@ -115,7 +125,7 @@ var Etcd = Spec{
 		return ps
 	},
 	Env: func(base int, ha, has bool) [][2]string {
-		return [][2]string{{config.EnvEtcdEndpoints, clientAddrs(base, ha, has, offEtcdClient, etcdMemberClient)}}
+		return [][2]string{{envOf(catalog.ServerEtcd), clientAddrs(base, ha, has, offEtcdClient, etcdMemberClient)}}
 	},
 	Links:  func(bool) []Link { return []Link{{Name: "etcd", Kinds: []Kind{KindEtcd, KindEtcdMember}}} },
 	Serves: map[string]string{"etcd": "etcd"},
@@ -257,3 +267,104 @@ func etcdRole(ctx context.Context, hostport string) (string, error) {
 }
 
 func init() { register(&Etcd) }
+
+// The idle probes of etcd (internal/idleprobe): a range read, a put, a lock's acquire transaction (create the key
+// if absent, read the prefix's first key), a delete, and a delete of a key
+// a watch is waiting on (registered untimed first; the event awaited
+// untimed after).
+
+var etcdOps = []idleprobe.Op[*clientv3.Client]{
+	{Op: "put", Sample: idleprobe.Timed(func(ctx context.Context, c *clientv3.Client, key string) error {
+		_, err := c.Put(ctx, key, "1")
+		return err
+	})},
+	{Op: "get", Sample: idleprobe.Timed(func(ctx context.Context, c *clientv3.Client, key string) error {
+		_, err := c.Get(ctx, idleprobe.Prefix)
+		return err
+	})},
+	{Op: "txn", Sample: idleprobe.Timed(func(ctx context.Context, c *clientv3.Client, key string) error {
+		_, err := c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, ""), clientv3.OpGet(idleprobe.Prefix+"-txn-", clientv3.WithFirstCreate()...)).
+			Else(clientv3.OpGet(key)).Commit()
+		return err
+	})},
+	{Op: "delete", Sample: func(ctx context.Context, c *clientv3.Client, key string) (time.Duration, error) {
+		if _, err := c.Put(ctx, key, "1"); err != nil {
+			return 0, fmt.Errorf("put %s: %w", key, err)
+		}
+		return idleprobe.Timed(func(ctx context.Context, c *clientv3.Client, key string) error {
+			_, err := c.Delete(ctx, key)
+			return err
+		})(ctx, c, key)
+	}},
+	{Op: "delete_watched", Sample: func(ctx context.Context, c *clientv3.Client, key string) (time.Duration, error) {
+		if _, err := c.Put(ctx, key, "1"); err != nil {
+			return 0, fmt.Errorf("put %s: %w", key, err)
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		wch := c.Watch(wctx, key, clientv3.WithCreatedNotify())
+		if wr, ok := <-wch; !ok || !wr.Created {
+			return 0, fmt.Errorf("watch %s: not registered: %w", key, errors.Join(wr.Err(), ctx.Err()))
+		}
+		d, err := idleprobe.Timed(func(ctx context.Context, c *clientv3.Client, key string) error {
+			_, err := c.Delete(ctx, key)
+			return err
+		})(ctx, c, key)
+		if err != nil {
+			return 0, err
+		}
+		for wr := range wch {
+			for _, ev := range wr.Events {
+				if ev.Type == mvccpb.DELETE {
+					return d, nil
+				}
+			}
+		}
+		return 0, fmt.Errorf("watch %s: no delete event: %w", key, ctx.Err())
+	}},
+}
+
+func dialEtcd(ctx context.Context, addr string) (*clientv3.Client, func(context.Context) error, error) {
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{addr}, DialTimeout: time.Second, Logger: zap.NewNop(), Context: context.WithoutCancel(ctx)})
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := c.Put(ctx, idleprobe.Prefix, "1"); err != nil {
+		_ = c.Close()
+		return nil, nil, err
+	}
+	return c, func(ctx context.Context) error {
+		defer c.Close()
+		_, err := c.Delete(ctx, idleprobe.Prefix, clientv3.WithPrefix())
+		return err
+	}, nil
+}
+
+// idleEtcd is the server's entry of IdleProbes.
+var idleEtcd = idleprobe.For(catalog.ServerEtcd, dialEtcd, etcdOps)
+
+// wireEtcd is how an instance reaches etcd: one client for the etcd
+// strategy and the workshop's exercises, its requests counted by the
+// instance's meter.
+var wireEtcd = lockwire.Wiring{
+	Server: catalog.ServerEtcd,
+	Connect: func(ctx context.Context, addrs []string, meter *cost.Meter) (any, func() error, error) {
+		ec := etcdlock.ClientConfig(context.WithoutCancel(ctx), addrs)
+		ec.DialOptions = append(ec.DialOptions, meter.EtcdDialOptions()...)
+		cli, err := clientv3.New(ec)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cli, cli.Close, nil
+	},
+	Openers: map[string]lockwire.Opener{
+		catalog.Etcd: func(_ context.Context, c lockwire.Clients) (stock.LockBackend, error) {
+			cli, ok := c.Shared[catalog.ServerEtcd].(*clientv3.Client)
+			if !ok {
+				return nil, lockwire.NotConfigured(catalog.ServerEtcd)
+			}
+			return etcdlock.NewBackend(cli), nil
+		},
+	},
+}

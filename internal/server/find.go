@@ -29,8 +29,8 @@ type Finder struct {
 	// the *_HOME a description reads); nil reads none.
 	Getenv func(string) string
 	// Lab is the lab's own bin/ directory, searched first: `make deps`
-	// builds there the servers no distribution packages (Consul) or
-	// packages only past their end of life (etcd). "" for none.
+	// builds there the servers no distribution packages, or packages only
+	// past their end of life. "" for none.
 	Lab string
 	// Checkout is the bin/ of the lab checkout the command runs in,
 	// searched after Lab: `go run ./cmd/seckill` and `go install` put the
@@ -38,7 +38,8 @@ type Finder struct {
 	// "" for none.
 	Checkout string
 	// Pin maps a tool key (Tool.Key) to the path to run instead of
-	// searching (`up --etcd PATH`). Default nil: every tool is searched.
+	// searching (`up`'s flag of a server's binary). Default nil: every
+	// tool is searched.
 	Pin map[string]string
 }
 

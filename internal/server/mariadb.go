@@ -17,6 +17,8 @@ import (
 	_ "github.com/go-sql-driver/mysql" // MySQL driver for the health check
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/idleprobe"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // KindMySQL is the MariaDB server.
@@ -42,6 +44,7 @@ func MySQLPort(base int) int { return base + offMySQL }
 var MariaDB = Spec{
 	Position: 4,
 	Group:    "mysql",
+	Idle:     &idleMySQL,
 	Required: true,
 	Tools: []Tool{
 		{Key: "mariadbd", Names: []string{"mariadbd", "mysqld"}, Version: []string{"--version"},
@@ -222,3 +225,77 @@ func errorLines(path string) string {
 }
 
 func init() { register(&MariaDB) }
+
+// The idle probes of MySQL (internal/idleprobe): a point UPDATE in a transaction (the statement alone), and the
+// COMMIT of such a transaction (the UPDATE untimed first), on a table of
+// the probes' own, dropped after.
+
+// mysqlTable is the probes' table.
+const mysqlTable = "`seckill_idleprobe`"
+
+// mysqlTx begins a transaction, untimed.
+func mysqlTx(ctx context.Context, db *sql.DB) (*sql.Tx, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return tx, nil
+}
+
+const mysqlUpdate = "UPDATE " + mysqlTable + " SET n = n + 1 WHERE id = 1"
+
+var mysqlOps = []idleprobe.Op[*sql.DB]{
+	{Op: "update", Sample: func(ctx context.Context, db *sql.DB, _ string) (time.Duration, error) {
+		tx, err := mysqlTx(ctx, db)
+		if err != nil {
+			return 0, err
+		}
+		defer tx.Rollback()
+		t0 := time.Now()
+		if _, err := tx.ExecContext(ctx, mysqlUpdate); err != nil {
+			return 0, fmt.Errorf("update: %w", err)
+		}
+		d := time.Since(t0)
+		return d, tx.Commit()
+	}},
+	{Op: "commit", Sample: func(ctx context.Context, db *sql.DB, _ string) (time.Duration, error) {
+		tx, err := mysqlTx(ctx, db)
+		if err != nil {
+			return 0, err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, mysqlUpdate); err != nil {
+			return 0, fmt.Errorf("update: %w", err)
+		}
+		t0 := time.Now()
+		if err := tx.Commit(); err != nil {
+			return 0, fmt.Errorf("commit: %w", err)
+		}
+		return time.Since(t0), nil
+	}},
+}
+
+func dialMySQL(ctx context.Context, dsn string) (*sql.DB, func(context.Context) error, error) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{
+		"CREATE TABLE IF NOT EXISTS " + mysqlTable + " (id INT PRIMARY KEY, n BIGINT NOT NULL) ENGINE=InnoDB",
+		"INSERT IGNORE INTO " + mysqlTable + " (id, n) VALUES (1, 0)",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			_ = db.Close()
+			return nil, nil, fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return db, func(ctx context.Context) error {
+		defer db.Close()
+		_, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+mysqlTable)
+		return err
+	}, nil
+}
+
+// idleMySQL is the server's entry of IdleProbes.
+var idleMySQL = idleprobe.For(catalog.ServerMySQL, dialMySQL, mysqlOps)

@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/idleprobe"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Redis component kinds.
@@ -80,6 +82,7 @@ func mkdirPrepare(dir string) func(context.Context) error {
 var Redis = Spec{
 	Position: 1,
 	Group:    "redis",
+	Idle:     &idleRedis,
 	Tools: []Tool{{Key: "redis-server", Names: []string{"redis-server"}, Version: []string{"--version"},
 		Pkgs: map[string]string{pmApt: "redis-server", pmDnf: "redis", pmBrew: "redis"}}},
 	Image: "redis:7.0.15",
@@ -271,3 +274,49 @@ func checkSentinel(ctx context.Context, hostport string) error {
 }
 
 func init() { register(&Redis) }
+
+// The idle probes of Redis (internal/idleprobe): GET, SET NX PX (a lock's acquire) and the release script (a
+// compare-and-delete) on a key set untimed first.
+
+// releaseScript is a lock's release: delete the key if it holds the value.
+const releaseScript = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+
+var redisOps = []idleprobe.Op[*redis.Client]{
+	{Op: "get", Sample: idleprobe.Timed(func(ctx context.Context, c *redis.Client, key string) error {
+		return c.Get(ctx, idleprobe.Prefix).Err()
+	})},
+	{Op: "set", Sample: idleprobe.Timed(func(ctx context.Context, c *redis.Client, key string) error {
+		return c.SetNX(ctx, key, "1", time.Minute).Err()
+	})},
+	{Op: "eval", Sample: func(ctx context.Context, c *redis.Client, key string) (time.Duration, error) {
+		if err := c.Set(ctx, key, "1", time.Minute).Err(); err != nil {
+			return 0, fmt.Errorf("set %s: %w", key, err)
+		}
+		return idleprobe.Timed(func(ctx context.Context, c *redis.Client, key string) error {
+			return c.Eval(ctx, releaseScript, []string{key}, "1").Err()
+		})(ctx, c, key)
+	}},
+}
+
+func dialRedis(ctx context.Context, addr string) (*redis.Client, func(context.Context) error, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
+	if err := c.Set(ctx, idleprobe.Prefix, "1", time.Minute).Err(); err != nil {
+		_ = c.Close()
+		return nil, nil, err
+	}
+	return c, func(ctx context.Context) error {
+		defer c.Close()
+		var keys []string
+		iter := c.Scan(ctx, 0, idleprobe.Prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if len(keys) > 0 {
+			return c.Del(ctx, keys...).Err()
+		}
+		return iter.Err()
+	}, nil
+}
+
+// idleRedis is the server's entry of IdleProbes.
+var idleRedis = idleprobe.For(catalog.ServerRedis, dialRedis, redisOps)

@@ -17,12 +17,17 @@ package server
 import (
 	"context"
 	"fmt"
-	"github.com/seckill-lab/seckill/bench/fleet"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/seckill-lab/seckill/bench/costmodel"
+	"github.com/seckill-lab/seckill/bench/fleet"
+	"github.com/seckill-lab/seckill/internal/idleprobe"
+	"github.com/seckill-lab/seckill/internal/lockwire"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // Group is a server group: what `up --backends` starts or leaves out, and
@@ -191,16 +196,98 @@ type Spec struct {
 	// Order places a component among those of its kind whose name has
 	// no number (the replica after the primary).
 	Order map[string]int
+	// Idle are its idle probes (internal/idleprobe): how to connect, and
+	// one sample's request per operation its locks use; nil for a server
+	// that is no lock server (nginx).
+	Idle *idleprobe.ServerProbes
+	// Wiring is how an instance reaches it (lockwire.Provide): its shared
+	// client and its strategies' lock backends; nil for a server whose
+	// clients lockwire types (Redis, MySQL) or no lock server (nginx).
+	Wiring *lockwire.Wiring
 }
 
 // All are the servers, in start order (Position). Each file adds its own
 // description with register.
 var All []*Spec
 
-// register adds s to All, in Position order.
+// register adds one of the lab's own descriptions to All (Register);
+// a description that misses a part is a bug of the lab's.
 func register(s *Spec) {
+	if _, err := Register(s); err != nil {
+		panic(err)
+	}
+}
+
+// Register adds s to All, in Position order, and a lock server's wiring to
+// lockwire (Provide); remove takes both away again (a test's fake
+// server). A lock server (a server of the catalogue, catalog.ServerInfo,
+// named by Group; or one with Idle or Wiring) must be in the catalogue and
+// have every part the rest of the lab reads (LockServerParts): Register
+// says which it misses.
+func Register(s *Spec) (remove func(), err error) {
+	if err := s.checkParts(); err != nil {
+		return nil, err
+	}
+	undo := func() {}
+	if s.Wiring != nil {
+		if undo, err = lockwire.Provide(*s.Wiring); err != nil {
+			return nil, fmt.Errorf("server %s: %w", s.Group, err)
+		}
+	}
 	i, _ := slices.BinarySearchFunc(All, s, func(a, b *Spec) int { return a.Position - b.Position })
 	All = slices.Insert(All, i, s)
+	return func() {
+		undo()
+		All = slices.DeleteFunc(All, func(a *Spec) bool { return a == s })
+	}, nil
+}
+
+// LockServerParts are what a lock server's description must have: what
+// starts it (Image, Kinds, Nodes, Ports), the variable that gives an
+// instance its addresses (Env, as the catalogue names it), and its idle
+// probes of the operations the cost model prices (Idle).
+var LockServerParts = []string{"catalogue entry", "image", "kinds", "nodes", "ports", "env", "idle probes"}
+
+// checkParts says which of LockServerParts a lock server's description
+// misses.
+func (s *Spec) checkParts() error {
+	info, ok := catalog.ServerOf(catalog.Server(s.Group))
+	if !ok && s.Idle == nil && s.Wiring == nil {
+		return nil // no lock server (nginx)
+	}
+	var missing []string
+	if !ok {
+		missing = append(missing, "catalogue entry (catalog.ServerInfo named "+string(s.Group)+")")
+	}
+	if s.Image == "" {
+		missing = append(missing, "image")
+	}
+	if len(s.Kinds) == 0 {
+		missing = append(missing, "kinds")
+	}
+	if s.Nodes == nil {
+		missing = append(missing, "nodes")
+	}
+	if s.Ports == nil {
+		missing = append(missing, "ports")
+	}
+	if s.Env == nil || ok && !slices.ContainsFunc(s.Env(0, false, true), func(kv [2]string) bool { return kv[0] == info.Env }) {
+		missing = append(missing, "env (its addresses in "+info.Env+")")
+	}
+	switch {
+	case s.Idle == nil:
+		missing = append(missing, "idle probes")
+	case ok:
+		for _, op := range []string{info.Read, info.Write, info.Release} {
+			if !slices.Contains(s.Idle.Ops, costmodel.Op(op)) {
+				missing = append(missing, "idle probe of "+op)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("server %s: its description misses %s", s.Group, strings.Join(slices.Compact(missing), ", "))
+	}
+	return nil
 }
 
 // Groups are the groups of All that `up --backends` names, in order.
@@ -445,4 +532,25 @@ func (l Layout) DataDir(dir string) string {
 		return dir
 	}
 	return filepath.Join(Tmpfs, "seckill-"+itoa(l.Base), filepath.Base(dir))
+}
+
+// envOf is the instance's variable of lock server name's addresses
+// (catalog.ServerInfo.Env).
+func envOf(name catalog.Server) string {
+	info, ok := catalog.ServerOf(name)
+	if !ok {
+		panic(fmt.Sprintf("server: %q is no lock server of the catalogue", name))
+	}
+	return info.Env
+}
+
+// IdleProbes are the idle probes of every server of All that has them.
+func IdleProbes() []idleprobe.ServerProbes {
+	var out []idleprobe.ServerProbes
+	for _, s := range All {
+		if s.Idle != nil {
+			out = append(out, *s.Idle)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,7 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/go-zookeeper/zk"
+	"github.com/seckill-lab/seckill/internal/idleprobe"
+	"github.com/seckill-lab/seckill/internal/lockwire"
+	"github.com/seckill-lab/seckill/lockimpl/zklock"
+	"github.com/seckill-lab/seckill/stock"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // ZooKeeper component kinds.
@@ -44,6 +50,8 @@ const zkKey = "zookeeper"
 var ZooKeeper = Spec{
 	Position: 3,
 	Group:    "zookeeper",
+	Idle:     &idleZooKeeper,
+	Wiring:   &wireZooKeeper,
 	Tools: []Tool{
 		{Key: "java", Names: []string{"java"}, Version: []string{"-version"},
 			Pkgs: map[string]string{pmApt: "default-jre-headless", pmDnf: "java-21-openjdk-headless", pmBrew: "openjdk"}},
@@ -87,7 +95,7 @@ var ZooKeeper = Spec{
 		return ps
 	},
 	Env: func(base int, ha, has bool) [][2]string {
-		return [][2]string{{config.EnvZKServers, clientAddrs(base, ha, has, offZooKeeper, zkMemberClient)}}
+		return [][2]string{{envOf(catalog.ServerZooKeeper), clientAddrs(base, ha, has, offZooKeeper, zkMemberClient)}}
 	},
 	Links:  func(bool) []Link { return []Link{{Name: "zookeeper", Kinds: []Kind{KindZooKeeper, KindZKMember}}} },
 	Serves: map[string]string{"zookeeper": "zookeeper"},
@@ -312,3 +320,159 @@ func zkArgs(z JavaInstall, logDir, cfg string) []string {
 }
 
 func init() { register(&ZooKeeper) }
+
+// The idle probes of ZooKeeper (internal/idleprobe): the children of a directory, an ephemeral sequential create
+// (a lock's node), a delete, and a delete of a node an exists watch waits
+// on (set untimed first; the event awaited untimed after). go-zookeeper
+// takes no context: each request waits within ctx in a goroutine of its
+// own, which the connection's Close ends.
+
+// zkIdleDir is the probes' directory.
+const zkIdleDir = "/" + idleprobe.Prefix
+
+// zkIdleDo runs req within ctx.
+func zkIdleDo(ctx context.Context, req func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- req() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// zkIdleNode creates an ephemeral sequential node in zkIdleDir.
+func zkIdleNode(ctx context.Context, c *zk.Conn) (string, error) {
+	var path string
+	err := zkIdleDo(ctx, func() (err error) {
+		path, err = c.Create(zkIdleDir+"/n-", nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("create in %s: %w", zkIdleDir, err)
+	}
+	return path, nil
+}
+
+var zooKeeperOps = []idleprobe.Op[*zk.Conn]{
+	{Op: "create", Sample: idleprobe.Timed(func(ctx context.Context, c *zk.Conn, _ string) error {
+		_, err := zkIdleNode(ctx, c)
+		return err
+	})},
+	{Op: "get_children", Sample: idleprobe.Timed(func(ctx context.Context, c *zk.Conn, _ string) error {
+		return zkIdleDo(ctx, func() error { _, _, err := c.Children(zkIdleDir); return err })
+	})},
+	{Op: "delete", Sample: func(ctx context.Context, c *zk.Conn, _ string) (time.Duration, error) {
+		path, err := zkIdleNode(ctx, c)
+		if err != nil {
+			return 0, err
+		}
+		t0 := time.Now()
+		err = zkIdleDo(ctx, func() error { return c.Delete(path, -1) })
+		return time.Since(t0), err
+	}},
+	{Op: "delete_watched", Sample: func(ctx context.Context, c *zk.Conn, _ string) (time.Duration, error) {
+		path, err := zkIdleNode(ctx, c)
+		if err != nil {
+			return 0, err
+		}
+		var ev <-chan zk.Event
+		if err := zkIdleDo(ctx, func() (err error) { _, _, ev, err = c.ExistsW(path); return err }); err != nil {
+			return 0, fmt.Errorf("watch %s: %w", path, err)
+		}
+		t0 := time.Now()
+		if err := zkIdleDo(ctx, func() error { return c.Delete(path, -1) }); err != nil {
+			return 0, err
+		}
+		d := time.Since(t0)
+		select {
+		case <-ev:
+			return d, nil
+		case <-ctx.Done():
+			return 0, fmt.Errorf("watch %s: no event: %w", path, ctx.Err())
+		}
+	}},
+}
+
+// quietZK is a go-zookeeper logger that says nothing: a server that is down
+// is an error entry, not a log line per retry.
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
+
+func dialZooKeeper(ctx context.Context, addr string) (*zk.Conn, func(context.Context) error, error) {
+	session := make(chan struct{})
+	var once bool
+	c, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogger(quietZK{}), zk.WithLogInfo(false))
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		for ev := range events { // until Close
+			if ev.State == zk.StateHasSession && !once {
+				once = true
+				close(session)
+			}
+		}
+	}()
+	select {
+	case <-session:
+	case <-ctx.Done():
+		c.Close()
+		return nil, nil, fmt.Errorf("no session: %w", ctx.Err())
+	}
+	err = zkIdleDo(ctx, func() error {
+		_, err := c.Create(zkIdleDir, nil, 0, zk.WorldACL(zk.PermAll))
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("create %s: %w", zkIdleDir, err)
+	}
+	return c, func(ctx context.Context) error {
+		defer c.Close()
+		return zkIdleDo(ctx, func() error {
+			kids, _, err := c.Children(zkIdleDir)
+			if err != nil {
+				return err
+			}
+			for _, k := range kids { // the session's ephemeral nodes go with it, the others now
+				_ = c.Delete(zkIdleDir+"/"+k, -1)
+			}
+			return c.Delete(zkIdleDir, -1)
+		})
+	}, nil
+}
+
+// idleZooKeeper is the server's entry of IdleProbes.
+var idleZooKeeper = idleprobe.For(catalog.ServerZooKeeper, dialZooKeeper, zooKeeperOps)
+
+// wireZooKeeper is how an instance reaches ZooKeeper: each backend opens
+// its own sessions (one per session timeout), through a dialer the
+// instance's meter counts.
+var wireZooKeeper = lockwire.Wiring{
+	Server: catalog.ServerZooKeeper,
+	Openers: map[string]lockwire.Opener{
+		catalog.ZooKeeper:     onZooKeeper(zklock.NewBackend),
+		catalog.ZooKeeperHerd: onZooKeeper(zklock.NewHerdBackend),
+	},
+}
+
+// onZooKeeper opens a backend of the ZooKeeper servers with build.
+func onZooKeeper(build func([]string, ...zklock.BackendOption) *zklock.Backend) lockwire.Opener {
+	return func(_ context.Context, c lockwire.Clients) (stock.LockBackend, error) {
+		addrs := c.Addrs[catalog.ServerZooKeeper]
+		if len(addrs) == 0 {
+			return nil, lockwire.NotConfigured(catalog.ServerZooKeeper)
+		}
+		var opts []zklock.BackendOption
+		if c.Cost != nil {
+			opts = append(opts, zklock.WithDialer(c.Cost.ZooKeeperDialer(nil)))
+		}
+		return build(addrs, opts...), nil
+	}
+}

@@ -101,8 +101,8 @@ func TestUpBackendsSubset(t *testing.T) {
 	for _, kv := range st.Env() {
 		env[kv[0]] = kv[1]
 	}
-	if env[config.EnvEtcdEndpoints] != "" || env[config.EnvZKServers] != "" || env[config.EnvRedisAddrs] == "" {
-		t.Errorf("env: etcd %q, zk %q, redis %q; want only redis set", env[config.EnvEtcdEndpoints], env[config.EnvZKServers], env[config.EnvRedisAddrs])
+	if env[testenv.EtcdEndpoints] != "" || env[testenv.ZKServers] != "" || env[config.EnvRedisAddrs] == "" {
+		t.Errorf("env: etcd %q, zk %q, redis %q; want only redis set", env[testenv.EtcdEndpoints], env[testenv.ZKServers], env[config.EnvRedisAddrs])
 	}
 
 	put := func(name string) (int, string) {

@@ -15,39 +15,30 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/seckill-lab/seckill/internal/config"
-	"github.com/seckill-lab/seckill/internal/cost"
 	"github.com/seckill-lab/seckill/internal/idleprobe"
+	"github.com/seckill-lab/seckill/internal/server"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
-// probeTargets are the servers probed, by the variable that holds their
-// client addresses (the first address is probed: the Redis primary, the
-// first member of a quorum group).
-var probeTargets = []struct {
-	server cost.Server
-	env    string
-}{
-	{cost.Redis, config.EnvRedisAddrs},
-	{cost.Etcd, config.EnvEtcdEndpoints},
-	{cost.ZooKeeper, config.EnvZKServers},
-	{cost.Consul, config.EnvConsulAddrs},
-	{cost.MySQL, config.EnvMySQLDSN},
-}
-
-// targets are the idle probes' targets of the servers st runs.
+// probeTargets are the idle probes' targets of the servers st runs: each
+// lock server's (server.IdleProbes) first address in the variable that
+// holds its client addresses (catalog.ServerInfo.Env): the Redis primary,
+// the first member of a quorum group.
 func (s *State) probeTargets() []idleprobe.Target {
 	var out []idleprobe.Target
-	for _, p := range probeTargets {
-		addrs := s.Addrs(p.env)
+	for _, p := range server.IdleProbes() {
+		info, ok := catalog.ServerOf(p.Server)
+		if !ok {
+			continue
+		}
+		addrs := s.Addrs(info.Env)
 		if len(addrs) == 0 {
 			continue
 		}
-		t := idleprobe.Target{Server: p.server, Addr: addrs[0]}
+		t := idleprobe.Target{Probes: p, Addr: addrs[0]}
 		hostport := t.Addr
-		if p.server == cost.MySQL {
-			if cfg, err := mysql.ParseDSN(t.Addr); err == nil {
-				hostport = cfg.Addr
-			}
+		if cfg, err := mysql.ParseDSN(t.Addr); err == nil { // a DSN, not host:port
+			hostport = cfg.Addr
 		}
 		if i := slices.IndexFunc(s.Components, func(c Component) bool { return c.Addr == hostport }); i >= 0 {
 			t.Component = s.Components[i].Name
@@ -70,29 +61,24 @@ func (s *State) ProbeLines() []string {
 		return nil
 	}
 	var out []string
-	for _, p := range probeTargets {
-		sp, ok := s.Probes.Servers[string(p.server)]
+	for _, p := range server.IdleProbes() {
+		sp, ok := s.Probes.Servers[string(p.Server)]
 		if !ok {
 			continue
 		}
-		line := fmt.Sprintf("%s (%s):", p.server, sp.Component)
+		line := fmt.Sprintf("%s (%s):", p.Server, sp.Component)
 		if sp.Error != "" {
 			out = append(out, line+" error: "+sp.Error)
 			continue
 		}
 		var ops []string
-		for _, e := range idleprobe.Table {
-			if e.Server != p.server {
-				continue
-			}
-			for _, op := range e.Ops {
-				o := sp.Ops[string(op)]
-				switch {
-				case o.N == 0:
-					ops = append(ops, fmt.Sprintf("%s error: %s", op, o.Error))
-				default:
-					ops = append(ops, fmt.Sprintf("%s %.3f", op, o.MS))
-				}
+		for _, op := range p.Ops {
+			o := sp.Ops[string(op)]
+			switch {
+			case o.N == 0:
+				ops = append(ops, fmt.Sprintf("%s error: %s", op, o.Error))
+			default:
+				ops = append(ops, fmt.Sprintf("%s %.3f", op, o.MS))
 			}
 		}
 		out = append(out, line+" "+strings.Join(ops, ", ")+" ms")

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill-lab/seckill/internal/idleprobe"
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/testenv"
 )
 
@@ -61,7 +61,7 @@ func TestIdleProbes(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &comps); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range idleprobe.Table {
+	for _, e := range server.IdleProbes() {
 		t.Run(string(e.Server), func(t *testing.T) {
 			if !st.Has(Backend(e.Server)) {
 				t.Skipf("the stack runs no %s", e.Server)

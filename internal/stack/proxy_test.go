@@ -66,7 +66,7 @@ func TestProxy(t *testing.T) {
 	// 127.0.0.1 (the one loopback address every platform has).
 	for k, name := range []string{"inst-1", "inst-2"} {
 		shift := proxyShift(k + 1)
-		for key, port := range map[string]int{config.EnvRedisAddrs: base + 1, config.EnvMySQLDSN: base + 40, config.EnvEtcdEndpoints: base + 20, config.EnvZKServers: base + 30} {
+		for key, port := range map[string]int{config.EnvRedisAddrs: base + 1, config.EnvMySQLDSN: base + 40, testenv.EtcdEndpoints: base + 20, testenv.ZKServers: base + 30} {
 			v := instanceEnvOf(t, dir, name, key)
 			if !strings.Contains(v, addr(port+shift)) || strings.Contains(v, addr(port)+",") || strings.HasSuffix(v, addr(port)) || strings.Contains(v, addr(port)+")") {
 				t.Errorf("%s: %s=%q, want its servers at their port + %d", name, key, v, shift)

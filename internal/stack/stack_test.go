@@ -396,10 +396,10 @@ func TestComposeConfig(t *testing.T) {
 	for _, name := range instances {
 		env := ha.Services[name].Environment
 		for k, want := range map[string]string{
-			config.EnvSentinels:     "sentinel1:26379,sentinel2:26379,sentinel3:26379",
-			config.EnvRedisMaster:   SentinelMaster,
-			config.EnvEtcdEndpoints: "etcd1:2379,etcd2:2379,etcd3:2379",
-			config.EnvZKServers:     "zookeeper1:2181,zookeeper2:2181,zookeeper3:2181",
+			config.EnvSentinels:   "sentinel1:26379,sentinel2:26379,sentinel3:26379",
+			config.EnvRedisMaster: SentinelMaster,
+			testenv.EtcdEndpoints: "etcd1:2379,etcd2:2379,etcd3:2379",
+			testenv.ZKServers:     "zookeeper1:2181,zookeeper2:2181,zookeeper3:2181",
 		} {
 			if env[k] != want {
 				t.Errorf("ha profile: %s %s=%q, want %q", name, k, env[k], want)
@@ -449,9 +449,9 @@ func TestStackPorts(t *testing.T) {
 		want []string
 	}{
 		{"sentinels", st.SentinelAddrs(), []string{"127.0.0.1:17008", "127.0.0.1:17009", "127.0.0.1:17010"}},
-		{"etcd", st.Addrs(config.EnvEtcdEndpoints), []string{"127.0.0.1:17022", "127.0.0.1:17024", "127.0.0.1:17026"}},
-		{"zookeeper", st.Addrs(config.EnvZKServers), []string{"127.0.0.1:17031", "127.0.0.1:17034", "127.0.0.1:17037"}},
-		{"single etcd", (&State{BasePort: base}).Addrs(config.EnvEtcdEndpoints), []string{"127.0.0.1:17020"}},
+		{"etcd", st.Addrs(testenv.EtcdEndpoints), []string{"127.0.0.1:17022", "127.0.0.1:17024", "127.0.0.1:17026"}},
+		{"zookeeper", st.Addrs(testenv.ZKServers), []string{"127.0.0.1:17031", "127.0.0.1:17034", "127.0.0.1:17037"}},
+		{"single etcd", (&State{BasePort: base}).Addrs(testenv.EtcdEndpoints), []string{"127.0.0.1:17020"}},
 		{"single sentinels", (&State{BasePort: base}).SentinelAddrs(), nil},
 	} {
 		if !slices.Equal(tc.got, tc.want) {
@@ -714,7 +714,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{testenv.RedisAddrs, config.EnvEtcdEndpoints, testenv.ZKServers, testenv.MySQLDSN,
+	for _, v := range []string{testenv.RedisAddrs, testenv.EtcdEndpoints, testenv.ZKServers, testenv.MySQLDSN,
 		testenv.NginxURL, testenv.InstanceURLs, testenv.StackDir, testenv.AdminToken} {
 		if !strings.Contains(string(envsh), "export "+v+"=") {
 			t.Errorf("env.sh lacks %s", v)
@@ -1162,8 +1162,8 @@ func TestLifecycleHA(t *testing.T) {
 	for _, w := range []string{
 		fmt.Sprintf("export %s=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d\n", config.EnvSentinels, base+8, base+9, base+10),
 		fmt.Sprintf("export %s=%s\n", config.EnvRedisMaster, SentinelMaster),
-		fmt.Sprintf("export %s=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d\n", config.EnvEtcdEndpoints, base+22, base+24, base+26),
-		fmt.Sprintf("export %s=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d\n", config.EnvZKServers, base+31, base+34, base+37),
+		fmt.Sprintf("export %s=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d\n", testenv.EtcdEndpoints, base+22, base+24, base+26),
+		fmt.Sprintf("export %s=127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d\n", testenv.ZKServers, base+31, base+34, base+37),
 	} {
 		if !strings.Contains(string(envsh), w) {
 			t.Errorf("env.sh lacks %q:\n%s", w, envsh)

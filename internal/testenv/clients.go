@@ -7,8 +7,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/seckill-lab/seckill/internal/config"
 )
 
 // RedisClient opens a new client to the primary Redis of the test
@@ -32,7 +30,7 @@ func RedisClient(tb testing.TB) *redis.Client {
 // fails (CI) or skips the test.
 func EtcdClient(tb testing.TB) *clientv3.Client {
 	tb.Helper()
-	eps := List(tb, config.EnvEtcdEndpoints)
+	eps := List(tb, EtcdEndpoints)
 	c, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 3 * time.Second})
 	if err != nil {
 		Unavailable(tb, "etcd", err)

@@ -29,13 +29,17 @@ import (
 // Variable names: config's, the one list shared by the stack, the service
 // and the tests.
 const (
-	RedisAddrs   = config.EnvRedisAddrs
-	ZKServers    = config.EnvZKServers
-	MySQLDSN     = config.EnvMySQLDSN
-	NginxURL     = config.EnvNginxURL
-	InstanceURLs = config.EnvInstanceURLs
-	StackDir     = config.EnvStackDir
-	AdminToken   = config.EnvAdminToken
+	RedisAddrs = config.EnvRedisAddrs
+	// The lock servers' variables (catalog.ServerInfo.Env; a test checks
+	// they agree).
+	EtcdEndpoints = "SECKILL_ETCD_ENDPOINTS"
+	ZKServers     = "SECKILL_ZK_SERVERS"
+	ConsulAddrs   = "SECKILL_CONSUL_ADDRS"
+	MySQLDSN      = config.EnvMySQLDSN
+	NginxURL      = config.EnvNginxURL
+	InstanceURLs  = config.EnvInstanceURLs
+	StackDir      = config.EnvStackDir
+	AdminToken    = config.EnvAdminToken
 )
 
 // Variables are the names of every variable above.

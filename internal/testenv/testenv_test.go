@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/seckill-lab/seckill/internal/ports"
+	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
 // TestFreePortAvoidsSuite: FreePort never hands out a port of the test
@@ -26,5 +27,15 @@ func TestFreePortAvoidsSuite(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServerVariablesAgree: the lock servers' variables here are the
+// catalogue's.
+func TestServerVariablesAgree(t *testing.T) {
+	for name, v := range map[catalog.Server]string{catalog.ServerEtcd: EtcdEndpoints, catalog.ServerZooKeeper: ZKServers, catalog.ServerConsul: ConsulAddrs, catalog.ServerRedis: RedisAddrs, catalog.ServerMySQL: MySQLDSN} {
+		if info, ok := catalog.ServerOf(name); !ok || info.Env != v {
+			t.Errorf("%s: testenv says %s, the catalogue %+v", name, v, info)
+		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/seckill-lab/seckill/internal/config"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/consullock"
@@ -22,7 +21,7 @@ import (
 // client is a client of the test stack's Consul, which must answer.
 func client(tb testing.TB) *api.Client {
 	tb.Helper()
-	c, err := consullock.NewClient(testenv.List(tb, config.EnvConsulAddrs), nil)
+	c, err := consullock.NewClient(testenv.List(tb, testenv.ConsulAddrs), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -165,7 +164,7 @@ func TestDownIsAnError(t *testing.T) {
 
 // TestFailover: a client of several agents moves past one that is down.
 func TestFailover(t *testing.T) {
-	addrs := testenv.List(t, config.EnvConsulAddrs)
+	addrs := testenv.List(t, testenv.ConsulAddrs)
 	c, err := consullock.NewClient(append([]string{"127.0.0.1:1"}, addrs...), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +238,7 @@ func handoffCase(t *testing.T) (context.Context, lockimpl.Options, consullock.Co
 func clientVia(t *testing.T, base *http.Transport, rt http.RoundTripper) *api.Client {
 	t.Helper()
 	t.Cleanup(base.CloseIdleConnections)
-	c, err := api.NewClient(&api.Config{Address: testenv.List(t, config.EnvConsulAddrs)[0], Scheme: "http", HttpClient: &http.Client{Transport: rt}})
+	c, err := api.NewClient(&api.Config{Address: testenv.List(t, testenv.ConsulAddrs)[0], Scheme: "http", HttpClient: &http.Client{Transport: rt}})
 	if err != nil {
 		t.Fatal(err)
 	}

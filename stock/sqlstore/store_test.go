@@ -218,7 +218,7 @@ func TestBatchOneInsert(t *testing.T) {
 		}
 		before := meter.Snapshot()
 		results, errs, _ = st.ReadModifyWriteBatch(ctx, ds, 0, nil)
-		rts = meter.Snapshot().Sub(before)[cost.MySQL][cost.Held].RoundTrips
+		rts = meter.Snapshot().Sub(before)[catalog.ServerMySQL][cost.Held].RoundTrips
 		return results, errs, goods, rts
 	}
 	sell(t, 10, []string{"a", "b"}, "") // the store asks once how the server numbers rows
