@@ -34,8 +34,8 @@ func TestIntegrationBatch(t *testing.T) {
 			o.OutDir = filepath.Join(t.TempDir(), "out")
 			r := runOne(t, o)
 			t.Log(describe(r))
-			if r.Batch != tc.wantBatch || r.Service.Batch != tc.wantBatch {
-				t.Errorf("run recorded batch %d, fleet reports %d; want %d", r.Batch, r.Service.Batch, tc.wantBatch)
+			if r.Setting().Batch != tc.wantBatch || r.Service.Batch != tc.wantBatch {
+				t.Errorf("run recorded batch %d, fleet reports %d; want %d", r.Setting().Batch, r.Service.Batch, tc.wantBatch)
 			}
 			if r.Oversold != 0 || r.LostUpdates != 0 || r.FinalStock != 0 || r.InvariantsPassed != r.InvariantsTotal {
 				t.Errorf("want oversold 0, lost 0, final stock 0, every invariant; got %s", describe(r))

@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -46,27 +47,14 @@ type RunResult struct {
 	ExpectedCorrect bool `json:"expected_correct"`
 	// Warmup is the purchases fired, uncounted, on a separate goods just
 	// before this run (the strategy's first run only; 0 = none).
-	Warmup       int `json:"warmup,omitempty"`
-	Instances    int `json:"instances"`
-	InitialStock int `json:"initial_stock"`
-	Requests     int `json:"requests"`
-	Concurrency  int `json:"concurrency"`
-	Qty          int `json:"qty"`
-	Rate         int `json:"rate"`
-	// WorkDelay to ReleasePause, and Batch, are the setting the run ran
-	// under (Service, its defaults filled in) in report.json's form:
-	// durations as Go duration strings (setConfig writes them).
-	WorkDelay    string `json:"work_delay"`
-	LockTTL      string `json:"lock_ttl"`
-	LockWait     string `json:"lock_wait"`
-	Fencing      bool   `json:"fencing"`
-	NoWatchdog   bool   `json:"no_watchdog"`
-	ReleasePause string `json:"release_pause,omitempty"`
-	Seed         int64  `json:"seed"`
-	// Batch is the batch size the run's strategy was set to (0 = off:
-	// the option was not given, or the strategy has no lock holder to
-	// batch; see Options.Config.Batch).
-	Batch int `json:"batch,omitempty"`
+	Warmup       int   `json:"warmup,omitempty"`
+	Instances    int   `json:"instances"`
+	InitialStock int   `json:"initial_stock"`
+	Requests     int   `json:"requests"`
+	Concurrency  int   `json:"concurrency"`
+	Qty          int   `json:"qty"`
+	Rate         int   `json:"rate"`
+	Seed         int64 `json:"seed"`
 	// PerUser is what a run with a per-user limit sold per user
 	// (Options.Config.PerUserLimit, Options.Users); nil without a limit.
 	PerUser *PerUser `json:"per_user,omitempty"`
@@ -77,7 +65,10 @@ type RunResult struct {
 	// could not be read).
 	CPU *CPUUse `json:"cpu,omitempty"`
 	// Service is the strategy configuration the fleet reported after the
-	// switch (effective TTL and wait budget).
+	// switch (effective TTL and wait budget): the setting the run ran
+	// under (Setting fills in its defaults). report.json also gives its
+	// knobs at the top level (work_delay, lock_ttl, lock_wait, fencing,
+	// no_watchdog, release_pause, batch: MarshalJSON).
 	Service     stock.InstanceConfig `json:"service_config"`
 	OK          int                  `json:"ok"`
 	Outcomes    map[string]int       `json:"outcomes"`
@@ -570,13 +561,31 @@ func environment(f fleet.Fleet, mode string) Environment {
 	}
 }
 
-// setConfig records the setting the fleet reported after the switch, its
-// defaults filled in: in Service and in the report's fields.
-func (r *RunResult) setConfig(eff stock.InstanceConfig) {
-	c := eff.WithDefaults()
-	r.Service = eff
-	r.WorkDelay, r.LockTTL, r.LockWait = c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String()
-	r.Fencing, r.NoWatchdog, r.ReleasePause, r.Batch = c.Fencing, c.NoWatchdog, durString(c.ReleasePause), c.Batch
+// setConfig records the setting the fleet reported after the switch.
+func (r *RunResult) setConfig(eff stock.InstanceConfig) { r.Service = eff }
+
+// Setting is the setting the run ran under, its defaults filled in.
+// Batch is the batch size its strategy was set to (0 = off: the option
+// was not given, or the strategy has no lock holder to batch; see
+// Options.Config.Batch).
+func (r RunResult) Setting() stock.Config { return r.Service.WithDefaults() }
+
+// MarshalJSON writes the run with its setting's knobs (Setting) also at the
+// top level, in report.json's form: durations as Go duration strings.
+// Reading a report back takes them from service_config.
+func (r RunResult) MarshalJSON() ([]byte, error) {
+	type plain RunResult // its fields, without this method
+	c := r.Setting()
+	return json.Marshal(struct {
+		plain
+		WorkDelay    string `json:"work_delay"`
+		LockTTL      string `json:"lock_ttl"`
+		LockWait     string `json:"lock_wait"`
+		Fencing      bool   `json:"fencing"`
+		NoWatchdog   bool   `json:"no_watchdog"`
+		ReleasePause string `json:"release_pause,omitempty"`
+		Batch        int    `json:"batch,omitempty"`
+	}{plain(r), c.WorkDelay.String(), c.LockTTL.String(), c.LockWait.String(), c.Fencing, c.NoWatchdog, durString(c.ReleasePause), c.Batch})
 }
 
 func durString(d time.Duration) string {

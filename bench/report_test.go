@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench/fleet"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 func craftedReport() *Report {
@@ -18,7 +19,7 @@ func craftedReport() *Report {
 		rs, st := fleetRun(300, 300+oversold, 200-oversold)
 		a := Evaluate(rs, st, 1)
 		r := RunResult{Strategy: s, Repeat: rep, Instances: 3, InitialStock: 300, Requests: 500, Concurrency: 50, Qty: 1,
-			WorkDelay: "0s", LockTTL: "0s", Seed: 1, ExpectedCorrect: oversold == 0}
+			Seed: 1, ExpectedCorrect: oversold == 0}
 		fillRun(&r, a, st, attackResult{Results: 500, Wall: time.Duration(500/rps*1e9) * time.Nanosecond})
 		r.LatencyMS = Latency{P50: 10 + float64(rep), P99: 40}
 		w := 1.5
@@ -174,5 +175,36 @@ func TestDurabilityStated(t *testing.T) {
 		if !strings.Contains(string(Markdown(rep)), tc.want) {
 			t.Errorf("durability %q: report.md does not say it", tc.fleet)
 		}
+	}
+}
+
+// TestRunJSONKeepsItsKeys: report.json gives a run's setting at the top
+// level (work_delay ... batch) as before, written from the one
+// InstanceConfig the run keeps, and reads back to the same setting.
+func TestRunJSONKeepsItsKeys(t *testing.T) {
+	ttl, pause := 3*time.Second, 40*time.Millisecond
+	r := RunResult{Strategy: "redis", Service: stock.InstanceConfig{Config: stock.Config{Name: "redis", WorkDelay: time.Millisecond, LockTTL: ttl, Fencing: true, ReleasePause: pause, Batch: 4}}}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"work_delay": `"1ms"`, "lock_ttl": `"3s"`, "fencing": "true", "no_watchdog": "false", "release_pause": `"40ms"`, "batch": "4", "strategy": `"redis"`} {
+		if got := string(keys[k]); got != want {
+			t.Errorf("%s: %s, want %s", k, got, want)
+		}
+	}
+	if _, ok := keys["lock_wait"]; !ok {
+		t.Error("no lock_wait")
+	}
+	var back RunResult
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Setting() != r.Setting() {
+		t.Errorf("read back %+v, want %+v", back.Setting(), r.Setting())
 	}
 }

@@ -214,7 +214,7 @@ func sweepReport() *Report {
 				v := okps[key][i] + float64(round-1)*10 // the rounds differ a little
 				rsp, st := fleetRun(100, 100, 0)
 				r := RunResult{Strategy: u.Strategy, Variant: u.variant(), Name: rs.name(), Repeat: round, Concurrency: c,
-					Instances: 3, InitialStock: 100, Requests: 100, Qty: 1, WorkDelay: "0s", LockTTL: "0s", Seed: 3, ExpectedCorrect: true}
+					Instances: 3, InitialStock: 100, Requests: 100, Qty: 1, Seed: 3, ExpectedCorrect: true}
 				fillRun(&r, Evaluate(rsp, st, 1), st, attackResult{Results: 100, Wall: time.Duration(float64(time.Second) * 100 / v)})
 				r.LatencyMS.P99 = float64(c) + float64(round)
 				runs = append(runs, r)

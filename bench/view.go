@@ -137,14 +137,14 @@ func loadFacts(rep *Report) []fact {
 		conc = "concurrency swept over " + sweptClients(rep) + " clients"
 	}
 	facts := []fact{{"load", fmt.Sprintf("%d requests of qty %d on a stock of %d, %s, rate %s, work delay %s, lock TTL %s, fencing %v, seed %d",
-		r.Requests, r.Qty, r.InitialStock, conc, rateString(r.Rate), r.WorkDelay, r.LockTTL, r.Fencing, r.Seed)}}
+		r.Requests, r.Qty, r.InitialStock, conc, rateString(r.Rate), r.Setting().WorkDelay, r.Setting().LockTTL, r.Setting().Fencing, r.Seed)}}
 	if len(r.Faults) > 0 {
 		facts = append(facts, fact{"faults", strings.Join(r.Faults, ", ")})
 	}
 	var batched []string
 	for _, r := range rep.Runs {
-		if r.Batch > 0 && r.Repeat <= 1 {
-			batched = append(batched, fmt.Sprintf("%s B=%d", r.Strategy, r.Batch))
+		if b := r.Setting().Batch; b > 0 && r.Repeat <= 1 {
+			batched = append(batched, fmt.Sprintf("%s B=%d", r.Strategy, b))
 		}
 	}
 	if len(batched) > 0 {

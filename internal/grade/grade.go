@@ -488,7 +488,7 @@ func runBench(ctx context.Context, e exercises.Exercise, st *stack.State, sheet 
 	sheet.Reports = append(sheet.Reports, filepath.Join(out, "report.html"))
 	sheet.add(Check{Part: PartBench, Name: "oversold", Pass: r.Oversold == 0 && r.LostUpdates == 0, Advice: "Oversold",
 		Figure: fmt.Sprintf("oversold %d, lost updates %d; %d of %d purchases ok on a stock of %d, %d clients, work %s, lock TTL %s, %d instances",
-			r.Oversold, r.LostUpdates, r.OK, r.Requests, r.InitialStock, r.Concurrency, r.WorkDelay, r.LockTTL, r.Instances)})
+			r.Oversold, r.LostUpdates, r.OK, r.Requests, r.InitialStock, r.Concurrency, r.Setting().WorkDelay, r.Setting().LockTTL, r.Instances)})
 	for _, inv := range r.Invariants {
 		if !inv.Applicable || inv.Undecided {
 			continue
