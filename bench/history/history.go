@@ -1,6 +1,9 @@
-// Package history checks a flash-sale purchase history for linearizability
-// against a sequential stock-counter model, using porcupine
-// (github.com/anishathalye/porcupine).
+// Package history checks a flash-sale purchase history of one goods for
+// linearizability against a sequential stock-counter model. Two checkers
+// share the model: a counter checker that decides in O(n log n) (a sort
+// and a sweep, memory linear: a million purchases in seconds), and
+// porcupine (github.com/anishathalye/porcupine), which searches orderings
+// and gives up at a few hundred thousand purchases.
 //
 // The model is one counter that starts at the initial stock. A purchase that
 // sold q units is legal only if the stock was at least q and the server
@@ -13,6 +16,18 @@
 // same as not having happened. This is how porcupine's own tests express
 // timed-out operations (a return event at the end of the history, and a step
 // that accepts any output), and it keeps the state a plain int64.
+//
+// The counter checker (counter.go) uses that every sale lowers the stock:
+// the sales are totally ordered by the remaining stock they reported, each
+// must fit in its own [Call, Return] in that order, the drops between them
+// must be explained by purchases of unknown outcome called early enough,
+// and each sold_out must come after the stock fell below its qty. It is
+// exact when the purchases of unknown outcome all buy one quantity (the
+// bench buys one qty per run); otherwise (a subset-sum), or with a sale of 0
+// units, it proves what it can and Check falls back to porcupine
+// (Report.Checker, Report.Fallback). A history it proves not linearizable
+// comes with a counter-example (Report.Reason, Report.Counterexample), and,
+// when it is small enough, porcupine's drawing of it (Report.Visualization).
 package history
 
 import (
@@ -81,9 +96,33 @@ type Report struct {
 	Visualization []byte
 	// Reason says why a history is not linearizable when a quick check
 	// proved it without the search (two sales reporting the same remaining
-	// stock, more sold than there was); "" otherwise.
+	// stock, more sold than there was, a sale that answered before one
+	// that left more was called: the counter checker's counter-example,
+	// naming its operations with their times since the first call); ""
+	// otherwise.
 	Reason string
+	// Checker is the checker that decided: CheckerCounter or
+	// CheckerPorcupine ("" when nothing was checked: no operations, or ctx
+	// cancelled first).
+	Checker string
+	// Fallback says why the counter checker left the history to porcupine
+	// ("" when it decided).
+	Fallback string
+	// Counterexample holds the operations (one or two) Reason names when
+	// the counter checker proved the history not linearizable.
+	Counterexample []Op
 }
+
+// Checkers of Report.Checker.
+const (
+	CheckerCounter   = "counter"   // the O(n log n) stock-counter checker
+	CheckerPorcupine = "porcupine" // porcupine's search
+)
+
+// drawMaxOps bounds the histories the counter checker proved not
+// linearizable that porcupine also searches, within refutedBudget, only
+// to draw them (Report.Visualization).
+const drawMaxOps = 5000
 
 // refute looks for a proof, in one pass, that no linearization exists:
 // every sale strictly lowers the stock, so the remaining stocks the sales
@@ -129,9 +168,11 @@ type step struct {
 // Check checks ops against a counter that starts at initial: a Sold op of q
 // is legal only if stock >= q and Remaining == stock-q (then stock -= q); a
 // SoldOut op only if stock < q (stock unchanged); an Unknown op either
-// sold q (when stock >= q) or did nothing. It gives up after timeout
-// (VerdictUnknown). ctx cancels it too (VerdictUnknown as well, and no error:
-// an error means bad input only).
+// sold q (when stock >= q) or did nothing. The counter checker decides
+// (timeout does not bound it: it takes O(n log n)); where it cannot,
+// porcupine searches, and gives up after timeout (VerdictUnknown). ctx
+// cancels it too (VerdictUnknown as well, and no error: an error means bad
+// input only).
 func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) (Report, error) {
 	start := time.Now()
 	if initial < 0 {
@@ -147,6 +188,24 @@ func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) 
 		rep.Elapsed = time.Since(start)
 		return rep, nil
 	}
+	if ctx.Err() != nil {
+		rep.Verdict = VerdictUnknown
+		rep.Elapsed = time.Since(start)
+		return rep, nil
+	}
+	res := checkCounter(ops, kept, base, initial)
+	if res.undecided == "" {
+		rep.Checker, rep.Verdict, rep.Reason = CheckerCounter, res.verdict, res.reason
+		for _, i := range res.witness {
+			rep.Counterexample = append(rep.Counterexample, ops[i])
+		}
+		if res.verdict == NotLinearizable && len(kept) <= drawMaxOps {
+			err = draw(ctx, &rep, ops, kept, base, initial)
+		}
+		rep.Elapsed = time.Since(start)
+		return rep, err
+	}
+	rep.Checker, rep.Fallback = CheckerPorcupine, res.undecided
 	history, steps := operations(ops, kept, base)
 
 	// Cancellation by ctx: porcupine only knows its own timeout, so a
@@ -167,6 +226,23 @@ func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) 
 	err = search(&rep, counterModel(initial, &cancelled), history, timeout, &cancelled)
 	rep.Elapsed = time.Since(start)
 	return rep, err
+}
+
+// draw runs porcupine on a history the counter checker proved not
+// linearizable, within refutedBudget, only for its visualization; rep's
+// verdict stands whatever porcupine finds (none is drawn unless it finds
+// the history illegal in time).
+func draw(ctx context.Context, rep *Report, ops []Op, kept []int, base time.Time, initial int64) error {
+	var cancelled atomic.Bool
+	stop := context.AfterFunc(ctx, func() { cancelled.Store(true) })
+	defer stop()
+	history, _ := operations(ops, kept, base)
+	model := counterModel(initial, &cancelled)
+	res, info := porcupine.CheckOperationsVerbose(model, history, ctxBudget(ctx, refutedBudget))
+	if res != porcupine.Illegal || cancelled.Load() {
+		return nil
+	}
+	return visualize(rep, model, info)
 }
 
 // effective validates ops and returns the indexes of those that may have
