@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/seckill-lab/seckill/bench/confidence"
 	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
@@ -160,18 +161,24 @@ func repeatsText(rep *Report) string {
 	return fmt.Sprintf("%d repeats", n)
 }
 
-// inAny is "in any of the 3 repeats", or "in the run" for one.
+// inAny is "in any of the 3 repeats", or "in the run" for one, with
+// what so few rule out (confidence.RuleOut): "in any of the 3 repeats (3
+// repeats rule out only rates above 71 %)".
 func inAny(rep *Report) string {
-	if r := repeatsText(rep); r != "1 run" {
-		return "in any of the " + r
+	n := 0
+	for _, s := range rep.Summary {
+		n = max(n, s.Repeats)
 	}
-	return "in the run"
+	if n <= 1 {
+		return "in the run (" + confidence.RuleOut(1, "run") + ")"
+	}
+	return fmt.Sprintf("in any of the %d repeats (%s)", n, confidence.RuleOut(n, "repeat"))
 }
 
 // oversoldName is a row's name with its median oversold units.
 func oversoldName(s Summary) string {
 	if s.Repeats > 1 && s.OversoldRuns > 0 { // a report of before OversoldRuns has 0
-		return fmt.Sprintf("%s (%.0f; in %d of %d repeats)", s.Name, s.Oversold.Median, s.OversoldRuns, s.Repeats)
+		return fmt.Sprintf("%s (%.0f; in %d of %d repeats, %s)", s.Name, s.Oversold.Median, s.OversoldRuns, s.Repeats, confidence.Interval(s.OversoldRuns, s.Repeats))
 	}
 	return fmt.Sprintf("%s (%.0f)", s.Name, s.Oversold.Median)
 }

@@ -53,7 +53,7 @@ func TestConclusion(t *testing.T) {
 					return s
 				}(),
 				summaryRow(catalog.ZooKeeper, true, 0, 112, 3)),
-			want: []string{"Oversold (median units): curator-no-lock (200; in 3 of 3 repeats), flawed by design."},
+			want: []string{"Oversold (median units): curator-no-lock (200; in 3 of 3 repeats, 95 % interval 29–100 %), flawed by design."},
 		},
 		{
 			name: "the demo: the flawed oversell, a lock-free strategy wins",
@@ -66,7 +66,7 @@ func TestConclusion(t *testing.T) {
 				summaryRow(catalog.RedisStream, true, 0, 3828, 3)),
 			want: []string{
 				"Oversold (median units): none (200) and mutex (200), flawed by design.",
-				"Did not oversell, in any of the 3 repeats: the other 4 strategies.",
+				"Did not oversell, in any of the 3 repeats (3 repeats rule out only rates above 71 %): the other 4 strategies.",
 				"redis-spin is flawed by design, yet safe at this setting, and did not oversell.",
 				"The fastest correct strategy is redis-stream, at 3828 ok/s (median): 7.0 times the fastest correct lock, redis, at 544 ok/s.",
 				"Conditions: 3 instances, 50 clients, 500 requests on a stock of 300, round trip loopback (no round trip added), " +
@@ -83,7 +83,7 @@ func TestConclusion(t *testing.T) {
 				summaryRow(catalog.SQLAtomic, true, 0, 420, 1)),
 			want: []string{
 				"Oversold (median units): redis (12), correct by design but not safe at this setting.",
-				"Did not oversell, in the run: the other 3 strategies.",
+				"Did not oversell, in the run (1 run rules out only rates above 98 %): the other 3 strategies.",
 				"Not safe at this setting, yet no oversold unit this time: redis-ttl.",
 				"The fastest correct strategy is sql-atomic, at 420 ok/s (median): 7.0 times the fastest correct lock, etcd, at 60 ok/s.",
 				"1 instance, 50 clients", "round trip 2.104 ms measured (cross-zone), durability fsync", "1 run.",
@@ -95,7 +95,7 @@ func TestConclusion(t *testing.T) {
 			rep: conclusionReport(3, fleet.RTT{}, "default",
 				summaryRow(catalog.Redis, true, 0, 544, 3),
 				summaryRow(catalog.Etcd, true, 0, 232, 3)),
-			want:    []string{"No strategy oversold, in any of the 3 repeats.", "The fastest correct strategy is a lock, redis, at 544 ok/s (median)."},
+			want:    []string{"No strategy oversold, in any of the 3 repeats (3 repeats rule out only rates above 71 %).", "The fastest correct strategy is a lock, redis, at 544 ok/s (median)."},
 			notWant: []string{"Did not oversell"},
 		},
 		{

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/bench/confidence"
 	"github.com/seckill-lab/seckill/exercises"
 	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/internal/lab"
@@ -560,8 +561,8 @@ func runFault(ctx context.Context, f exercises.Fault, st *stack.State, sheet *Sh
 		}
 		sheet.add(Check{Part: PartFaults, Name: fmt.Sprintf("%s (%s)", f.Scenario, r.Protection),
 			Pass: r.Oversold == 0 && r.OKWithout == 0 && r.RunsMostlyErrors == 0 && live, Advice: "Faults:" + f.Scenario,
-			Figure: fmt.Sprintf("oversold %d in %d of %d runs, %d strikes, %d 2xx without an order, %d stale writes refused; %s; %s",
-				r.Oversold, r.RunsOversold, r.Runs, r.Strikes, r.OKWithout, r.StaleRefused, liveness, res.Load)})
+			Figure: fmt.Sprintf("oversold %d in %d of %d runs (%s), %d strikes, %d 2xx without an order, %d stale writes refused; %s; %s",
+				r.Oversold, r.RunsOversold, r.Runs, confidence.Note(r.RunsOversold, r.Runs, "run"), r.Strikes, r.OKWithout, r.StaleRefused, liveness, res.Load)})
 	}
 	return nil
 }

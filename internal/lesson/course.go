@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/bench/confidence"
 	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/lockimpl"
@@ -417,16 +418,17 @@ func storyVerdict(name string, rows []scenario.Row) Outcome {
 	out := Outcome{Verdict: Reproduced}
 	var ours []string
 	for _, rw := range rows {
-		ours = append(ours, fmt.Sprintf("%s %s: oversold in %d of %d runs (%d units; %d lost updates; %d stale refused, %d lease lost)",
-			rw.Strategy, rw.Protection, rw.RunsOversold, rw.Runs, rw.Oversold, rw.LostUpdates, rw.StaleRefused, rw.LeaseLost))
+		ours = append(ours, fmt.Sprintf("%s %s: oversold in %d of %d runs (%s; %d units; %d lost updates; %d stale refused, %d lease lost)",
+			rw.Strategy, rw.Protection, rw.RunsOversold, rw.Runs, confidence.Note(rw.RunsOversold, rw.Runs, "run"), rw.Oversold, rw.LostUpdates, rw.StaleRefused, rw.LeaseLost))
 		switch p := rw.Protection; {
 		case p == scenario.ProtectNone && 2*rw.RunsTwoHolders <= rw.Runs:
-			out.Verdict, out.Why = NotReproduced, fmt.Sprintf("the unprotected runs showed two holders (an oversell or a lost update) in %d of %d, not most (the story needs its strike to land; run `seckill scenario run %s --repeat 10` for the rate)",
-				rw.RunsTwoHolders, rw.Runs, name)
+			out.Verdict, out.Why = NotReproduced, fmt.Sprintf("the unprotected runs showed two holders (an oversell or a lost update) in %d of %d (%s), not most (the story needs its strike to land; run `seckill scenario run %s --repeat 10` for the rate)",
+				rw.RunsTwoHolders, rw.Runs, confidence.Note(rw.RunsTwoHolders, rw.Runs, "run"), name)
 		case p == scenario.ProtectFencing && rw.RunsTwoHolders > 0:
-			out.Verdict, out.Why = NotReproduced, fmt.Sprintf("fencing let two holders write in %d of %d runs: a defect, see the scenario report", rw.RunsTwoHolders, rw.Runs)
+			out.Verdict, out.Why = NotReproduced, fmt.Sprintf("fencing let two holders write in %d of %d runs (%s): a defect, see the scenario report",
+				rw.RunsTwoHolders, rw.Runs, confidence.Interval(rw.RunsTwoHolders, rw.Runs))
 		case p == scenario.ProtectLeaseCheck && rw.Oversold > 0 && out.Why == "":
-			out.Why = fmt.Sprintf("the lease check oversold in %d of %d runs: %s", rw.RunsOversold, rw.Runs, scenario.Meaning[p])
+			out.Why = fmt.Sprintf("the lease check oversold in %d of %d runs (%s): %s", rw.RunsOversold, rw.Runs, confidence.Interval(rw.RunsOversold, rw.Runs), scenario.Meaning[p])
 		}
 	}
 	out.Ours = strings.Join(ours, "; ")
@@ -856,7 +858,8 @@ func lockDelayStory(ctx context.Context, r *runner, name string) (Outcome, error
 		return Outcome{}, err
 	}
 	r.figure(storyFigure(append(rows, rw)))
-	out.Ours += fmt.Sprintf("; %s (lock-delay 15 s) unprotected: oversold in %d of %d runs (%d units, %d lease lost)", rw.Strategy, rw.RunsOversold, rw.Runs, rw.Oversold, rw.LeaseLost)
+	out.Ours += fmt.Sprintf("; %s (lock-delay 15 s) unprotected: oversold in %d of %d runs (%s; %d units, %d lease lost)",
+		rw.Strategy, rw.RunsOversold, rw.Runs, confidence.Note(rw.RunsOversold, rw.Runs, "run"), rw.Oversold, rw.LeaseLost)
 	return out, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/bench/confidence"
 	"github.com/seckill-lab/seckill/internal/democli"
 	"github.com/seckill-lab/seckill/internal/scenario"
 	"github.com/seckill-lab/seckill/internal/stack"
@@ -242,11 +243,12 @@ func TestStoryVerdict(t *testing.T) {
 		why  string
 	}{
 		{"most runs oversold, fencing none", []scenario.Row{un(2, 3), fen(0, 3)}, Reproduced, ""},
-		{"one run of three", []scenario.Row{un(1, 3), fen(0, 3)}, NotReproduced, "in 1 of 3, not most"},
+		{"one run of three", []scenario.Row{un(1, 3), fen(0, 3)}, NotReproduced, "in 1 of 3 (95 % interval 0.8–91 %), not most"},
+		{"no run of three", []scenario.Row{un(0, 3), fen(0, 3)}, NotReproduced, "in 0 of 3 (95 % interval 0–71 %: 3 runs rule out only rates above 71 %), not most"},
 		{"lost updates show two holders", []scenario.Row{{Strategy: "consul-nodelay", Protection: scenario.ProtectNone, Runs: 1, RunsTwoHolders: 1, LostUpdates: 1}, fen(0, 1)}, Reproduced, ""},
 		{"half is not most", []scenario.Row{un(5, 10), fen(0, 10)}, NotReproduced, "5 of 10"},
 		{"the one short run", []scenario.Row{un(1, 1), fen(0, 1)}, Reproduced, ""},
-		{"fencing oversold", []scenario.Row{un(3, 3), fen(1, 3)}, NotReproduced, "fencing let two holders write in 1 of 3 runs: a defect"},
+		{"fencing oversold", []scenario.Row{un(3, 3), fen(1, 3)}, NotReproduced, "fencing let two holders write in 1 of 3 runs (95 % interval 0.8–91 %): a defect"},
 		{"lease check is no guarantee", []scenario.Row{un(3, 3), lease(2, 3), fen(0, 3)}, Reproduced, "not a guarantee"},
 	}
 	for _, tc := range tests {
@@ -255,8 +257,16 @@ func TestStoryVerdict(t *testing.T) {
 			if out.Verdict != tc.want || !strings.Contains(out.Why, tc.why) {
 				t.Errorf("verdict %s (%q), want %s with %q", out.Verdict, out.Why, tc.want, tc.why)
 			}
-			if !strings.Contains(out.Ours, fmt.Sprintf("oversold in %d of %d runs", tc.rows[0].RunsOversold, tc.rows[0].Runs)) {
-				t.Errorf("ours %q does not give the frequency", out.Ours)
+			for _, rw := range tc.rows {
+				// The frequency, its 95 % interval, and for 0 of n what
+				// the runs rule out.
+				want := fmt.Sprintf("oversold in %d of %d runs (%s; ", rw.RunsOversold, rw.Runs, confidence.Note(rw.RunsOversold, rw.Runs, "run"))
+				if !strings.Contains(out.Ours, want) {
+					t.Errorf("ours %q lacks %q", out.Ours, want)
+				}
+			}
+			if f := tc.rows[len(tc.rows)-1]; f.RunsOversold == 0 && f.Runs == 3 && !strings.Contains(out.Ours, "redis fencing: oversold in 0 of 3 runs (95 % interval 0–71 %: 3 runs rule out only rates above 71 %; 0 units;") {
+				t.Errorf("ours %q: the fenced 0 of 3 without what 3 runs rule out", out.Ours)
 			}
 		})
 	}

@@ -22,7 +22,7 @@ tr.bad td{background:#fde2e2}
 {{range .Rows}}<tr{{if .Bad}} class="bad"{{end}}>{{range .Cells}}<td>{{.}}</td>{{end}}<td>{{range .Reports}}<a href="{{.Href}}">{{.N}}</a> {{end}}</td></tr>
 {{end}}</table>
 <ul>{{range .Meanings}}<li>{{.}}</li>{{end}}</ul>
-{{if .R.Failures}}<p class="fail"><b>Verdict: failed.</b> {{range .R.Failures}}{{.}}; {{end}}</p>{{else}}<p class="ok"><b>Verdict: ok.</b> No fenced strategy oversold; every 2xx has its order.</p>{{end}}
+{{if .R.Failures}}<p class="fail"><b>Verdict: failed.</b> {{range .R.Failures}}{{.}}; {{end}}</p>{{else}}<p class="ok"><b>Verdict: ok.</b> No fenced strategy oversold; every 2xx has its order{{.RuleOut}}.</p>{{end}}
 </body></html>
 `))
 
@@ -42,7 +42,8 @@ func renderHTML(res *Result) ([]byte, error) {
 		Header   []string
 		Rows     []row
 		Meanings []string
-	}{R: res, Date: res.Date.Format("2006-01-02 15:04:05 MST"), Header: append(header[:len(header):len(header)], "run reports")}
+		RuleOut  string
+	}{R: res, Date: res.Date.Format("2006-01-02 15:04:05 MST"), Header: append(header[:len(header):len(header)], "run reports"), RuleOut: res.ruleOut("; ")}
 	for _, r := range res.Rows {
 		rw := row{Cells: r.cells(), Bad: r.Oversold > 0}
 		for i, h := range r.Reports {

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/bench/confidence"
 	"github.com/seckill-lab/seckill/bench/fleet"
 	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
@@ -177,20 +179,7 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 			res.Rows = append(res.Rows, row)
 		}
 	}
-	for _, r := range res.Rows {
-		if r.Protection == ProtectFencing && r.Oversold > 0 {
-			res.Failures = append(res.Failures, fmt.Sprintf("%s with fencing oversold %d in %d of %d runs", r.Strategy, r.Oversold, r.RunsOversold, r.Runs))
-		} else if slices.Contains(o.MustNotOversell, r.Protection) && r.Oversold > 0 {
-			res.Failures = append(res.Failures, fmt.Sprintf("%s (%s) oversold %d in %d of %d runs, where it must not", r.Strategy, r.Protection, r.Oversold, r.RunsOversold, r.Runs))
-		}
-		if r.RunsMostlyErrors > 0 {
-			res.Failures = append(res.Failures, fmt.Sprintf("%s (%s): %d of %d runs lost most of their purchases to errors, so they prove nothing",
-				r.Strategy, r.Protection, r.RunsMostlyErrors, r.Runs))
-		}
-		if r.OKWithout > 0 {
-			res.Failures = append(res.Failures, fmt.Sprintf("%s (%s): %d answers of 2xx have no order", r.Strategy, r.Protection, r.OKWithout))
-		}
-	}
+	res.Failures = failures(res.Rows, o.MustNotOversell)
 	res.WallS = time.Since(began).Seconds()
 	if o.OutDir != "" {
 		if err := write(o.OutDir, res); err != nil {
@@ -201,6 +190,31 @@ func Run(ctx context.Context, sc Scenario, o Options) (*Result, error) {
 		return res, fmt.Errorf("%w: %s", ErrFailed, strings.Join(res.Failures, "; "))
 	}
 	return res, nil
+}
+
+// failures are the rows' failures: a fenced row, or one of a protection
+// in mustNot, that oversold; runs that lost most of their purchases to
+// errors; 2xx answers without an order. Each count of runs has its 95 %
+// interval beside it.
+func failures(rows []Row, mustNot []Protection) []string {
+	var out []string
+	for _, r := range rows {
+		if r.Protection == ProtectFencing && r.Oversold > 0 {
+			out = append(out, fmt.Sprintf("%s with fencing oversold %d in %d of %d runs (%s)",
+				r.Strategy, r.Oversold, r.RunsOversold, r.Runs, confidence.Interval(r.RunsOversold, r.Runs)))
+		} else if slices.Contains(mustNot, r.Protection) && r.Oversold > 0 {
+			out = append(out, fmt.Sprintf("%s (%s) oversold %d in %d of %d runs (%s), where it must not",
+				r.Strategy, r.Protection, r.Oversold, r.RunsOversold, r.Runs, confidence.Interval(r.RunsOversold, r.Runs)))
+		}
+		if r.RunsMostlyErrors > 0 {
+			out = append(out, fmt.Sprintf("%s (%s): %d of %d runs (%s) lost most of their purchases to errors, so they prove nothing",
+				r.Strategy, r.Protection, r.RunsMostlyErrors, r.Runs, confidence.Interval(r.RunsMostlyErrors, r.Runs)))
+		}
+		if r.OKWithout > 0 {
+			out = append(out, fmt.Sprintf("%s (%s): %d answers of 2xx have no order", r.Strategy, r.Protection, r.OKWithout))
+		}
+	}
+	return out
 }
 
 func (r *Row) add(run bench.RunResult) {
@@ -250,7 +264,7 @@ func (r *Row) finish() {
 }
 
 // header and cells are the scenario table's, shared by every rendering.
-var header = []string{"strategy", "protection", "runs", "oversold in", "units oversold", "lost updates", "stale refused", "lease_lost", "2xx without order", "other outcomes", "strikes", "longest gap s", "ok/s before", "during", "after"}
+var header = []string{"strategy", "protection", "runs", "oversold in", "95 % interval", "units oversold", "lost updates", "stale refused", "lease_lost", "2xx without order", "other outcomes", "strikes", "longest gap s", "ok/s before", "during", "after"}
 
 func (r Row) cells() []string {
 	var errs []string
@@ -262,7 +276,8 @@ func (r Row) cells() []string {
 	if len(errs) == 0 {
 		errs = []string{"-"}
 	}
-	return []string{r.Strategy, string(r.Protection), fmt.Sprint(r.Runs), fmt.Sprintf("%d of %d runs", r.RunsOversold, r.Runs), fmt.Sprint(r.Oversold),
+	return []string{r.Strategy, string(r.Protection), fmt.Sprint(r.Runs), fmt.Sprintf("%d of %d runs", r.RunsOversold, r.Runs),
+		cmp.Or(confidence.Range(r.RunsOversold, r.Runs), "-"), fmt.Sprint(r.Oversold),
 		fmt.Sprint(r.LostUpdates), fmt.Sprint(r.StaleRefused), fmt.Sprint(r.LeaseLost), fmt.Sprint(r.OKWithout),
 		strings.Join(errs, " "), fmt.Sprint(r.Strikes), fmt.Sprintf("%.1f", r.LongestGapS),
 		rate(r.OKPerSec[0]), rate(r.OKPerSec[1]), rate(r.OKPerSec[2])}
@@ -301,7 +316,7 @@ func WriteTable(w io.Writer, res *Result) error {
 		fmt.Fprintf(w, "  %s\n", Meaning[p])
 	}
 	if len(res.Failures) == 0 {
-		_, err := fmt.Fprintf(w, "\nverdict: ok (no fenced strategy oversold, every 2xx has its order); %.0f s\n", res.WallS)
+		_, err := fmt.Fprintf(w, "\nverdict: ok (no fenced strategy oversold, every 2xx has its order%s); %.0f s\n", res.ruleOut("; "), res.WallS)
 		return err
 	}
 	_, err := fmt.Fprintf(w, "\nverdict: FAILED: %s\n", strings.Join(res.Failures, "; "))
@@ -330,7 +345,7 @@ func write(dir string, res *Result) error {
 	if len(res.Failures) > 0 {
 		md.WriteString("\n**Verdict: failed.** " + strings.Join(res.Failures, "; ") + "\n")
 	} else {
-		md.WriteString("\n**Verdict: ok.** No fenced strategy oversold; every 2xx has its order.\n")
+		md.WriteString("\n**Verdict: ok.** No fenced strategy oversold; every 2xx has its order" + res.ruleOut("; ") + ".\n")
 	}
 	html, err := renderHTML(res)
 	if err != nil {
@@ -351,6 +366,22 @@ func sum(counts map[string]int) int {
 		n += v
 	}
 	return n
+}
+
+// ruleOut is what an ok verdict, which rests on 0 oversold in each row's
+// runs, can claim: sep and "each row's 3 runs rule out only rates above
+// 71 %" (the fewest runs of a row); "" without rows.
+func (res *Result) ruleOut(sep string) string {
+	n := 0
+	for _, r := range res.Rows {
+		if r.Runs > 0 && (n == 0 || r.Runs < n) {
+			n = r.Runs
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return sep + "each row's " + confidence.RuleOut(n, "run")
 }
 
 // protections are the protections of res's rows, in order, once each.
