@@ -1,10 +1,7 @@
 package stock
 
 import (
-	"encoding/json"
 	"fmt"
-	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -131,39 +128,6 @@ type Knob struct {
 // String is the knob as the status line prints it: "work 250ms".
 func (k Knob) String() string { return strings.TrimSpace(k.Name + " " + k.Value) }
 
-// Knobs lists every knob of c that differs from the defaults of
-// Config{Name: c.Name}, in the order Knob names them; none for a default
-// setting.
-func (c Config) Knobs() []Knob {
-	c, d := c.WithDefaults(), Config{Name: c.Name}.WithDefaults()
-	var out []Knob
-	dur := func(name string, v, def time.Duration) {
-		if v != def {
-			out = append(out, Knob{name, v.String()})
-		}
-	}
-	on := func(name string, v bool) {
-		if v {
-			out = append(out, Knob{Name: name})
-		}
-	}
-	dur("work", c.WorkDelay, d.WorkDelay)
-	dur("ttl", c.LockTTL, d.LockTTL)
-	dur("wait", c.LockWait, d.LockWait)
-	on("fencing", c.Fencing)
-	on("no watchdog", c.NoWatchdog)
-	on("no local queue", c.NoLocalQueue)
-	on("no lease check", c.NoLeaseCheck)
-	dur("release pause", c.ReleasePause, d.ReleasePause)
-	if c.Batch > 1 {
-		out = append(out, Knob{"batch", strconv.Itoa(c.Batch)})
-	}
-	if c.PerUserLimit > 0 {
-		out = append(out, Knob{"per-user limit", strconv.Itoa(c.PerUserLimit)})
-	}
-	return out
-}
-
 // Validate checks c (its defaults filled in) and names the first problem.
 func (c Config) Validate() error {
 	info, ok := catalog.Lookup(c.Name)
@@ -199,89 +163,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// String shows the setting, its defaults filled in, as the CLI's flags
-// would.
-func (c Config) String() string {
-	c = c.WithDefaults()
-	return fmt.Sprintf("%s work_delay=%s lock_ttl=%s lock_wait=%s fencing=%t watchdog=%t local_queue=%t lease_check=%t batch=%d release_pause=%s",
-		c.Name, c.WorkDelay, c.LockTTL, c.LockWait, c.Fencing, !c.NoWatchdog, !c.NoLocalQueue, !c.NoLeaseCheck, c.Batch, c.ReleasePause)
-}
-
-// configJSON is a setting's JSON (PUT /admin/strategy's body; with
-// Instance, GET's answer). Durations are Go duration strings; an omitted
-// field takes its default. The switches are positive on the wire
-// ("watchdog": false turns the watchdog off).
-type configJSON struct {
-	Name       string `json:"name"`
-	WorkDelay  string `json:"work_delay"`
-	LockTTL    string `json:"lock_ttl"`
-	LockWait   string `json:"lock_wait"`
-	Fencing    bool   `json:"fencing"`
-	Watchdog   *bool  `json:"watchdog,omitempty"`
-	LocalQueue *bool  `json:"local_queue,omitempty"`
-	LeaseCheck *bool  `json:"lease_check,omitempty"`
-	Batch      int    `json:"batch,omitempty"`
-	// ReleasePause is last: older clients do not send it.
-	ReleasePause string `json:"release_pause,omitempty"`
-	PerUserLimit int    `json:"per_user_limit,omitempty"`
-	// Instance names the instance that answered a GET (InstanceConfig);
-	// a PUT does not take it.
-	Instance string `json:"instance,omitempty"`
-}
-
-// ConfigFields are the JSON fields of a setting (PUT /admin/strategy).
-func ConfigFields() []string {
-	t := reflect.TypeFor[configJSON]()
-	out := make([]string, 0, t.NumField())
-	for i := range t.NumField() {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "instance" {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// toJSON is c's JSON form, its defaults filled in.
-func (c Config) toJSON() configJSON {
-	c = c.WithDefaults()
-	on := func(off bool) *bool { v := !off; return &v }
-	return configJSON{Name: c.Name, WorkDelay: c.WorkDelay.String(), LockTTL: c.LockTTL.String(), LockWait: c.LockWait.String(),
-		Fencing: c.Fencing, Watchdog: on(c.NoWatchdog), LocalQueue: on(c.NoLocalQueue), LeaseCheck: on(c.NoLeaseCheck), Batch: c.Batch,
-		ReleasePause: c.ReleasePause.String(), PerUserLimit: c.PerUserLimit}
-}
-
-// config reads w. An omitted field is left at its zero value, the
-// default; lock_ttl and lock_wait given as 0 are out of range (omit them
-// for the default).
-func (w configJSON) config() (Config, error) {
-	off := func(on *bool) bool { return on != nil && !*on }
-	c := Config{Name: w.Name, Fencing: w.Fencing, NoWatchdog: off(w.Watchdog), NoLocalQueue: off(w.LocalQueue),
-		NoLeaseCheck: off(w.LeaseCheck), Batch: w.Batch, PerUserLimit: w.PerUserLimit}
-	for _, f := range []struct {
-		field   string
-		raw     string
-		dst     *time.Duration
-		notZero bool
-	}{{"work_delay", w.WorkDelay, &c.WorkDelay, false}, {"lock_ttl", w.LockTTL, &c.LockTTL, true},
-		{"lock_wait", w.LockWait, &c.LockWait, true}, {"release_pause", w.ReleasePause, &c.ReleasePause, false}} {
-		if f.raw == "" {
-			continue
-		}
-		d, err := time.ParseDuration(f.raw)
-		if err != nil {
-			return Config{}, fmt.Errorf("%s: %q is not a Go duration such as \"250ms\"", f.field, f.raw)
-		}
-		if d == 0 && f.notZero {
-			return Config{}, fmt.Errorf("%s %s out of range: omit it for the default", f.field, f.raw)
-		}
-		*f.dst = d
-	}
-	return c, nil
-}
-
 // MarshalJSON writes c with its defaults filled in, durations as Go
 // duration strings ("250ms").
-func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.toJSON()) }
+func (c Config) MarshalJSON() ([]byte, error) { return marshalConfig(c, "") }
 
 // UnmarshalJSON reads durations as Go duration strings. Omitted fields
 // take their defaults.
@@ -294,17 +178,6 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// decodeConfig reads a setting's JSON and the "instance" that answered
-// with it ("" in a PUT's body).
-func decodeConfig(b []byte) (Config, string, error) {
-	var w configJSON
-	if err := json.Unmarshal(b, &w); err != nil {
-		return Config{}, "", err
-	}
-	c, err := w.config()
-	return c, w.Instance, err
-}
-
 // InstanceConfig is the answer of GET /admin/strategy: the setting an
 // instance runs, its defaults filled in, and the instance's name.
 type InstanceConfig struct {
@@ -315,9 +188,7 @@ type InstanceConfig struct {
 
 // MarshalJSON writes the setting's fields and "instance".
 func (ic InstanceConfig) MarshalJSON() ([]byte, error) {
-	w := ic.toJSON()
-	w.Instance = ic.Instance
-	return json.Marshal(w)
+	return marshalConfig(ic.Config, ic.Instance)
 }
 
 // UnmarshalJSON reads the setting's fields and "instance".

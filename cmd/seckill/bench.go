@@ -100,7 +100,7 @@ func newBenchFlags() *benchFlags {
 	fs.IntVar(&f.concurrency, "concurrency", bench.DefaultConcurrency, "concurrent workers (closed model) or worker cap (with --rate)")
 	fs.IntVar(&f.qty, "qty", bench.DefaultQty, "units per purchase")
 	fs.IntVar(&f.rate, "rate", 0, "requests per second; 0 = closed model, --concurrency workers as fast as they go")
-	f.knobs = knobFlags(fs)
+	f.knobs = stock.BindKnobFlags(fs)
 	fs.IntVar(&f.instances, "instances", 0, "re-scale the local stack to N instances first, 1.."+strconv.Itoa(stack.MaxInstances)+" (default: as it is)")
 	fs.BoolVar(&f.noEvents, "no-events", false, "do not collect the instances' lock events (no mutual-exclusion check; for speed comparisons)")
 	fs.StringVar(&f.mode, "mode", bench.ModePurchase, "what a purchase's critical section does: purchase, lock, or both")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/democli"
+	"github.com/seckill-lab/seckill/stock"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
@@ -84,7 +85,7 @@ func runBuy(ctx context.Context, args []string) error {
 
 func runStrategy(ctx context.Context, args []string) error {
 	fs, dir := stackFlags("strategy")
-	knobs := knobFlags(fs)
+	knobs := stock.BindKnobFlags(fs)
 	usage := "usage: seckill strategy [NAME [--work-delay D] [--lock-ttl D] [--fencing] ... (flags below)]\n\n" +
 		"Without NAME: each instance's current setting. With NAME: switch every instance to it, then\n" +
 		"check they all run it.\n" +

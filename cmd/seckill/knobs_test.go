@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"testing"
+
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // TestKnobFlagsAgree: every command that sets a strategy (bench,
@@ -18,13 +20,13 @@ func TestKnobFlagsAgree(t *testing.T) {
 		byName[s.name] = s.fs
 	}
 	ref := flag.NewFlagSet("ref", flag.ContinueOnError)
-	knobFlags(ref)
+	stock.BindKnobFlags(ref)
 	for _, cmd := range []string{"bench", "strategy"} {
 		fs := byName[cmd]
 		if fs == nil {
 			t.Fatalf("no -h of %s", cmd)
 		}
-		for _, name := range knobNames() {
+		for _, name := range stock.KnobFlags() {
 			got, want := fs.Lookup(name), ref.Lookup(name)
 			switch {
 			case got == nil:
@@ -34,7 +36,18 @@ func TestKnobFlagsAgree(t *testing.T) {
 			}
 		}
 	}
-	if len(knobNames()) != 10 {
-		t.Errorf("knobs %v: want the 10 of stock.Config", knobNames())
+	if len(stock.KnobFlags()) != 10 {
+		t.Errorf("knobs %v: want the 10 of stock.Config", stock.KnobFlags())
+	}
+	// Every command that declares one knob declares them all.
+	for _, s := range sections {
+		if s.fs.Lookup("work-delay") == nil {
+			continue
+		}
+		for _, name := range stock.KnobFlags() {
+			if s.fs.Lookup(name) == nil {
+				t.Errorf("seckill %s sets a strategy but has no --%s", s.name, name)
+			}
+		}
 	}
 }
