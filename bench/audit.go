@@ -104,6 +104,9 @@ type Invariant struct {
 	// Undecided: the check could not decide (the linearizability check ran
 	// out of time). It is neither passed nor failed, and not counted.
 	Undecided bool `json:"undecided,omitempty"`
+	// CheckMS is how long the check took, for the checks whose cost grows
+	// with the run (the history, the lock evidence); 0 for arithmetic.
+	CheckMS float64 `json:"check_ms,omitempty"`
 }
 
 // Failed reports whether the check decided that the invariant broke.

@@ -114,6 +114,14 @@ type RunResult struct {
 	LockCycle *LockCycle `json:"lock_cycle,omitempty"`
 	// LinearizabilityMS is how long the history check took.
 	LinearizabilityMS float64 `json:"linearizability_ms"`
+	// ChecksMS is how long the checks whose cost grows with the run took
+	// together (the history, the lock evidence: Invariant.CheckMS).
+	ChecksMS float64 `json:"checks_ms"`
+	// PeakRSSMB is the bench process's peak resident set during the run,
+	// in MB (PeakRSSOwn), or since the bench started (not PeakRSSOwn:
+	// the peak could not be reset); 0 where it cannot be read.
+	PeakRSSMB  float64 `json:"bench_peak_rss_mb,omitempty"`
+	PeakRSSOwn bool    `json:"bench_peak_rss_own,omitempty"`
 	// LatencyCDF is the latency distribution of the run: up to 60 points
 	// (ms, fraction answered within it).
 	LatencyCDF [][2]float64 `json:"latency_cdf,omitempty"`
@@ -227,6 +235,9 @@ type Report struct {
 	// nil without one.
 	Experiment *Experiment `json:"experiment,omitempty"`
 	WallS      float64     `json:"wall_s"`
+	// PeakRSSMB is the bench process's largest resident set over the
+	// runs, in MB (RunResult.PeakRSSMB); 0 where it cannot be read.
+	PeakRSSMB float64 `json:"bench_peak_rss_mb,omitempty"`
 	// Order is, per round, the order its runs went in (run labels, see
 	// RunResult.Label): round 1 as given, later rounds shuffled from the
 	// seed, so every strategy runs early and late.
@@ -532,6 +543,10 @@ func summarize(rep *Report, o Options, costCond CostConditions, began time.Time)
 	rep.Sweep = sweepOf(rep.Summary, o.Sweep)
 	rep.CostModel = costModel(costCond, rep.Runs, rep.Summary)
 	rep.WallS = time.Since(began).Seconds()
+	for _, run := range rep.Runs {
+		rep.PeakRSSMB = max(rep.PeakRSSMB, run.PeakRSSMB)
+	}
+	rep.PeakRSSMB = max(rep.PeakRSSMB, peakRSSMB())
 }
 
 // checkTarget fails with ErrUnreachable when nothing answers at target.

@@ -310,12 +310,14 @@ func checkHistory(ctx context.Context, responses []Response, qty, initial int, v
 // that ran out of time decided nothing: it is undecided, neither passed
 // nor failed.
 func linearizability(rep history.Report) Invariant {
+	ms := float64(rep.Elapsed.Microseconds()) / 1000
+	by := checkerOf(rep)
 	if rep.Verdict == history.VerdictUnknown {
-		return Invariant{Name: InvLinearizable, Undecided: true,
-			Detail: fmt.Sprintf("undecided: the check of %d operations ran out of its %s", rep.Ops, LinearizabilityTimeout)}
+		return Invariant{Name: InvLinearizable, Undecided: true, CheckMS: ms,
+			Detail: fmt.Sprintf("undecided: the check of %d operations %s ran out of its %s", rep.Ops, by, LinearizabilityTimeout)}
 	}
-	inv := Invariant{Name: InvLinearizable, Applicable: true, Pass: rep.Verdict == history.Linearizable,
-		Detail: fmt.Sprintf("%s: %d operations checked in %.1f ms", rep.Verdict, rep.Ops, float64(rep.Elapsed.Microseconds())/1000)}
+	inv := Invariant{Name: InvLinearizable, Applicable: true, Pass: rep.Verdict == history.Linearizable, CheckMS: ms,
+		Detail: fmt.Sprintf("%s: %d operations checked in %.1f ms %s", rep.Verdict, rep.Ops, ms, by)}
 	if rep.Reason != "" {
 		inv.Detail += " (" + rep.Reason + ")"
 	}
@@ -323,6 +325,18 @@ func linearizability(rep history.Report) Invariant {
 		inv.Count = 1
 	}
 	return inv
+}
+
+// checkerOf says which checker decided rep: "by the counter checker", or
+// "by porcupine" with why the counter checker could not.
+func checkerOf(rep history.Report) string {
+	switch {
+	case rep.Checker == "":
+		return ""
+	case rep.Fallback != "":
+		return "by " + rep.Checker + " (" + rep.Fallback + ")"
+	}
+	return "by the " + rep.Checker + " checker"
 }
 
 // evidenceInput is what the lock evidence is checked against: the sales
@@ -407,15 +421,22 @@ func lockEvidence(run *RunResult, events []stock.Event, in evidenceInput, rawDir
 			return nil, err
 		}
 	}
+	t0 := time.Now()
 	secs := lockcheck.Sections(events)
+	tSections := time.Since(t0)
 	run.LockCycle = newLockCycle(lockcheck.Cycles(lockcheck.Holds(secs)))
+	t1 := time.Now()
 	overlaps := lockcheck.Overlaps(secs)
+	tOverlaps := time.Since(t1)
+	t2 := time.Now()
 	early := lockcheck.ReleasedBeforeCommit(secs)
+	tEarly := time.Since(t2)
+	msOf := func(d time.Duration) float64 { return float64((tSections + d).Microseconds()) / 1000 }
 	locked := false
 	for _, s := range secs {
 		locked = locked || s.AcquiredNS > 0
 	}
-	mx := Invariant{Name: InvMutualExclusion, Applicable: true, Pass: len(overlaps) == 0, Count: len(overlaps),
+	mx := Invariant{Name: InvMutualExclusion, Applicable: true, Pass: len(overlaps) == 0, Count: len(overlaps), CheckMS: msOf(tOverlaps),
 		Detail: fmt.Sprintf("%d critical sections (stock read to commit), none overlapping, every sale's among them; the instances share this machine's monotonic clock", len(secs))}
 	if len(in.gaps) > 0 {
 		mx.Detail += "; the event streams missed events, none of a sale: " + strings.Join(in.gaps, "; ")
@@ -464,7 +485,7 @@ func lockEvidence(run *RunResult, events []stock.Event, in evidenceInput, rawDir
 			mx.Detail += "; timeline " + filepath.Base(run.Timeline)
 		}
 	}
-	rc := Invariant{Name: InvReleaseAfterCommit, Applicable: true, Pass: len(early) == 0, Count: len(early),
+	rc := Invariant{Name: InvReleaseAfterCommit, Applicable: true, Pass: len(early) == 0, Count: len(early), CheckMS: msOf(tEarly),
 		Detail: "no lock released before its holder's COMMIT"}
 	if !locked {
 		rc = Invariant{Name: InvReleaseAfterCommit, Pass: true, Detail: "not applicable: the strategy takes no lock"}

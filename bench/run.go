@@ -42,6 +42,7 @@ func (r *runner) runOne(ctx context.Context, rs runSpec, label string) (RunResul
 	if err := r.reset(ctx, rs, &run, label); err != nil {
 		return RunResult{}, err
 	}
+	run.PeakRSSOwn = resetPeakRSS()
 	before := r.counters(ctx, rs, run.Strategy)
 	l, err := r.attack(ctx, &run, rs, label)
 	if err != nil {
@@ -50,7 +51,9 @@ func (r *runner) runOne(ctx context.Context, rs runSpec, label string) (RunResul
 	if err := r.settle(ctx, &run, &l, before); err != nil {
 		return run, err
 	}
-	return run, r.audit(ctx, &run, rs, l, before)
+	err = r.audit(ctx, &run, rs, l, before)
+	run.PeakRSSMB = peakRSSMB()
+	return run, err
 }
 
 // switchTo switches every instance to rs's setting and starts the run's
@@ -453,7 +456,7 @@ func (r *runner) invariants(ctx context.Context, run *RunResult, l loadOutcome, 
 	if err != nil {
 		return nil, err
 	}
-	run.LinearizabilityMS = float64(lrep.Elapsed.Microseconds()) / 1000
+	run.LinearizabilityMS = lin.CheckMS
 	if lin.Failed() && view != "" && len(lrep.Visualization) > 0 {
 		run.HistoryView = filepath.Join("raw", filepath.Base(view))
 	}
@@ -467,6 +470,9 @@ func (r *runner) invariants(ctx context.Context, run *RunResult, l loadOutcome, 
 		p, inv := perUser(ids, r.o.Users, limit)
 		run.PerUser = &p
 		out = append(out, inv)
+	}
+	for _, inv := range out {
+		run.ChecksMS += inv.CheckMS
 	}
 	return out, nil
 }

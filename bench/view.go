@@ -115,7 +115,38 @@ func reportFacts(rep *Report) []fact {
 	if rep.Warmup > 0 {
 		facts = append(facts, fact{"warm-up", fmt.Sprintf("%d purchases on a goods of their own before each strategy's first run, counted nowhere", rep.Warmup)})
 	}
-	return append(facts, fact{"wall time", fmt.Sprintf("%.1f s", rep.WallS)})
+	facts = append(facts, fact{"wall time", fmt.Sprintf("%.1f s", rep.WallS)})
+	if f := checksFact(rep); f != "" {
+		facts = append(facts, fact{"checks", f})
+	}
+	return facts
+}
+
+// checksFact says what the checks cost (the slowest run's), the bench's
+// peak memory, and which checks were left undecided and why; "" for a
+// report without them (one written before they were measured).
+func checksFact(rep *Report) string {
+	var worst, lin float64
+	var undecided []string
+	for _, run := range rep.Runs {
+		worst, lin = max(worst, run.ChecksMS), max(lin, run.LinearizabilityMS)
+		for _, inv := range run.Invariants {
+			if inv.Undecided {
+				undecided = append(undecided, fmt.Sprintf("%s of %s: %s", inv.Name, run.Label(), inv.Detail))
+			}
+		}
+	}
+	if worst == 0 && rep.PeakRSSMB == 0 {
+		return ""
+	}
+	out := fmt.Sprintf("the history and lock-evidence checks took at most %.0f ms in one run (linearizability at most %.0f ms)", worst, lin)
+	if rep.PeakRSSMB > 0 {
+		out += fmt.Sprintf("; the bench's peak resident memory %.0f MB", rep.PeakRSSMB)
+	}
+	if len(undecided) > 0 {
+		out += "; undecided: " + strings.Join(undecided, "; ")
+	}
+	return out
 }
 
 // sweptClients lists a sweep's client counts: "1, 10, 50".
