@@ -123,11 +123,12 @@ func TestRTT(t *testing.T) {
 		t.Errorf("round trip after heal %s (%v), want at least %s", d, err, rtt)
 	}
 
-	// A purchase pays the round trip; a lock's purchase at least once more.
-	// Compared on the fastest purchase of each: the floor the round trips
-	// set. The median moved with the machine: CI saw sql-atomic's p50 at
-	// 12.19 and 12.55 ms (redis's 11.49 and 10.19) while other packages'
-	// stacks ran, about 10 ms on every purchase of one run.
+	// A purchase pays the round trip; a lock's purchase at least once more
+	// (the lock server's, then MySQL's). Each is checked against the floor
+	// the round trips set, never against the other strategy: the machine
+	// adds to every purchase, so one's fastest can come within a round
+	// trip of the other's (CI saw sql-atomic's fastest at 11.41 ms and
+	// redis's at 12.81 while other packages' stacks ran).
 	rep2, err := bench.Run(ctx, bench.Options{Fleet: st.Fleet(), Strategies: []string{"sql-atomic", "redis"}, Requests: 20, Stock: 40,
 		Concurrency: 1, Warmup: 5, CalibrateRequests: -1, OutDir: t.TempDir()})
 	if err != nil {
@@ -143,8 +144,8 @@ func TestRTT(t *testing.T) {
 			t.Errorf("%s oversold %d", r.Strategy, r.Oversold)
 		}
 	}
-	if p["sql-atomic"] < 2 || p["redis"] < p["sql-atomic"]+2 {
-		t.Errorf("fastest purchase sql-atomic %.2f ms, redis %.2f ms at rtt 2 ms: want sql-atomic >= 2 and redis >= sql-atomic + 2", p["sql-atomic"], p["redis"])
+	if p["sql-atomic"] < 2 || p["redis"] < 2*2 {
+		t.Errorf("fastest purchase sql-atomic %.2f ms, redis %.2f ms at rtt 2 ms: want sql-atomic >= 2 (MySQL's round trip) and redis >= 4 (Redis's and MySQL's)", p["sql-atomic"], p["redis"])
 	}
 
 	// A sweep over round trips changes the links between its points,
