@@ -19,10 +19,6 @@ import (
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
-// deadRedisBase is the base port of the stack of
-// TestIntegrationDeadRedisBlocksOnlyItsStrategies (internal/ports.Suite).
-const deadRedisBase = 28600
-
 // TestIntegrationDeadRedisBlocksOnlyItsStrategies starts a stack of its own
 // (Redis and MariaDB, 2 instances: it kills one of the stack's servers,
 // which no other package's test may find dead) and kills its redis-1. With
@@ -41,7 +37,7 @@ func TestIntegrationDeadRedisBlocksOnlyItsStrategies(t *testing.T) {
 	defer cancel()
 	f := stack.SystemFinder()
 	f.Lab = testenv.LabBin()
-	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: testenv.Port(deadRedisBase), Instances: 2, Binary: bin, Out: io.Discard,
+	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: testenv.Port(28600), // internal/ports.Suite Instances: 2, Binary: bin, Out: io.Discard,
 		Backends: []stack.Backend{stack.BackendRedis, stack.BackendMySQL}, Finder: &f})
 	t.Cleanup(func() { _ = stack.Down(context.Background(), dir, io.Discard) })
 	if err != nil {

@@ -499,6 +499,7 @@ func expiresWithoutRenewal(t *testing.T, f Factory) {
 		wctx, cancel = context.WithTimeout(ctx, opts.TTL+f.ExpirySlack)
 	}
 	second, err := b.Lock(wctx, key)
+	gotSecond := time.Now()
 	cancel()
 	resume() // the stale holder wakes up: its renewal and its release go out again
 	if err != nil {
@@ -542,8 +543,23 @@ func expiresWithoutRenewal(t *testing.T, f Factory) {
 		}
 		t.Fatalf("stale holder's Unlock: err = %v, want ErrNotHeld (it must not release the new holder's lock)%s", err, seen)
 	}
-	if _, err := a.TryLock(ctx, key); !errors.Is(err, lockimpl.ErrLocked) {
+	// The new holder does not renew either: it holds for its own TTL, no
+	// longer. A loaded machine can take that long over the checks above;
+	// the two below then test nothing the lock promises, and are left out.
+	held := func() bool { return time.Since(gotSecond) < opts.TTL-ExpiryResolution }
+	other, err := a.TryLock(ctx, key)
+	switch {
+	case errors.Is(err, lockimpl.ErrLocked):
+	case held():
 		t.Fatalf("TryLock while the new holder holds: err = %v, want ErrLocked", err)
+	case err == nil:
+		mustUnlock(t, other)
+	}
+	if !held() {
+		t.Logf("the new holder's TTL %v ran out over the checks (%v since it locked): its TryLock and Unlock checks are left out",
+			opts.TTL, time.Since(gotSecond).Round(time.Millisecond))
+		_ = second.Unlock(ctx)
+		return
 	}
 	mustUnlock(t, second)
 }
