@@ -167,10 +167,9 @@ func betaCF(x, a, b float64) float64 {
 	}
 	d = 1 / d
 	h := d
-	for m := 1; m <= 100000; m++ {
-		fm := float64(m)
-		m2 := 2 * fm
-		aa := fm * (b - fm) * x / ((qam + m2) * (a + m2))
+	// step is one of Lentz's updates with the fraction's next term aa; it
+	// returns the factor it multiplied h by.
+	step := func(aa float64) float64 {
 		d = 1 + aa*d
 		if math.Abs(d) < tiny {
 			d = tiny
@@ -181,19 +180,13 @@ func betaCF(x, a, b float64) float64 {
 		}
 		d = 1 / d
 		h *= d * c
-		aa = -(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		del := d * c
-		h *= del
-		if math.Abs(del-1) < eps {
+		return d * c
+	}
+	for m := 1; m <= 100000; m++ {
+		fm := float64(m)
+		m2 := 2 * fm
+		step(fm * (b - fm) * x / ((qam + m2) * (a + m2)))
+		if del := step(-(a + fm) * (qab + fm) * x / ((a + m2) * (qap + m2))); math.Abs(del-1) < eps {
 			break
 		}
 	}
