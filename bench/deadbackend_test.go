@@ -37,7 +37,8 @@ func TestIntegrationDeadRedisBlocksOnlyItsStrategies(t *testing.T) {
 	defer cancel()
 	f := stack.SystemFinder()
 	f.Lab = testenv.LabBin()
-	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: testenv.Port(28600), // internal/ports.Suite Instances: 2, Binary: bin, Out: io.Discard,
+	// Its base port is in internal/ports.Suite.
+	st, err := stack.Up(ctx, stack.Options{Dir: dir, BasePort: testenv.Port(28600), Instances: 2, Binary: bin, Out: io.Discard,
 		Backends: []stack.Backend{stack.BackendRedis, stack.BackendMySQL}, Finder: &f})
 	t.Cleanup(func() { _ = stack.Down(context.Background(), dir, io.Discard) })
 	if err != nil {
