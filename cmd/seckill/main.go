@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"syscall"
@@ -97,6 +98,9 @@ func run(ctx context.Context, args []string) error {
 	}
 	err = cmd.run(ctx, args[1:])
 	stopProfile()
+	if perr := heapProfile(os.Getenv(EnvHeapProfile)); perr != nil {
+		err = errors.Join(err, perr)
+	}
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -128,6 +132,29 @@ func (e exitError) Error() string { return e.msg }
 // itself (runtime/pprof; read it with `go tool pprof bin/seckill FILE`).
 // The instances serve theirs at /admin/debug/pprof/profile.
 const EnvCPUProfile = "SECKILL_CPU_PROFILE"
+
+// EnvHeapProfile names a file to which any command writes a heap profile
+// of itself when it ends: every allocation it made, by where it was made
+// (`go tool pprof -sample_index=alloc_space bin/seckill FILE`), and what
+// it still held.
+const EnvHeapProfile = "SECKILL_HEAP_PROFILE"
+
+// heapProfile writes the heap profile to path ("" writes none).
+func heapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvHeapProfile, err)
+	}
+	runtime.GC() // the profile's in-use figures are as of the last GC
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: write the profile: %w", EnvHeapProfile, err)
+	}
+	return f.Close()
+}
 
 // cpuProfile starts a CPU profile to path ("" profiles nothing) and
 // returns the function that ends it.
