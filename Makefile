@@ -40,7 +40,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all go-version deps packages build up down status test demo bench lint clean curator lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests client-bench curator-bench
+.PHONY: all go-version deps packages build up down status test demo bench lint clean curator lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests client-bench curator-bench bench-memory
 
 all: build
 
@@ -214,6 +214,12 @@ proxy-cost: build
 # needs no stack.
 client-bench: go-version
 	GO="$(GO)" scripts/client-bench.sh
+
+# bench-memory: the bench's own peak memory and checks' time as a run grows
+# (SIZES requests, one run each, on a stack of its own at BASE); rewrites
+# docs/performance.md's bench-memory block (scripts/bench-memory.sh).
+bench-memory: build
+	SIZES="$(or $(SIZES),30000 100000 250000 1000000)" STRATEGY="$(or $(MEM_STRATEGY),sql-atomic)" BASE="$(or $(BASE),20400)" scripts/bench-memory.sh
 
 # curator-bench: the sources' Curator recipe (examples/curator) beside the
 # lab's zookeeper strategy in one bench report, on a stack of its own;
