@@ -7,6 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/seckill-lab/seckill/internal/lockwire"
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
@@ -40,7 +41,7 @@ func (b backend) NewLocker(_ context.Context, opts lockimpl.Options) (lockimpl.L
 // Ping asks the lock's server.
 func (b backend) Ping(ctx context.Context) error {
 	if b.e.Server == catalog.ServerEtcd {
-		if _, err := etcdOf(b.c).Get(ctx, "health-check"); err != nil {
+		if _, err := server.EtcdClient(b.c).Get(ctx, "health-check"); err != nil {
 			return fmt.Errorf("exercise %s: etcd: %w", b.e.Name, err)
 		}
 		return nil
@@ -56,7 +57,7 @@ func (b backend) Clear(ctx context.Context, key string) error {
 	full := b.e.Prefix() + key
 	var err error
 	if b.e.Server == catalog.ServerEtcd {
-		_, err = etcdOf(b.c).Delete(ctx, full, clientv3.WithPrefix())
+		_, err = server.EtcdClient(b.c).Delete(ctx, full, clientv3.WithPrefix())
 	} else {
 		err = b.c.Redis.Del(ctx, full).Err()
 	}

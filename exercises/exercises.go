@@ -26,6 +26,7 @@ import (
 	"github.com/seckill-lab/seckill/exercises/redislock"
 	"github.com/seckill-lab/seckill/exercises/watchdog"
 	"github.com/seckill-lab/seckill/internal/lockwire"
+	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/lockimpl"
 	"github.com/seckill-lab/seckill/lockimpl/etcdlock"
 	rl "github.com/seckill-lab/seckill/lockimpl/redislock"
@@ -243,19 +244,12 @@ func onRedis(build func(redis.UniversalClient, lockimpl.Options) lockimpl.Locker
 
 func onEtcd(build func(*clientv3.Client, lockimpl.Options) lockimpl.Locker) func(lockwire.Clients, lockimpl.Options) (lockimpl.Locker, error) {
 	return func(c lockwire.Clients, o lockimpl.Options) (lockimpl.Locker, error) {
-		cli := etcdOf(c)
+		cli := server.EtcdClient(c)
 		if cli == nil {
 			return nil, fmt.Errorf("%s: %w", catalog.ServerEtcd, stock.ErrNotConfigured)
 		}
 		return build(cli, o), nil
 	}
-}
-
-// etcdOf is the instance's shared etcd client (lockwire.Connect), nil
-// without one.
-func etcdOf(c lockwire.Clients) *clientv3.Client {
-	cli, _ := c.Shared[catalog.ServerEtcd].(*clientv3.Client)
-	return cli
 }
 
 // EnvGradeTarget names whose lock the exercises' conformance test grades:

@@ -360,11 +360,18 @@ var wireEtcd = lockwire.Wiring{
 	},
 	Openers: map[string]lockwire.Opener{
 		catalog.Etcd: func(_ context.Context, c lockwire.Clients) (stock.LockBackend, error) {
-			cli, ok := c.Shared[catalog.ServerEtcd].(*clientv3.Client)
-			if !ok {
+			cli := EtcdClient(c)
+			if cli == nil {
 				return nil, lockwire.NotConfigured(catalog.ServerEtcd)
 			}
 			return etcdlock.NewBackend(cli), nil
 		},
 	},
+}
+
+// EtcdClient is the instance's shared etcd client (wireEtcd's Connect),
+// nil without one: the etcd strategy's and the workshop's exercises'.
+func EtcdClient(c lockwire.Clients) *clientv3.Client {
+	cli, _ := c.Shared[catalog.ServerEtcd].(*clientv3.Client)
+	return cli
 }

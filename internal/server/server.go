@@ -222,7 +222,7 @@ func register(s *Spec) {
 // lockwire (Provide); remove takes both away again (a test's fake
 // server). A lock server (a server of the catalogue, catalog.ServerInfo,
 // named by Group; or one with Idle or Wiring) must be in the catalogue and
-// have every part the rest of the lab reads (LockServerParts): Register
+// have every part the rest of the lab reads (checkParts): Register
 // says which it misses.
 func Register(s *Spec) (remove func(), err error) {
 	if err := s.checkParts(); err != nil {
@@ -242,14 +242,10 @@ func Register(s *Spec) (remove func(), err error) {
 	}, nil
 }
 
-// LockServerParts are what a lock server's description must have: what
+// checkParts says which part a lock server's description misses: what
 // starts it (Image, Kinds, Nodes, Ports), the variable that gives an
 // instance its addresses (Env, as the catalogue names it), and its idle
 // probes of the operations the cost model prices (Idle).
-var LockServerParts = []string{"catalogue entry", "image", "kinds", "nodes", "ports", "env", "idle probes"}
-
-// checkParts says which of LockServerParts a lock server's description
-// misses.
 func (s *Spec) checkParts() error {
 	info, ok := catalog.ServerOf(catalog.Server(s.Group))
 	if !ok && s.Idle == nil && s.Wiring == nil {
