@@ -66,19 +66,40 @@ func (s Section) id() sectionID { return sectionID{s.Instance, s.Purchase, s.Key
 // one that held the lock), its token is the section's Token; the first read
 // and the first committed or rolled_back count; the last released counts.
 func Sections(events []stock.Event) []Section {
-	groups := map[sectionID][]int{}
+	// Each event's section number, in the order sections first appear,
+	// then the events grouped by section in one array (a counting sort):
+	// one map lookup per event and no slice per section.
+	at := map[sectionID]int32{}
+	group := make([]int32, len(events))
 	var order []sectionID
-	for i, ev := range events {
+	for i := range events {
+		ev := &events[i]
 		id := sectionID{ev.Instance, ev.Purchase, ev.Key}
-		if _, ok := groups[id]; !ok {
+		g, ok := at[id]
+		if !ok {
+			g = int32(len(order))
+			at[id] = g
 			order = append(order, id)
 		}
-		groups[id] = append(groups[id], i)
+		group[i] = g
+	}
+	start := make([]int32, len(order)+1)
+	for _, g := range group {
+		start[g+1]++
+	}
+	for g := range order {
+		start[g+1] += start[g]
+	}
+	next := slices.Clone(start[:len(order)])
+	byGroup := make([]int32, len(events))
+	for i, g := range group {
+		byGroup[next[g]] = int32(i)
+		next[g]++
 	}
 	secs := make([]Section, 0, len(order))
-	for _, id := range order {
-		idx := groups[id]
-		slices.SortStableFunc(idx, func(a, b int) int {
+	for g, id := range order {
+		idx := byGroup[start[g]:start[g+1]]
+		slices.SortStableFunc(idx, func(a, b int32) int {
 			return cmp.Or(cmp.Compare(events[a].MonoNS, events[b].MonoNS), cmp.Compare(events[a].Seq, events[b].Seq))
 		})
 		s := Section{Instance: id.instance, Purchase: id.purchase, Key: id.key}
@@ -274,28 +295,29 @@ type Hold struct {
 // released, by key and in the order they were acquired. A batch's
 // sections are one hold: from the first acquire seen to the last release.
 func Holds(secs []Section) map[string][]Hold {
-	type hid struct{ key, instance, batch, purchase string }
+	// A section outside a batch is a hold of its own (sections are one per
+	// instance, purchase and key): only a batch's need the map.
+	type hid struct{ key, instance, batch string }
 	at := map[hid]int{}
 	var all []Hold
 	for _, s := range secs {
 		if s.AcquiredNS == 0 || s.ReleasedNS == 0 {
 			continue
 		}
-		id := hid{s.Key, s.Instance, s.Batch, s.Purchase}
 		if s.Batch != "" {
-			id.purchase = ""
-		}
-		if i, ok := at[id]; ok {
-			h := &all[i]
-			h.AcquiredNS = min(h.AcquiredNS, s.AcquiredNS)
-			h.ReleasedNS = max(h.ReleasedNS, s.ReleasedNS)
-			if s.ReadNS != 0 && (h.ReadNS == 0 || s.ReadNS < h.ReadNS) {
-				h.ReadNS = s.ReadNS
+			id := hid{s.Key, s.Instance, s.Batch}
+			if i, ok := at[id]; ok {
+				h := &all[i]
+				h.AcquiredNS = min(h.AcquiredNS, s.AcquiredNS)
+				h.ReleasedNS = max(h.ReleasedNS, s.ReleasedNS)
+				if s.ReadNS != 0 && (h.ReadNS == 0 || s.ReadNS < h.ReadNS) {
+					h.ReadNS = s.ReadNS
+				}
+				h.EndNS = max(h.EndNS, s.EndNS)
+				continue
 			}
-			h.EndNS = max(h.EndNS, s.EndNS)
-			continue
+			at[id] = len(all)
 		}
-		at[id] = len(all)
 		all = append(all, Hold{Key: s.Key, AcquiredNS: s.AcquiredNS, ReleasedNS: s.ReleasedNS, ReadNS: s.ReadNS, EndNS: s.EndNS})
 	}
 	out := map[string][]Hold{}

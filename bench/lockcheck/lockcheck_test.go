@@ -593,3 +593,52 @@ func TestCycles(t *testing.T) {
 		})
 	}
 }
+
+// eventsOf is the lock events of n purchases of one key, as three
+// instances' streams merged: each acquires, reads, writes, commits and
+// releases, one after the other, and the streams come in instance order
+// (not time order), as the bench collects them.
+func eventsOf(n int) []stock.Event {
+	insts := []string{"inst-1", "inst-2", "inst-3"}
+	per := make([][]stock.Event, len(insts))
+	kinds := []stock.EventKind{stock.EventAcquired, stock.EventRead, stock.EventWritten, stock.EventCommitted, stock.EventReleased}
+	v := int64(1)
+	for i := range n {
+		k := i % len(insts)
+		base := int64(i) * 100 * us
+		for j, kind := range kinds {
+			e := stock.Event{Seq: uint64(len(per[k]) + 1), MonoNS: base + int64(j+1)*15*us, Instance: insts[k], Strategy: "redis",
+				Purchase: fmt.Sprintf("bench-7-1-%d", i), Key: "goods:1", Kind: kind, Token: uint64(i + 1)}
+			if kind == stock.EventRead || kind == stock.EventWritten {
+				e.Value = &v
+			}
+			per[k] = append(per[k], e)
+		}
+	}
+	return slices.Concat(per...)
+}
+
+// BenchmarkChecks1M is the bench's lock checks over a million critical
+// sections (five million events): sections, mutual exclusion,
+// release-after-commit and the lock cycle.
+//
+//	go test -run '^$' -bench Checks1M -benchtime 3x ./bench/lockcheck
+func BenchmarkChecks1M(b *testing.B) {
+	events := eventsOf(1_000_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		secs := Sections(events)
+		if len(secs) != 1_000_000 {
+			b.Fatalf("%d sections", len(secs))
+		}
+		if o := Overlaps(secs); len(o) != 0 {
+			b.Fatalf("%d overlaps", len(o))
+		}
+		if e := ReleasedBeforeCommit(secs); len(e) != 0 {
+			b.Fatalf("%d early releases", len(e))
+		}
+		if c := Cycles(Holds(secs)); len(c.Held) != 1_000_000 {
+			b.Fatalf("%d holds", len(c.Held))
+		}
+	}
+}
