@@ -23,6 +23,7 @@ import (
 	"github.com/seckill-lab/seckill/bench/history"
 	"github.com/seckill-lab/seckill/bench/lockcheck"
 	"github.com/seckill-lab/seckill/stock"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // Invariant names of the evidence checks (after the six of Evaluate).
@@ -259,6 +260,28 @@ func writeEvents(path string, events []stock.Event) error {
 		}
 	}
 	return errors.Join(w.Flush(), f.Close())
+}
+
+// ReadHistory reads a run's raw results (RunResult.Raw, in vegeta's
+// format) back into the history its linearizability check was given; qty
+// is the run's purchase quantity. Each operation is named by its attack
+// and its request's number ("none-1#17"): the raw results do not keep the
+// Idempotency-Keys.
+func ReadHistory(r io.Reader, qty int) ([]history.Op, error) {
+	dec := vegeta.NewDecoder(bufio.NewReader(r))
+	var responses []Response
+	for {
+		var res vegeta.Result
+		err := dec.Decode(&res)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read raw result %d: %w", len(responses)+1, err)
+		}
+		responses = append(responses, toResponse(&res, fmt.Sprintf("%s#%d", res.Attack, res.Seq+1)))
+	}
+	return historyOps(responses, qty), nil
 }
 
 // historyOps turns the responses of a run into the history the

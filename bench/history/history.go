@@ -205,7 +205,35 @@ func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) 
 		rep.Elapsed = time.Since(start)
 		return rep, err
 	}
-	rep.Checker, rep.Fallback = CheckerPorcupine, res.undecided
+	rep.Fallback = res.undecided
+	err = rep.porcupine(ctx, ops, kept, base, initial, timeout)
+	rep.Elapsed = time.Since(start)
+	return rep, err
+}
+
+// CheckPorcupine checks ops with porcupine's search alone, as Check does
+// where the counter checker cannot decide: the cross-check of the counter
+// checker on a history small enough for both.
+func CheckPorcupine(ctx context.Context, ops []Op, initial int64, timeout time.Duration) (Report, error) {
+	start := time.Now()
+	if initial < 0 {
+		return Report{}, fmt.Errorf("history: initial stock %d is negative", initial)
+	}
+	kept, base, err := effective(ops)
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{Ops: len(kept), Verdict: Linearizable}
+	if len(kept) > 0 {
+		err = rep.porcupine(ctx, ops, kept, base, initial, timeout)
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, err
+}
+
+// porcupine decides rep by porcupine's search over the kept ops.
+func (rep *Report) porcupine(ctx context.Context, ops []Op, kept []int, base time.Time, initial int64, timeout time.Duration) error {
+	rep.Checker = CheckerPorcupine
 	history, steps := operations(ops, kept, base)
 
 	// Cancellation by ctx: porcupine only knows its own timeout, so a
@@ -223,9 +251,7 @@ func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) 
 	if rep.Reason != "" && (timeout <= 0 || timeout > refutedBudget) {
 		timeout = refutedBudget
 	}
-	err = search(&rep, counterModel(initial, &cancelled), history, timeout, &cancelled)
-	rep.Elapsed = time.Since(start)
-	return rep, err
+	return search(rep, counterModel(initial, &cancelled), history, timeout, &cancelled)
 }
 
 // draw runs porcupine on a history the counter checker proved not
