@@ -40,7 +40,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all go-version deps packages build up down status test demo bench lint clean curator lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests client-bench curator-bench bench-memory
+.PHONY: all go-version deps packages build up down status test demo bench lint clean curator lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests client-bench curator-bench bench-memory perf-model
 
 all: build
 
@@ -182,6 +182,13 @@ readme: up
 perf: up
 	DIR=$(DIR) scripts/perf.sh
 
+# perf-model: the cost model's measured/model ratio of sql-atomic and each
+# lock at loopback and at a 2 ms round trip, median and range of RUNS (3)
+# benches, on a stack of its own; rewrites docs/cost-model.md's block
+# cost-model-repeats (scripts/perf-model.sh; make perf runs it last).
+perf-model: build
+	scripts/perf-model.sh
+
 # soak: one hour (SOAK_FOR) of steady load (SOAK_RATE purchases/s) on an ha
 # stack of its own, every process's RSS and every instance's goroutines and
 # fds sampled, one event stream open throughout; rewrites the soak
@@ -216,10 +223,11 @@ client-bench: go-version
 	GO="$(GO)" scripts/client-bench.sh
 
 # bench-memory: the bench's own peak memory and checks' time as a run grows
-# (SIZES requests, one run each, on a stack of its own at BASE); rewrites
+# (SIZES requests of MEM_STRATEGY, then LOCK_SIZES of the lock MEM_LOCK, one
+# run each, on a stack of its own at BASE); rewrites
 # docs/performance.md's bench-memory block (scripts/bench-memory.sh).
 bench-memory: build
-	SIZES="$(or $(SIZES),30000 100000 250000 1000000)" STRATEGY="$(or $(MEM_STRATEGY),sql-atomic)" BASE="$(or $(BASE),20400)" scripts/bench-memory.sh
+	SIZES="$(or $(SIZES),30000 100000 250000 1000000)" STRATEGY="$(or $(MEM_STRATEGY),sql-atomic)" LOCK_SIZES="$(or $(LOCK_SIZES),100000 250000)" LOCK_STRATEGY="$(or $(MEM_LOCK),redis)" BASE="$(or $(BASE),20400)" scripts/bench-memory.sh
 
 # curator-bench: the sources' Curator recipe (examples/curator) beside the
 # lab's zookeeper strategy in one bench report, on a stack of its own;

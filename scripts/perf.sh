@@ -13,7 +13,10 @@
 #      rounds (the host's speed moves between rounds), with where the CPU went;
 #   5. an independent client: wrk through nginx against mariadb-slap
 #      straight at MariaDB (scripts/independent-ceiling.sh, RUNS=5 times,
-#      and their median).
+#      and their median);
+#   6. the cost model's ratio of each lock at loopback and at a 2 ms round
+#      trip, median and range of RUNS benches (scripts/perf-model.sh, on a
+#      stack of its own with the proxy; docs/cost-model.md's block).
 # Each step is one `seckill bench`; their tables go to the block
 # "perf" (scripts/readme-block.sh) and the reports stay under results/perf-*/.
 #   make perf [DIR=.seckill] [REPEAT=2] [ASYNC_REPEAT=5] [SEED=7] [RUNS=5]
@@ -108,3 +111,4 @@ wall=$(( $(date +%s) - began ))
 	echo '```'
 } > "$block"
 scripts/readme-block.sh perf "$block"
+RUNS=$RUNS SEED=$SEED scripts/perf-model.sh
