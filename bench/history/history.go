@@ -174,6 +174,18 @@ type step struct {
 // cancels it too (VerdictUnknown as well, and no error: an error means bad
 // input only).
 func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) (Report, error) {
+	return check(ctx, ops, initial, timeout, true)
+}
+
+// CheckPorcupine checks ops with porcupine's search alone, as Check does
+// where the counter checker cannot decide: the cross-check of the counter
+// checker on a history small enough for both.
+func CheckPorcupine(ctx context.Context, ops []Op, initial int64, timeout time.Duration) (Report, error) {
+	return check(ctx, ops, initial, timeout, false)
+}
+
+// check is Check, with the counter checker first when counter is set.
+func check(ctx context.Context, ops []Op, initial int64, timeout time.Duration, counter bool) (Report, error) {
 	start := time.Now()
 	if initial < 0 {
 		return Report{}, fmt.Errorf("history: initial stock %d is negative", initial)
@@ -193,40 +205,22 @@ func Check(ctx context.Context, ops []Op, initial int64, timeout time.Duration) 
 		rep.Elapsed = time.Since(start)
 		return rep, nil
 	}
-	res := checkCounter(ops, kept, base, initial)
-	if res.undecided == "" {
-		rep.Checker, rep.Verdict, rep.Reason = CheckerCounter, res.verdict, res.reason
-		for _, i := range res.witness {
-			rep.Counterexample = append(rep.Counterexample, ops[i])
+	if counter {
+		res := checkCounter(ops, kept, base, initial)
+		if res.undecided == "" {
+			rep.Checker, rep.Verdict, rep.Reason = CheckerCounter, res.verdict, res.reason
+			for _, i := range res.witness {
+				rep.Counterexample = append(rep.Counterexample, ops[i])
+			}
+			if res.verdict == NotLinearizable && len(kept) <= drawMaxOps {
+				err = draw(ctx, &rep, ops, kept, base, initial)
+			}
+			rep.Elapsed = time.Since(start)
+			return rep, err
 		}
-		if res.verdict == NotLinearizable && len(kept) <= drawMaxOps {
-			err = draw(ctx, &rep, ops, kept, base, initial)
-		}
-		rep.Elapsed = time.Since(start)
-		return rep, err
+		rep.Fallback = res.undecided
 	}
-	rep.Fallback = res.undecided
 	err = rep.porcupine(ctx, ops, kept, base, initial, timeout)
-	rep.Elapsed = time.Since(start)
-	return rep, err
-}
-
-// CheckPorcupine checks ops with porcupine's search alone, as Check does
-// where the counter checker cannot decide: the cross-check of the counter
-// checker on a history small enough for both.
-func CheckPorcupine(ctx context.Context, ops []Op, initial int64, timeout time.Duration) (Report, error) {
-	start := time.Now()
-	if initial < 0 {
-		return Report{}, fmt.Errorf("history: initial stock %d is negative", initial)
-	}
-	kept, base, err := effective(ops)
-	if err != nil {
-		return Report{}, err
-	}
-	rep := Report{Ops: len(kept), Verdict: Linearizable}
-	if len(kept) > 0 {
-		err = rep.porcupine(ctx, ops, kept, base, initial, timeout)
-	}
 	rep.Elapsed = time.Since(start)
 	return rep, err
 }
