@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/seckill-lab/seckill/bench/chart"
+	"github.com/seckill-lab/seckill/bench/confidence"
 	"github.com/seckill-lab/seckill/stock/catalog"
 )
 
@@ -292,6 +293,9 @@ func reportCharts(rep *Report) []chartSVG {
 // invariantCell is one strategy × invariant verdict of the report.
 type invariantCell struct {
 	Text, Class, Link string
+	// Title is the cell's tooltip: for a failure, the 95 % interval of
+	// its rate over the runs.
+	Title string
 }
 
 type strategyEvidence struct {
@@ -342,7 +346,8 @@ func evidenceRows(rep *Report) []strategyEvidence {
 			case runs == 0:
 				c = invariantCell{Text: "-", Class: "na"}
 			case fails > 0:
-				c = invariantCell{Text: fmt.Sprintf("FAIL %d/%d", fails, runs), Class: "fail", Link: "#" + anchor}
+				c = invariantCell{Text: fmt.Sprintf("FAIL %d/%d", fails, runs), Class: "fail", Link: "#" + anchor,
+					Title: fmt.Sprintf("failed in %d of %d runs, %s", fails, runs, confidence.Interval(fails, runs))}
 			case undecided > 0:
 				c = invariantCell{Text: fmt.Sprintf("undecided %d/%d", undecided, runs), Class: "na"}
 			case !applicable:
@@ -425,7 +430,7 @@ li.failure{margin:.3em 0}
 <h2>Invariants per strategy</h2>
 <p>Each cell adds up the strategy's repeats; a failure links to its detail below. linearizable: the clients' history fits a sequential stock counter (porcupine). mutual_exclusion: no two purchases between their stock read and their COMMIT at once, from the instances' lock events; all instances run on this machine and stamp events with its one monotonic clock, so their times compare directly. ✗: not safe at this setting (the comparison's "safe at this setting" column).</p>
 <div class="wide"><table class="inv"><tr><th>strategy</th>{{range .Invariants}}<th>{{.}}</th>{{end}}</tr>
-{{range .Evidence}}<tr id="{{.Anchor}}"><td>{{.Strategy}}{{if .Flawed}} ✗{{end}}</td>{{range .Cells}}<td class="{{.Class}}">{{if .Link}}<a href="{{.Link}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
+{{range .Evidence}}<tr id="{{.Anchor}}"><td>{{.Strategy}}{{if .Flawed}} ✗{{end}}</td>{{range .Cells}}<td class="{{.Class}}"{{if .Title}} title="{{.Title}}"{{end}}>{{if .Link}}<a href="{{.Link}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}</td>{{end}}</tr>
 {{end}}</table></div>
 <h2>Charts</h2>
 <div class="charts">{{range .Charts}}<div class="chart" data-chart="{{.Title}}">{{.SVG}}</div>
