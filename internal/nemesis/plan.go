@@ -60,10 +60,10 @@ type Fault struct {
 	Needed bool `json:"needed"`
 	// Start is since the load's start; For how long it lasts (a failover
 	// lasts as long as it takes).
-	Start time.Duration `json:"start"`
-	For   time.Duration `json:"for"`
+	Start time.Duration `json:"planned_start_ns"`
+	For   time.Duration `json:"planned_for_ns"`
 	// Delay is a latency fault's added round trip.
-	Delay time.Duration `json:"delay,omitempty"`
+	Delay time.Duration `json:"delay_ns,omitempty"`
 	// scope is what two overlapping faults must not share.
 	scope string
 }

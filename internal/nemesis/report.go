@@ -71,6 +71,11 @@ func Markdown(r *Result) string {
 			fmt.Fprintf(&b, "; %s undecided", inv.Name)
 		}
 	}
+	for _, inv := range r.Invariants {
+		if why := Unchecked(inv); why != "" {
+			fmt.Fprintf(&b, "\n- %s not checked: %s", inv.Name, why)
+		}
+	}
 	fmt.Fprintf(&b, "\n- longest time without a sale: %.1f s\n\n", r.LongestGapS)
 	b.WriteString("| # | fault | on | began s | healed s | sales gap s |\n|---|---|---|---|---|---|\n")
 	for i, f := range r.Faults {
@@ -95,7 +100,7 @@ func Markdown(r *Result) string {
 	if fs := r.Failures(); len(fs) > 0 {
 		fmt.Fprintf(&b, "\n**Verdict: failed.** %s\n", strings.Join(fs, "; "))
 	} else {
-		b.WriteString("\n**Verdict: ok.** Nothing oversold, every sale has its order, every order's request was answered 2xx, every fault healed.\n")
+		b.WriteString("\n**Verdict: ok.** Nothing oversold, every sale has its order, every order's request was answered 2xx, the history linearizable where decided, every fault healed.\n")
 	}
 	fmt.Fprintf(&b, "\nA sales gap is the longest span without a sale (or a sold out) that began before the fault healed and ended after it began, counted from its start at the earliest. Repeat: `%s` (chart: OUT/nemesis.svg; the bench's report: %s)\n",
 		PortableCommand(r.Command), r.BenchReport)
