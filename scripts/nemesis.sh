@@ -27,7 +27,7 @@ bin/seckill down --dir "$NEMESIS_DIR"
 trap 'bin/seckill down --dir "$NEMESIS_DIR" || true' EXIT
 bin/seckill up --dir "$NEMESIS_DIR" --base-port "$NEMESIS_BASE_PORT" --topology ha --proxy --instances 3
 status=0
-bin/seckill nemesis --dir "$NEMESIS_DIR" --strategy "$NEMESIS_STRATEGY" "${fencing[@]}" --for "$NEMESIS_FOR" \
+bin/seckill nemesis --dir "$NEMESIS_DIR" --strategy "$NEMESIS_STRATEGY" ${fencing[@]+"${fencing[@]}"} --for "$NEMESIS_FOR" \
   --seed "$NEMESIS_SEED" --out "$OUT" || status=$?
 if [ -f "$OUT/nemesis.md" ]; then
   # The block's header names the command and the date, not this machine's

@@ -19,9 +19,11 @@ func TestReport(t *testing.T) {
 		return Record{Fault: Fault{Kind: kind, Target: target, Needed: needed, Start: secs(start)}, Hit: kind + " " + target,
 			StartS: start, HealedS: healed, Made: true, Healed: true, SalesGapS: gap}
 	}
+	leader := made(fault.Kill, "redis-primary", true, 10, 14.5, 2.25)
+	leader.Target = LeaderPrefix + "redis" // aimed at whichever led: redis-primary did
 	ok := &Result{Stack: "ha topology", Strategy: "redis", Fencing: true, Seed: 1, For: "1m0s", Every: "6s", Rate: 40, NeededLink: "redis",
 		Faults: []Record{
-			made(fault.Kill, "redis-primary", true, 10, 14.5, 2.25),
+			leader,
 			made(fault.Pause, "inst-1", false, 12, 15, 0.5),
 			{Fault: Fault{Kind: fault.Failover, Needed: true, Start: 30 * time.Second}, Error: "not made: NOGOODSLAVE"},
 		},
@@ -45,7 +47,7 @@ func TestReport(t *testing.T) {
 	}{
 		{"events lost with a killed instance", &lost, []string{"mutual_exclusion not checked: no two critical sections seen overlapping, but the evidence is incomplete", "**Verdict: ok.**"}},
 		{"sections overlapped", &overlap, []string{"**Verdict: failed.** mutual_exclusion: 2 pairs"}},
-		{"ok", ok, []string{"| 1 | kill redis-primary | redis | 10.0 | 14.5 | 2.2 |", "| 2 | pause inst-1 | other | 12.0 | 15.0 | 0.5 |",
+		{"ok", ok, []string{"| 1 | kill redis-primary (the redis leader) | redis | 10.0 | 14.5 | 2.2 |", "| 2 | pause inst-1 | other | 12.0 | 15.0 | 0.5 |",
 			"not made: NOGOODSLAVE", "**Verdict: ok.**", "--dir DIR", "--out OUT"}},
 		{"failed", &broken, []string{"**Verdict: failed.** oversold 2", "**not healed**: not healed: start inst-1: boom"}},
 	}

@@ -157,10 +157,13 @@ func (s *striker) say(format string, args ...any) {
 
 // describe is the fault as the report names it.
 func (r Record) describe() string {
-	if r.Hit != "" {
-		return r.Hit
+	if r.Hit == "" {
+		return r.Fault.String()
 	}
-	return r.Fault.String()
+	if link, ok := strings.CutPrefix(r.Target, LeaderPrefix); ok {
+		return r.Hit + " (the " + link + " leader)"
+	}
+	return r.Hit
 }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
