@@ -135,9 +135,9 @@ type Strike struct {
 	length time.Duration
 
 	// SalesGapS is how long sales stopped around it: the longest span
-	// without a sale (or a sold out) that began before it healed and
-	// ended after it began, counted from its start at the earliest
-	// (setSalesGaps); GapOpen: no sale came after it.
+	// without a sale (or a sold out) that began before it healed (or
+	// within GapSettle after) and ended after it began, counted from its
+	// start at the earliest (setSalesGaps); GapOpen: no sale came after it.
 	SalesGapS float64 `json:"sales_gap_s"`
 	GapOpen   bool    `json:"sales_gap_open,omitempty"`
 }

@@ -63,11 +63,16 @@ func orderAnswered(responses []Response, ids []string) Invariant {
 		Detail: fmt.Sprintf("%d of %d orders' requests got no 2xx (first answer or a resend's replay)", missing, len(ids))}
 }
 
+// GapSettle is how long after a strike healed a span without sales that
+// begins then is still the strike's: a failover is over when the
+// Sentinels name the new primary, and the sales it stops stop after.
+const GapSettle = 5 * time.Second
+
 // setSalesGaps sets every strike's SalesGapS from the answers: over the
 // times of the sales and sold-outs, the longest span between two of them
 // (or from the last one to the run's last answer, GapOpen) that ends after
-// the strike began and begins before it healed, counted from its start at
-// the earliest.
+// the strike began and begins before it healed (or within GapSettle
+// after), counted from its start at the earliest.
 func setSalesGaps(strikes []Strike, responses []Response, t0 time.Time) {
 	if len(strikes) == 0 || len(responses) == 0 {
 		return
@@ -86,7 +91,7 @@ func setSalesGaps(strikes []Strike, responses []Response, t0 time.Time) {
 	slices.SortFunc(sales, time.Time.Compare)
 	for i := range strikes {
 		s := &strikes[i]
-		from, healed := t0.Add(s.start), t0.Add(s.start+s.length)
+		from, healed := t0.Add(s.start), t0.Add(s.start+s.length+GapSettle)
 		var gap time.Duration
 		open := false
 		prev := time.Time{}

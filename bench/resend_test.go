@@ -107,7 +107,8 @@ func TestSetSalesGaps(t *testing.T) {
 		{"sales went on", steady, 2500 * time.Millisecond, time.Second, time.Second, false},
 		{"stopped during", []Response{at(1, 200), at(2, 200), at(2.5, 503), at(7, 200), at(8, 200)}, 3 * time.Second, 2 * time.Second, 4 * time.Second, false},
 		{"stopped after the heal", []Response{at(1, 200), at(2, 200), at(9, 200)}, 3 * time.Second, time.Second, 6 * time.Second, false},
-		{"a gap after the heal's own", []Response{at(1, 200), at(3.5, 200), at(4, 200), at(9, 200)}, 3 * time.Second, time.Second, 500 * time.Millisecond, false},
+		{"stopped just after the heal", []Response{at(1, 200), at(3.5, 200), at(4.5, 200), at(9, 200)}, 3 * time.Second, time.Second, 4500 * time.Millisecond, false},
+		{"a gap long after the heal is not its", []Response{at(1, 200), at(3.5, 200), at(4, 200), at(9.5, 200), at(20, 200)}, 3 * time.Second, time.Second, 5500 * time.Millisecond, false},
 		{"never again", []Response{at(1, 200), at(4, 503), at(10, 503)}, 3 * time.Second, time.Second, 7 * time.Second, true},
 	}
 	for _, tt := range tests {

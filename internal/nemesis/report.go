@@ -12,6 +12,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/seckill-lab/seckill/bench"
 )
 
 // salesPerSecond reads the bench's raw results (vegeta's format) into the
@@ -102,8 +104,8 @@ func Markdown(r *Result) string {
 	} else {
 		b.WriteString("\n**Verdict: ok.** Nothing oversold, every sale has its order, every order's request was answered 2xx, the history linearizable where decided, every fault healed.\n")
 	}
-	fmt.Fprintf(&b, "\nA sales gap is the longest span without a sale (or a sold out) that began before the fault healed and ended after it began, counted from its start at the earliest. Repeat: `%s` (chart: OUT/nemesis.svg; the bench's report: %s)\n",
-		PortableCommand(r.Command), r.BenchReport)
+	fmt.Fprintf(&b, "\nA sales gap is the longest span without a sale (or a sold out) that began before the fault healed (or within %s after) and ended after it began, counted from its start at the earliest. Repeat: `%s` (chart: OUT/nemesis.svg; the bench's report: %s)\n",
+		bench.GapSettle, PortableCommand(r.Command), r.BenchReport)
 	return b.String()
 }
 
