@@ -40,7 +40,7 @@ BREW_PKGS := redis etcd zookeeper openjdk mariadb nginx wrk
 BREW_BINS := redis-server etcd etcdctl zookeeper mariadbd|mysqld mariadb-install-db|mysql_install_db nginx wrk java
 SUDO      := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: all go-version deps packages build up down status test demo bench lint clean curator lab-capacity dry-run proxy-cost report-shot perf readme doctor soak manifests client-bench curator-bench bench-memory perf-model
+.PHONY: all go-version deps packages build up down status test demo bench lint clean curator lab-capacity dry-run proxy-cost report-shot perf readme doctor soak nemesis manifests client-bench curator-bench bench-memory perf-model
 
 all: build
 
@@ -195,6 +195,13 @@ perf-model: build
 # block of docs/reliability.md (scripts/soak.sh).
 soak: build
 	scripts/soak.sh
+
+# nemesis: a steady load under NEMESIS_STRATEGY (redis) on an ha stack of its
+# own with the fault proxy for NEMESIS_FOR (10m), while faults drawn from
+# NEMESIS_SEED (1) kill, pause, cut and fail over its servers and instances;
+# rewrites the nemesis block of docs/reliability.md (scripts/nemesis.sh).
+nemesis: build
+	scripts/nemesis.sh
 
 # dry-run: the handout's students' path (a fresh clone, make build, lab new
 # --for all, the starter's grade, a right answer's grade), timed for

@@ -36,6 +36,7 @@ type attackSpec struct {
 	Concurrency int           // worker count (closed model) or cap (open model)
 	Rate        int           // per second; 0 = closed model
 	Timeout     time.Duration // per request, from its first byte sent to its last byte read; 0 = none
+	Resend      int           // a purchase not answered definitely is sent again up to this many times (Options.Resend)
 	Purchases   purchases     // what is sent: purchases 1 to Requests
 	// Loaded, when set, is called once the last answer is in, before the
 	// results are handed out: the load's end (for its CPU time).
@@ -68,6 +69,7 @@ type attackResult struct {
 	Results int // results received (== requests unless cancelled)
 	Wall    time.Duration
 	Began   time.Time // the load's start: request k (Seq k-1) is sent no earlier than Began + (k-1)/Rate
+	Resent  int       // purchases sent again (attackSpec.Resend)
 }
 
 // attackMaxBody is the bytes of an answer's body a result keeps.
@@ -127,6 +129,7 @@ func attack(ctx context.Context, spec attackSpec) (attackResult, error) {
 	hits := make([]hit, 0, spec.Requests)
 	for _, w := range a.workers {
 		hits = append(hits, w.hits...)
+		out.Resent += w.resent
 	}
 	slices.SortStableFunc(hits, func(x, y hit) int {
 		return x.Timestamp.Add(x.Latency).Compare(y.Timestamp.Add(y.Latency))
@@ -215,6 +218,7 @@ type worker struct {
 	hdrs    map[string]http.Header
 	timer   *time.Timer
 	hits    []hit
+	resent  int
 }
 
 // run takes request numbers until there are none left or ctx ends.
@@ -233,14 +237,11 @@ func (w *worker) run(ctx context.Context) {
 		w.req, id, w.bodyLen = a.src.appendRequest(w.req[:0], &w.scratch, i)
 		h := hit{id: id, Result: vegeta.Result{Attack: a.spec.Name, Seq: uint64(i - 1), Method: http.MethodPost, URL: a.src.url}}
 		h.Timestamp = time.Now()
-		var err error
-		switch {
-		case a.client != nil:
-			err = w.viaNetHTTP(ctx, &h.Result, id)
-		case w.via != nil:
-			err = w.viaSender(&h.Result, id, h.Timestamp)
-		default:
-			err = w.send(ctx, &h.Result, h.Timestamp)
+		err := w.try(ctx, &h.Result, id, h.Timestamp)
+		for k := 0; k < a.spec.Resend && indeterminate(&h.Result, err) && w.waitUntil(ctx, time.Now().Add(resendWait(k))); k++ {
+			h.Result = vegeta.Result{Attack: h.Attack, Seq: h.Seq, Method: h.Method, URL: h.URL, Timestamp: h.Timestamp}
+			w.resent++
+			err = w.try(ctx, &h.Result, id, time.Now())
 		}
 		h.Latency = time.Since(h.Timestamp)
 		if err != nil {
@@ -252,6 +253,17 @@ func (w *worker) run(ctx context.Context) {
 		w.hits = append(w.hits, h)
 		a.done.Add(1)
 	}
+}
+
+// try sends w.req once, begun at began, and fills r in.
+func (w *worker) try(ctx context.Context, r *vegeta.Result, id string, began time.Time) error {
+	switch {
+	case w.a.client != nil:
+		return w.viaNetHTTP(ctx, r, id)
+	case w.via != nil:
+		return w.viaSender(r, id, began)
+	}
+	return w.send(ctx, r, began)
 }
 
 // waitUntil sleeps until t; false if ctx ended first.

@@ -147,6 +147,10 @@ type RunResult struct {
 	// SalesNeverResumed is set. 0 when nobody asked after the strike.
 	SalesStoppedS     float64 `json:"sales_stopped_after_strike_s,omitempty"`
 	SalesNeverResumed bool    `json:"sales_never_resumed,omitempty"`
+	// Resent is the purchases sent again and Unanswered those still
+	// without a definite answer after Options.Resend tries (0 without it).
+	Resent     int `json:"resent,omitempty"`
+	Unanswered int `json:"unanswered,omitempty"`
 	// ServiceURL is the URL of the service the run loaded and audited
 	// through the contract alone (Options.Services); "" for a strategy of
 	// the lab's fleet.

@@ -133,6 +133,13 @@ type Strike struct {
 	Reason string        `json:"reason"` // the event that triggered it
 	start  time.Duration // AtS as a duration, for the windows
 	length time.Duration
+
+	// SalesGapS is how long sales stopped around it: the longest span
+	// without a sale (or a sold out) that began before it healed (or
+	// within GapSettle after) and ended after it began, counted from its
+	// start at the earliest (setSalesGaps); GapOpen: no sale came after it.
+	SalesGapS float64 `json:"sales_gap_s"`
+	GapOpen   bool    `json:"sales_gap_open,omitempty"`
 }
 
 // NewStrike records a strike that began at since(t0) and lasted d.

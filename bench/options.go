@@ -114,6 +114,13 @@ type Options struct {
 	// an open-model Rate. Default none.
 	Faults  []fleet.Fault
 	Faulter Faulter
+	// Resend makes the clients careful: a purchase whose answer does not
+	// say whether it sold (a transport error, a 5xx the outcome table
+	// calls unknown: the proxy's 502 for a killed instance) is sent again
+	// with the same Idempotency-Key, up to Resend more times (after
+	// resendWait), and then counts as unanswered (RunResult.Unanswered).
+	// It adds the invariant InvOrderAnswered. 0 = off, at most MaxResend.
+	Resend int
 	// Striker, when set, runs alongside every run's load (from its first
 	// request until the last answer) and strikes when the story needs it,
 	// e.g. pausing whichever instance just took the lock. What it returns
@@ -346,6 +353,7 @@ func (o Options) checkRanges() error {
 		{o.Users >= 0 && o.Users <= MaxUsers, fmt.Sprintf("Users must be between 0 and %d (0 = a new user per request)", MaxUsers)},
 		{o.RequestTimeout > 0, "RequestTimeout must be > 0"},
 		{o.RunTimeout > 0, "RunTimeout must be > 0"},
+		{o.Resend >= 0 && o.Resend <= MaxResend, fmt.Sprintf("Resend must be between 0 and %d (0 = off)", MaxResend)},
 		{!o.CompareQueue || !o.Config.NoLocalQueue, "CompareQueue runs each queued strategy with and without the local queue; drop Config.NoLocalQueue"},
 		{!o.CompareQueue || slices.ContainsFunc(o.Strategies, func(s string) bool { return slices.Contains(Queued(), s) }),
 			"CompareQueue: none of the strategies uses the local queue; add one of " + strings.Join(Queued(), ", ")},

@@ -215,7 +215,7 @@ func (r *runner) attack(ctx context.Context, run *RunResult, rs runSpec, label s
 		l.answers = &answerCheck{}
 	}
 	spec := attackSpec{
-		Name: run.Name, Requests: o.Requests, Concurrency: concurrency, Rate: o.Rate, Timeout: o.RequestTimeout,
+		Name: run.Name, Requests: o.Requests, Concurrency: concurrency, Rate: o.Rate, Timeout: o.RequestTimeout, Resend: o.Resend,
 		Purchases: purchases{Target: r.target(rs), Goods: o.GoodsID, Qty: o.Qty, Seed: o.Seed,
 			Run: run.Name, Users: o.Users},
 		// The load ends with its last answer: the results are read after.
@@ -357,6 +357,7 @@ func (r *runner) settle(ctx context.Context, run *RunResult, l *loadOutcome, bef
 	if run.Windows != nil {
 		run.LongestGapS = longestGap(l.responses).Seconds()
 	}
+	setSalesGaps(run.Strikes, l.responses, l.t0)
 	stopped, resumed := salesStopped(l.responses, l.t0, l.strikes)
 	run.SalesStoppedS, run.SalesNeverResumed = stopped.Seconds(), !resumed
 	if isAsync(run.Strategy) {
@@ -466,6 +467,10 @@ func (r *runner) invariants(ctx context.Context, run *RunResult, l loadOutcome, 
 		return nil, err
 	}
 	out = append(out, ex...)
+	if r.o.Resend > 0 {
+		run.Resent, run.Unanswered = l.res.Resent, unanswered(l.responses)
+		out = append(out, orderAnswered(l.responses, ids))
+	}
 	if limit := r.o.Config.PerUserLimit; limit > 0 {
 		p, inv := perUser(ids, r.o.Users, limit)
 		run.PerUser = &p

@@ -57,6 +57,6 @@ source "$TEST_DIR/env.sh"
 # test starts packages in the order given, and at its default of one per
 # CPU the suite leaves a two-CPU machine a third idle while the four
 # longest run one after another.
-SLOW="./internal/grade ./internal/grade/answers ./internal/lesson ./internal/scenario ./internal/stack ./bench ./examples/curator ./internal/app ./lockimpl/consullock ./lockimpl/etcdlock ./internal/cluster ./lockimpl/redlock"
+SLOW="./internal/grade ./internal/grade/answers ./internal/lesson ./internal/scenario ./internal/nemesis ./internal/stack ./bench ./examples/curator ./internal/app ./lockimpl/consullock ./lockimpl/etcdlock ./internal/cluster ./lockimpl/redlock"
 # shellcheck disable=SC2086
 go test -race -count=1 -p "${SECKILL_TEST_P:-4}" -timeout 30m $SLOW ./...

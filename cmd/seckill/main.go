@@ -51,6 +51,7 @@ var commands = map[string]command{
 	"events":     {"the instances' lock events as text, merged (-f: follow)", runEvents},
 	"lab":        {"one lab per student on one server: lab new NAME (free ports, its stack, its URLs), lab list, lab rm NAME", runLab},
 	"soak":       {"a steady load for a long time (--for 1h): RSS, goroutines and fds sampled, leaks flagged", runSoak},
+	"nemesis":    {"a steady load on the ha stack while seeded faults kill, pause, cut and fail over its servers", runNemesis},
 	"version":    {"print the module version, the commit it was built from and the Go that built it", runVersion},
 }
 

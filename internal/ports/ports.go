@@ -110,6 +110,7 @@ var Suite = []Range{
 	Span(31200, 150),  // internal/stack (ha)
 	Span(31500, 350),  // internal/scenario's single stack (proxy)
 	Span(31700, 350),  // internal/scenario's ha stack (proxy)
+	Span(32100, 350),  // internal/nemesis's ha stack (proxy)
 }
 
 // SuiteBase is the make test stack's base port before any shift

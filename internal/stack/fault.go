@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -85,7 +86,13 @@ func setFaults(dir string, fs []ActiveFault) error {
 	return writeFileAtomic(filepath.Join(dir, faultsFile), b, 0o644)
 }
 
+// recordMu makes record's read-modify-write of faults.json one at a time
+// within the process: the nemesis begins and ends faults concurrently.
+var recordMu sync.Mutex
+
 func record(dir string, f ActiveFault, on bool) error {
+	recordMu.Lock()
+	defer recordMu.Unlock()
 	fs, err := ActiveFaults(dir)
 	if err != nil {
 		return err
