@@ -196,10 +196,11 @@ perf-model: build
 soak: build
 	scripts/soak.sh
 
-# nemesis: a steady load under NEMESIS_STRATEGY (redis) on an ha stack of its
-# own with the fault proxy for NEMESIS_FOR (10m), while faults drawn from
-# NEMESIS_SEED (1) kill, pause, cut and fail over its servers and instances;
-# rewrites the nemesis block of docs/reliability.md (scripts/nemesis.sh).
+# nemesis: for each entry of NEMESIS_RUNS (every correct strategy, then an
+# unfenced redis), a steady load on an ha stack of its own with the fault
+# proxy for NEMESIS_FOR (10m), while faults drawn from NEMESIS_SEED (1) kill,
+# pause, cut and fail over its servers and instances; rewrites the nemesis
+# block of docs/reliability.md (scripts/nemesis.sh).
 nemesis: build
 	scripts/nemesis.sh
 

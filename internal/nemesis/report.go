@@ -14,6 +14,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fault"
 )
 
 // salesPerSecond reads the bench's raw results (vegeta's format) into the
@@ -130,6 +131,9 @@ func PortableCommand(cmd string) string {
 	})
 }
 
+// kindLetter marks a fault's bar on the chart beside its number.
+var kindLetter = map[string]string{fault.Kill: "k", fault.Pause: "p", fault.Partition: "x", fault.Latency: "l", fault.Failover: "f"}
+
 // SVG draws the sales per second over the load and, under it, each fault
 // made as a bar from its start to its heal, one lane per fault on at
 // once: the needed group's in red, the others' in grey.
@@ -140,7 +144,7 @@ func SVG(r *Result) []byte {
 	for _, l := range lanes {
 		nl = max(nl, l+1)
 	}
-	h := top + plotH + 30 + float64(nl)*laneH + 40
+	h := top + plotH + 30 + float64(nl)*laneH + 56
 	end := float64(len(r.SalesPerSecond))
 	for _, f := range r.Faults {
 		end = max(end, f.HealedS)
@@ -155,8 +159,9 @@ func SVG(r *Result) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="11">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%.0f" y="18" font-size="13">%s: sales per second under the nemesis (seed %d); faults on %s red, others grey</text>`+"\n",
-		left, esc(r.Strategy), r.Seed, esc(r.NeededLink))
+	fmt.Fprintf(&b, `<text x="%.0f" y="18" font-size="13">%s: sales per second under the nemesis (seed %d)</text>`+"\n", left, esc(r.Strategy), r.Seed)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">faults on %s and its links red, the others grey; each numbered as the table, with its kind: k kill, p pause, x partition, l latency, f failover</text>`+"\n",
+		left, h-8, esc(r.NeededLink))
 	for i, f := range r.Faults {
 		if !f.Made {
 			continue
@@ -170,7 +175,9 @@ func SVG(r *Result) []byte {
 		ly := top + plotH + 30 + float64(lanes[i])*laneH
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.0f" fill="%s"><title>%s: %.1f-%.1f s, sales gap %.1f s</title></rect>`+"\n",
 			x(f.StartS), ly, math.Max(x(f.HealedS)-x(f.StartS), 2), laneH-3, fill, esc(f.describe()), f.StartS, f.HealedS, f.SalesGapS)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="9">%s</text>`+"\n", x(f.StartS)+2, ly+laneH-5, esc(f.Kind))
+		// The table's number and the kind's letter: a fault's bar is
+		// often narrower than its kind's name.
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="9">%d%s</text>`+"\n", x(f.StartS)+2, ly+laneH-5, i+1, esc(kindLetter[f.Kind]))
 	}
 	var pts []string
 	for s, v := range r.SalesPerSecond {
@@ -184,7 +191,7 @@ func SVG(r *Result) []byte {
 	for _, t := range ticks(end) {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%.0f</text>`+"\n", x(t), top+plotH+14, t)
 	}
-	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">seconds since the load began</text>`+"\n", (left+w-right)/2, h-8)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">seconds since the load began</text>`+"\n", (left+w-right)/2, h-26)
 	b.WriteString("</svg>\n")
 	return []byte(b.String())
 }

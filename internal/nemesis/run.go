@@ -133,6 +133,8 @@ type Result struct {
 	Began          time.Time `json:"began"`
 	WallS          float64   `json:"wall_s"`
 	Command        string    `json:"command"`
+	// FailedBy is what failed the run (Failures), empty when it held.
+	FailedBy []string `json:"failures"`
 }
 
 // evidenceIncomplete begins the detail of a mutual exclusion the bench
@@ -280,6 +282,7 @@ func machine() string {
 
 // write writes nemesis.json, nemesis.svg and nemesis.md.
 func write(dir string, r *Result) error {
+	r.FailedBy = r.Failures()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("nemesis: %w", err)
