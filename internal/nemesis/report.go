@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/internal/fault"
+	"github.com/seckill-lab/seckill/internal/soak"
 )
 
 // salesPerSecond reads the bench's raw results (vegeta's format) into the
@@ -106,7 +106,7 @@ func Markdown(r *Result) string {
 		b.WriteString("\n**Verdict: ok.** Nothing oversold, every sale has its order, every order's request was answered 2xx, the history linearizable where decided, every fault healed.\n")
 	}
 	fmt.Fprintf(&b, "\nA sales gap is the longest span without a sale (or a sold out) that began before the fault healed (or within %s after) and ended after it began, counted from its start at the earliest. Repeat: `%s` (chart: OUT/nemesis.svg; the bench's report: %s)\n",
-		bench.GapSettle, PortableCommand(r.Command), r.BenchReport)
+		bench.GapSettle, soak.PortableCommand(r.Command), r.BenchReport)
 	return b.String()
 }
 
@@ -115,20 +115,6 @@ func pct(k, n int) float64 {
 		return 0
 	}
 	return 100 * float64(k) / float64(n)
-}
-
-// pathFlag is a --dir or --out flag and its value in a command line.
-var pathFlag = regexp.MustCompile(`--(dir|out)[ =]\S+`)
-
-// PortableCommand is the command line with --dir's and --out's values
-// written DIR and OUT.
-func PortableCommand(cmd string) string {
-	return pathFlag.ReplaceAllStringFunc(cmd, func(f string) string {
-		if strings.HasPrefix(f, "--dir") {
-			return "--dir DIR"
-		}
-		return "--out OUT"
-	})
 }
 
 // kindLetter marks a fault's bar on the chart beside its number.

@@ -557,9 +557,9 @@ func Markdown(r *Result) string {
 // pathFlag is a --dir or --out flag and its value in a command line.
 var pathFlag = regexp.MustCompile(`--(dir|out)[ =]\S+`)
 
-// PortableCommand is a soak's command line with the values of --dir and
-// --out (paths of the machine that ran it) written DIR and OUT, so the
-// summary names no path a clone lacks.
+// PortableCommand is a long run's command line (a soak's, a nemesis's)
+// with the values of --dir and --out (paths of the machine that ran it)
+// written DIR and OUT, so the summary names no path a clone lacks.
 func PortableCommand(cmd string) string {
 	return pathFlag.ReplaceAllStringFunc(cmd, func(f string) string {
 		if strings.HasPrefix(f, "--dir") {
