@@ -128,7 +128,15 @@ func (c *eventCollector) follow(ctx context.Context, cl *adminclient.Client, bas
 				return true
 			}
 			ev := it.Event
-			if last.Seq != 0 && ev.Seq != last.Seq+1 {
+			switch {
+			case last.Seq == 0 || ev.Seq == last.Seq+1:
+			case ev.Seq <= last.Seq:
+				// Numbered from 1 again: the instance restarted (its
+				// reopened stream recorded what the restart lost).
+				if ev.Seq > 1 {
+					c.gap(fmt.Sprintf("%s: events 1 to %d after its restart missed", base, ev.Seq-1))
+				}
+			default:
 				c.gap(fmt.Sprintf("%s: events %d to %d dropped (the subscriber fell behind)", base, last.Seq+1, ev.Seq-1))
 			}
 			last = ev

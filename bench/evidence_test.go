@@ -199,6 +199,12 @@ func TestEventStreamReconnects(t *testing.T) {
 		{"events dropped live", []eventScript{
 			{live: all(p1, p3), stayOpen: true},
 		}, 2, "dropped"},
+		// Killed and started again: it kept nothing, and numbers its
+		// events from 1 again, none of them dropped.
+		{"the instance restarted", []eventScript{
+			{live: p1},
+			{live: section("inst-1", "p4", start+40, new(uint64)), stayOpen: true},
+		}, 2, "missing"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,6 +239,9 @@ func TestEventStreamReconnects(t *testing.T) {
 			joined := strings.Join(gaps, "; ")
 			if tc.gap == "" && len(gaps) > 0 || tc.gap != "" && !strings.Contains(joined, tc.gap) {
 				t.Errorf("gaps %q, want %q", joined, tc.gap)
+			}
+			if tc.gap != "dropped" && strings.Contains(joined, "dropped") {
+				t.Errorf("gaps %q: no event was dropped", joined)
 			}
 		})
 	}
