@@ -65,7 +65,8 @@ func orderAnswered(responses []Response, ids []string) Invariant {
 
 // GapSettle is how long after a strike healed a span without sales that
 // begins then is still the strike's: a failover is over when the
-// Sentinels name the new primary, and the sales it stops stop after.
+// demoted primary replicates the new one, and the sales it stops may stop
+// after.
 const GapSettle = 5 * time.Second
 
 // setSalesGaps sets every strike's SalesGapS from the answers: over the

@@ -101,6 +101,7 @@ var flagNotes = map[string]string{
 	"serve -redis-sentinels":     "The single-Redis strategies then follow the master.",
 	"serve -db-inflight":         "The lock-free purchases are sql-atomic's and redis-atomic's; the bound is on loopback, scaled by the instance's round trip to MySQL; the other purchases wait in the instance.",
 	"serve -stream-gather":       "How long redis-stream's order consumer waits after a short batch before it reads again, so each MySQL transaction writes more orders; 0: no wait, at most 1s.",
+	"serve -stream-replicas":     "How many replicas of the Redis primary must have a redis-stream sale before it is answered (WAIT, up to 1s; fewer: 503 backend_unavailable, resend with the same Idempotency-Key). 0 answers once the primary has it, so a failover can lose the sales its replica had not received; seckill up --topology ha --durability fsync sets 1.",
 	"serve -proxy-shift":         "Those addresses are then dialled through the fault proxy.",
 	"up -instances":              "On a running stack, up re-scales it to that number (without the flag: back to the default).",
 	"up -strategy":               "One of " + strings.Join(catalog.StrategyNames(), ", ") + ".",

@@ -27,7 +27,7 @@ func runFault(ctx context.Context, args []string) error {
 		"          [INSTANCE/]SERVER for partition and latency (inst-2/redis, mysql;\n" +
 		"          needs `seckill up --proxy`),\n" +
 		"          SERVER a server or one of " + strings.Join(server.LinkNames(false), ", ") + ";\n" +
-		"          none for failover (ha) and heal"
+		"          failover (ha) and heal take no TARGET"
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), usage); fs.PrintDefaults() }
 	if err := parse(fs, args); err != nil {
 		return err

@@ -137,7 +137,7 @@ func New(ctx context.Context, cfg config.Config, startTimeout time.Duration) (*I
 	}
 	if b.clients.Redis != nil {
 		opts.Mirror = orderstream.NewMirror(b.clients.Redis)
-		opts.Stream = orderstream.New(b.clients.Redis)
+		opts.Stream = orderstream.New(b.clients.Redis, cfg.StreamReplicas)
 	}
 	if b.counter != nil {
 		opts.Counter = counterstore.New(b.counter)

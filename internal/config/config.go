@@ -38,6 +38,10 @@ const (
 	// after a short batch before it reads again (a Go duration, "20ms");
 	// 0 reads again at once.
 	EnvStreamGather = "SECKILL_STREAM_GATHER"
+	// EnvStreamReplicas is how many replicas must have redis-stream's
+	// accept before the purchase is answered (Redis WAIT); 0 answers once
+	// the primary has it.
+	EnvStreamReplicas = "SECKILL_STREAM_REPLICAS"
 	// EnvProxyShift is how far above a server's port this instance's fault
 	// proxy for it listens, on 127.0.0.1 (`seckill up --proxy`); Redis
 	// addresses a Sentinel names are dialled shifted too.
@@ -71,7 +75,7 @@ func ServerVars() []string {
 // one list the config, the stack and the compose check use.
 func EnvVars() []string {
 	return slices.Concat([]string{EnvListen, EnvInstance, EnvMySQLDSN, EnvRedisAddrs, EnvSentinels, EnvRedisMaster, EnvCounterRedis},
-		listServerVars(), []string{EnvAdminToken, EnvStrategy, EnvMaxQty, EnvDBInflight, EnvStreamGather, EnvProxyShift})
+		listServerVars(), []string{EnvAdminToken, EnvStrategy, EnvMaxQty, EnvDBInflight, EnvStreamGather, EnvStreamReplicas, EnvProxyShift})
 }
 
 // listServers are the lock servers whose addresses Config keeps in
@@ -108,6 +112,8 @@ const (
 	// MaxStreamGather bounds it: the consumer also takes over a dead
 	// consumer's entries between its reads (orderstream.ClaimIdle is 2 s).
 	MaxStreamGather = time.Second
+	// MaxStreamReplicas bounds StreamReplicas (the lab's pair has one).
+	MaxStreamReplicas = 8
 	// DefaultRedisMaster is the Sentinel master name of the replicated Redis.
 	DefaultRedisMaster = "seckill"
 	MaxBodyBytes       = 4 << 10
@@ -164,6 +170,16 @@ type Config struct {
 	// the cost of up to that much order lag. 0 reads again at once.
 	// Default 20 ms (orderstream.ConsumerOptions says why); at most 1 s.
 	StreamGather time.Duration
+	// StreamReplicas is how many replicas of the Redis primary must have
+	// redis-stream's accept (its stock, its entry) before the purchase is
+	// answered: the instance sends WAIT after the script and answers 503
+	// backend_unavailable when fewer acknowledged it within
+	// orderstream.ReplicaWait, so a careful client resends it. A failover
+	// then promotes a replica that has every answered sale. 0 (the
+	// default) answers once the primary has it: a failover can lose the
+	// sales its replica had not yet received. `seckill up --topology ha
+	// --durability fsync` sets 1.
+	StreamReplicas int
 	// ProxyShift, when not 0, is added to the port of every 127.0.0.1
 	// Redis address a Sentinel hands out, so the failover client reaches
 	// the primary through the same fault proxy as the other servers.
@@ -221,6 +237,13 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s=%q: not a duration such as 20ms (0: no wait)", EnvStreamGather, v)
 		}
 		c.StreamGather = d
+	}
+	if v := getenv(EnvStreamReplicas); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return c, fmt.Errorf("%s=%q: not an integer (0: answer once the primary has the sale)", EnvStreamReplicas, v)
+		}
+		c.StreamReplicas = n
 	}
 	if c.Listen == "" {
 		c.Listen = DefaultListen
@@ -283,6 +306,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.MaxQty, "max-qty", c.MaxQty, "largest qty per purchase ($"+EnvMaxQty+")")
 	fs.IntVar(&c.DBInflight, "db-inflight", c.DBInflight, "lock-free purchases at MySQL at once; 0: no bound ($"+EnvDBInflight+")")
 	fs.DurationVar(&c.StreamGather, "stream-gather", c.StreamGather, "redis-stream: wait after a short batch ($"+EnvStreamGather+")")
+	fs.IntVar(&c.StreamReplicas, "stream-replicas", c.StreamReplicas, "redis-stream: replicas that must have a sale before its answer ($"+EnvStreamReplicas+")")
 	fs.IntVar(&c.ProxyShift, "proxy-shift", c.ProxyShift, "dial Sentinels' 127.0.0.1 Redis addresses this many ports up ($"+EnvProxyShift+")")
 }
 
@@ -300,6 +324,9 @@ func (c Config) Validate() error {
 	}
 	if c.StreamGather < 0 || c.StreamGather > MaxStreamGather {
 		errs = append(errs, fmt.Errorf("stream gather %s must be between 0 (no wait) and %s: set %s or --stream-gather", c.StreamGather, MaxStreamGather, EnvStreamGather))
+	}
+	if c.StreamReplicas < 0 || c.StreamReplicas > MaxStreamReplicas {
+		errs = append(errs, fmt.Errorf("stream replicas %d must be between 0 (answer once the primary has the sale) and %d: set %s or --stream-replicas", c.StreamReplicas, MaxStreamReplicas, EnvStreamReplicas))
 	}
 	if c.Instance == "" {
 		errs = append(errs, errors.New("no instance name: set --name"))

@@ -51,6 +51,11 @@ func TestFromEnvAndFlags(t *testing.T) {
 			want: func(c Config) bool { return c.StreamGather == 50*time.Millisecond },
 		},
 		{
+			name: "stream replicas from env",
+			env:  map[string]string{EnvMySQLDSN: "d", EnvStreamReplicas: "1"},
+			want: func(c Config) bool { return c.StreamReplicas == 1 },
+		},
+		{
 			name: "flags override env",
 			env:  map[string]string{EnvMySQLDSN: "dsn-env", EnvStrategy: "redis"},
 			args: []string{"--mysql-dsn", "dsn-flag", "--strategy", "etcd", "--listen", ":9000", "--zk-servers", "z:1,z:2"},
@@ -81,6 +86,8 @@ func TestFromEnvAndFlags(t *testing.T) {
 		{name: "bad stream gather", env: map[string]string{EnvMySQLDSN: "d", EnvStreamGather: "20"}, wantErr: "SECKILL_STREAM_GATHER=\"20\": not a duration such as 20ms"},
 		{name: "negative stream gather", env: map[string]string{EnvMySQLDSN: "d"}, args: []string{"--stream-gather", "-1ms"}, wantErr: "--stream-gather"},
 		{name: "stream gather too long", env: map[string]string{EnvMySQLDSN: "d", EnvStreamGather: "5s"}, wantErr: "between 0 (no wait) and 1s"},
+		{name: "bad stream replicas", env: map[string]string{EnvMySQLDSN: "d", EnvStreamReplicas: "one"}, wantErr: "SECKILL_STREAM_REPLICAS=\"one\": not an integer"},
+		{name: "negative stream replicas", env: map[string]string{EnvMySQLDSN: "d"}, args: []string{"--stream-replicas", "-1"}, wantErr: "--stream-replicas"},
 		{name: "zero max qty", env: map[string]string{EnvMySQLDSN: "d", EnvMaxQty: "0"}, wantErr: "max qty"},
 	}
 	for _, tc := range cases {

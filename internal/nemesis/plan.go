@@ -126,7 +126,7 @@ func Plan(seed int64, d, every time.Duration, l Layout) ([]Fault, error) {
 			g := pick(rng, l, needed)
 			g.Start, g.For = f.Start, f.For
 			if g.Kind == fault.Failover {
-				g.For = 0 // over when the Sentinels name the new primary
+				g.For = 0 // over when the demoted primary replicates the new one
 			}
 			if fits(out, g) {
 				out = append(out, g)

@@ -161,7 +161,7 @@ var Redis = Spec{
 	Order:  map[string]int{RedisReplica: 1},
 	Durability: map[string]string{
 		DurabilityDefault: `nothing reaches the disk: --save "" --appendonly no (seckill fault persistence turns the AOF on)`,
-		DurabilityFsync:   "AOF with appendfsync always: each write is fsynced before the reply",
+		DurabilityFsync:   "AOF with appendfsync always: each write is fsynced before the reply; in ha, redis-stream answers a sale once the replica has it too (WAIT 1)",
 		DurabilityNone:    `nothing reaches the disk: --save "" --appendonly no`,
 	},
 	Fsyncs: map[string]bool{DurabilityDefault: false, DurabilityFsync: true, DurabilityNone: false},

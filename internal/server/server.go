@@ -513,7 +513,7 @@ func DescribeDurability(f *fleet.Fleet) {
 // durabilityMeans says what each level means, for the reports.
 var durabilityMeans = map[string]string{
 	DurabilityDefault: "Redis without persistence, the other servers fsync every write (seckill up --durability)",
-	DurabilityFsync:   "every server fsyncs an acknowledged write, Redis with appendfsync always (seckill up --durability)",
+	DurabilityFsync:   "every server fsyncs an acknowledged write, Redis with appendfsync always, and in ha redis-stream's sales wait for the replica (seckill up --durability)",
 	DurabilityNone:    "no server fsyncs per write (each turns it off, or keeps its data on tmpfs: seckill status says which) (seckill up --durability)",
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill-lab/seckill/internal/fault"
+	"github.com/seckill-lab/seckill/internal/server"
 )
 
 // Defaults of Fault.
@@ -285,8 +287,9 @@ func withDirLock(ctx context.Context, dir string, f func(st *State) error) error
 
 // Failover asks the Sentinels of the ha stack st to fail the Redis primary
 // over (again while they answer NOGOODSLAVE: a Sentinel learns of the
-// replica within its 10 s INFO period) and waits until they name the new
-// one.
+// replica within its 10 s INFO period), waits until they name the new
+// one, then until the demoted primary replicates it (awaitReplicas): the
+// failover is over when the pair is whole again.
 func Failover(ctx context.Context, st *State, out io.Writer) error {
 	if !st.HA() {
 		return fmt.Errorf("failover needs the ha topology (Sentinels): seckill down, then seckill up --topology ha")
@@ -306,12 +309,54 @@ func Failover(ctx context.Context, st *State, out io.Writer) error {
 	if ferr != nil {
 		return fmt.Errorf("SENTINEL FAILOVER: %w", ferr)
 	}
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		now, err := sc.GetMasterAddrByName(ctx, "seckill").Result()
+	var now []string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("failover: the Sentinels still name %s after 20s", strings.Join(before, ":"))
+		}
+		now, err = sc.GetMasterAddrByName(ctx, "seckill").Result()
 		if err == nil && !slices.Equal(now, before) {
-			fmt.Fprintf(out, "failover: the primary moved from %s to %s\n", strings.Join(before, ":"), strings.Join(now, ":"))
+			break
+		}
+	}
+	moved := fmt.Sprintf("the primary moved from %s to %s", strings.Join(before, ":"), strings.Join(now, ":"))
+	if err := awaitReplicas(ctx, st, strings.Join(now, ":")); err != nil {
+		return fmt.Errorf("failover: %s, but %w", moved, err)
+	}
+	fmt.Fprintf(out, "failover: %s\n", moved)
+	return nil
+}
+
+// ReplicaSettle bounds the wait after a failover for every other member of
+// the replicated pair to replicate the new primary: a Sentinel turns the
+// demoted primary into a replica within its 10 s INFO period, and until
+// then it still takes writes that the new primary never sees (a second
+// failover meanwhile would promote a node that missed them).
+const ReplicaSettle = 30 * time.Second
+
+// awaitReplicas waits until every member of st's replicated Redis pair
+// other than primary reports itself a replica of primary with its link up.
+func awaitReplicas(ctx context.Context, st *State, primary string) error {
+	var last string
+	for deadline := time.Now().Add(ReplicaSettle); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		last = ""
+		for _, c := range st.Components {
+			if c.Kind != server.KindRedisHA || c.Addr == primary {
+				continue
+			}
+			info, err := server.RedisInfo(ctx, c.Addr, "replication")
+			switch {
+			case err != nil:
+				last = fmt.Sprintf("%s: %v", c.Name, err)
+			case info["role"] != "slave" || net.JoinHostPort(info["master_host"], info["master_port"]) != primary:
+				last = fmt.Sprintf("%s is a %s, not a replica of %s", c.Name, info["role"], primary)
+			case info["master_link_status"] != "up":
+				last = fmt.Sprintf("%s's link to %s is %s", c.Name, primary, info["master_link_status"])
+			}
+		}
+		if last == "" {
 			return nil
 		}
 	}
-	return fmt.Errorf("failover: the Sentinels still name %s after 20s", strings.Join(before, ":"))
+	return fmt.Errorf("not settled within %s: %s", ReplicaSettle, last)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/seckill-lab/seckill/internal/config"
+	"github.com/seckill-lab/seckill/internal/server"
 )
 
 // TestInstanceProcs: each instance gets its share of the CPUs, at least 1.
@@ -82,5 +83,26 @@ func unsetenv(t *testing.T, key string) {
 	t.Setenv(key, "")
 	if err := os.Unsetenv(key); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServeEnvStreamReplicas: redis-stream's sales wait for the replica
+// (SECKILL_STREAM_REPLICAS=1) in the ha topology at fsync durability only:
+// a single Redis has no replica to wait for, and the default durability
+// keeps the lab's fast path.
+func TestServeEnvStreamReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		topology, durability string
+		want                 string
+	}{
+		{TopologyHA, server.DurabilityFsync, "1"},
+		{TopologyHA, server.DurabilityDefault, ""},
+		{TopologyHA, "", ""},
+		{TopologySingle, server.DurabilityFsync, ""},
+	} {
+		st := &State{Dir: t.TempDir(), BasePort: 15000, Topology: tc.topology, Durability: tc.durability}
+		if got := st.serveEnv()[config.EnvStreamReplicas]; got != tc.want {
+			t.Errorf("%s topology, durability %q: %s=%q, want %q", tc.topology, tc.durability, config.EnvStreamReplicas, got, tc.want)
+		}
 	}
 }

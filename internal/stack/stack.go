@@ -313,7 +313,8 @@ func (s *State) Env() [][2]string {
 // serveEnv returns the variables every instance gets (besides
 // SECKILL_LISTEN and SECKILL_INSTANCE, set per instance): the servers'
 // addresses (a description's ServeOnly variables only in the ha topology
-// and when set), the token and the starting strategy.
+// and when set), the token and the starting strategy; in the ha topology
+// at fsync durability, the replicas redis-stream's sales wait for.
 func (s *State) serveEnv() map[string]string {
 	env := map[string]string{
 		config.EnvAdminToken: s.AdminToken,
@@ -329,6 +330,10 @@ func (s *State) serveEnv() map[string]string {
 			}
 			env[kv[0]] = kv[1]
 		}
+	}
+	if s.HA() && s.Has(BackendRedis) && s.DurabilityLevel() == server.DurabilityFsync {
+		// An acknowledged sale survives a failover too: the replica has it.
+		env[config.EnvStreamReplicas] = "1"
 	}
 	return env
 }

@@ -2,8 +2,11 @@ package orderstream
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -16,9 +19,15 @@ import (
 // script whole, one after the other, as it does calls sent one by one: a
 // purchase's outcome does not depend on its neighbours in a pipeline.
 //
+// With replicas > 0 every pipeline ends with WAIT replicas, on the
+// connection that sent its scripts, and a call whose pipeline fewer
+// replicas acknowledged within ReplicaWait gets errUnreplicated instead
+// of its answer.
+//
 // The zero value is not usable: build it with newPipeliner.
 type pipeliner struct {
-	rdb redis.UniversalClient
+	rdb      redis.UniversalClient
+	replicas int
 
 	mu      sync.Mutex
 	queue   []*scriptCall
@@ -42,7 +51,16 @@ type scriptCall struct {
 	done   chan struct{}
 }
 
-func newPipeliner(rdb redis.UniversalClient) *pipeliner { return &pipeliner{rdb: rdb} }
+func newPipeliner(rdb redis.UniversalClient, replicas int) *pipeliner {
+	return &pipeliner{rdb: rdb, replicas: replicas}
+}
+
+// ReplicaWait bounds the WAIT of a pipeline for its replicas.
+const ReplicaWait = time.Second
+
+// errUnreplicated is a call whose writes fewer replicas than asked for
+// acknowledged: the primary may have them, a failover may lose them.
+var errUnreplicated = errors.New("not acknowledged by the replicas in time")
 
 // run runs script with keys and args, as script.Run does, in the next
 // pipeline; it returns when Redis answered or ctx is done (the script may
@@ -87,8 +105,9 @@ func (p *pipeliner) send() {
 }
 
 // exec sends batch's calls whose callers still wait in one pipeline, and
-// again alone with script.Run those Redis did not know the script of
-// (NOSCRIPT: EVALSHA first, EVAL when Redis lost it).
+// again with EVAL in a second one those Redis did not know the script of
+// (NOSCRIPT: EVALSHA first, EVAL when Redis lost it). A lone call without
+// replicas to wait for goes with script.Run.
 func (p *pipeliner) exec(batch []*scriptCall) {
 	live := batch[:0:0]
 	for _, c := range batch {
@@ -106,21 +125,57 @@ func (p *pipeliner) exec(batch []*scriptCall) {
 	// The round trip is the first caller's (the cost meter counts it in
 	// its purchase), without its cancellation: the others wait on it too.
 	ctx := context.WithoutCancel(live[0].ctx)
-	if len(live) == 1 {
+	if len(live) == 1 && p.replicas == 0 {
 		c := live[0]
 		c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
 		close(c.done)
 		return
 	}
-	pipe := p.rdb.Pipeline()
-	for _, c := range live {
-		c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
-	}
-	_, _ = pipe.Exec(ctx) // each call's own error is in its cmd
+	p.pipeline(ctx, live, false)
+	var again []*scriptCall
 	for _, c := range live {
 		if err := c.cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			c.cmd = c.script.Run(ctx, p.rdb, c.keys, c.args...)
+			again = append(again, c)
 		}
+	}
+	if len(again) > 0 {
+		p.pipeline(ctx, again, true)
+	}
+	for _, c := range live {
 		close(c.done)
+	}
+}
+
+// pipeline sends calls in one pipeline (EVALSHA, or EVAL when eval), with
+// WAIT after them when the pipeliner asks for replicas.
+func (p *pipeliner) pipeline(ctx context.Context, calls []*scriptCall, eval bool) {
+	pipe := p.rdb.Pipeline()
+	for _, c := range calls {
+		if eval {
+			c.cmd = c.script.Eval(ctx, pipe, c.keys, c.args...)
+		} else {
+			c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+	}
+	var wait *redis.Cmd
+	if p.replicas > 0 {
+		wait = pipe.Do(ctx, "WAIT", p.replicas, ReplicaWait.Milliseconds())
+	}
+	_, _ = pipe.Exec(ctx) // each call's own error is in its cmd
+	if wait == nil {
+		return
+	}
+	acked, err := wait.Int64()
+	if err == nil && acked >= int64(p.replicas) {
+		return
+	}
+	if err == nil {
+		err = fmt.Errorf("%w: %d of %d within %s", errUnreplicated, acked, p.replicas, ReplicaWait)
+	}
+	for _, c := range calls {
+		if c.cmd.Err() == nil {
+			c.cmd = redis.NewCmd(ctx)
+			c.cmd.SetErr(err)
+		}
 	}
 }

@@ -68,7 +68,7 @@ func TestPipeliner(t *testing.T) {
 		t.Fatal(err)
 	}
 	incr := redis.NewScript(`return redis.call('INCRBY', KEYS[1], ARGV[1])`)
-	p := newPipeliner(rdb)
+	p := newPipeliner(rdb, 0)
 
 	// maxSenders calls take the senders, one at a time, and wait at the
 	// gate; the rest queue behind them.
@@ -149,7 +149,7 @@ func TestPipelinerNoScript(t *testing.T) {
 		{ctx: ctx, script: echo, args: []any{"a"}, done: make(chan struct{})},
 		{ctx: ctx, script: echo, args: []any{"b"}, done: make(chan struct{})},
 	}
-	newPipeliner(rdb).exec(batch)
+	newPipeliner(rdb, 0).exec(batch)
 	for i, want := range []string{"a!", "b!"} {
 		<-batch[i].done
 		if got, err := batch[i].cmd.Text(); err != nil || got != want {

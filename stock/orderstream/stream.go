@@ -73,10 +73,15 @@ func streamLagKey(goods int64) string { return "seckill:stream:lag:" + strconv.F
 // returns {remaining, entry id}, or {code, ""}: -1 sold out, -2 mirror
 // missing, -3 the user at the limit; or {-4, "id|qty|user|remaining"} when
 // the request id was accepted before (the stock that sale left, so a
-// replay answers the original outcome).
+// replay answers the original outcome). A replay counts itself in the
+// stats: that write makes the WAIT after it (Stream's replicas) cover the
+// sale it replays, which an earlier answer may not have seen replicated.
 var acceptScript = redis.NewScript(`
 local prev = redis.call('HGET', KEYS[3], ARGV[4])
-if prev then return {-4, prev} end
+if prev then
+  redis.call('HINCRBY', KEYS[5], 'replays', 1)
+  return {-4, prev}
+end
 local s = redis.call('GET', KEYS[1])
 if not s then return {-2, ''} end
 local q = tonumber(ARGV[1])
@@ -99,9 +104,13 @@ type Stream struct {
 	pipe *pipeliner // Accept's scripts, pipelined
 }
 
-// New uses rdb (the primary Redis, the one the mirror is on).
-func New(rdb redis.UniversalClient) *Stream {
-	return &Stream{rdb: rdb, key: Key, pipe: newPipeliner(rdb)}
+// New uses rdb (the primary Redis, the one the mirror is on). With
+// replicas > 0 a purchase is answered only once that many replicas have
+// its accept (WAIT, up to ReplicaWait); otherwise Accept fails with
+// stock.ErrBackendUnavailable, and the client's resend with the same
+// Idempotency-Key is answered the sale's outcome once it is replicated.
+func New(rdb redis.UniversalClient, replicas int) *Stream {
+	return &Stream{rdb: rdb, key: Key, pipe: newPipeliner(rdb, replicas)}
 }
 
 // OrderIDOf is the order id of a stream entry "ms-seq": ms<<12 | seq, so
@@ -129,6 +138,9 @@ func OrderIDOf(entryID string) (int64, error) {
 func (q *Stream) Accept(ctx context.Context, o stock.Order, limit int) (left, orderID int64, replayed bool, err error) {
 	keys := []string{MirrorKey(o.GoodsID), UserLimitKey(o.GoodsID), streamRequestsKey(o.GoodsID), q.key, streamStatsKey(o.GoodsID)}
 	v, err := q.pipe.run(ctx, acceptScript, keys, o.Qty, o.UserID, limit, o.RequestID, o.GoodsID, o.Instance, time.Now().UnixNano()).Slice()
+	if errors.Is(err, errUnreplicated) {
+		return 0, 0, false, fmt.Errorf("redis stream accept: %w: %w", err, stock.ErrBackendUnavailable)
+	}
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("redis stream accept: %w", err)
 	}
@@ -186,16 +198,14 @@ func (q *Stream) Status(ctx context.Context, goodsID int64) (stock.QueueStatus, 
 	if err != nil && !isNoStream(err) {
 		return st, fmt.Errorf("redis stream status: %w", err)
 	}
+	st.Lag = n // nothing has read the stream yet
 	for _, g := range groups {
 		if g.Name == Group {
-			st.Pending, st.Lag, st.Consumers = g.Pending, g.Lag, g.Consumers
-			if g.Lag < 0 { // unknown to Redis: count what was not delivered
-				st.Lag = max(0, n-g.EntriesRead)
+			st.Pending, st.Consumers = g.Pending, g.Consumers
+			if st.Lag, err = q.unread(ctx, g.LastDeliveredID); err != nil {
+				return st, fmt.Errorf("redis stream status: %w", err)
 			}
 		}
-	}
-	if len(groups) == 0 {
-		st.Lag = n // nothing has read the stream yet
 	}
 	counts, err := q.rdb.HGetAll(ctx, streamStatsKey(goodsID)).Result()
 	if err != nil {
@@ -214,6 +224,29 @@ func (q *Stream) Status(ctx context.Context, goodsID int64) (stock.QueueStatus, 
 		}
 	}
 	return st, nil
+}
+
+// maxUnreadCount bounds the entries Status counts past the last delivered
+// one; a queue further behind reports this many.
+const maxUnreadCount = 10_000
+
+// unread counts the stream's entries after the group's last delivered id
+// (up to maxUnreadCount). It does not use XINFO's lag: a replica promoted
+// by a failover can hold the group with an entries-read counter behind its
+// last delivered id, and Redis then counts entries every consumer read.
+func (q *Stream) unread(ctx context.Context, lastDelivered string) (int64, error) {
+	last, err := q.rdb.XInfoStream(ctx, q.key).Result()
+	if err != nil {
+		return 0, fmt.Errorf("the stream: %w", err)
+	}
+	if last.LastGeneratedID == lastDelivered {
+		return 0, nil
+	}
+	msgs, err := q.rdb.XRangeN(ctx, q.key, "("+lastDelivered, "+", maxUnreadCount).Result()
+	if err != nil {
+		return 0, fmt.Errorf("the entries after %s: %w", lastDelivered, err)
+	}
+	return int64(len(msgs)), nil
 }
 
 // Accepted reports whether goods' request id was accepted by the script.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func newStreamFixture(t *testing.T, inStock int64, limit int) streamFixture {
 	st := sqltest.Store(t)
 	rdb := testenv.RedisClient(t)
 	ctx := context.Background()
-	q := &Stream{rdb: rdb, key: fmt.Sprintf("test:orders:%d", rand.Int64()), pipe: newPipeliner(rdb)}
+	q := &Stream{rdb: rdb, key: fmt.Sprintf("test:orders:%d", rand.Int64()), pipe: newPipeliner(rdb, 0)}
 	t.Cleanup(func() { rdb.Del(context.Background(), q.key) })
 	cfg := stock.Config{Name: catalog.RedisStream}
 	cfg.PerUserLimit = limit
@@ -220,5 +221,133 @@ func TestStreamGather(t *testing.T) {
 	}
 	if a, err := f.svc.Audit(ctx, f.goods); err != nil || a.Orders != 11 || a.Stock != 39 || a.Oversold != 0 {
 		t.Errorf("audit %+v, %v; want 11 orders, stock 39", a, err)
+	}
+}
+
+// TestStreamStatusStaleEntriesRead: a replica promoted by a Sentinel
+// failover can carry a group whose entries-read counter is behind its
+// last-delivered id, so Redis's XINFO lag counts entries every consumer
+// has read (seen under the nemesis: "0 pending and 4527 not read" for a
+// queue that was empty). Status counts the entries past the last
+// delivered id instead, so a read queue is drained whatever the counter
+// says, and one still unread is not.
+func TestStreamStatusStaleEntriesRead(t *testing.T) {
+	f := newStreamFixture(t, 30, 0)
+	ctx := context.Background()
+	for i := range 30 {
+		if _, err := f.svc.Purchase(ctx, stock.PurchaseRequest{GoodsID: f.goods, Qty: 1, UserID: fmt.Sprintf("u%d", i), RequestID: fmt.Sprintf("%d-%d", f.goods, i)}); err != nil {
+			t.Fatalf("purchase %d: %v", i, err)
+		}
+	}
+	res, err := f.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: "c", Streams: []string{f.q.key, ">"}, Count: 20}).Result()
+	if err != nil || len(res) != 1 || len(res[0].Messages) != 20 {
+		t.Fatalf("read %v, %v; want 20 entries", res, err)
+	}
+	ids := make([]string, 0, 20)
+	for _, m := range res[0].Messages {
+		ids = append(ids, m.ID)
+	}
+	if err := f.rdb.XAck(ctx, f.q.key, Group, ids...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	last := ids[len(ids)-1]
+	for _, tc := range []struct {
+		name        string
+		entriesRead int64
+		read        int // entries read past the first 20
+		lag         int64
+	}{
+		{"10 unread, the counter right", 20, 0, 10},
+		{"10 unread, the counter stale", 0, 0, 10},
+		{"all read, the counter stale", 0, 10, 0},
+		{"all read, the counter ahead", 100, 10, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := last
+			if tc.read > 0 {
+				msgs, err := f.rdb.XRangeN(ctx, f.q.key, "-", "+", 30).Result()
+				if err != nil || len(msgs) != 30 {
+					t.Fatalf("xrange: %d, %v", len(msgs), err)
+				}
+				id = msgs[19+tc.read].ID
+			}
+			if err := f.rdb.Do(ctx, "XGROUP", "SETID", f.q.key, Group, id, "ENTRIESREAD", tc.entriesRead).Err(); err != nil {
+				t.Fatal(err)
+			}
+			st, err := f.q.Status(ctx, f.goods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Lag != tc.lag || st.Pending != 0 || st.Drained() != (tc.lag == 0) {
+				t.Errorf("status lag %d, pending %d, drained %v; want lag %d, pending 0", st.Lag, st.Pending, st.Drained(), tc.lag)
+			}
+		})
+	}
+}
+
+// TestStreamAcceptWaitsForReplica: with replicas 1, a sale is answered
+// only once the replica has it (WAIT), so a failover that promotes the
+// replica keeps every answered sale. With the replica down the accept
+// fails as backend_unavailable (the primary took the stock), and the
+// client's resend with the same key, once the replica is back, is
+// answered that sale. A primary without replicas answers at once with 0.
+func TestStreamAcceptWaitsForReplica(t *testing.T) {
+	ctx := context.Background()
+	primary := testenv.StartRedis(t)
+	replica := testenv.StartRedis(t)
+	pc := redis.NewClient(&redis.Options{Addr: primary.Addr})
+	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	t.Cleanup(func() { pc.Close(); rc.Close() })
+	follow := func() {
+		t.Helper()
+		host, port, _ := strings.Cut(primary.Addr, ":")
+		if err := rc.ReplicaOf(ctx, host, port).Err(); err != nil {
+			t.Fatal(err)
+		}
+		await(t, 10*time.Second, "the replica in sync", func() (bool, string) {
+			info, err := rc.Info(ctx, "replication").Result()
+			return err == nil && strings.Contains(info, "master_link_status:up"), info
+		})
+	}
+	follow()
+	const goods = 7
+	q := New(pc, 1)
+	if err := q.Init(ctx, goods, 10); err != nil {
+		t.Fatal(err)
+	}
+	order := func(i int) stock.Order {
+		return stock.Order{GoodsID: goods, Qty: 1, UserID: fmt.Sprintf("u%d", i), RequestID: fmt.Sprintf("r%d", i), Instance: "test"}
+	}
+	left, id, _, err := q.Accept(ctx, order(1), 0)
+	if err != nil || left != 9 {
+		t.Fatalf("accept with the replica up: %d left, %v; want 9", left, err)
+	}
+	if n, err := rc.XLen(ctx, Key).Result(); err != nil || n != 1 {
+		t.Fatalf("the replica has %d entries, %v, once the sale was answered; want 1", n, err)
+	}
+	replica.Stop(t)
+	began := time.Now()
+	if _, _, _, err := q.Accept(ctx, order(2), 0); !errors.Is(err, stock.ErrBackendUnavailable) {
+		t.Fatalf("accept with the replica down: %v; want %v", err, stock.ErrBackendUnavailable)
+	}
+	if took := time.Since(began); took < ReplicaWait-50*time.Millisecond {
+		t.Errorf("the accept failed after %s, before WAIT's %s", took, ReplicaWait)
+	}
+	if s, err := pc.Get(ctx, MirrorKey(goods)).Int64(); err != nil || s != 8 {
+		t.Fatalf("the primary's stock %d, %v; want 8 (the unanswered sale took its unit)", s, err)
+	}
+	replica.Start(t)
+	rc = redis.NewClient(&redis.Options{Addr: replica.Addr})
+	follow()
+	left, id2, replayed, err := q.Accept(ctx, order(2), 0)
+	if err != nil || !replayed || left != 8 || id2 == id {
+		t.Fatalf("the resend: %d left, order %d (first sale's %d), replayed %v, %v; want the sale's outcome, 8 left", left, id2, id, replayed, err)
+	}
+	alone := New(redis.NewClient(&redis.Options{Addr: testenv.StartRedis(t).Addr}), 0)
+	if err := alone.Init(ctx, goods, 1); err != nil {
+		t.Fatal(err)
+	}
+	if left, _, _, err := alone.Accept(ctx, order(3), 0); err != nil || left != 0 {
+		t.Fatalf("accept without replicas to wait for: %d left, %v", left, err)
 	}
 }
