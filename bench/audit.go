@@ -104,6 +104,11 @@ type Invariant struct {
 	// Undecided: the check could not decide (the linearizability check ran
 	// out of time). It is neither passed nor failed, and not counted.
 	Undecided bool `json:"undecided,omitempty"`
+	// Incomplete: the check failed for want of evidence, not because it
+	// saw the invariant break (mutual exclusion when the lock events of
+	// some sales were lost: an instance killed -9 takes its events with
+	// it, and no two sections were seen overlapping).
+	Incomplete bool `json:"incomplete,omitempty"`
 	// CheckMS is how long the check took, for the checks whose cost grows
 	// with the run (the history, the lock evidence); 0 for arithmetic.
 	CheckMS float64 `json:"check_ms,omitempty"`

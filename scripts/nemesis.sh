@@ -4,25 +4,28 @@
 # of NEMESIS_RUNS a steady load under that strategy for NEMESIS_FOR
 # (default 10m) while faults drawn from NEMESIS_SEED (default 1) kill,
 # pause, cut and fail over its servers, links and instances. An entry is
-# STRATEGY, with fencing where the strategy has tokens, or STRATEGY:unfenced
-# (no fencing: what fencing buys) or STRATEGY:fsync (on a stack started
-# with --durability fsync). The stacks are the script's own (NEMESIS_DIR,
-# NEMESIS_BASE_PORT), one per durability, stopped at the end. Each run's
-# report goes to results/nemesis-<timestamp>/N-ENTRY/; the summary of all
-# of them replaces the nemesis block (docs/reliability.md). It exits 1 when
-# a run with fencing or without a lock service failed. NEMESIS_FROM=DIR
-# runs nothing and writes the block again from DIR's runs (its runs.txt).
+# STRATEGY, with fencing where the strategy has tokens, or STRATEGY:MODE:
+# fsync (on a stack started with --durability fsync), holder (fencing and
+# --pause-holder: each pause of an instance pauses the lock's holder past
+# its TTL) or unfenced (--pause-holder without fencing: what fencing
+# buys). The stacks are the script's own (NEMESIS_DIR, NEMESIS_BASE_PORT),
+# one per durability, stopped at the end. Each run's report goes to
+# results/nemesis-<timestamp>/N-ENTRY/; the summary of all of them
+# replaces the nemesis block (docs/reliability.md). It exits 1 when a run
+# that should hold failed (any but redis-stream at the default durability
+# and the unfenced ones). NEMESIS_FROM="DIR ..." runs nothing and writes
+# the block from those directories' runs (their runs.txt), in order, so
+# runs of several invocations (10-minute ones, an hour) share one block.
 #   make nemesis [NEMESIS_RUNS="redis etcd ..."] [NEMESIS_FOR=10m] [NEMESIS_SEED=1]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NEMESIS_DIR=${NEMESIS_DIR:-.seckill-nemesis}
 NEMESIS_BASE_PORT=${NEMESIS_BASE_PORT:-19500}
-NEMESIS_RUNS=${NEMESIS_RUNS:-redis etcd zookeeper consul redlock mysql-forupdate sql-atomic redis-stream redis-stream:fsync redis:unfenced}
+NEMESIS_RUNS=${NEMESIS_RUNS:-redis etcd zookeeper consul redlock mysql-forupdate sql-atomic redis-stream redis-stream:fsync redis:holder redis:unfenced}
 NEMESIS_FOR=${NEMESIS_FOR:-10m}
 NEMESIS_SEED=${NEMESIS_SEED:-1}
-OUT=${NEMESIS_FROM:-${NEMESIS_OUT:-results/nemesis-$(date +%Y%m%d-%H%M%S)}}
-mkdir -p "$OUT"
+OUT=${NEMESIS_OUT:-results/nemesis-$(date +%Y%m%d-%H%M%S)}
 
 tokens() { [ "$(bin/seckill strategies | awk -v s="$1" '$1 == s { print $4 }')" = yes ]; }
 durability=""
@@ -34,13 +37,17 @@ up() { # DURABILITY: the stack at that durability (restarted when it differs)
 }
 began=$(date +%s)
 status=0
+block=$(mktemp)
+trap 'rm -f "$block"' EXIT
 i=0
 if [ -n "${NEMESIS_FROM:-}" ]; then
-	NEMESIS_RUNS="" # the block again from the runs in $OUT
-	read -r NEMESIS_FOR NEMESIS_SEED began < "$OUT/runs.txt.head"
+	NEMESIS_RUNS="" # the block again from the runs in $NEMESIS_FROM
+	read -r -a sources <<< "$NEMESIS_FROM"
 else
+	sources=("$OUT")
+	mkdir -p "$OUT"
 	bin/seckill down --dir "$NEMESIS_DIR" >/dev/null
-	trap 'bin/seckill down --dir "$NEMESIS_DIR" >/dev/null || true' EXIT
+	trap 'rm -f "$block"; bin/seckill down --dir "$NEMESIS_DIR" >/dev/null || true' EXIT
 	echo "$NEMESIS_FOR $NEMESIS_SEED $began" > "$OUT/runs.txt.head"
 	: > "$OUT/runs.txt"
 fi
@@ -50,60 +57,86 @@ for entry in $NEMESIS_RUNS; do
 	[ "$entry" != "$strategy" ] && mode=${entry#*:}
 	flags=()
 	if [ "$mode" != unfenced ] && tokens "$strategy"; then flags=(--fencing); fi
+	if [ "$mode" = unfenced ] || [ "$mode" = holder ]; then flags+=(--pause-holder); fi
 	up "$([ "$mode" = fsync ] && echo fsync || echo default)"
 	dir="$OUT/$i-${entry/:/-}"
 	echo "nemesis: $entry: bin/seckill nemesis --strategy $strategy ${flags[*]} --for $NEMESIS_FOR --seed $NEMESIS_SEED (durability $durability)" >&2
 	if ! bin/seckill nemesis --dir "$NEMESIS_DIR" --strategy "$strategy" ${flags[@]+"${flags[@]}"} --for "$NEMESIS_FOR" \
 		--seed "$NEMESIS_SEED" --out "$dir" > "$dir.txt" 2>&1; then
 		# An unfenced run is there to fail; redis-stream at the default
-		# durability may lose accepted orders to a Redis kill (counted).
+		# durability may lose accepted sales to a failover (counted).
 		if [ "$mode" != unfenced ] && [ "$entry" != redis-stream ]; then status=1; fi
 	fi
 	echo "$entry=$durability=$dir" >> "$OUT/runs.txt"
 done
-mapfile -t runs < "$OUT/runs.txt"
-wall=$(( $(stat -c %Y "$OUT/runs.txt") - began ))
 {
-	echo "Printed by \`scripts/nemesis.sh\` (\`make nemesis\`, NEMESIS_FOR=$NEMESIS_FOR NEMESIS_SEED=$NEMESIS_SEED, $(date -u +%Y-%m-%d), $wall s):"
-	echo "one \`seckill nemesis --strategy S [--fencing] --for $NEMESIS_FOR --seed $NEMESIS_SEED\` per row, on an ha stack of its own with the fault proxy"
-	echo "(3 instances, 40 purchases/s, a fault every 15 s on average, careful clients resending up to 20 times);"
-	echo "the reports and charts stay on the machine that ran them (not committed)."
+	echo "Printed by \`scripts/nemesis.sh\` (\`make nemesis\`, $(date -u +%Y-%m-%d)): one \`seckill nemesis --strategy S [--fencing] [--pause-holder] --for T --seed N\`"
+	echo "per row, on an ha stack of its own with the fault proxy (3 instances, 40 purchases/s, a fault every 15 s on average, careful clients"
+	echo "resending up to 20 times); the reports and charts stay on the machine that ran them (not committed). The runs came from:"
 	echo
-	python3 - "${runs[@]}" <<'PY'
-import json, statistics, sys
-rows = []
-print("| strategy | fencing | durability | faults (kinds) | on its servers | overlapping | purchases | sales | oversold | resent | unanswered | invariants | longest gap s | verdict |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	python3 - "${sources[@]}" <<'PY'
+import datetime, json, os, statistics, sys
+
+def load(src):
+    with open(f"{src}/runs.txt.head") as f:
+        every, seed, began = f.read().split()
+    ended = int(os.stat(f"{src}/runs.txt").st_mtime)
+    with open(f"{src}/runs.txt") as f:
+        runs = [l.strip().split("=", 2) for l in f if l.strip()]
+    return {"src": src, "for": every, "seed": seed, "began": int(began), "ended": ended, "runs": runs}
+
+sources = [load(s) for s in sys.argv[1:]]
+hhmm = lambda t: datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%H:%M")
+for i, s in enumerate(sources):
+    beside = [f"{j + 1}" for j, o in enumerate(sources) if o is not s and o["began"] < s["ended"] and s["began"] < o["ended"]]
+    note = f"; it ran while {' and '.join(beside)} ran (each run keeps about a fifth of the 2 CPUs busy)" if beside else ""
+    print(f"{i + 1}. `NEMESIS_FOR={s['for']} NEMESIS_SEED={s['seed']}`, {len(s['runs'])} runs one after the other, "
+          f"{hhmm(s['began'])} to {hhmm(s['ended'])} UTC ({s['ended'] - s['began']} s){note}")
+print()
+print("| strategy | fencing | durability | for | faults (kinds) | on its servers | purchases | sales | oversold | lost updates | resent | unanswered | invariants | longest gap s | verdict |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 notes = []
-for arg in sys.argv[1:]:
-    entry, durability, d = arg.split("=", 2)
-    try:
-        r = json.load(open(f"{d}/nemesis.json"))
-    except OSError:
-        # The run stopped before its report: its log's last line says why.
-        lines = [l.strip() for l in open(f"{d}.txt") if l.strip()]
-        why = lines[-1].replace("seckill: nemesis: ", "") if lines else "no log"
-        print(f"| {entry} | | {durability} | | | | | | | | | | | FAILED, no report: {why} |")
-        continue
-    kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["kinds"].items()))
-    fails = r.get("failures") or []
-    # A check an instance's kill -9 left without its evidence (nemesis.Unchecked).
-    unchecked = [i["name"] for i in r["invariants"] if i.get("applicable") and not i["pass"] and "evidence is incomplete" in i.get("detail", "")]
-    invs = f"{r['invariants_passed']}/{r['invariants_decided']} passed" + (f" ({', '.join(unchecked)} not checked)" if unchecked else "")
-    name = r["strategy"] + (" (unfenced)" if entry.endswith(":unfenced") else "")
-    verdict = "ok" if not fails else "FAILED: " + "; ".join(f[:120] for f in fails)
-    print(f"| {name} | {'yes' if r['fencing'] else 'no'} | {durability} | {r['made']} ({kinds}) | {r['needed_made']} | {r['overlaps']} | "
-          f"{r['requests']} | {r['ok']} | {r['oversold']} | {r['resent']} | {r['unanswered']} | {invs} | "
-          f"{r['longest_gap_without_sale_s']:.1f} | {verdict} |")
-    gaps = {}
-    for f in r["faults"]:
-        if f.get("made"):
-            gaps.setdefault(f["kind"], []).append(f.get("sales_gap_s", 0))
-    notes.append(f"- {entry}: sales gap by fault kind, median (max) s: " +
-                 ", ".join(f"{k} {statistics.median(v):.1f} ({max(v):.1f})" for k, v in sorted(gaps.items())))
+for s in sources:
+    for entry, durability, d in s["runs"]:
+        try:
+            r = json.load(open(f"{d}/nemesis.json"))
+        except OSError:
+            # The run stopped before its report: its log's last line says why.
+            lines = [l.strip() for l in open(f"{d}.txt") if l.strip()]
+            why = lines[-1].replace("seckill: nemesis: ", "") if lines else "no log"
+            print(f"| {entry} | | {durability} | {s['for']} | | | | | | | | | | | FAILED, no report: {why} |")
+            continue
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(r["kinds"].items()))
+        fails = r.get("failures") or []
+        invs = {i["name"]: i for i in r["invariants"]}
+        # A check an instance's kill -9 left without its evidence (nemesis.Unchecked);
+        # runs made before bench.Invariant had `incomplete` say so in the detail only.
+        unchecked = [i["name"] for i in r["invariants"] if i.get("applicable") and not i["pass"] and not i.get("undecided")
+                     and (i.get("incomplete") or "evidence is incomplete" in i.get("detail", ""))]
+        decided = f"{r['invariants_passed']}/{r['invariants_decided']} passed" + (f" ({', '.join(unchecked)} not checked)" if unchecked else "")
+        lost = invs.get("no_lost_update", {}).get("count", 0)
+        fencing = ("yes" if r["fencing"] else "no") + (", holder paused" if r.get("pause_holder") else "")
+        verdict = "ok" if not fails else "FAILED: " + "; ".join(f[:160] for f in fails)
+        print(f"| {r['strategy']} | {fencing} | {durability} | {r['for']} | {r['made']} ({kinds}) | {r['needed_made']} | "
+              f"{r['requests']} | {r['ok']} | {r['oversold']} | {lost} | {r['resent']} | {r['unanswered']} | {decided} | "
+              f"{r['longest_gap_without_sale_s']:.1f} | {verdict} |")
+        gaps = {}
+        for f in r["faults"]:
+            if f.get("made"):
+                gaps.setdefault(f["kind"], []).append(f.get("sales_gap_s", 0))
+        line = f"- {entry} ({r['for']}): sales gap by fault kind, median (max) s: " + \
+            ", ".join(f"{k} {statistics.median(v):.1f} ({max(v):.1f})" for k, v in sorted(gaps.items()))
+        try:
+            q = json.load(open(f"{d}/bench/report.json"))["runs"][0].get("queue")
+        except (OSError, KeyError, IndexError):
+            q = None
+        if q:
+            line += (f"; order queue: Redis counted {q['accepted']} accepted and {q['written']} written "
+                     f"({q['duplicates']} delivered again, {q['rejected']} rejected) for {r['ok']} sales answered")
+        notes.append(line)
 print()
 print("\n".join(notes))
 PY
-} > "$OUT/nemesis-block.md"
-scripts/readme-block.sh nemesis "$OUT/nemesis-block.md"
+} > "$block"
+scripts/readme-block.sh nemesis "$block"
 exit "$status"

@@ -20,6 +20,7 @@ func runNemesis(ctx context.Context, args []string) error {
 	dir := fs.String("dir", stack.DefaultDir, "run directory of the ha stack (seckill up --topology ha --proxy)")
 	strategy := fs.String("strategy", "redis", "the lock the purchases run under")
 	fencing := fs.Bool("fencing", false, "turn the strategy's fencing tokens on")
+	holder := fs.Bool("pause-holder", false, "each pause of an instance pauses the lock's holder past the lock's TTL")
 	dur := fs.Duration("for", 10*time.Minute, "how long the load runs (10s to 24h)")
 	seed := fs.Int64("seed", 1, "seeds the fault schedule: the same seed, the same faults")
 	every := fs.Duration("every", 15*time.Second, "mean time between two faults' starts")
@@ -33,12 +34,12 @@ func runNemesis(ctx context.Context, args []string) error {
 		return exitError{code: 2, msg: err.Error()}
 	}
 	if fs.NArg() > 0 {
-		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q; usage: seckill nemesis [--dir D] [--strategy redis] [--fencing] [--for 10m] [--seed 1] [--out DIR]", fs.Arg(0))}
+		return exitError{code: 2, msg: fmt.Sprintf("unexpected argument %q; usage: seckill nemesis [--dir D] [--strategy redis] [--fencing] [--pause-holder] [--for 10m] [--seed 1] [--out DIR]", fs.Arg(0))}
 	}
 	if *out == "" {
 		*out = filepath.Join("results", "nemesis-"+time.Now().Format("20060102-150405"))
 	}
-	res, err := nemesis.Run(ctx, nemesis.Options{Dir: *dir, Strategy: *strategy, Fencing: *fencing, For: *dur, Seed: *seed,
+	res, err := nemesis.Run(ctx, nemesis.Options{Dir: *dir, Strategy: *strategy, Fencing: *fencing, PauseHolder: *holder, For: *dur, Seed: *seed,
 		Every: *every, Rate: *rate, Resend: *resend, OutDir: *out, Progress: os.Stderr})
 	if errors.Is(err, nemesis.ErrInvalid) || errors.Is(err, nemesis.ErrNotHA) {
 		return exitError{code: 2, msg: err.Error()}

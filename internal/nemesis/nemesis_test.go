@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
+	"github.com/seckill-lab/seckill/internal/fault"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/internal/testenv"
 	"github.com/seckill-lab/seckill/stock/catalog"
@@ -36,10 +37,14 @@ func TestMain(m *testing.M) {
 }
 
 // TestNemesisShort runs a short seeded nemesis (50 s, a fault every 6 s)
-// on an ha stack with the proxy under redis with fencing, and asserts
-// safety, not timing: nothing oversold, every 2xx has its order, every
-// order's request was answered 2xx, every fault made healed and has its
-// sales gap, and the faults were of at least three kinds.
+// on an ha stack with the proxy under redis with fencing, its pauses of
+// instances aimed at the lock's holder (PauseHolder: past the lock's TTL,
+// so the lock expires under it and only its fencing token stops its
+// stale write), and asserts safety, not timing: nothing oversold, no
+// update lost, every 2xx has its order, every order's request was
+// answered 2xx, every fault made healed and has its sales gap, every
+// pause of an instance paused the holder past the TTL, and the faults
+// were of at least three kinds.
 func TestNemesisShort(t *testing.T) {
 	testenv.Binary(t, "redis-server")
 	dir := t.TempDir()
@@ -55,8 +60,8 @@ func TestNemesisShort(t *testing.T) {
 	t.Cleanup(func() { _ = stack.Down(context.Background(), dir, io.Discard) })
 
 	out := t.TempDir()
-	res, err := Run(ctx, Options{Dir: dir, Strategy: catalog.Redis, Fencing: true, For: 50 * time.Second, Every: 6 * time.Second,
-		Seed: 1, OutDir: out, Progress: testWriter{t}})
+	res, err := Run(ctx, Options{Dir: dir, Strategy: catalog.Redis, Fencing: true, PauseHolder: true, For: 50 * time.Second,
+		Every: 6 * time.Second, Seed: 1, OutDir: out, Progress: testWriter{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +71,7 @@ func TestNemesisShort(t *testing.T) {
 	if res.Oversold != 0 {
 		t.Errorf("oversold %d", res.Oversold)
 	}
-	for _, name := range []string{bench.InvOKHasOrder, bench.InvOrderAnswered} {
+	for _, name := range []string{bench.InvOKHasOrder, bench.InvOrderAnswered, bench.InvNoLostUpdate} {
 		if inv, ok := invariant(res, name); !ok || !inv.Pass {
 			t.Errorf("%s: %+v (found %v)", name, inv, ok)
 		}
@@ -77,10 +82,19 @@ func TestNemesisShort(t *testing.T) {
 	if 2*res.NeededMade < res.Made {
 		t.Errorf("%d of %d faults on redis; want at least half", res.NeededMade, res.Made)
 	}
+	held := 0
 	for _, r := range res.Faults {
 		if r.Made && (!r.Healed || r.HealedS < r.StartS || r.SalesGapS < 0) {
 			t.Errorf("fault %s: healed %v at %.1f s (began %.1f s), sales gap %.1f s", r.describe(), r.Healed, r.HealedS, r.StartS, r.SalesGapS)
 		}
+		if r.Made && r.Kind == fault.Pause && strings.HasPrefix(r.Target, "inst-") {
+			if held++; !strings.Contains(r.Hit, "holding the lock") || r.HealedS-r.StartS < (HolderTTL+HolderOvershoot).Seconds() {
+				t.Errorf("pause of an instance %s (%s) for %.1f s; want the lock's holder, past the %s TTL", r.Target, r.Hit, r.HealedS-r.StartS, HolderTTL)
+			}
+		}
+	}
+	if held == 0 {
+		t.Errorf("no pause of an instance was made: seed 1's schedule has one; the holder pauses were not tried")
 	}
 	for _, name := range []string{"nemesis.json", "nemesis.md", "nemesis.svg"} {
 		if _, err := os.Stat(filepath.Join(out, name)); err != nil {

@@ -35,7 +35,7 @@ func TestReport(t *testing.T) {
 	broken.Faults = append([]Record{}, ok.Faults...)
 	broken.Faults[1].Healed, broken.Faults[1].Error = false, "not healed: start inst-1: boom"
 	lost := *ok
-	lost.Invariants = append([]bench.Invariant{{Name: bench.InvMutualExclusion, Applicable: true, Count: 1,
+	lost.Invariants = append([]bench.Invariant{{Name: bench.InvMutualExclusion, Applicable: true, Count: 1, Incomplete: true,
 		Detail: "the evidence is incomplete (9 sales, 8 committed sections seen): 1 sales without a committed critical section seen"}}, ok.Invariants...)
 	overlap := *ok
 	overlap.Invariants = []bench.Invariant{{Name: bench.InvMutualExclusion, Applicable: true, Count: 2,

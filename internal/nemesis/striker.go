@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/seckill-lab/seckill/bench"
 	"github.com/seckill-lab/seckill/bench/fleet"
+	"github.com/seckill-lab/seckill/internal/fault"
 	"github.com/seckill-lab/seckill/internal/server"
 	"github.com/seckill-lab/seckill/internal/stack"
 	"github.com/seckill-lab/seckill/lockimpl"
+	"github.com/seckill-lab/seckill/stock"
 )
 
 // Record is one fault as it went.
@@ -24,8 +27,8 @@ type Record struct {
 	Hit string `json:"hit,omitempty"`
 	// StartS is when it began and HealedS when it had been undone (the
 	// component answering again, the link clean; for a failover, when
-	// the Sentinels named the new primary), in seconds since the load's
-	// start.
+	// the demoted primary replicates the new one), in seconds since the
+	// load's start.
 	StartS  float64 `json:"start_s"`
 	HealedS float64 `json:"healed_s"`
 	Made    bool    `json:"made"`
@@ -45,6 +48,10 @@ type striker struct {
 	layout   Layout
 	plan     []Fault
 	progress io.Writer
+	// holder: pauses of an instance pause the lock's holder
+	// (Options.PauseHolder), found through fleet's lock events.
+	holder bool
+	fleet  fleet.Fleet
 
 	mu      sync.Mutex
 	records []Record
@@ -53,7 +60,8 @@ type striker struct {
 // Run makes every fault of the plan at its time from t0 and undoes it
 // after its time (or when ctx ends: the load is over), and returns a
 // strike for each fault made, in plan order.
-func (s *striker) Run(ctx context.Context, _ fleet.Fleet, t0 time.Time) ([]bench.Strike, error) {
+func (s *striker) Run(ctx context.Context, fl fleet.Fleet, t0 time.Time) ([]bench.Strike, error) {
+	s.fleet = fl
 	s.records = make([]Record, len(s.plan))
 	var wg sync.WaitGroup
 	for i, f := range s.plan {
@@ -81,7 +89,7 @@ func (s *striker) one(ctx context.Context, i int, t0 time.Time) {
 		r.Error = "not made: the load ended first"
 		return
 	}
-	target := r.Target
+	target, holding := r.Target, ""
 	if name, ok := strings.CutPrefix(target, LeaderPrefix); ok {
 		leader, err := s.leader(ctx, name)
 		if err != nil {
@@ -91,6 +99,14 @@ func (s *striker) one(ctx context.Context, i int, t0 time.Time) {
 		}
 		target = leader
 	}
+	if s.holder && r.Kind == fault.Pause && slices.Contains(s.layout.Instances, target) {
+		if inst, err := s.lockHolder(ctx); err == nil {
+			target, holding = inst, " (holding the lock)"
+			r.For = HolderTTL + HolderOvershoot
+		} else {
+			s.say("%6.1fs pause: no lock holder seen (%v): pausing %s", time.Since(t0).Seconds(), err, target)
+		}
+	}
 	began := time.Now()
 	did, end, err := stack.Begin(ctx, s.dir, stack.Fault{Kind: r.Kind, Target: target, Delay: r.Delay})
 	if err != nil {
@@ -98,6 +114,7 @@ func (s *striker) one(ctx context.Context, i int, t0 time.Time) {
 		s.say("%6.1fs %s %s: %s", time.Since(t0).Seconds(), r.Kind, target, r.Error)
 		return
 	}
+	did += holding
 	r.Made, r.Hit, r.StartS = true, did, began.Sub(t0).Seconds()
 	s.say("%6.1fs %s", r.StartS, did)
 	if end != nil {
@@ -143,6 +160,55 @@ func (s *striker) leader(ctx context.Context, name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no member of %s leads now", name)
+}
+
+// The settings of Options.PauseHolder.
+const (
+	// HolderWait bounds the wait for an instance to read the stock under
+	// the lock.
+	HolderWait = 5 * time.Second
+	// HolderTTL is the lock's TTL meanwhile, and the holder's pause lasts
+	// HolderOvershoot longer: past the TTL, and still short of the
+	// client's 10 s timeout, so the paused purchase goes on when it
+	// resumes and writes what it read before the pause.
+	HolderTTL       = 3 * time.Second
+	HolderOvershoot = 2 * time.Second
+	// HolderWork is each purchase's work between its stock read and its
+	// write: long enough for the pause, sent once the holder said it read
+	// the stock, to land before the write.
+	HolderWork = 3 * time.Millisecond
+)
+
+// lockHolder waits for the next instance to read the stock under the lock
+// (a stock.EventRead) and names it: paused now, it holds the lock with a
+// stock figure that goes stale while it sleeps.
+func (s *striker) lockHolder(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, HolderWait)
+	defer cancel()
+	seen := make(chan string, len(s.fleet.Instances))
+	for _, base := range s.fleet.Instances {
+		go func() { // each on its own: one may be killed or paused by another fault
+			ch, err := bench.SubscribeEvents(ctx, base, s.fleet.AdminToken)
+			if err != nil {
+				return
+			}
+			for ev := range ch {
+				if ev.Kind == stock.EventRead {
+					select {
+					case seen <- ev.Instance:
+					default:
+					}
+					return
+				}
+			}
+		}()
+	}
+	select {
+	case inst := <-seen:
+		return inst, nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("no instance read the stock under the lock within %s", HolderWait)
+	}
 }
 
 // say writes one progress line.
