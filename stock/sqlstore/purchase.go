@@ -516,14 +516,35 @@ func (s *Store) sqlDB() (*sql.DB, error) {
 	return db, nil
 }
 
+// WriteTimeout bounds a transaction once it has begun, and a write batch
+// once it is sent: the end of the purchase's request does not cut them.
+// A write cut on the wire leaves its outcome unknown to the instance while
+// the server may still commit it, after the instance has let its lock go
+// and the next holder has read the stock (measured: a client's timeout
+// during a paused instance's write left a unit taken without its order).
+// So a transaction ends by COMMIT or ROLLBACK, and the instance knows
+// which, before the purchase returns.
+const WriteTimeout = 10 * time.Second
+
+// uncut is ctx without its cancellation, bounded by WriteTimeout.
+func uncut(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), WriteTimeout)
+}
+
 // inTx runs f in one transaction: committed when f returns nil, rolled back
-// otherwise.
+// otherwise. The transaction runs on uncut(ctx): f's statements still end
+// with ctx, the COMMIT or ROLLBACK does not.
 func (s *Store) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	db, err := s.sqlDB()
 	if err != nil {
 		return err
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	tctx, cancel := uncut(ctx)
+	defer cancel()
+	tx, err := db.BeginTx(tctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -746,7 +767,12 @@ func execWrite(ctx context.Context, db *sql.DB, w txWrite, o *stock.Order, args 
 // execWriteTx is execWrite statement by statement: BEGIN, the write, the
 // order's insert with its per-user check (insertOrderTx), COMMIT.
 func execWriteTx(ctx context.Context, db *sql.DB, w txWrite, o *stock.Order, args ...any) (written bool, writeID int64, err error) {
-	tx, err := db.BeginTx(ctx, nil)
+	if err := ctx.Err(); err != nil {
+		return false, 0, fmt.Errorf("begin: %w", err)
+	}
+	tctx, cancel := uncut(ctx) // the COMMIT is not cut (WriteTimeout)
+	defer cancel()
+	tx, err := db.BeginTx(tctx, nil)
 	if err != nil {
 		return false, 0, fmt.Errorf("begin: %w", err)
 	}
@@ -798,12 +824,18 @@ func execBatch(ctx context.Context, db *sql.DB, query string, args ...any) (affe
 		return nil, nil, fmt.Errorf("connection: %w", err)
 	}
 	defer conn.Close()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("connection: %w", err)
+	}
+	// Sent, the batch runs to its COMMIT or its error: not cut (WriteTimeout).
+	wctx, cancel := uncut(ctx)
+	defer cancel()
 	err = conn.Raw(func(dc any) error {
 		ex, ok := dc.(driver.ExecerContext)
 		if !ok {
 			return fmt.Errorf("the MySQL connection (%T) cannot execute directly", dc)
 		}
-		r, err := ex.ExecContext(ctx, query, nv)
+		r, err := ex.ExecContext(wctx, query, nv)
 		if err != nil {
 			return err
 		}
