@@ -48,7 +48,7 @@ else
 	mkdir -p "$OUT"
 	bin/seckill down --dir "$NEMESIS_DIR" >/dev/null
 	trap 'rm -f "$block"; bin/seckill down --dir "$NEMESIS_DIR" >/dev/null || true' EXIT
-	echo "$NEMESIS_FOR $NEMESIS_SEED $began" > "$OUT/runs.txt.head"
+	echo "$NEMESIS_FOR $NEMESIS_SEED $began $(git rev-parse --short HEAD)" > "$OUT/runs.txt.head"
 	: > "$OUT/runs.txt"
 fi
 for entry in $NEMESIS_RUNS; do
@@ -79,18 +79,19 @@ import datetime, json, os, statistics, sys
 
 def load(src):
     with open(f"{src}/runs.txt.head") as f:
-        every, seed, began = f.read().split()
+        every, seed, began, *commit = f.read().split()
     ended = int(os.stat(f"{src}/runs.txt").st_mtime)
     with open(f"{src}/runs.txt") as f:
         runs = [l.strip().split("=", 2) for l in f if l.strip()]
-    return {"src": src, "for": every, "seed": seed, "began": int(began), "ended": ended, "runs": runs}
+    return {"src": src, "for": every, "seed": seed, "began": int(began), "ended": ended, "runs": runs,
+            "commit": commit[0] if commit else "unrecorded"}
 
 sources = [load(s) for s in sys.argv[1:]]
 hhmm = lambda t: datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%H:%M")
 for i, s in enumerate(sources):
     beside = [f"{j + 1}" for j, o in enumerate(sources) if o is not s and o["began"] < s["ended"] and s["began"] < o["ended"]]
     note = f"; it ran while {' and '.join(beside)} ran (each run keeps about a fifth of the 2 CPUs busy)" if beside else ""
-    print(f"{i + 1}. `NEMESIS_FOR={s['for']} NEMESIS_SEED={s['seed']}`, {len(s['runs'])} runs one after the other, "
+    print(f"{i + 1}. `NEMESIS_FOR={s['for']} NEMESIS_SEED={s['seed']}` at commit {s['commit']}, {len(s['runs'])} runs one after the other, "
           f"{hhmm(s['began'])} to {hhmm(s['ended'])} UTC ({s['ended'] - s['began']} s){note}")
 print()
 print("| strategy | fencing | durability | for | faults (kinds) | on its servers | purchases | sales | oversold | lost updates | resent | unanswered | invariants | longest gap s | verdict |")
