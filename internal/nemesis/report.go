@@ -78,6 +78,9 @@ func Markdown(r *Result) string {
 		if why := Unchecked(inv); why != "" {
 			fmt.Fprintf(&b, "\n- %s not checked: %s", inv.Name, why)
 		}
+		if why := r.Fenced(inv); why != "" {
+			fmt.Fprintf(&b, "\n- %s broken, fenced: %s", inv.Name, why)
+		}
 	}
 	fmt.Fprintf(&b, "\n- longest time without a sale: %.1f s\n\n", r.LongestGapS)
 	b.WriteString("| # | fault | on | began s | healed s | sales gap s |\n|---|---|---|---|---|---|\n")

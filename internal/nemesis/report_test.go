@@ -38,13 +38,20 @@ func TestReport(t *testing.T) {
 	lost.Invariants = append([]bench.Invariant{{Name: bench.InvMutualExclusion, Applicable: true, Count: 1, Incomplete: true,
 		Detail: "the evidence is incomplete (9 sales, 8 committed sections seen): 1 sales without a committed critical section seen"}}, ok.Invariants...)
 	overlap := *ok
+	overlap.Fencing = false
 	overlap.Invariants = []bench.Invariant{{Name: bench.InvMutualExclusion, Applicable: true, Count: 2,
 		Detail: "2 pairs of purchases were inside the critical section at once"}}
+	fenced := overlap
+	fenced.Fencing, fenced.Outcomes = true, map[string]int{bench.OutcomeStaleLock: 3}
+	fencedLost := fenced
+	fencedLost.Invariants = append([]bench.Invariant{{Name: bench.InvNoLostUpdate, Applicable: true, Count: 1, Detail: "1 units sold that the stock column never lost"}}, fenced.Invariants...)
 	tests := []struct {
 		name string
 		r    *Result
 		want []string
 	}{
+		{"sections overlapped, fenced", &fenced, []string{"mutual_exclusion broken, fenced: 2 pairs", "the tokens refused 3 stale writes", "**Verdict: ok.**"}},
+		{"sections overlapped, fenced, a sale lost", &fencedLost, []string{"**Verdict: failed.** no_lost_update: 1 units"}},
 		{"events lost with a killed instance", &lost, []string{"mutual_exclusion not checked: no two critical sections seen overlapping, but the evidence is incomplete", "**Verdict: ok.**"}},
 		{"sections overlapped", &overlap, []string{"**Verdict: failed.** mutual_exclusion: 2 pairs"}},
 		{"ok", ok, []string{"| 1 | kill redis-primary (the redis leader) | redis | 10.0 | 14.5 | 2.2 |", "| 2 | pause inst-1 | other | 12.0 | 15.0 | 0.5 |",
