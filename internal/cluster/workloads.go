@@ -240,6 +240,9 @@ func instanceEnv() []corev1.EnvVar {
 		{Name: config.EnvMaxQty, Value: strconv.Itoa(config.DefaultMaxQty)},
 		{Name: config.EnvDBInflight, Value: strconv.Itoa(config.DefaultDBInflight)},
 		{Name: config.EnvStreamGather, Value: config.DefaultStreamGather.String()},
+		// redis-stream answers once the primary has a sale, as `seckill up`
+		// does at the default durability.
+		{Name: config.EnvStreamReplicas, Value: "0"},
 		// No fault proxy on a cluster: Chaos Mesh injects the faults.
 		{Name: config.EnvProxyShift, Value: ""},
 	}
