@@ -91,7 +91,7 @@ hhmm = lambda t: datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strft
 for i, s in enumerate(sources):
     beside = [f"{j + 1}" for j, o in enumerate(sources) if o is not s and o["began"] < s["ended"] and s["began"] < o["ended"]]
     note = f"; it ran while {' and '.join(beside)} ran (each run keeps about a fifth of the 2 CPUs busy)" if beside else ""
-    print(f"{i + 1}. `NEMESIS_FOR={s['for']} NEMESIS_SEED={s['seed']}` at commit {s['commit']}, {len(s['runs'])} runs one after the other, "
+    print(f"{i + 1}. `NEMESIS_FOR={s['for']} NEMESIS_SEED={s['seed']}` at commit {s['commit']}, {'1 run' if len(s['runs']) == 1 else str(len(s['runs'])) + ' runs one after the other'}, "
           f"{hhmm(s['began'])} to {hhmm(s['ended'])} UTC ({s['ended'] - s['began']} s){note}")
 print()
 print("| strategy | fencing | durability | for | faults (kinds) | on its servers | purchases | sales | oversold | lost updates | resent | unanswered | invariants | longest gap s | verdict |")
