@@ -53,7 +53,7 @@ var Kinds = []Kind{
 	{Name: Partition, Does: "cut [INSTANCE/]SERVER's links, both ways (needs the fault proxy)", Target: "link", Lasting: true},
 	{Name: Latency, Does: "delay every answer on [INSTANCE/]SERVER's links (needs the fault proxy)", Target: "link", Param: "delay", Default: DefaultDelay, Lasting: true},
 	{Name: Clock, Does: "jump a Redis node's clock forward, emulated: its keys' TTLs cut (over at once)", Target: "redis", Param: "offset", Default: DefaultOffset},
-	{Name: Failover, Does: "SENTINEL FAILOVER of the Redis primary (ha; over once the demoted primary replicates the new one)"},
+	{Name: Failover, Does: "SENTINEL FAILOVER of the Redis primary (ha; over when the old one replicates)"},
 	{Name: Heal, Does: "undo every fault that is on"},
 }
 

@@ -100,7 +100,7 @@ func TestServeEnvStreamReplicas(t *testing.T) {
 		{TopologyHA, "", ""},
 		{TopologySingle, server.DurabilityFsync, ""},
 	} {
-		st := &State{Dir: t.TempDir(), BasePort: 15000, Topology: tc.topology, Durability: tc.durability}
+		st := &State{Dir: t.TempDir(), Topology: tc.topology, Durability: tc.durability} // no server is dialled
 		if got := st.serveEnv()[config.EnvStreamReplicas]; got != tc.want {
 			t.Errorf("%s topology, durability %q: %s=%q, want %q", tc.topology, tc.durability, config.EnvStreamReplicas, got, tc.want)
 		}
