@@ -189,20 +189,22 @@ func (q *Stream) Reset(ctx context.Context, goodsID int64) error {
 // Status reads the queue's state for goods.
 func (q *Stream) Status(ctx context.Context, goodsID int64) (stock.QueueStatus, error) {
 	st := stock.QueueStatus{GoodsID: goodsID, LagUS: []int64{}}
-	n, err := q.rdb.XLen(ctx, q.key).Result()
-	if err != nil {
-		return st, fmt.Errorf("redis stream status: %w", err)
-	}
-	st.Length = n
-	groups, err := q.rdb.XInfoGroups(ctx, q.key).Result()
+	info, err := q.rdb.XInfoStream(ctx, q.key).Result()
 	if err != nil && !isNoStream(err) {
 		return st, fmt.Errorf("redis stream status: %w", err)
 	}
-	st.Lag = n // nothing has read the stream yet
+	var groups []redis.XInfoGroup
+	if err == nil { // no stream: no entries, no group
+		st.Length = info.Length
+		if groups, err = q.rdb.XInfoGroups(ctx, q.key).Result(); err != nil && !isNoStream(err) {
+			return st, fmt.Errorf("redis stream status: %w", err)
+		}
+	}
+	st.Lag = st.Length // nothing has read the stream yet
 	for _, g := range groups {
 		if g.Name == Group {
 			st.Pending, st.Consumers = g.Pending, g.Consumers
-			if st.Lag, err = q.unread(ctx, g.LastDeliveredID); err != nil {
+			if st.Lag, err = q.unread(ctx, info.LastGeneratedID, g.LastDeliveredID); err != nil {
 				return st, fmt.Errorf("redis stream status: %w", err)
 			}
 		}
@@ -231,15 +233,12 @@ func (q *Stream) Status(ctx context.Context, goodsID int64) (stock.QueueStatus, 
 const maxUnreadCount = 10_000
 
 // unread counts the stream's entries after the group's last delivered id
-// (up to maxUnreadCount). It does not use XINFO's lag: a replica promoted
-// by a failover can hold the group with an entries-read counter behind its
-// last delivered id, and Redis then counts entries every consumer read.
-func (q *Stream) unread(ctx context.Context, lastDelivered string) (int64, error) {
-	last, err := q.rdb.XInfoStream(ctx, q.key).Result()
-	if err != nil {
-		return 0, fmt.Errorf("the stream: %w", err)
-	}
-	if last.LastGeneratedID == lastDelivered {
+// (up to maxUnreadCount), none when it is the stream's last generated id.
+// It does not use XINFO's lag: a replica promoted by a failover can hold
+// the group with an entries-read counter behind its last delivered id,
+// and Redis then counts entries every consumer read.
+func (q *Stream) unread(ctx context.Context, lastGenerated, lastDelivered string) (int64, error) {
+	if lastGenerated == lastDelivered {
 		return 0, nil
 	}
 	msgs, err := q.rdb.XRangeN(ctx, q.key, "("+lastDelivered, "+", maxUnreadCount).Result()
